@@ -1,0 +1,262 @@
+"""Collective algorithms as plain schedules: which chunk moves where, at which step.
+
+A :class:`Schedule` is a value. It lists :class:`Transfer` s, each moving the chunk
+``key = (block, piece)`` from one device to another, either *placing* it (gathers)
+or *adding* it into the receiver's copy (reductions). Each transfer names the
+earlier transfers it waits for, so the plan can be printed, checked and tested
+without running a simulation; the engine only plays it.
+
+Blocks and pieces
+    A collective over a group of n devices deals in n *blocks*: in an all_gather
+    block j is member j's input, in a reduce-scatter block k is the part of every
+    input that member k ends up owning. An algorithm may cut each block into
+    *pieces* so different pieces can travel different ways round the ring.
+
+Patterns
+    ``gather``: member j starts with block j; at the end everyone holds every block.
+    ``reduce_scatter``: everyone starts with a contribution to every block; at the
+    end member k holds the sum of block k. ``all_reduce``: reduce-scatter, then
+    all-gather of the reduced blocks.
+
+Algorithms (n devices in the group, ring order = group order)
+    ``ring``: one direction, n-1 steps, one block per step.
+    ``bidirectional_ring``: each block cut in two halves, one travelling each way
+    round; n-1 steps of half a block on each link direction.
+    ``bidirectional_halfway`` (the scaling book's scheme): every block travels both
+    ways, each copy about half way round; floor(n/2) steps of a whole block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+__all__ = ["ALGORITHMS", "DEFAULT_ALGORITHM", "PATTERNS", "Schedule", "Transfer", "build_schedule"]
+
+PATTERNS = ("gather", "reduce_scatter", "all_reduce")
+DEFAULT_ALGORITHM = "bidirectional_ring"
+
+Key = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """One chunk sent from one device to another.
+
+    Attributes
+    ----------
+    step : int
+        Algorithm step the transfer belongs to (for reports; timing comes from
+        ``deps``, not from steps).
+    src, dst : int
+        Device indices.
+    key : tuple of int
+        ``(block, piece)`` of the chunk.
+    reduce : bool
+        True if the receiver adds the chunk into its own copy, False if it stores it.
+    direction : int
+        +1 or -1: the way round the ring; routing breaks ties with it.
+    deps : tuple of int
+        Indices of the transfers that must have arrived at ``src`` first.
+    phase : str
+        ``"gather"`` or ``"reduce_scatter"``.
+    """
+
+    step: int
+    src: int
+    dst: int
+    key: Key
+    reduce: bool
+    direction: int
+    deps: tuple[int, ...]
+    phase: str
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The full plan of one collective on a set of groups.
+
+    Attributes
+    ----------
+    algorithm : str
+    pattern : str
+        One of :data:`PATTERNS`.
+    groups : tuple of tuple of int
+        Device indices of each group, in ring order.
+    pieces : int
+        Number of pieces each block is cut into.
+    transfers : tuple of Transfer
+    """
+
+    algorithm: str
+    pattern: str
+    groups: tuple[tuple[int, ...], ...]
+    pieces: int
+    transfers: tuple[Transfer, ...]
+
+    @property
+    def n_steps(self) -> int:
+        """Number of algorithm steps (0 when nothing moves)."""
+        return 1 + max((t.step for t in self.transfers), default=-1)
+
+    def table(self) -> str:
+        """The schedule as a text table, one transfer per line.
+
+        Examples
+        --------
+        >>> print(build_schedule("gather", [[0, 1, 2]], "ring").table())
+        step  src  dst  block  piece  op     after
+           0    0    1      0      0  place  -
+           0    1    2      1      0  place  -
+           0    2    0      2      0  place  -
+           1    0    1      2      0  place  #2
+           1    1    2      0      0  place  #0
+           1    2    0      1      0  place  #1
+        """
+        lines = ["step  src  dst  block  piece  op     after"]
+        for t in self.transfers:
+            after = ",".join(f"#{d}" for d in t.deps) or "-"
+            op = "add" if t.reduce else "place"
+            lines.append(f"{t.step:4d} {t.src:4d} {t.dst:4d} {t.key[0]:6d} {t.key[1]:6d}  {op:<5}  {after}")
+        return "\n".join(lines)
+
+
+# A move within one group: (step, from position, to position, block, piece, direction).
+Move = tuple[int, int, int, int, int, int]
+
+
+def _ring_gather(n: int, direction: int, piece: int) -> Iterator[Move]:
+    for t in range(n - 1):
+        for i in range(n):
+            yield t, i, (i + direction) % n, (i - direction * t) % n, piece, direction
+
+
+def _ring_reduce_scatter(n: int, direction: int, piece: int) -> Iterator[Move]:
+    for t in range(n - 1):
+        for i in range(n):
+            yield t, i, (i + direction) % n, (i - direction * (t + 1)) % n, piece, direction
+
+
+def _halfway_gather(n: int) -> Iterator[Move]:
+    # Block j goes forward to j+1 .. j+floor(n/2) and backward to j-1 .. j-(ceil(n/2)-1).
+    forward, backward = n // 2, (n + 1) // 2 - 1
+    for t in range(forward):
+        for i in range(n):
+            yield t, i, (i + 1) % n, (i - t) % n, 0, 1
+    for t in range(backward):
+        for i in range(n):
+            yield t, i, (i - 1) % n, (i + t) % n, 0, -1
+
+
+def _halfway_reduce_scatter(n: int) -> Iterator[Move]:
+    # Block k is summed along two chains that meet at member k: one coming forward
+    # from k-floor(n/2), one coming backward from k+ceil(n/2)-1.
+    forward, backward = n // 2, (n + 1) // 2 - 1
+    for t in range(forward):
+        for i in range(n):
+            yield t, i, (i + 1) % n, (i + forward - t) % n, 0, 1
+    for t in range(backward):
+        for i in range(n):
+            yield t, i, (i - 1) % n, (i - backward + t) % n, 0, -1
+
+
+def _both_ways(one_way: Callable[[int, int, int], Iterator[Move]]) -> Callable[[int], Iterator[Move]]:
+    def moves(n: int) -> Iterator[Move]:
+        yield from one_way(n, 1, 0)
+        yield from one_way(n, -1, 1)
+
+    return moves
+
+
+@dataclass(frozen=True)
+class _Algorithm:
+    pieces: int
+    gather: Callable[[int], Iterator[Move]]
+    reduce_scatter: Callable[[int], Iterator[Move]]
+
+
+ALGORITHMS: dict[str, _Algorithm] = {
+    "ring": _Algorithm(1, lambda n: _ring_gather(n, 1, 0), lambda n: _ring_reduce_scatter(n, 1, 0)),
+    "bidirectional_ring": _Algorithm(2, _both_ways(_ring_gather), _both_ways(_ring_reduce_scatter)),
+    "bidirectional_halfway": _Algorithm(1, _halfway_gather, _halfway_reduce_scatter),
+}
+"""Algorithm name -> how it cuts blocks and moves them. See the module docstring."""
+
+
+def build_schedule(pattern: str, groups: Sequence[Sequence[int]], algorithm: str | None = None) -> Schedule:
+    """Plan a collective over the given groups with the named algorithm.
+
+    Parameters
+    ----------
+    pattern : {"gather", "reduce_scatter", "all_reduce"}
+        What the collective does with blocks (see the module docstring).
+    groups : sequence of sequence of int
+        Device indices of each group, in ring order; all groups run at once.
+    algorithm : str, optional
+        A name from :data:`ALGORITHMS`; default ``"bidirectional_ring"``.
+
+    Returns
+    -------
+    Schedule
+
+    Raises
+    ------
+    ValueError
+        If the pattern or the algorithm is unknown.
+
+    Examples
+    --------
+    >>> s = build_schedule("all_reduce", [[0, 1, 2, 3]], "ring")
+    >>> s.n_steps, len(s.transfers)
+    (6, 24)
+    >>> build_schedule("gather", [[0, 1, 2, 3, 4, 5, 6, 7]], "bidirectional_halfway").n_steps
+    4
+    """
+    algorithm = DEFAULT_ALGORITHM if algorithm is None else algorithm
+    if pattern not in PATTERNS:
+        raise ValueError(f"unknown pattern {pattern!r}; expected one of {', '.join(PATTERNS)}")
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
+    plan = ALGORITHMS[algorithm]
+    groups = tuple(tuple(int(d) for d in g) for g in groups)
+    phases: list[tuple[str, Callable[[int], Iterator[Move]]]] = []
+    if pattern in ("reduce_scatter", "all_reduce"):
+        phases.append(("reduce_scatter", plan.reduce_scatter))
+    if pattern in ("gather", "all_reduce"):
+        phases.append(("gather", plan.gather))
+
+    rows: list[tuple[int, int, int, Key, bool, int, str]] = []
+    offset = 0
+    for phase, moves in phases:
+        last = -1
+        for group in groups:
+            for step, i, j, block, piece, direction in moves(len(group)):
+                rows.append((offset + step, group[i], group[j], (block, piece), phase == "reduce_scatter", direction, phase))
+                last = max(last, step)
+        offset += last + 1
+    rows.sort(key=lambda r: r[0])
+    return Schedule(algorithm, pattern, groups, plan.pieces, _with_deps(rows))
+
+
+def _with_deps(rows: list[tuple[int, int, int, Key, bool, int, str]]) -> tuple[Transfer, ...]:
+    """Attach to each transfer the earlier arrivals of its chunk at its source.
+
+    A chunk may only leave a device once every transfer of an earlier step that
+    brings (or adds into) that chunk there has arrived. ``rows`` are sorted by step.
+    """
+    arrivals: dict[tuple[int, Key], list[int]] = {}
+    transfers: list[Transfer] = []
+    start = 0
+    while start < len(rows):
+        stop = start
+        while stop < len(rows) and rows[stop][0] == rows[start][0]:
+            stop += 1
+        for index in range(start, stop):
+            step, src, dst, key, reduce, direction, phase = rows[index]
+            deps = tuple(arrivals.get((src, key), ()))
+            transfers.append(Transfer(step, src, dst, key, reduce, direction, deps, phase))
+        for index in range(start, stop):
+            _, _, dst, key, *_ = rows[index]
+            arrivals.setdefault((dst, key), []).append(index)
+        start = stop
+    return tuple(transfers)

@@ -1,0 +1,319 @@
+"""JAX's collective semantics: argument checks, output layouts and NumPy references.
+
+This is the only module that knows how ``jax.lax`` lays out the result of a
+collective. Inputs are stacked ``[n_devices, ...]`` as :func:`jax.pmap` takes them,
+and so are outputs.
+
+Two things live here:
+
+* **Layouts** (:class:`AllGatherLayout`, :class:`ReduceScatterLayout`,
+  :class:`AllReduceLayout`) turn each device's input into the *blocks* an
+  algorithm moves, and turn the blocks a device holds at the end back into JAX's
+  output. They are what the simulation uses.
+* **References** (:func:`all_gather_reference`, :func:`psum_scatter_reference`,
+  :func:`psum_reference`) compute JAX's answer straight from the definition, with no
+  blocks, pieces or schedules, so that a simulated output can be checked against
+  something that did not come from the same code.
+
+axis_index_groups
+    A list of groups of device indices; every index appears exactly once and all
+    groups have the same size. The order inside a group matters: in an all_gather
+    member k supplies block k of the result, in a psum_scatter member k receives
+    block k of the sum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "AllGatherLayout",
+    "AllReduceLayout",
+    "ReduceScatterLayout",
+    "all_gather_reference",
+    "normalize_groups",
+    "psum_reference",
+    "psum_scatter_reference",
+]
+
+Groups = tuple[tuple[int, ...], ...]
+
+
+def normalize_groups(axis_index_groups: Sequence[Sequence[int]] | None, n_devices: int) -> Groups:
+    """Check ``axis_index_groups`` and return it as a tuple of tuples.
+
+    ``None`` means one group of every device in index order.
+
+    Raises
+    ------
+    ValueError
+        If an entry is not an integer, an index is out of range or repeated, an
+        index is missing, or the groups differ in size.
+
+    Examples
+    --------
+    >>> normalize_groups([[0, 2], [3, 1]], 4)
+    ((0, 2), (3, 1))
+    >>> normalize_groups(None, 3)
+    ((0, 1, 2),)
+    >>> normalize_groups([[0, 1], [2]], 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: axis_index_groups must all have the same size, got sizes [2, 1] in [[0, 1], [2]]
+    """
+    if axis_index_groups is None:
+        return (tuple(range(n_devices)),)
+    try:
+        groups = [list(g) for g in axis_index_groups]
+    except TypeError:
+        raise ValueError(f"axis_index_groups must be a list of lists of device indices, got {axis_index_groups!r}") from None
+    if not groups or any(not g for g in groups):
+        raise ValueError(f"axis_index_groups must be non-empty lists of device indices, got {groups!r}")
+    for g in groups:
+        for i in g:
+            if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+                raise ValueError(f"axis_index_groups entries must be integers, got {i!r} in {groups!r}")
+    sizes = [len(g) for g in groups]
+    if len(set(sizes)) > 1:
+        raise ValueError(f"axis_index_groups must all have the same size, got sizes {sizes} in {groups!r}")
+    flat = [int(i) for g in groups for i in g]
+    bad = sorted({i for i in flat if not 0 <= i < n_devices})
+    if bad:
+        raise ValueError(f"axis_index_groups index {bad[0]} is out of range for {n_devices} devices (valid: 0..{n_devices - 1})")
+    repeated = sorted({i for i in flat if flat.count(i) > 1})
+    if repeated:
+        raise ValueError(f"axis_index_groups must cover every device exactly once; device {repeated[0]} appears more than once in {groups!r}")
+    missing = sorted(set(range(n_devices)) - set(flat))
+    if missing:
+        raise ValueError(f"axis_index_groups must cover every device exactly once; device {missing[0]} is in no group of {groups!r}")
+    return tuple(tuple(int(i) for i in g) for g in groups)
+
+
+def _canonical_axis(axis: int, ndim: int, what: str) -> int:
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise ValueError(f"{what} must be an integer, got {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{what}={axis} is out of range for {ndim} dimension(s) (valid: {-ndim}..{ndim - 1})")
+    return int(axis) % ndim
+
+
+def _check_stacked(x: np.ndarray, n_devices: int | None = None) -> None:
+    if x.ndim < 1:
+        raise ValueError("input must be stacked [n_devices, ...]; got a scalar")
+    if n_devices is not None and x.shape[0] != n_devices:
+        raise ValueError(f"input has {x.shape[0]} devices on its leading axis but the topology has {n_devices}")
+
+
+def _flat(a: np.ndarray) -> np.ndarray:
+    """A 1-D view of a contiguous array (a copy only if it was not contiguous)."""
+    return np.ascontiguousarray(a).reshape(-1)
+
+
+@dataclass(frozen=True)
+class AllGatherLayout:
+    """``jax.lax.all_gather(x, axis=axis, tiled=tiled, axis_index_groups=groups)``.
+
+    Block j of a group is member j's whole input. Untiled stacks the blocks on a
+    new axis ``axis`` (normalised against rank+1, so -1 is a new last axis); tiled
+    concatenates them along the existing ``axis`` (normalised against the rank;
+    scalars are rejected).
+
+    Examples
+    --------
+    >>> layout = AllGatherLayout.check(np.zeros((4, 3)), axis=-1, tiled=False, axis_index_groups=None)
+    >>> layout.axis, layout.block_shape
+    (1, (3,))
+    """
+
+    axis: int
+    tiled: bool
+    groups: Groups
+    block_shape: tuple[int, ...]
+    pattern = "gather"
+
+    @classmethod
+    def check(cls, x: np.ndarray, axis: int, tiled: bool, axis_index_groups: Sequence[Sequence[int]] | None) -> AllGatherLayout:
+        """Validate the arguments against the stacked input ``x``."""
+        _check_stacked(x)
+        groups = normalize_groups(axis_index_groups, x.shape[0])
+        rank = x.ndim - 1
+        if tiled:
+            if rank == 0:
+                raise ValueError("all_gather with tiled=True needs at least one dimension per device; got scalars")
+            axis = _canonical_axis(axis, rank, "axis")
+        else:
+            axis = _canonical_axis(axis, rank + 1, "axis")
+        return cls(axis, bool(tiled), groups, x.shape[1:])
+
+    def blocks(self, x: np.ndarray) -> list[dict[int, np.ndarray]]:
+        """Per device, the blocks it starts with: member j holds block j (a flat view)."""
+        held: list[dict[int, np.ndarray]] = [{} for _ in range(x.shape[0])]
+        for group in self.groups:
+            for j, device in enumerate(group):
+                held[device][j] = _flat(x[device])
+        return held
+
+    def assemble(self, blocks: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
+        """Stacked output from each device's blocks ``0..n-1`` (given in device order)."""
+        outputs = []
+        for held in blocks:
+            parts = [b.reshape(self.block_shape) for b in held]
+            outputs.append(np.concatenate(parts, self.axis) if self.tiled else np.stack(parts, self.axis))
+        return np.stack(outputs)
+
+    def wanted(self, device: int) -> range:
+        """Blocks a device must hold at the end."""
+        return range(len(self.groups[0]))
+
+
+@dataclass(frozen=True)
+class ReduceScatterLayout:
+    """``jax.lax.psum_scatter(x, scatter_dimension=d, tiled=tiled, axis_index_groups=groups)``.
+
+    Each input is cut into n blocks along ``scatter_dimension``; member k receives
+    the sum over the group of block k. Untiled needs ``shape[d] == n`` and drops
+    that dimension; tiled needs ``shape[d] % n == 0`` and keeps it.
+    """
+
+    scatter_dimension: int
+    tiled: bool
+    groups: Groups
+    block_shape: tuple[int, ...]
+    pattern = "reduce_scatter"
+
+    @classmethod
+    def check(cls, x: np.ndarray, scatter_dimension: int, tiled: bool, axis_index_groups: Sequence[Sequence[int]] | None) -> ReduceScatterLayout:
+        """Validate the arguments against the stacked input ``x``."""
+        _check_stacked(x)
+        groups = normalize_groups(axis_index_groups, x.shape[0])
+        n = len(groups[0])
+        shape = x.shape[1:]
+        if not shape:
+            raise ValueError("psum_scatter needs at least one dimension per device; got scalars")
+        dim = _canonical_axis(scatter_dimension, len(shape), "scatter_dimension")
+        size = shape[dim]
+        if tiled:
+            if size % n:
+                raise ValueError(f"psum_scatter with tiled=True needs shape[{dim}]={size} to be divisible by the group size {n}")
+            block_shape = shape[:dim] + (size // n,) + shape[dim + 1 :]
+        else:
+            if size != n:
+                raise ValueError(f"psum_scatter with tiled=False needs shape[{dim}]={size} to equal the group size {n}")
+            block_shape = shape[:dim] + shape[dim + 1 :]
+        return cls(dim, bool(tiled), groups, block_shape)
+
+    def blocks(self, x: np.ndarray) -> list[dict[int, np.ndarray]]:
+        """Per device, its contribution to every block (flat, contiguous)."""
+        n = len(self.groups[0])
+        return [{k: _flat(part) for k, part in enumerate(np.split(x[d], n, axis=self.scatter_dimension))} for d in range(x.shape[0])]
+
+    def assemble(self, blocks: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
+        """Stacked output from the one reduced block each device holds."""
+        return np.stack([held[0].reshape(self.block_shape) for held in blocks])
+
+    def wanted(self, device: int) -> range:
+        """Blocks a device must hold at the end: its own position in its group."""
+        k = next(g.index(device) for g in self.groups if device in g)
+        return range(k, k + 1)
+
+
+@dataclass(frozen=True)
+class AllReduceLayout:
+    """``jax.lax.psum(x, axis_index_groups=groups)``: every member gets the group's sum.
+
+    The flattened input is cut into n nearly equal blocks so a reduce-scatter
+    followed by an all-gather can move it; any shape, scalars included, works.
+    """
+
+    groups: Groups
+    shape: tuple[int, ...]
+    pattern = "all_reduce"
+
+    @classmethod
+    def check(cls, x: np.ndarray, axis_index_groups: Sequence[Sequence[int]] | None) -> AllReduceLayout:
+        """Validate the arguments against the stacked input ``x``."""
+        _check_stacked(x)
+        return cls(normalize_groups(axis_index_groups, x.shape[0]), x.shape[1:])
+
+    def blocks(self, x: np.ndarray) -> list[dict[int, np.ndarray]]:
+        """Per device, its contribution to every block (flat views)."""
+        n = len(self.groups[0])
+        return [dict(enumerate(np.array_split(_flat(x[d]), n))) for d in range(x.shape[0])]
+
+    def assemble(self, blocks: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
+        """Stacked output from the n reduced blocks each device holds."""
+        return np.stack([np.concatenate(held).reshape(self.shape) for held in blocks])
+
+    def wanted(self, device: int) -> range:
+        """Blocks a device must hold at the end: all of them."""
+        return range(len(self.groups[0]))
+
+
+def all_gather_reference(x: np.ndarray, axis: int = 0, tiled: bool = False, axis_index_groups: Sequence[Sequence[int]] | None = None) -> np.ndarray:
+    """JAX's all_gather computed directly from its definition.
+
+    Examples
+    --------
+    >>> all_gather_reference(np.arange(4))[2]
+    array([0, 1, 2, 3])
+    >>> all_gather_reference(np.arange(16).reshape(4, 4), axis_index_groups=[[0, 2], [3, 1]])[1]
+    array([[12, 13, 14, 15],
+           [ 4,  5,  6,  7]])
+    """
+    x = np.asarray(x)
+    layout = AllGatherLayout.check(x, axis, tiled, axis_index_groups)
+    out = [None] * x.shape[0]
+    for group in layout.groups:
+        members = [x[d] for d in group]
+        gathered = np.concatenate(members, layout.axis) if tiled else np.stack(members, layout.axis)
+        for d in group:
+            out[d] = gathered
+    return np.stack(out)
+
+
+def psum_scatter_reference(x: np.ndarray, scatter_dimension: int = 0, tiled: bool = False, axis_index_groups: Sequence[Sequence[int]] | None = None) -> np.ndarray:
+    """JAX's psum_scatter computed directly from its definition.
+
+    Examples
+    --------
+    >>> psum_scatter_reference(np.arange(16).reshape(4, 4))
+    array([24, 28, 32, 36])
+    >>> psum_scatter_reference(np.arange(16).reshape(4, 4), tiled=True, axis_index_groups=[[0, 2], [3, 1]])
+    array([[ 8, 10],
+           [20, 22],
+           [12, 14],
+           [16, 18]])
+    """
+    x = np.asarray(x)
+    layout = ReduceScatterLayout.check(x, scatter_dimension, tiled, axis_index_groups)
+    dim = layout.scatter_dimension
+    n = len(layout.groups[0])
+    out = [None] * x.shape[0]
+    for group in layout.groups:
+        total = np.sum([x[d] for d in group], axis=0, dtype=x.dtype)
+        size = total.shape[dim] // n
+        for k, d in enumerate(group):
+            part = np.take(total, np.arange(k * size, (k + 1) * size), axis=dim)
+            out[d] = part if tiled else np.squeeze(part, axis=dim)
+    return np.stack(out)
+
+
+def psum_reference(x: np.ndarray, axis_index_groups: Sequence[Sequence[int]] | None = None) -> np.ndarray:
+    """JAX's psum computed directly from its definition.
+
+    Examples
+    --------
+    >>> psum_reference(np.arange(4), axis_index_groups=[[0, 1], [2, 3]])
+    array([1, 1, 5, 5])
+    """
+    x = np.asarray(x)
+    layout = AllReduceLayout.check(x, axis_index_groups)
+    out = [None] * x.shape[0]
+    for group in layout.groups:
+        total = np.sum([x[d] for d in group], axis=0, dtype=x.dtype)
+        for d in group:
+            out[d] = total
+    return np.stack(out)

@@ -1,0 +1,142 @@
+"""Human units in, SI floats out.
+
+Scenario files speak the way people do ("64 MiB", "45 GB/s", "1 us"); the code
+works in bytes, bytes per second and seconds. This module is the only bridge.
+
+Decimal prefixes (k, M, G, T) are powers of 1000 and binary ones (Ki, Mi, Gi, Ti)
+powers of 1024, as in the IEC standard: "1 GB" is 10**9 bytes and "1 GiB" is
+2**30 bytes. Only ``B`` (bytes) is accepted as a size unit; bits are not, so that
+a bandwidth written "45 Gb/s" is an error instead of an eight-fold surprise.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+__all__ = ["parse_bandwidth", "parse_bytes", "parse_duration", "format_bytes", "format_seconds"]
+
+_PREFIX = {
+    "": 1,
+    "k": 10**3,
+    "K": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+}
+_TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9, "ps": 1e-12}
+
+_NUMBER = r"(?P<num>[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)"
+_SIZE_RE = re.compile(_NUMBER + r"\s*(?P<prefix>Ki|Mi|Gi|Ti|k|K|M|G|T|)B")
+_RATE_RE = re.compile(_NUMBER + r"\s*(?P<prefix>Ki|Mi|Gi|Ti|k|K|M|G|T|)B/s")
+_TIME_RE = re.compile(_NUMBER + r"\s*(?P<unit>s|ms|us|µs|μs|ns|ps)")
+
+
+def _match(regex: re.Pattern[str], text: object, what: str, example: str) -> re.Match[str]:
+    if not isinstance(text, str):
+        raise ValueError(f"expected a {what} string such as {example!r}, got {text!r}")
+    match = regex.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"cannot read {text!r} as a {what}; write it like {example!r}")
+    return match
+
+
+def parse_bytes(text: str) -> int:
+    """Read a size such as ``"64 MiB"`` or ``"1.5 kB"`` as a whole number of bytes.
+
+    Parameters
+    ----------
+    text : str
+        A number followed by ``B``, ``kB``, ``MB``, ``GB``, ``TB``, ``KiB``,
+        ``MiB``, ``GiB`` or ``TiB``.
+
+    Returns
+    -------
+    int
+        The size in bytes.
+
+    Raises
+    ------
+    ValueError
+        If the text is not a size, or does not come to a whole number of bytes.
+
+    Examples
+    --------
+    >>> parse_bytes("64 MiB")
+    67108864
+    >>> parse_bytes("1.5kB")
+    1500
+    """
+    match = _match(_SIZE_RE, text, "size", "64 MiB")
+    value = float(match["num"]) * _PREFIX[match["prefix"]]
+    if not math.isfinite(value) or value != int(value):
+        raise ValueError(f"{text!r} is not a whole number of bytes")
+    return int(value)
+
+
+def parse_bandwidth(text: str) -> float:
+    """Read a bandwidth such as ``"45 GB/s"`` in bytes per second.
+
+    Examples
+    --------
+    >>> parse_bandwidth("45 GB/s")
+    45000000000.0
+    """
+    match = _match(_RATE_RE, text, "bandwidth", "45 GB/s")
+    value = float(match["num"]) * _PREFIX[match["prefix"]]
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is not a finite bandwidth")
+    return value
+
+
+def parse_duration(text: str) -> float:
+    """Read a duration such as ``"1 us"`` (or ``"1 µs"``) in seconds.
+
+    Examples
+    --------
+    >>> parse_duration("1 us")
+    1e-06
+    >>> parse_duration("2.5 ms")
+    0.0025
+    """
+    match = _match(_TIME_RE, text, "duration", "1 us")
+    value = float(match["num"]) * _TIME[match["unit"]]
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is not a finite duration")
+    return value
+
+
+def format_bytes(n: float) -> str:
+    """Write a byte count with a binary prefix.
+
+    Examples
+    --------
+    >>> format_bytes(67108864)
+    '64 MiB'
+    >>> format_bytes(1536)
+    '1.5 KiB'
+    """
+    for prefix, scale in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if abs(n) >= scale:
+            return f"{n / scale:.4g} {prefix}B"
+    return f"{n:.4g} B"
+
+
+def format_seconds(t: float) -> str:
+    """Write a duration with the unit that keeps the number readable.
+
+    Examples
+    --------
+    >>> format_seconds(2.5e-5)
+    '25 us'
+    >>> format_seconds(1.5)
+    '1.5 s'
+    """
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(t) >= scale:
+            return f"{t / scale:.6g} {unit}"
+    return f"{t / 1e-9:.6g} ns"

@@ -1,0 +1,75 @@
+import networkx as nx
+import pytest
+
+from netsim.topology import mesh, ring, torus
+
+
+def test_ring_links_both_directions():
+    r = ring(5)
+    assert sorted((u, v) for u, v, _ in r.links) == sorted([(i, (i + 1) % 5) for i in range(5)] + [((i + 1) % 5, i) for i in range(5)])
+
+
+def test_size_two_wrap_is_a_second_link_and_size_one_adds_no_self_loop():
+    t = torus((2, 1))
+    assert t.graph.number_of_edges() == 4  # 0->1 and 1->0, each twice (direct and wrap)
+    assert nx.number_of_selfloops(t.graph) == 0
+    assert {key for _, _, key in t.links} == {(0, 1), (0, -1)}
+
+
+def test_torus_degree_and_mesh_edges():
+    t = torus((4, 4, 4))
+    assert all(t.graph.out_degree(n) == 6 for n in t.graph)
+    m = mesh((3, 4))
+    # 3 rows of 3 horizontal cables + 4 columns of 2 vertical cables, two directions each
+    assert m.graph.number_of_edges() == 2 * (3 * 3 + 4 * 2)
+
+
+def test_coordinates_are_row_major():
+    t = torus((2, 3, 4))
+    for d in range(t.n_devices):
+        assert t.device(t.coord(d)) == d
+    assert t.coord(5) == (0, 1, 1)
+
+
+def test_routes_go_the_short_way_and_break_ties_by_direction():
+    r = ring(8)
+    assert [v for _, v, _ in r.route(0, 3)] == [1, 2, 3]
+    assert [v for _, v, _ in r.route(0, 6)] == [7, 6]
+    assert [v for _, v, _ in r.route(0, 4)] == [1, 2, 3, 4]
+    assert [v for _, v, _ in r.route(0, 4, tie=-1)] == [7, 6, 5, 4]
+    assert r.route(3, 3) == ()
+
+
+def test_dimension_order_routing_on_a_torus_and_a_mesh():
+    t = torus((4, 4))
+    hops = t.route(t.device((3, 0)), t.device((1, 3)))
+    assert [t.link_name(h) for h in hops] == ["(3,0)->(0,0)", "(0,0)->(1,0)", "(1,0)->(1,3)"]  # a tie on axis 0 goes +
+    m = mesh((4,))
+    assert [v for _, v, _ in m.route(3, 0)] == [2, 1, 0]  # no wrap: the long way is the only way
+
+
+def test_every_route_follows_existing_links():
+    t = torus((3, 4), wraparound=(True, False))
+    for s in range(t.n_devices):
+        for d in range(t.n_devices):
+            hops = t.route(s, d)
+            assert all(t.graph.has_edge(u, v, key) for u, v, key in hops)
+            assert (hops[0][0] if hops else s) == s and (hops[-1][1] if hops else d) == d
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: torus(()), "dims must be a non-empty sequence of positive integers, got ()"),
+        (lambda: torus((4, 0)), "dims must be a non-empty sequence of positive integers, got (4, 0)"),
+        (lambda: torus((4, 4), wraparound=(True,)), "wraparound must be a bool or one bool per axis of (4, 4), got (True,)"),
+        (lambda: ring(0), "n must be a positive integer, got 0"),
+        (lambda: ring(4, bandwidth_Bps=0), "bandwidth_Bps must be a positive finite number, got 0"),
+        (lambda: ring(4, latency_s=-1.0), "latency_s must be zero or a positive finite number, got -1.0"),
+        (lambda: ring(4).route(0, 1, tie=0), "tie must be +1 or -1, got 0"),
+    ],
+)
+def test_bad_arguments_are_named(call, message):
+    with pytest.raises(ValueError) as error:
+        call()
+    assert str(error.value) == message

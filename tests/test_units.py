@@ -1,0 +1,45 @@
+import pytest
+
+from netsim.units import format_bytes, format_seconds, parse_bandwidth, parse_bytes, parse_duration
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("64 MiB", 64 * 2**20), ("1 GiB", 2**30), ("1 GB", 10**9), ("1.5 kB", 1500), ("8B", 8), ("2 KiB", 2048), ("1e3 B", 1000)],
+)
+def test_parse_bytes(text, value):
+    assert parse_bytes(text) == value
+
+
+@pytest.mark.parametrize(("text", "value"), [("45 GB/s", 45e9), ("90GB/s", 90e9), ("1 MiB/s", 2**20), ("100 B/s", 100.0)])
+def test_parse_bandwidth(text, value):
+    assert parse_bandwidth(text) == value
+
+
+@pytest.mark.parametrize(("text", "value"), [("1 us", 1e-6), ("1 µs", 1e-6), ("500 ns", 5e-7), ("2 ms", 2e-3), ("3s", 3.0), ("0 us", 0.0)])
+def test_parse_duration(text, value):
+    assert parse_duration(text) == pytest.approx(value, rel=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "message"),
+    [
+        (parse_bytes, "64 Mb", "cannot read '64 Mb' as a size; write it like '64 MiB'"),
+        (parse_bytes, "0.5 B", "'0.5 B' is not a whole number of bytes"),
+        (parse_bytes, 64, "expected a size string such as '64 MiB', got 64"),
+        (parse_bandwidth, "45 Gb/s", "cannot read '45 Gb/s' as a bandwidth; write it like '45 GB/s'"),
+        (parse_duration, "1 fortnight", "cannot read '1 fortnight' as a duration; write it like '1 us'"),
+        (parse_bytes, "1e400 B", "'1e400 B' is not a whole number of bytes"),
+    ],
+)
+def test_bad_units_name_the_text(parse, text, message):
+    with pytest.raises(ValueError) as error:
+        parse(text)
+    assert str(error.value) == message
+
+
+def test_format_round_trips_the_common_sizes():
+    assert format_bytes(64 * 2**20) == "64 MiB"
+    assert format_bytes(100) == "100 B"
+    assert format_seconds(27.3889e-6) == "27.3889 us"
+    assert format_seconds(5e-9) == "5 ns"
