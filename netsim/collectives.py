@@ -123,7 +123,9 @@ def _simulate(
     outputs, runs, time = [], [], 0.0
     for leaf, layout in zip(leaves, layouts, strict=True):
         schedule = build_schedule(layout.pattern, layout.groups, algorithm)
-        buffers = [{(b, p): piece for b, block in held.items() for p, piece in enumerate(np.array_split(block, schedule.pieces))} for held in layout.blocks(leaf)]
+        buffers = [
+            {(b, p): piece for b, block in held.items() for p, piece in enumerate(np.array_split(block, schedule.pieces))} for held in layout.blocks(leaf)
+        ]
         playback = play(topo, schedule.transfers, buffers, cut_through=cut_through)
         held = []
         for device, buffer in enumerate(playback.buffers):
@@ -133,7 +135,9 @@ def _simulate(
                 raise EngineError(f"{collective}: device {device} ended without chunk {missing}; this is a netsim bug, please report it") from None
         output = layout.assemble(held)
         if verify and not _matches(output, reference(leaf), exact=layout.pattern == "gather"):
-            raise EngineError(f"{collective} with {algorithm} on {topo.name}: simulated output differs from the NumPy reference; this is a netsim bug, please report it")
+            raise EngineError(
+                f"{collective} with {algorithm} on {topo.name}: simulated output differs from the NumPy reference; this is a netsim bug, please report it"
+            )
         outputs.append(output)
         runs.append(LeafRun(leaf.shape, str(leaf.dtype), schedule, playback))
         time += playback.time

@@ -110,7 +110,7 @@ class Playback:
 
 
 class _Message:
-    __slots__ = ("transfer", "payload", "nbytes", "route", "hop", "tail_at")
+    __slots__ = ("hop", "nbytes", "payload", "route", "tail_at", "transfer")
 
     def __init__(self, transfer: int, payload: Any, route: tuple[LinkId, ...], now: float) -> None:
         self.transfer = transfer
@@ -240,10 +240,7 @@ class _Network:
         for index, t in enumerate(transfers):
             for d in t.deps:
                 self.dependents[d].append(index)
-        self.links = {
-            link: _Link(self, link, data["bandwidth_Bps"], data["latency_s"])
-            for link, data in ((lk, topology.link(lk)) for lk in topology.links)
-        }
+        self.links = {link: _Link(self, link, data["bandwidth_Bps"], data["latency_s"]) for link, data in ((lk, topology.link(lk)) for lk in topology.links)}
         self.devices = [_Device(self, d, dict(buffers[d])) for d in range(topology.n_devices)]
         for index, t in enumerate(transfers):
             self.devices[t.dst].expected += 1

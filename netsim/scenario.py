@@ -47,7 +47,7 @@ from netsim.schedules import ALGORITHMS, DEFAULT_ALGORITHM
 from netsim.semantics import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
 from netsim.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, torus
 
-__all__ = ["Scenario", "ScenarioError", "TOPOLOGY_DIRS", "load_scenario", "load_topology", "topology_names"]
+__all__ = ["TOPOLOGY_DIRS", "Scenario", "ScenarioError", "load_scenario", "load_topology", "topology_names"]
 
 
 class ScenarioError(ValueError):
@@ -199,7 +199,12 @@ class Scenario(_Strict):
         if isinstance(self.topology, TopologySpec):
             topo = _build_topology(self.topology, self.source, "topology", self.name)
         else:
-            topo = load_topology(self.topology, base_dir=self.base_dir)
+            try:
+                topo = load_topology(self.topology, base_dir=self.base_dir)
+            except ScenarioError as error:
+                if error.source != self.topology:
+                    raise  # the topology file itself is malformed: name that file
+                raise ScenarioError(self.source, "topology", error.problem) from None
         if self.link is not None:
             topo = topo.with_links(self.link.bandwidth, self.link.latency)
         return topo
@@ -412,10 +417,18 @@ def load_scenario(path: str | Path) -> Scenario:
         itemsize = np.dtype(scenario.input.dtype).itemsize
         count, rest = divmod(scenario.input.bytes_per_device, itemsize)
         if rest:
-            raise ScenarioError(source, "input.bytes_per_device", f"{scenario.input.bytes_per_device} bytes is not a whole number of {scenario.input.dtype} elements ({itemsize} bytes each)")
+            raise ScenarioError(
+                source,
+                "input.bytes_per_device",
+                f"{scenario.input.bytes_per_device} bytes is not a whole number of {scenario.input.dtype} elements ({itemsize} bytes each)",
+            )
         spec = scenario.collective
         if isinstance(spec, PsumScatterSpec) and not spec.tiled and count % scenario._group_size:
-            raise ScenarioError(source, "input.bytes_per_device", f"{count} elements do not split into {scenario._group_size} equal blocks; pick a multiple of {scenario._group_size * itemsize} bytes")
+            raise ScenarioError(
+                source,
+                "input.bytes_per_device",
+                f"{count} elements do not split into {scenario._group_size} equal blocks; pick a multiple of {scenario._group_size * itemsize} bytes",
+            )
     try:
         scenario.layout()
     except ValueError as error:

@@ -198,7 +198,7 @@ class ReduceScatterLayout:
         if tiled:
             if size % n:
                 raise ValueError(f"psum_scatter with tiled=True needs shape[{dim}]={size} to be divisible by the group size {n}")
-            block_shape = shape[:dim] + (size // n,) + shape[dim + 1 :]
+            block_shape = (*shape[:dim], size // n, *shape[dim + 1 :])
         else:
             if size != n:
                 raise ValueError(f"psum_scatter with tiled=False needs shape[{dim}]={size} to equal the group size {n}")
@@ -274,7 +274,9 @@ def all_gather_reference(x: np.ndarray, axis: int = 0, tiled: bool = False, axis
     return np.stack(out)
 
 
-def psum_scatter_reference(x: np.ndarray, scatter_dimension: int = 0, tiled: bool = False, axis_index_groups: Sequence[Sequence[int]] | None = None) -> np.ndarray:
+def psum_scatter_reference(
+    x: np.ndarray, scatter_dimension: int = 0, tiled: bool = False, axis_index_groups: Sequence[Sequence[int]] | None = None
+) -> np.ndarray:
     """JAX's psum_scatter computed directly from its definition.
 
     Examples

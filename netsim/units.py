@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["parse_bandwidth", "parse_bytes", "parse_duration", "format_bytes", "format_seconds"]
+__all__ = ["format_bytes", "format_seconds", "parse_bandwidth", "parse_bytes", "parse_duration"]
 
 _PREFIX = {
     "": 1,

@@ -1,0 +1,92 @@
+"""Every bundled scenario runs from the CLI, its JSON parses, and it gives its expected time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import yaml
+from conftest import ROOT
+from typer.testing import CliRunner
+
+import netsim
+from netsim.cli import app
+
+SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+runner = CliRunner()
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_bundled_scenario_runs_and_matches_its_expected_result(path):
+    result = runner.invoke(app, ["run", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    expected = yaml.safe_load(path.read_text())["expected"]
+    assert data["verified"] is True
+    assert data["time_s"] == pytest.approx(expected["time_s"], rel=1e-9)
+    assert data["scenario"] == path.stem
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_bundled_scenario_table(path):
+    result = runner.invoke(app, ["run", str(path)])
+    assert result.exit_code == 0, result.output
+    for label in (
+        "collective",
+        "topology",
+        "devices",
+        "group layout",
+        "algorithm",
+        "bytes per device",
+        "total bytes",
+        "simulated time",
+        "algbw",
+        "busbw",
+        "verified",
+    ):
+        assert label in result.output
+    assert "yes, equals the NumPy reference" in result.output
+
+
+def test_scenario_times_match_closed_forms():
+    B, alpha = 45e9, 1e-6
+
+    def time_of(name):
+        return netsim.simulate(netsim.load_scenario(ROOT / "scenarios" / f"{name}.yaml")).time
+
+    s = 256 * 256 * 4
+    assert time_of("allgather_ring8") == pytest.approx(7 * (alpha + s / (2 * B)), rel=1e-9)
+    assert time_of("allgather_ring8_ring") == pytest.approx(7 * (alpha + s / B), rel=1e-9)
+    assert time_of("allgather_ring8_halfway") == pytest.approx(4 * (alpha + s / B), rel=1e-9)
+    assert time_of("allgather_ring8_latency_bound") == pytest.approx(7 * (alpha + 32 / B), rel=1e-9)
+    assert time_of("psum_torus4x4_row") == pytest.approx(2 * 3 * (alpha + 2**20 / 4 / (2 * B)), rel=1e-9)
+    strided, neighbours = time_of("allgather_ring4_strided"), time_of("allgather_ring4_neighbours")
+    assert neighbours == pytest.approx(alpha + 2**20 / B, rel=1e-9)
+    assert strided == pytest.approx(alpha + 2 * 2**20 / B, rel=1e-9)
+
+
+def test_docs_scenario_output_is_the_docs_output():
+    result = netsim.simulate(netsim.load_scenario(ROOT / "scenarios" / "psum_scatter_docs_groups.yaml"))
+    np.testing.assert_array_equal(result.output, [[8, 10], [20, 22], [12, 14], [16, 18]])
+
+
+def test_same_scenario_same_numbers():
+    path = ROOT / "scenarios" / "psum_torus4x4_row.yaml"
+    first, second = (netsim.simulate(netsim.load_scenario(path)) for _ in range(2))
+    assert first.time == second.time
+    np.testing.assert_array_equal(first.output, second.output)
+
+
+def test_console_script_runs_in_a_real_process():
+    done = subprocess.run(
+        [sys.executable, "-m", "netsim", "run", str(ROOT / "scenarios" / "allgather_ring8.yaml"), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["collective"] == "all_gather"
