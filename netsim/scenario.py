@@ -240,7 +240,8 @@ class Scenario(_Strict):
         if dtype.kind in "iu":
             low = 0 if dtype.kind == "u" else max(-100, int(np.iinfo(dtype).min))
             return rng.integers(low, min(100, int(np.iinfo(dtype).max)), size=shape, dtype=dtype)
-        return rng.standard_normal(shape).astype(dtype)
+        native = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float32)
+        return rng.standard_normal(shape, dtype=native).astype(dtype, copy=False)
 
     def layout(self):
         """Check the collective's arguments against the input shape; return its layout."""

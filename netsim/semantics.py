@@ -8,12 +8,14 @@ Two things live here:
 
 * **Layouts** (:class:`AllGatherLayout`, :class:`ReduceScatterLayout`,
   :class:`AllReduceLayout`) turn each device's input into the *blocks* an
-  algorithm moves, and turn the blocks a device holds at the end back into JAX's
-  output. They are what the simulation uses.
-* **References** (:func:`all_gather_reference`, :func:`psum_scatter_reference`,
-  :func:`psum_reference`) compute JAX's answer straight from the definition, with no
-  blocks, pieces or schedules, so that a simulated output can be checked against
-  something that did not come from the same code.
+  algorithm moves (``blocks``), and say where each block a device holds at the
+  end goes in JAX's output (``output_shape`` and ``slot``). They are what the
+  simulation uses.
+* **References** (each layout's ``reference_rows``, and the functions
+  :func:`all_gather_reference`, :func:`psum_scatter_reference`,
+  :func:`psum_reference`) compute JAX's answer straight from the definition, with
+  no blocks, pieces or schedules, so that a simulated output can be checked
+  against something that did not come from the same code.
 
 axis_index_groups
     A list of groups of device indices; every index appears exactly once and all
@@ -24,7 +26,8 @@ axis_index_groups
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -112,8 +115,32 @@ def _flat(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a).reshape(-1)
 
 
+class _Layout:
+    """What every layout offers the simulation (see the module docstring)."""
+
+    groups: Groups
+    pattern: str
+
+    def wanted(self, device: int) -> range:
+        """Blocks a device must hold at the end (all of them, unless a layout says otherwise)."""
+        return range(len(self.groups[0]))
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        """JAX's output for the whole stacked input, from :meth:`reference_rows`."""
+        rows = dict(self.reference_rows(x))
+        return np.stack([rows[d] for d in range(x.shape[0])])
+
+    def reference_rows(self, x: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+        """``(device, expected output)`` pairs, one group at a time.
+
+        Members of a group may share one array, so checking a big output needs
+        memory for one group's answer, not for every device's.
+        """
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class AllGatherLayout:
+class AllGatherLayout(_Layout):
     """``jax.lax.all_gather(x, axis=axis, tiled=tiled, axis_index_groups=groups)``.
 
     Block j of a group is member j's whole input. Untiled stacks the blocks on a
@@ -124,8 +151,8 @@ class AllGatherLayout:
     Examples
     --------
     >>> layout = AllGatherLayout.check(np.zeros((4, 3)), axis=-1, tiled=False, axis_index_groups=None)
-    >>> layout.axis, layout.block_shape
-    (1, (3,))
+    >>> layout.axis, layout.block_shape, layout.output_shape
+    (1, (3,), (3, 4))
     """
 
     axis: int
@@ -148,6 +175,14 @@ class AllGatherLayout:
             axis = _canonical_axis(axis, rank + 1, "axis")
         return cls(axis, bool(tiled), groups, x.shape[1:])
 
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        """Shape of one device's output."""
+        n, shape, a = len(self.groups[0]), self.block_shape, self.axis
+        if self.tiled:
+            return (*shape[:a], n * shape[a], *shape[a + 1 :])
+        return (*shape[:a], n, *shape[a:])
+
     def blocks(self, x: np.ndarray) -> list[dict[int, np.ndarray]]:
         """Per device, the blocks it starts with: member j holds block j (a flat view)."""
         held: list[dict[int, np.ndarray]] = [{} for _ in range(x.shape[0])]
@@ -156,21 +191,24 @@ class AllGatherLayout:
                 held[device][j] = _flat(x[device])
         return held
 
-    def assemble(self, blocks: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
-        """Stacked output from each device's blocks ``0..n-1`` (given in device order)."""
-        outputs = []
-        for held in blocks:
-            parts = [b.reshape(self.block_shape) for b in held]
-            outputs.append(np.concatenate(parts, self.axis) if self.tiled else np.stack(parts, self.axis))
-        return np.stack(outputs)
+    def slot(self, row: np.ndarray, block: int) -> np.ndarray:
+        """The view of one device's output where block ``block`` belongs."""
+        if self.tiled:
+            size = self.block_shape[self.axis]
+            index = (slice(None),) * self.axis + (slice(block * size, (block + 1) * size),)
+            return row[index]
+        return np.moveaxis(row, self.axis, 0)[block, ...]
 
-    def wanted(self, device: int) -> range:
-        """Blocks a device must hold at the end."""
-        return range(len(self.groups[0]))
+    def reference_rows(self, x: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+        for group in self.groups:
+            members = [x[d] for d in group]
+            gathered = np.concatenate(members, self.axis) if self.tiled else np.stack(members, self.axis)
+            for d in group:
+                yield d, gathered
 
 
 @dataclass(frozen=True)
-class ReduceScatterLayout:
+class ReduceScatterLayout(_Layout):
     """``jax.lax.psum_scatter(x, scatter_dimension=d, tiled=tiled, axis_index_groups=groups)``.
 
     Each input is cut into n blocks along ``scatter_dimension``; member k receives
@@ -205,23 +243,37 @@ class ReduceScatterLayout:
             block_shape = shape[:dim] + shape[dim + 1 :]
         return cls(dim, bool(tiled), groups, block_shape)
 
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        """Shape of one device's output."""
+        return self.block_shape
+
     def blocks(self, x: np.ndarray) -> list[dict[int, np.ndarray]]:
         """Per device, its contribution to every block (flat, contiguous)."""
         n = len(self.groups[0])
         return [{k: _flat(part) for k, part in enumerate(np.split(x[d], n, axis=self.scatter_dimension))} for d in range(x.shape[0])]
 
-    def assemble(self, blocks: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
-        """Stacked output from the one reduced block each device holds."""
-        return np.stack([held[0].reshape(self.block_shape) for held in blocks])
+    def slot(self, row: np.ndarray, block: int) -> np.ndarray:
+        """A device's output is the one block it owns."""
+        return row
 
     def wanted(self, device: int) -> range:
         """Blocks a device must hold at the end: its own position in its group."""
         k = next(g.index(device) for g in self.groups if device in g)
         return range(k, k + 1)
 
+    def reference_rows(self, x: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+        n, dim = len(self.groups[0]), self.scatter_dimension
+        for group in self.groups:
+            total = np.sum([x[d] for d in group], axis=0, dtype=x.dtype)
+            size = total.shape[dim] // n
+            for k, d in enumerate(group):
+                part = np.take(total, np.arange(k * size, (k + 1) * size), axis=dim)
+                yield d, part if self.tiled else np.squeeze(part, axis=dim)
+
 
 @dataclass(frozen=True)
-class AllReduceLayout:
+class AllReduceLayout(_Layout):
     """``jax.lax.psum(x, axis_index_groups=groups)``: every member gets the group's sum.
 
     The flattened input is cut into n nearly equal blocks so a reduce-scatter
@@ -238,18 +290,30 @@ class AllReduceLayout:
         _check_stacked(x)
         return cls(normalize_groups(axis_index_groups, x.shape[0]), x.shape[1:])
 
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        """Shape of one device's output."""
+        return self.shape
+
+    def _bounds(self) -> np.ndarray:
+        n, size = len(self.groups[0]), math.prod(self.shape)
+        return np.cumsum([0] + [len(b) for b in np.array_split(np.empty(size, np.uint8), n)])
+
     def blocks(self, x: np.ndarray) -> list[dict[int, np.ndarray]]:
         """Per device, its contribution to every block (flat views)."""
         n = len(self.groups[0])
         return [dict(enumerate(np.array_split(_flat(x[d]), n))) for d in range(x.shape[0])]
 
-    def assemble(self, blocks: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
-        """Stacked output from the n reduced blocks each device holds."""
-        return np.stack([np.concatenate(held).reshape(self.shape) for held in blocks])
+    def slot(self, row: np.ndarray, block: int) -> np.ndarray:
+        """Block ``block`` is a run of the flattened output."""
+        bounds = self._bounds()
+        return row.reshape(-1)[bounds[block] : bounds[block + 1]]
 
-    def wanted(self, device: int) -> range:
-        """Blocks a device must hold at the end: all of them."""
-        return range(len(self.groups[0]))
+    def reference_rows(self, x: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+        for group in self.groups:
+            total = np.sum([x[d] for d in group], axis=0, dtype=x.dtype)
+            for d in group:
+                yield d, total
 
 
 def all_gather_reference(x: np.ndarray, axis: int = 0, tiled: bool = False, axis_index_groups: Sequence[Sequence[int]] | None = None) -> np.ndarray:
@@ -264,14 +328,7 @@ def all_gather_reference(x: np.ndarray, axis: int = 0, tiled: bool = False, axis
            [ 4,  5,  6,  7]])
     """
     x = np.asarray(x)
-    layout = AllGatherLayout.check(x, axis, tiled, axis_index_groups)
-    out = [None] * x.shape[0]
-    for group in layout.groups:
-        members = [x[d] for d in group]
-        gathered = np.concatenate(members, layout.axis) if tiled else np.stack(members, layout.axis)
-        for d in group:
-            out[d] = gathered
-    return np.stack(out)
+    return AllGatherLayout.check(x, axis, tiled, axis_index_groups).reference(x)
 
 
 def psum_scatter_reference(
@@ -290,17 +347,7 @@ def psum_scatter_reference(
            [16, 18]])
     """
     x = np.asarray(x)
-    layout = ReduceScatterLayout.check(x, scatter_dimension, tiled, axis_index_groups)
-    dim = layout.scatter_dimension
-    n = len(layout.groups[0])
-    out = [None] * x.shape[0]
-    for group in layout.groups:
-        total = np.sum([x[d] for d in group], axis=0, dtype=x.dtype)
-        size = total.shape[dim] // n
-        for k, d in enumerate(group):
-            part = np.take(total, np.arange(k * size, (k + 1) * size), axis=dim)
-            out[d] = part if tiled else np.squeeze(part, axis=dim)
-    return np.stack(out)
+    return ReduceScatterLayout.check(x, scatter_dimension, tiled, axis_index_groups).reference(x)
 
 
 def psum_reference(x: np.ndarray, axis_index_groups: Sequence[Sequence[int]] | None = None) -> np.ndarray:
@@ -312,10 +359,4 @@ def psum_reference(x: np.ndarray, axis_index_groups: Sequence[Sequence[int]] | N
     array([1, 1, 5, 5])
     """
     x = np.asarray(x)
-    layout = AllReduceLayout.check(x, axis_index_groups)
-    out = [None] * x.shape[0]
-    for group in layout.groups:
-        total = np.sum([x[d] for d in group], axis=0, dtype=x.dtype)
-        for d in group:
-            out[d] = total
-    return np.stack(out)
+    return AllReduceLayout.check(x, axis_index_groups).reference(x)
