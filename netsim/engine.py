@@ -166,10 +166,11 @@ class _Link:
 class _Device:
     """A device: a SimPy process that sends chunks when they are ready and takes in arrivals."""
 
-    def __init__(self, network: _Network, index: int, buffer: dict[Hashable, Any]) -> None:
+    def __init__(self, network: _Network, index: int, buffer: dict[Hashable, Any], start_s: float) -> None:
         self.network = network
         self.index = index
         self.buffer = buffer
+        self.start_s = start_s
         self.inbox: list[_Message] = []
         self.ready: list[int] = []
         self.expected = 0
@@ -183,15 +184,22 @@ class _Device:
 
     def _run(self):
         network = self.network
+        if self.start_s > 0:
+            yield network.env.timeout(self.start_s)
+            for message in self._drain():
+                self._take(message)
         self._send_ready()
         while self.expected:
             self._wake = network.env.event()
             yield self._wake
-            inbox, self.inbox = self.inbox, []
-            for message in inbox:
-                self.expected -= 1
+            for message in self._drain():
                 self._take(message)
             self._send_ready()
+
+    def _drain(self) -> list[_Message]:
+        inbox, self.inbox = self.inbox, []
+        self.expected -= len(inbox)
+        return inbox
 
     def _take(self, message: _Message) -> None:
         network = self.network
@@ -225,7 +233,7 @@ class _Device:
 
 
 class _Network:
-    def __init__(self, topology: Topology, transfers: Sequence[TransferLike], buffers: Sequence[dict], cut_through: bool) -> None:
+    def __init__(self, topology: Topology, transfers: Sequence[TransferLike], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float]) -> None:
         self.env = simpy.Environment()
         self.cut_through = cut_through
         self.transfers = transfers
@@ -241,7 +249,7 @@ class _Network:
             for d in t.deps:
                 self.dependents[d].append(index)
         self.links = {link: _Link(self, link, data["bandwidth_Bps"], data["latency_s"]) for link, data in ((lk, topology.link(lk)) for lk in topology.links)}
-        self.devices = [_Device(self, d, dict(buffers[d])) for d in range(topology.n_devices)]
+        self.devices = [_Device(self, d, dict(buffers[d]), start_s[d]) for d in range(topology.n_devices)]
         for index, t in enumerate(transfers):
             self.devices[t.dst].expected += 1
             if not t.deps:
@@ -258,6 +266,7 @@ def play(
     buffers: Sequence[dict[Hashable, Any]],
     *,
     cut_through: bool = True,
+    start_s: Sequence[float] | None = None,
 ) -> Playback:
     """Simulate the transfers on the topology, moving the real payloads.
 
@@ -272,6 +281,9 @@ def play(
         dicts are copied; the arrays in them are not.
     cut_through : bool, default True
         Cut-through forwarding; False for store-and-forward.
+    start_s : sequence of float, optional
+        When each device starts, seconds (stragglers). Chunks sent to a device
+        before it starts wait in its memory; it sends nothing before it starts.
 
     Returns
     -------
@@ -303,7 +315,11 @@ def play(
                 raise ValueError(f"transfer #{index} names device {d}, but the topology has {topology.n_devices}")
         if any(not 0 <= d < len(transfers) or d == index for d in t.deps):
             raise ValueError(f"transfer #{index} waits for {t.deps!r}, which are not other transfers")
-    network = _Network(topology, transfers, buffers, cut_through)
+    if start_s is None:
+        start_s = [0.0] * topology.n_devices
+    if len(start_s) != topology.n_devices or any(not 0 <= t < float("inf") for t in start_s):
+        raise ValueError(f"start_s must give a finite time >= 0 for each of the {topology.n_devices} devices, got {list(start_s)!r}")
+    network = _Network(topology, transfers, buffers, cut_through, start_s)
     events = 0
     env = network.env
     while True:

@@ -112,3 +112,17 @@ def test_bad_transfer_lists_are_value_errors():
         play(ring(2), [move(0, 5)], [{}, {}])
     with pytest.raises(ValueError, match=r"need one buffer per device: got 1 for 2 devices"):
         play(ring(2), [], [{}])
+
+
+def test_a_late_device_delays_what_depends_on_it():
+    s = 1000
+    transfers = [move(0, 1), move(1, 2, deps=[0])]
+    data = buffers(3, x=(0, np.zeros(s, np.uint8)))
+    on_time = play(ring(3, B, ALPHA), transfers, data)
+    late = play(ring(3, B, ALPHA), transfers, data, start_s=[0.0, 20e-6, 0.0])
+    assert on_time.time == pytest.approx(2 * (ALPHA + s / B), rel=1e-12)
+    # device 1 receives at alpha + s/B but only forwards once it starts, at 20 us
+    assert late.sent_at[1] == pytest.approx(20e-6)
+    assert late.time == pytest.approx(20e-6 + ALPHA + s / B, rel=1e-12)
+    with pytest.raises(ValueError, match=r"start_s must give a finite time >= 0 for each of the 3 devices"):
+        play(ring(3), transfers, data, start_s=[0.0, -1.0, 0.0])
