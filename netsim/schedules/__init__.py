@@ -18,12 +18,9 @@ Patterns
     end member k holds the sum of block k. ``all_reduce``: reduce-scatter, then
     all-gather of the reduced blocks.
 
-Algorithms (n devices in the group, ring order = group order)
-    ``ring``: one direction, n-1 steps, one block per step.
-    ``bidirectional_ring``: each block cut in two halves, one travelling each way
-    round; n-1 steps of half a block on each link direction.
-    ``bidirectional_halfway`` (the scaling book's scheme): every block travels both
-    ways, each copy about half way round; floor(n/2) steps of a whole block.
+Algorithms live in the modules of this package and register themselves in
+:data:`ALGORITHMS`: :mod:`netsim.schedules.rings` has ``ring``,
+``bidirectional_ring`` (the default) and ``bidirectional_halfway``.
 """
 
 from __future__ import annotations
@@ -31,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-__all__ = ["ALGORITHMS", "DEFAULT_ALGORITHM", "PATTERNS", "Schedule", "Transfer", "build_schedule"]
+__all__ = ["ALGORITHMS", "DEFAULT_ALGORITHM", "PATTERNS", "Algorithm", "Move", "Schedule", "Transfer", "build_schedule", "register"]
 
 PATTERNS = ("gather", "reduce_scatter", "all_reduce")
 DEFAULT_ALGORITHM = "bidirectional_ring"
@@ -125,62 +122,37 @@ class Schedule:
 Move = tuple[int, int, int, int, int, int]
 
 
-def _ring_gather(n: int, direction: int, piece: int) -> Iterator[Move]:
-    for t in range(n - 1):
-        for i in range(n):
-            yield t, i, (i + direction) % n, (i - direction * t) % n, piece, direction
-
-
-def _ring_reduce_scatter(n: int, direction: int, piece: int) -> Iterator[Move]:
-    for t in range(n - 1):
-        for i in range(n):
-            yield t, i, (i + direction) % n, (i - direction * (t + 1)) % n, piece, direction
-
-
-def _halfway_gather(n: int) -> Iterator[Move]:
-    # Block j goes forward to j+1 .. j+floor(n/2) and backward to j-1 .. j-(ceil(n/2)-1).
-    forward, backward = n // 2, (n + 1) // 2 - 1
-    for t in range(forward):
-        for i in range(n):
-            yield t, i, (i + 1) % n, (i - t) % n, 0, 1
-    for t in range(backward):
-        for i in range(n):
-            yield t, i, (i - 1) % n, (i + t) % n, 0, -1
-
-
-def _halfway_reduce_scatter(n: int) -> Iterator[Move]:
-    # Block k is summed along two chains that meet at member k: one coming forward
-    # from k-floor(n/2), one coming backward from k+ceil(n/2)-1.
-    forward, backward = n // 2, (n + 1) // 2 - 1
-    for t in range(forward):
-        for i in range(n):
-            yield t, i, (i + 1) % n, (i + forward - t) % n, 0, 1
-    for t in range(backward):
-        for i in range(n):
-            yield t, i, (i - 1) % n, (i - backward + t) % n, 0, -1
-
-
-def _both_ways(one_way: Callable[[int, int, int], Iterator[Move]]) -> Callable[[int], Iterator[Move]]:
-    def moves(n: int) -> Iterator[Move]:
-        yield from one_way(n, 1, 0)
-        yield from one_way(n, -1, 1)
-
-    return moves
-
-
 @dataclass(frozen=True)
-class _Algorithm:
+class Algorithm:
+    """How an algorithm cuts blocks and moves them within one group.
+
+    Attributes
+    ----------
+    pieces : int
+        Pieces each block is cut into.
+    gather, reduce_scatter : callable
+        ``f(n)`` yields the :data:`Move` s of that pattern for a group of ``n``
+        (positions 0..n-1 in group order); ``all_reduce`` is reduce_scatter then gather.
+    description : str
+        One line for reports.
+    """
+
     pieces: int
     gather: Callable[[int], Iterator[Move]]
     reduce_scatter: Callable[[int], Iterator[Move]]
+    description: str = ""
 
 
-ALGORITHMS: dict[str, _Algorithm] = {
-    "ring": _Algorithm(1, lambda n: _ring_gather(n, 1, 0), lambda n: _ring_reduce_scatter(n, 1, 0)),
-    "bidirectional_ring": _Algorithm(2, _both_ways(_ring_gather), _both_ways(_ring_reduce_scatter)),
-    "bidirectional_halfway": _Algorithm(1, _halfway_gather, _halfway_reduce_scatter),
-}
-"""Algorithm name -> how it cuts blocks and moves them. See the module docstring."""
+ALGORITHMS: dict[str, Algorithm] = {}
+"""Algorithm name -> :class:`Algorithm`. Modules of this package add theirs with :func:`register`."""
+
+
+def register(name: str, algorithm: Algorithm) -> Algorithm:
+    """Make an algorithm selectable by name."""
+    if name in ALGORITHMS:
+        raise ValueError(f"algorithm {name!r} is already registered")
+    ALGORITHMS[name] = algorithm
+    return algorithm
 
 
 def build_schedule(pattern: str, groups: Sequence[Sequence[int]], algorithm: str | None = None) -> Schedule:
@@ -260,3 +232,6 @@ def _with_deps(rows: list[tuple[int, int, int, Key, bool, int, str]]) -> tuple[T
             arrivals.setdefault((dst, key), []).append(index)
         start = stop
     return tuple(transfers)
+
+
+from netsim.schedules import rings as _rings  # noqa: E402,F401  (registers the ring algorithms)
