@@ -9,22 +9,27 @@ reference in :mod:`netsim.semantics`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from netsim.critical_path import critical_path
 from netsim.engine import EngineError, Playback, play
+from netsim.invariants import InvariantError, check_playback
+from netsim.resources import check_memory, estimate_memory
 from netsim.result import LeafRun, Result
-from netsim.schedules import DEFAULT_ALGORITHM, build_schedule
+from netsim.schedules import ALGORITHMS, DEFAULT_ALGORITHM, build_schedule
 from netsim.semantics import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
 from netsim.topology import Topology, ring
 
-__all__ = ["all_gather", "psum", "psum_scatter", "resolve_topology", "simulate"]
+__all__ = ["all_gather", "provenance", "psum", "psum_scatter", "resolve_topology", "simulate", "start_times"]
 
 TopologyLike = Topology | str | Path | None
 Groups = Sequence[Sequence[int]] | None
+Stragglers = Mapping[int, float] | None
 
 
 def resolve_topology(topology: TopologyLike, n_devices: int) -> Topology:
@@ -56,6 +61,38 @@ def resolve_topology(topology: TopologyLike, n_devices: int) -> Topology:
     if topology.n_devices != n_devices:
         raise ValueError(f"input has {n_devices} devices on its leading axis but topology {topology.name} has {topology.n_devices}")
     return topology
+
+
+def start_times(stragglers: Stragglers, n_devices: int) -> list[float]:
+    """Each device's start time, seconds, from ``{device: delay_s}`` (others start at 0).
+
+    Examples
+    --------
+    >>> start_times({2: 20e-6}, 4)
+    [0.0, 0.0, 2e-05, 0.0]
+    >>> start_times({4: 1e-6}, 4)
+    Traceback (most recent call last):
+    ...
+    ValueError: stragglers names device 4, but there are 4 devices (0..3)
+    """
+    start = [0.0] * n_devices
+    for device, delay in (stragglers or {}).items():
+        if isinstance(device, bool) or not isinstance(device, (int, np.integer)) or not 0 <= device < n_devices:
+            raise ValueError(f"stragglers names device {device!r}, but there are {n_devices} devices (0..{n_devices - 1})")
+        if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay < math.inf:
+            raise ValueError(f"stragglers gives device {device} a delay of {delay!r}; expected a finite number of seconds >= 0")
+        start[int(device)] = float(delay)
+    return start
+
+
+def _fault_names(topology: Topology) -> tuple[str, ...]:
+    """The topology's down and degraded links, as people read them."""
+    names = [f"{topology.link_name(link)} down" for link in topology.down_links]
+    for link in dict.fromkeys(topology.degraded_links):
+        if topology.graph.has_edge(*link):
+            data = topology.link(link)
+            names.append(f"{topology.link_name(link)} at {data['bandwidth_Bps'] / 1e9:.6g} GB/s, {data['latency_s'] * 1e6:.6g} us")
+    return tuple(names)
 
 
 def _leaves(tree: Any) -> tuple[list[np.ndarray], Callable[[list[Any]], Any]]:
@@ -131,6 +168,7 @@ def _simulate(
     algorithm: str | None,
     verify: bool,
     cut_through: bool = True,
+    stragglers: Stragglers = None,
 ) -> Result:
     leaves, rebuild = _leaves(x)
     if not leaves:
@@ -141,25 +179,30 @@ def _simulate(
             raise ValueError(f"every input array must be stacked [n_devices, ...] with the same n_devices; got shapes {[a.shape for a in leaves]}")
     layouts = [make_layout(leaf) for leaf in leaves]
     topo = resolve_topology(topology, n_devices)
+    start_s = start_times(stragglers, n_devices)
     algorithm = DEFAULT_ALGORITHM if algorithm is None else algorithm
+    pieces = ALGORITHMS[algorithm].pieces if algorithm in ALGORITHMS else 1
+    needed = estimate_memory(collective, n_devices, len(layouts[0].groups[0]), sum(leaf[0].nbytes for leaf in leaves), pieces, input_exists=True)
+    check_memory(needed)
     outputs, runs, time = [], [], 0.0
     for leaf, layout in zip(leaves, layouts, strict=True):
         schedule = build_schedule(layout.pattern, layout.groups, algorithm)
         buffers = [
             {(b, p): piece for b, block in held.items() for p, piece in enumerate(np.array_split(block, schedule.pieces))} for held in layout.blocks(leaf)
         ]
-        playback = play(topo, schedule.transfers, buffers, cut_through=cut_through)
+        playback = play(topo, schedule.transfers, buffers, cut_through=cut_through, start_s=start_s)
+        check_playback(topo, schedule.transfers, buffers, playback, groups=schedule.groups, pattern=layout.pattern, wanted=layout.wanted)
         output = _output(collective, layout, playback, schedule.pieces, leaf.dtype)
         if verify:
             exact = layout.pattern == "gather"
             for device, expected in layout.reference_rows(leaf):
                 if not _matches(output[device], expected, exact, len(layout.groups[0])):
-                    raise EngineError(
-                        f"{collective} with {algorithm} on {topo.name}: device {device}'s simulated output differs from the NumPy reference; "
-                        "this is a netsim bug, please report it"
+                    raise InvariantError(
+                        "output", f"{collective} with {algorithm} on {topo.name}: device {device}'s simulated output differs from the NumPy reference"
                     )
         outputs.append(output)
-        runs.append(LeafRun(leaf.shape, str(leaf.dtype), schedule, playback))
+        path = critical_path(topo, schedule.transfers, playback, start_s=start_s, cut_through=cut_through)
+        runs.append(LeafRun(leaf.shape, str(leaf.dtype), schedule, playback, path.shifted(time)))
         time += playback.time
     groups = layouts[0].groups
     n = len(groups[0])
@@ -176,7 +219,16 @@ def _simulate(
         total_bytes=per_device * n if collective == "all_gather" else per_device,
         verified=verify,
         leaves=runs,
+        faults=_fault_names(topo),
+        stragglers={d: t for d, t in enumerate(start_s) if t > 0},
+        provenance={"netsim_version": _version(), "scenario": None, "seed": None},
     )
+
+
+def _version() -> str:
+    from netsim import __version__
+
+    return __version__
 
 
 def all_gather(
@@ -189,6 +241,7 @@ def all_gather(
     *,
     verify: bool = True,
     cut_through: bool = True,
+    stragglers: Stragglers = None,
 ) -> Result:
     """Simulate ``jax.lax.all_gather`` over the leading (device) axis of ``x``.
 
@@ -212,6 +265,8 @@ def all_gather(
         Check the output against the NumPy reference.
     cut_through : bool, default True
         Cut-through forwarding on multi-hop routes; False for store-and-forward.
+    stragglers : dict, optional
+        ``{device: delay_s}``: devices that start late (they send nothing before).
 
     Returns
     -------
@@ -222,7 +277,11 @@ def all_gather(
     ------
     ValueError
         If the axis is out of range, the groups are illegal, the topology does not
-        have n devices, or the algorithm is unknown.
+        have n devices, the algorithm is unknown, a straggler is not a device, or
+        down links leave two devices that must talk without a route
+        (:class:`~netsim.topology.UnreachableError`).
+    InvariantError
+        If the run broke one of :mod:`netsim.invariants` (a bug in netsim).
 
     Examples
     --------
@@ -246,6 +305,7 @@ def all_gather(
         algorithm,
         verify,
         cut_through,
+        stragglers,
     )
 
 
@@ -259,6 +319,7 @@ def psum_scatter(
     *,
     verify: bool = True,
     cut_through: bool = True,
+    stragglers: Stragglers = None,
 ) -> Result:
     """Simulate ``jax.lax.psum_scatter`` (a reduce-scatter) over the device axis of ``x``.
 
@@ -285,6 +346,7 @@ def psum_scatter(
         algorithm,
         verify,
         cut_through,
+        stragglers,
     )
 
 
@@ -296,6 +358,7 @@ def psum(
     *,
     verify: bool = True,
     cut_through: bool = True,
+    stragglers: Stragglers = None,
 ) -> Result:
     """Simulate ``jax.lax.psum`` (an all-reduce: reduce-scatter then all-gather).
 
@@ -315,6 +378,7 @@ def psum(
         algorithm,
         verify,
         cut_through,
+        stragglers,
     )
 
 
@@ -336,13 +400,38 @@ def simulate(scenario: Any) -> Result:
         "topology": scenario.topology_obj,
         "algorithm": scenario.algorithm,
         "cut_through": scenario.forwarding == "cut_through",
+        "stragglers": dict(getattr(scenario, "stragglers", None) or {}),
     }
     x = scenario.make_input()
-    if spec.op == "all_gather":
-        result = all_gather(x, spec.axis, spec.tiled, spec.axis_index_groups, **options)
-    elif spec.op == "psum_scatter":
-        result = psum_scatter(x, spec.scatter_dimension, spec.axis_index_groups, spec.tiled, **options)
-    else:
-        result = psum(x, spec.axis_index_groups, **options)
+    try:
+        if spec.op == "all_gather":
+            result = all_gather(x, spec.axis, spec.tiled, spec.axis_index_groups, **options)
+        elif spec.op == "psum_scatter":
+            result = psum_scatter(x, spec.scatter_dimension, spec.axis_index_groups, spec.tiled, **options)
+        else:
+            result = psum(x, spec.axis_index_groups, **options)
+    except EngineError as error:
+        # A bug in netsim: say what reproduces it.
+        error.args = (f"{error} (scenario {getattr(scenario, 'source', scenario.name)}, seed {scenario.seed})",)
+        raise
     result.scenario = scenario.name
+    result.provenance = provenance(scenario)
     return result
+
+
+def provenance(scenario: Any) -> dict[str, Any]:
+    """What reproduces a scenario's run: netsim's version, the scenario as run (every field) and its seed.
+
+    Examples
+    --------
+    >>> from netsim.scenario import load_scenario
+    >>> p = provenance(load_scenario("scenarios/allgather_ring8.yaml"))
+    >>> p["seed"], p["scenario"]["algorithm"], p["scenario"]["topology"]
+    (0, 'bidirectional_ring', 'ring8')
+    """
+    return {
+        "netsim_version": _version(),
+        "scenario": scenario.model_dump(mode="json"),
+        "seed": scenario.seed,
+        "source": getattr(scenario, "source", None),
+    }

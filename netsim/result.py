@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from netsim.critical_path import CriticalPath
 from netsim.engine import Playback
 from netsim.schedules import Schedule
 
@@ -34,6 +35,7 @@ class LeafRun:
     dtype: str
     schedule: Schedule
     playback: Playback
+    critical_path: CriticalPath | None = None
 
 
 @dataclass
@@ -60,6 +62,15 @@ class Result:
         Whether the output was checked against the independent NumPy reference.
     leaves : list of LeafRun
         Schedule and playback of each leaf.
+    scenario : str or None
+        The scenario's name, when run from one.
+    faults : tuple of str
+        Down and degraded links of the topology, e.g. ``"3->4 down"``.
+    stragglers : dict
+        ``{device: start_s}`` of the devices that started late.
+    provenance : dict
+        What reproduces the run: ``netsim_version``, ``scenario`` (the scenario as
+        run, every field, or None from the Python API) and ``seed``.
     """
 
     output: Any
@@ -74,11 +85,23 @@ class Result:
     verified: bool
     leaves: list[LeafRun] = field(default_factory=list, repr=False)
     scenario: str | None = None
+    faults: tuple[str, ...] = ()
+    stragglers: dict[int, float] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def group_size(self) -> int:
         """Devices in each group."""
         return len(self.groups[0])
+
+    @property
+    def critical_path(self) -> CriticalPath:
+        """The chain of link crossings that set the finish time (over all leaves, in order)."""
+        paths = [leaf.critical_path for leaf in self.leaves if leaf.critical_path is not None]
+        if not paths:
+            return CriticalPath((), None, 0.0, self.time)
+        steps = tuple(step for path in paths for step in path.steps)
+        return CriticalPath(steps, paths[0].origin_device, paths[0].origin_s, paths[-1].finish_s)
 
     @property
     def algbw(self) -> float:
@@ -108,4 +131,7 @@ class Result:
             "steps": sum(leaf.schedule.n_steps for leaf in self.leaves),
             "transfers": sum(len(leaf.schedule.transfers) for leaf in self.leaves),
             "verified": self.verified,
+            "faults": list(self.faults),
+            "stragglers": {str(d): t for d, t in self.stragglers.items()},
+            "critical_path": self.critical_path.describe(),
         }

@@ -22,6 +22,10 @@ A scenario::
     link: {bandwidth: 45 GB/s, latency: 1 us}   # optional: override every link
     forwarding: cut_through         # or store_and_forward
     seed: 0                         # input data
+    faults:                         # optional what-ifs: links down or degraded
+      - {link: [3, 4], bandwidth: 10%}          # or "4.5 GB/s"; latency: 5 us
+      - {link: [5, 6], state: down, direction: one-way}   # only 5->6
+    stragglers: {2: 20 us}          # devices that start late
 
 A topology::
 
@@ -34,15 +38,18 @@ A topology::
 
 from __future__ import annotations
 
+import math
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import networkx as nx
 import numpy as np
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from netsim import units
+from netsim.resources import MemoryLimitError, check_memory, estimate_memory
 from netsim.schedules import ALGORITHMS, DEFAULT_ALGORITHM
 from netsim.semantics import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
 from netsim.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, torus
@@ -79,9 +86,29 @@ def _unit(parse):
     return BeforeValidator(check)
 
 
-Bytes = Annotated[int, _unit(units.parse_bytes), Field(gt=0)]
-Bandwidth = Annotated[float, _unit(units.parse_bandwidth), Field(gt=0, allow_inf_nan=False)]
-Duration = Annotated[float, _unit(units.parse_duration), Field(ge=0, allow_inf_nan=False)]
+def _at_most(limit: float, what: str):
+    def check(value: float) -> float:
+        if value > limit:
+            raise ValueError(f"{what} (got {value!r})")
+        return value
+
+    return AfterValidator(check)
+
+
+def _at_least(limit: float, what: str):
+    def check(value: float) -> float:
+        if value < limit:
+            raise ValueError(f"{what} (got {value!r})")
+        return value
+
+    return AfterValidator(check)
+
+
+# The bounds keep every simulated time finite: a run moves at most 2**50 bytes per
+# device at no less than 1 B/s, over hops of at most an hour.
+Bytes = Annotated[int, _unit(units.parse_bytes), Field(gt=0), _at_most(2**50, "sizes above 1 PiB are not simulated")]
+Bandwidth = Annotated[float, _unit(units.parse_bandwidth), Field(gt=0, allow_inf_nan=False), _at_least(1.0, "bandwidths below 1 B/s are not simulated")]
+Duration = Annotated[float, _unit(units.parse_duration), Field(ge=0, allow_inf_nan=False), _at_most(3600.0, "durations above 1 h are not simulated")]
 
 
 class _Strict(BaseModel):
@@ -106,6 +133,8 @@ class TopologySpec(_Strict):
     link: LinkSpec = LinkSpec()
 
     def build(self, default_name: str) -> Topology:
+        if math.prod(self.dims) > MAX_DEVICES:
+            raise ValueError(f"{math.prod(self.dims)} devices is more than netsim simulates ({MAX_DEVICES})")
         if self.kind == "ring" and len(self.dims) != 1:
             raise ValueError(f"a ring has one axis; got dims {self.dims}")
         if self.kind == "mesh" and self.wraparound not in (False, True) and any(self.wraparound):
@@ -121,6 +150,9 @@ class TopologySpec(_Strict):
             name=self.name or default_name,
         )
 
+
+MAX_DEVICES = 1 << 16
+"""The most devices a topology may have."""
 
 Groups = list[list[int]] | None
 
@@ -164,6 +196,73 @@ class InputSpec(_Strict):
         return dtype.name
 
 
+Endpoint = Annotated[int, Field(ge=0)] | Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1, max_length=3)]
+
+
+class FaultSpec(_Strict):
+    """A link that is down or degraded: ``{link: [3, 4], bandwidth: 10%}``, ``{link: [5, 6], state: down}``.
+
+    ``link`` names the two neighbours it joins, by device index or, on a torus,
+    by coordinates (``[[0, 1], [0, 2]]``). ``bandwidth`` is a percentage of the
+    link's own or a bandwidth; ``latency`` replaces its latency. Both directions
+    change unless ``direction: one-way`` (then only first -> second).
+    """
+
+    link: Annotated[list[Endpoint], Field(min_length=2, max_length=2)]
+    state: Literal["up", "down"] = "up"
+    bandwidth: str | None = None
+    latency: Duration | None = None
+    direction: Literal["both", "one-way"] = "both"
+
+    @field_validator("bandwidth")
+    @classmethod
+    def _bandwidth_or_percent(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        if value.strip().endswith("%"):
+            fraction = units.parse_percent(value)
+            if fraction <= 0:
+                raise ValueError(f"a link at {value} carries nothing; write state: down instead")
+            if fraction > 1e6:
+                raise ValueError(f"{value} is not a plausible change of bandwidth")
+        else:
+            bandwidth = units.parse_bandwidth(value)
+            if bandwidth < 1:
+                raise ValueError(f"{value} is below 1 B/s; write state: down for a dead link")
+        return value
+
+    @model_validator(mode="after")
+    def _something_changes(self) -> FaultSpec:
+        if self.state == "down" and (self.bandwidth is not None or self.latency is not None):
+            raise ValueError("a link that is down has no bandwidth or latency; give state: down alone")
+        if self.state == "up" and self.bandwidth is None and self.latency is None:
+            raise ValueError("nothing changes: give bandwidth (e.g. 10% or '4.5 GB/s'), latency, or state: down")
+        return self
+
+    def apply(self, topology: Topology) -> Topology:
+        """The topology with this fault (ValueError naming the link if it does not fit)."""
+        src, dst = (_device(topology, end) for end in self.link)
+        both = self.direction == "both"
+        if self.state == "down":
+            return topology.fail_link(src, dst, both_ways=both)
+        factor = bandwidth = None
+        if self.bandwidth is not None and self.bandwidth.strip().endswith("%"):
+            factor = units.parse_percent(self.bandwidth)
+        elif self.bandwidth is not None:
+            bandwidth = units.parse_bandwidth(self.bandwidth)
+        return topology.degrade_link(src, dst, bandwidth_factor=factor, bandwidth_Bps=bandwidth, latency_s=self.latency, both_ways=both)
+
+
+def _device(topology: Topology, end: int | list[int]) -> int:
+    if isinstance(end, int):
+        if end >= topology.n_devices:
+            raise ValueError(f"device {end} is not on {topology.name} (devices 0..{topology.n_devices - 1})")
+        return end
+    if len(end) != len(topology.dims) or any(c >= size for c, size in zip(end, topology.dims, strict=True)):
+        raise ValueError(f"coordinates {end} are not on {topology.name} (dims {list(topology.dims)})")
+    return topology.device(end)
+
+
 class ExpectedSpec(_Strict):
     """What a bundled scenario is known to produce (checked by the test suite)."""
 
@@ -183,6 +282,8 @@ class Scenario(_Strict):
     forwarding: Literal["cut_through", "store_and_forward"] = "cut_through"
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
     expected: ExpectedSpec | None = None
+    faults: list[FaultSpec] = Field(default_factory=list, max_length=1 << 16)
+    stragglers: dict[Annotated[int, Field(ge=0)], Duration] = Field(default_factory=dict)
     source: str = Field("<scenario>", exclude=True)
     base_dir: Path | None = Field(None, exclude=True)
 
@@ -207,6 +308,11 @@ class Scenario(_Strict):
                 raise ScenarioError(self.source, "topology", error.problem) from None
         if self.link is not None:
             topo = topo.with_links(self.link.bandwidth, self.link.latency)
+        for index, fault in enumerate(self.faults):
+            try:
+                topo = fault.apply(topo)
+            except ValueError as error:
+                raise ScenarioError(self.source, f"faults.{index}.link", str(error)) from None
         return topo
 
     @property
@@ -430,12 +536,49 @@ def load_scenario(path: str | Path) -> Scenario:
                 "input.bytes_per_device",
                 f"{count} elements do not split into {scenario._group_size} equal blocks; pick a multiple of {scenario._group_size * itemsize} bytes",
             )
+    if topology.n_devices > MAX_DEVICES:
+        raise ScenarioError(source, "topology", f"{topology.n_devices} devices is more than netsim simulates ({MAX_DEVICES})")
+    for device in scenario.stragglers:
+        if device >= topology.n_devices:
+            raise ScenarioError(source, f"stragglers.{device}", f"device {device} is not on {topology.name} (devices 0..{topology.n_devices - 1})")
+    _check_memory(scenario, source)
     try:
-        scenario.layout()
+        layout = scenario.layout()
     except ValueError as error:
         message = str(error).replace("input has", "topology has room for")
         field = next((f for prefix, f in _ARGUMENT_FIELDS if message.startswith(prefix)), "input.shape")
         raise ScenarioError(source, field, message) from None
-    if topology.n_devices > 1 << 16:
-        raise ScenarioError(source, "topology", f"{topology.n_devices} devices is more than netsim simulates (65536)")
+    _check_reachable(topology, layout.groups, source)
     return scenario
+
+
+def _check_memory(scenario: Scenario, source: str) -> None:
+    """Refuse, before anything is allocated, a scenario the machine has no memory for."""
+    spec = scenario.collective
+    group_size = len(spec.axis_index_groups[0]) if spec.axis_index_groups else scenario.topology_obj.n_devices
+    itemsize = np.dtype(scenario.input.dtype).itemsize
+    input_bytes = math.prod(scenario.shape) * itemsize
+    pieces = ALGORITHMS[scenario.algorithm].pieces
+    estimate = estimate_memory(spec.op, scenario.topology_obj.n_devices, group_size, input_bytes, pieces)
+    try:
+        check_memory(estimate)
+    except MemoryLimitError as error:
+        raise ScenarioError(source, "input", str(error)) from None
+
+
+def _check_reachable(topology: Topology, groups: tuple[tuple[int, ...], ...], source: str) -> None:
+    """With links down, every member of a group must still reach every other one."""
+    if not topology.down_links:
+        return
+    component = {d: c for c, members in enumerate(nx.strongly_connected_components(topology.graph)) for d in members}
+    for group in groups:
+        for member in group[1:]:
+            if component[member] != component[group[0]]:
+                a, b = (group[0], member) if not nx.has_path(topology.graph, group[0], member) else (member, group[0])
+                down = ", ".join(topology.link_name(link) for link in topology.down_links[:6])
+                raise ScenarioError(
+                    source,
+                    "faults",
+                    f"with links {down}{', ...' if len(topology.down_links) > 6 else ''} down, device {a} cannot reach device {b} "
+                    f"of its group {list(group)}; bring a link back up or change the groups",
+                )
