@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from netsim.critical_path import CriticalPath
 from netsim.engine import Playback
@@ -104,6 +107,27 @@ class Result:
         return CriticalPath(steps, paths[0].origin_device, paths[0].origin_s, paths[-1].finish_s)
 
     @property
+    def output_digest(self) -> str:
+        """SHA-256 of the output arrays (shape, dtype and bytes of every leaf): equal digests, equal outputs.
+
+        Examples
+        --------
+        >>> import netsim
+        >>> a, b = (netsim.psum(np.arange(8)) for _ in range(2))
+        >>> a.output_digest == b.output_digest != netsim.psum(np.arange(8) + 1).output_digest
+        True
+        """
+        digest = hashlib.sha256()
+        for leaf in _arrays(self.output):
+            if leaf is None:  # nothing materialised
+                digest.update(b"None;")
+                continue
+            array = np.asarray(leaf)
+            digest.update(f"{array.shape}{array.dtype.str};".encode())
+            digest.update(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+        return digest.hexdigest()
+
+    @property
     def algbw(self) -> float:
         """nccl-tests algorithm bandwidth S / t, bytes per second (0 if nothing moved)."""
         return self.total_bytes / self.time if self.time > 0 else 0.0
@@ -134,4 +158,14 @@ class Result:
             "faults": list(self.faults),
             "stragglers": {str(d): t for d, t in self.stragglers.items()},
             "critical_path": self.critical_path.describe(),
+            "output_sha256": self.output_digest,
         }
+
+
+def _arrays(tree: Any) -> list[Any]:
+    """The arrays of an output pytree, in the order the input's leaves were flattened."""
+    if isinstance(tree, dict):
+        return [a for key in sorted(tree) for a in _arrays(tree[key])]
+    if isinstance(tree, (list, tuple)):
+        return [a for item in tree for a in _arrays(item)]
+    return [tree]

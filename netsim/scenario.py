@@ -1,7 +1,8 @@
 """Scenario and topology files: YAML in, validated objects out.
 
 This is the only module that knows the file formats. Files are read with
-``yaml.safe_load`` (no Python objects can be constructed from a file) and
+YAML's safe loader (no Python objects can be constructed from a file; a key given
+twice is an error rather than silently the last one) and
 validated with pydantic: unknown keys are rejected, sizes, bandwidths and
 durations are written in human units, and every mistake becomes a
 :class:`ScenarioError` naming the file, the field and what was expected.
@@ -39,6 +40,7 @@ A topology::
 from __future__ import annotations
 
 import math
+import re
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -416,6 +418,25 @@ def _build_topology(spec: TopologySpec, source: str, field: str, default_name: s
         raise ScenarioError(source, field or "dims", str(error)) from None
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (YAML would keep the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+            except TypeError:
+                continue  # an unhashable key: SafeLoader itself says so
+            if duplicate:
+                raise yaml.constructor.ConstructorError(None, None, f"found the key {key!r} twice in one mapping", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def _read_yaml(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
@@ -426,7 +447,7 @@ def _read_yaml(path: Path) -> Any:
     except OSError as error:
         raise ScenarioError(str(path), "", f"cannot read: {error.strerror}") from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader: no Python objects
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -436,6 +457,8 @@ def _read_yaml(path: Path) -> Any:
 
 
 _UNION_TAGS = {"all_gather", "psum_scatter", "psum"}
+_TYPE_TAG = re.compile(r"(function-[a-z-]+|constrained-[a-z]+|list|int|str|bool|float|dict|tuple|union|nullable)(\[.*\])?")
+"""Pydantic's names for the member of a union or validator that failed: not fields, left out of paths."""
 
 
 def _validate(model: type[BaseModel], data: Any, source: str, extra: dict[str, Any] | None = None) -> Any:
@@ -445,7 +468,7 @@ def _validate(model: type[BaseModel], data: Any, source: str, extra: dict[str, A
         return model.model_validate({**data, **(extra or {})})
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
-        loc = [str(p) for p in first["loc"] if p not in _UNION_TAGS and not str(p).startswith(("function-", "list[", "int", "str", "bool"))]
+        loc = [str(p) for p in first["loc"] if p not in _UNION_TAGS and not _TYPE_TAG.fullmatch(str(p))]
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] in ("union_tag_invalid", "union_tag_not_found"):
             loc.append("op")
