@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import math
 import re
+import reprlib
+import stat
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -114,7 +116,8 @@ Duration = Annotated[float, _unit(units.parse_duration), Field(ge=0, allow_inf_n
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a YAML string is not a number, a number not a flag, bytes not text
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class LinkSpec(_Strict):
@@ -437,23 +440,48 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+MAX_FILE_BYTES = 16 * 2**20
+"""The largest scenario or topology file read."""
+MAX_NESTING = 64
+"""The deepest nesting of YAML flow collections read (PyYAML's scanner is quadratic in it)."""
+_QUOTED_OR_COMMENT = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'|(?:^|(?<=\s))#[^\n]*", re.MULTILINE)
+
+
 def _read_yaml(path: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise ScenarioError(str(path), "", "not a regular file")
+        with path.open("rb") as file:
+            data = file.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise ScenarioError(str(path), "", "no such file") from None
-    except UnicodeDecodeError:
-        raise ScenarioError(str(path), "", "not a text file (expected UTF-8 YAML)") from None
     except OSError as error:
         raise ScenarioError(str(path), "", f"cannot read: {error.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ScenarioError(str(path), "", f"larger than {MAX_FILE_BYTES // 2**20} MiB; a scenario or topology file is a few lines of YAML")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ScenarioError(str(path), "", "not a text file (expected UTF-8 YAML)") from None
+    if _nesting(text) > MAX_NESTING:
+        raise ScenarioError(str(path), "", f"invalid YAML: the document is nested too deeply (more than {MAX_NESTING} levels of [ ] or {{ }})")
     try:
         return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader: no Python objects
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ScenarioError(str(path), "", f"invalid YAML{where}: {error.problem}") from None
-    except (yaml.YAMLError, RecursionError) as error:
+    except RecursionError:
+        raise ScenarioError(str(path), "", "invalid YAML: the document is nested too deeply") from None
+    except yaml.YAMLError as error:
         raise ScenarioError(str(path), "", f"invalid YAML: {type(error).__name__}") from None
+
+
+def _nesting(text: str) -> int:
+    """How deep ``[`` and ``{`` nest outside quotes and comments (an upper bound is enough)."""
+    codes = np.frombuffer(_QUOTED_OR_COMMENT.sub("", text).encode("utf-8"), np.uint8)
+    step = np.isin(codes, (ord("["), ord("{"))).astype(np.int64) - np.isin(codes, (ord("]"), ord("}")))
+    return int(np.cumsum(step).max(initial=0))
 
 
 _UNION_TAGS = {"all_gather", "psum_scatter", "psum"}
@@ -467,8 +495,14 @@ def _validate(model: type[BaseModel], data: Any, source: str, extra: dict[str, A
     try:
         return model.model_validate({**data, **(extra or {})})
     except ValidationError as error:
-        first = error.errors(include_url=False)[0]
-        loc = [str(p) for p in first["loc"] if p not in _UNION_TAGS and not _TYPE_TAG.fullmatch(str(p))]
+        errors = error.errors(include_url=False)
+        first = errors[0]
+        if first["type"].endswith("_type"):
+            # A union (e.g. a topology name or mapping): when the value has the other
+            # member's type, that member's error says what is wrong inside it.
+            deeper = [e for e in errors if len(_field_path(e)) > len(_field_path(first)) and _field_path(e)[: len(_field_path(first))] == _field_path(first)]
+            first = deeper[0] if deeper else first
+        loc = _field_path(first)
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] in ("union_tag_invalid", "union_tag_not_found"):
             loc.append("op")
@@ -485,8 +519,18 @@ def _validate(model: type[BaseModel], data: Any, source: str, extra: dict[str, A
         raise ScenarioError(source, "", "document is nested too deeply") from None
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 3, 4, 4, 50, 50, 40
+
+
+def _field_path(error: Any) -> list[str]:
+    """The fields an error's location goes through, without pydantic's union and validator tags."""
+    return [str(p) for p in error["loc"] if p not in _UNION_TAGS and not _TYPE_TAG.fullmatch(str(p))]
+
+
 def _short(value: Any) -> str:
-    text = repr(value)
+    """A short repr, bounded however big the value (YAML aliases can make it huge)."""
+    text = _REPR.repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
