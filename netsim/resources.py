@@ -35,8 +35,9 @@ class MemoryEstimate:
     ----------
     inputs, outputs, partial_sums, reference, schedule : int
         Bytes for the stacked input (0 when it already exists), the stacked output,
-        the partial sums a reduction creates, one group's reference answer, and
-        the transfers with their playback.
+        the partial sums a reduction creates, checking one group against the
+        reference (the group's inputs, and the comparison's temporaries of a few
+        device outputs), and the transfers with their playback.
     """
 
     inputs: int
@@ -94,7 +95,7 @@ def estimate_memory(
         inputs=0 if input_exists else n_devices * input_bytes,
         outputs=n_devices * output,
         partial_sums=n_devices * input_bytes if reduces else 0,
-        reference=group_size * input_bytes + (input_bytes if reduces else 0),
+        reference=group_size * input_bytes + 4 * output,
         schedule=transfers * BYTES_PER_TRANSFER,
     )
 
@@ -150,7 +151,7 @@ def check_memory(estimate: MemoryEstimate, available: int | None = None) -> None
     >>> check_memory(estimate_memory("all_gather", 4096, 4096, 2**30), available=16 * 2**30)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    netsim.resources.MemoryLimitError: this run needs about 1.639e+04 TiB of memory (outputs 1.638e+04 TiB) but only 16 GiB is available; ...
+    netsim.resources.MemoryLimitError: this run needs about 1.641e+04 TiB of memory (outputs 1.638e+04 TiB, reference 20 TiB) but only 16 GiB is available; ...
     """
     available = available_memory() if available is None else available
     if available is None or estimate.total <= available:

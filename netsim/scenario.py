@@ -288,7 +288,7 @@ class Scenario(_Strict):
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
     expected: ExpectedSpec | None = None
     faults: list[FaultSpec] = Field(default_factory=list, max_length=1 << 16)
-    stragglers: dict[Annotated[int, Field(ge=0)], Duration] = Field(default_factory=dict)
+    stragglers: dict[Annotated[int, Field(ge=0, strict=False)], Duration] = Field(default_factory=dict)  # "2" as well: JSON keys are text
     source: str = Field("<scenario>", exclude=True)
     base_dir: Path | None = Field(None, exclude=True)
 
@@ -485,7 +485,7 @@ def _nesting(text: str) -> int:
 
 
 _UNION_TAGS = {"all_gather", "psum_scatter", "psum"}
-_TYPE_TAG = re.compile(r"(function-[a-z-]+|constrained-[a-z]+|list|int|str|bool|float|dict|tuple|union|nullable)(\[.*\])?")
+_TYPE_TAG = re.compile(r"(function-[a-z-]+|constrained-[a-z]+|list|int|str|bool|float|dict|tuple|union|nullable)(\[.*\])?|\[key\]")
 """Pydantic's names for the member of a union or validator that failed: not fields, left out of paths."""
 
 

@@ -343,3 +343,48 @@ def test_a_deadlocking_schedule_ends_with_an_internal_error_naming_the_waiting_d
     assert result.exit_code == 3
     assert result.output.startswith(f"error: internal error in netsim while running {path}: deadlock: devices [0, 1] still wait for chunks")
     assert f"(scenario {path}, seed 7)" in result.output
+
+
+# The critical path in general ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("cut_through", [True, False])
+@pytest.mark.parametrize(
+    ("op", "topology", "groups"),
+    [
+        (netsim.psum, netsim.ring(8), None),
+        (netsim.all_gather, netsim.ring(4), [[0, 2], [1, 3]]),
+        (netsim.psum, netsim.torus((4, 4)).fail_link(1, 2).degrade_link(5, 9, bandwidth_factor=0.2), None),
+    ],
+)
+def test_the_critical_path_is_a_chain_from_a_start_to_the_finish(op, topology, groups, cut_through):
+    x = np.random.default_rng(4).integers(-9, 9, size=(topology.n_devices, 48), dtype=np.int32)
+    result = op(x, axis_index_groups=groups, topology=topology, cut_through=cut_through, stragglers={1: 2e-6})
+    path = result.critical_path
+    steps = path.steps
+    assert path.finish_s == result.time
+    assert steps[0].waited_for == "data" and steps[0].start == pytest.approx(path.origin_s, abs=1e-15)
+    assert path.origin_s in (0.0, 2e-6)
+    for before, after in zip(steps, steps[1:], strict=False):
+        latency = topology.link(before.link)["latency_s"]
+        if after.waited_for == "link":  # queued: starts when the one before leaves the link
+            assert after.link == before.link and after.start == pytest.approx(before.end, rel=1e-12)
+        elif after.transfer == before.transfer:  # the message's next link
+            ready = (before.start if cut_through else before.end) + latency
+            assert after.start == pytest.approx(ready, rel=1e-12)
+        else:  # the chunk it carries arrived: the previous transfer's tail plus a latency
+            assert after.start == pytest.approx(max(before.end + latency, path.origin_s), rel=1e-12)
+    last = steps[-1]
+    assert path.finish_s == pytest.approx(last.end + topology.link(last.link)["latency_s"], rel=1e-12)
+
+
+def test_store_and_forward_critical_path_closed_form():
+    # one transfer over 3 hops of a line: each hop waits for the tail of the one before
+    s = 8000
+    x = np.zeros((4, s // 8))
+    topo = netsim.mesh((4,))
+    gathered = netsim.all_gather(x, axis_index_groups=[[0, 3], [1, 2]], topology=topo, algorithm="ring", cut_through=False)
+    path = gathered.critical_path
+    assert gathered.time == pytest.approx(3 * (ALPHA + s / B), rel=1e-12)
+    assert [step.link_name for step in path.steps] in (["0->1", "1->2", "2->3"], ["3->2", "2->1", "1->0"])
+    assert [step.start for step in path.steps] == pytest.approx([0, ALPHA + s / B, 2 * (ALPHA + s / B)], rel=1e-12)
