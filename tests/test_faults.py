@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import textwrap
 
 import networkx as nx
@@ -365,7 +366,7 @@ def test_the_critical_path_is_a_chain_from_a_start_to_the_finish(op, topology, g
     assert path.finish_s == result.time
     assert steps[0].waited_for == "data" and steps[0].start == pytest.approx(path.origin_s, abs=1e-15)
     assert path.origin_s in (0.0, 2e-6)
-    for before, after in zip(steps, steps[1:], strict=False):
+    for before, after in itertools.pairwise(steps):
         latency = topology.link(before.link)["latency_s"]
         if after.waited_for == "link":  # queued: starts when the one before leaves the link
             assert after.link == before.link and after.start == pytest.approx(before.end, rel=1e-12)
