@@ -8,7 +8,7 @@ import textwrap
 import networkx as nx
 import numpy as np
 import pytest
-from conftest import expected_all_gather, expected_psum, expected_psum_scatter
+from conftest import ROOT, expected_all_gather, expected_psum, expected_psum_scatter
 from typer.testing import CliRunner
 
 import netsim
@@ -389,3 +389,15 @@ def test_store_and_forward_critical_path_closed_form():
     assert gathered.time == pytest.approx(3 * (ALPHA + s / B), rel=1e-12)
     assert [step.link_name for step in path.steps] in (["0->1", "1->2", "2->3"], ["3->2", "2->1", "1->0"])
     assert [step.start for step in path.steps] == pytest.approx([0, ALPHA + s / B, 2 * (ALPHA + s / B)], rel=1e-12)
+
+
+def test_bundled_what_if_scenarios_match_their_closed_forms():
+    def run(name):
+        return netsim.simulate(netsim.load_scenario(ROOT / "scenarios" / f"{name}.yaml"))
+
+    degraded = run("allgather_ring8_degraded_link")
+    assert degraded.time == pytest.approx(7 * 256 * 256 * 4 / (0.1 * B) + ALPHA, rel=1e-9)
+    assert degraded.critical_path.describe() == "3->4 x7 (6 queued)"
+    down = run("psum_torus4x4_link_down")
+    assert down.time == pytest.approx(12 * 2**20 / 4 / (2 * B) + 2 * ALPHA, rel=1e-9)
+    assert down.critical_path.describe() == "(1,1)->(1,2) x12 (11 queued), (1,2)->(0,2)"
