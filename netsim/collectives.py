@@ -19,11 +19,11 @@ import numpy as np
 from netsim.critical_path import critical_path
 from netsim.engine import EngineError, Playback, play
 from netsim.invariants import InvariantError, check_playback
-from netsim.resources import check_memory, estimate_memory
+from netsim.resources import MemoryLimitError, check_memory, estimate_memory
 from netsim.result import LeafRun, Result
 from netsim.schedules import ALGORITHMS, DEFAULT_ALGORITHM, build_schedule
 from netsim.semantics import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
-from netsim.topology import Topology, ring
+from netsim.topology import Topology, UnreachableError, ring
 
 __all__ = ["all_gather", "provenance", "psum", "psum_scatter", "resolve_topology", "simulate", "start_times"]
 
@@ -414,6 +414,12 @@ def simulate(scenario: Any) -> Result:
         # A bug in netsim: say what reproduces it.
         error.args = (f"{error} (scenario {getattr(scenario, 'source', scenario.name)}, seed {scenario.seed})",)
         raise
+    except (UnreachableError, MemoryLimitError) as error:
+        # load_scenario checks both up front; should the run still hit one, name the file and field
+        from netsim.scenario import ScenarioError
+
+        field = "faults" if isinstance(error, UnreachableError) else "input"
+        raise ScenarioError(getattr(scenario, "source", scenario.name), field, str(error)) from None
     result.scenario = scenario.name
     result.provenance = provenance(scenario)
     return result

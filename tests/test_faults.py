@@ -401,3 +401,14 @@ def test_bundled_what_if_scenarios_match_their_closed_forms():
     down = run("psum_torus4x4_link_down")
     assert down.time == pytest.approx(12 * 2**20 / 4 / (2 * B) + 2 * ALPHA, rel=1e-9)
     assert down.critical_path.describe() == "(1,1)->(1,2) x12 (11 queued), (1,2)->(0,2)"
+
+
+def test_a_scenario_run_that_still_finds_no_route_names_the_file(tmp_path, monkeypatch):
+    # load_scenario refuses unreachable groups; if a run met one anyway, it names the file too
+    path = scenario(tmp_path, "faults: [{link: [3, 4], state: down}]\n")
+    loaded = netsim.load_scenario(path)
+    monkeypatch.setattr(
+        type(loaded.topology_obj), "route", lambda self, s, d, tie=1: (_ for _ in ()).throw(UnreachableError(f"no route from {s} to {d}", s, d))
+    )
+    with pytest.raises(netsim.ScenarioError, match=rf"^{path}: faults: no route from \d to \d$"):
+        netsim.simulate(loaded)
