@@ -192,49 +192,49 @@ def critical_path(
         return CriticalPath((), None, 0.0, playback.time)
     start_s = [0.0] * topology.n_devices if start_s is None else list(start_s)
     hops = playback.hops
-    # For every crossing: its place among its transfer's crossings, and the crossing before it on its link.
-    hops_of: list[list[int]] = [[] for _ in range(n)]
-    rank = [0] * len(hops)
+    # For every crossing: the same message's crossing before it, and the crossing before it on its link.
+    before_in_message = [-1] * len(hops)
     before_on_link = [-1] * len(hops)
+    last_of_message = [-1] * n
     last_on_link: dict[LinkId, int] = {}
     for h, hop in enumerate(hops):
-        mine = hops_of[hop.transfer]
-        rank[h] = len(mine)
-        mine.append(h)
+        before_in_message[h] = last_of_message[hop.transfer]
+        last_of_message[hop.transfer] = h
         before_on_link[h] = last_on_link.get(hop.link, -1)
         last_on_link[hop.link] = h
     arrived, sent = playback.arrived_at, playback.sent_at
     last = max(range(n), key=lambda t: (arrived[t], -t))
-    i, k = last, len(hops_of[last]) - 1
+    i, h = last, last_of_message[last]
     steps: list[PathStep] = []
-    if k < 0:
+    if h < 0:
         steps.append(PathStep(i, None, "local", sent[i], arrived[i], "data"))
     while True:
-        if k < 0:
+        if h < 0:
             src = transfers[i].src
             deps = [d for d in transfers[i].deps if transfers[d].dst == src]
             late_start = start_s[src] > 0 and _close(sent[i], start_s[src])
             if deps and not late_start:
                 j = max(deps, key=lambda d: (arrived[d], -d))
                 if _close(sent[i], arrived[j]):
-                    i, k = j, len(hops_of[j]) - 1
-                    if k < 0:
+                    i, h = j, last_of_message[j]
+                    if h < 0:
                         steps.append(PathStep(i, None, "local", sent[i], arrived[i], "data"))
                     continue
             origin = (src, start_s[src])
             break
-        hop = hops[hops_of[i][k]]
-        if k == 0:
+        hop = hops[h]
+        previous = before_in_message[h]
+        if previous < 0:
             ready = sent[i]
         else:
-            previous = hops[hops_of[i][k - 1]]
-            ready = (previous.start if cut_through else previous.end) + topology.link(previous.link)["latency_s"]
-        blocker = before_on_link[hops_of[i][k]]
+            earlier = hops[previous]
+            ready = (earlier.start if cut_through else earlier.end) + topology.link(earlier.link)["latency_s"]
+        blocker = before_on_link[h]
         if blocker >= 0 and not _close(hop.start, ready):
             steps.append(PathStep(i, hop.link, topology.link_name(hop.link), hop.start, hop.end, "link"))
-            i, k = hops[blocker].transfer, rank[blocker]
+            i, h = hops[blocker].transfer, blocker
         else:
             steps.append(PathStep(i, hop.link, topology.link_name(hop.link), hop.start, hop.end, "data"))
-            k -= 1
+            h = previous
     steps.reverse()
     return CriticalPath(tuple(steps), origin[0], origin[1], arrived[last])
