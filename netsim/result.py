@@ -16,11 +16,13 @@ def busbw_factor(collective: str, n: int) -> float:
 
     Examples
     --------
-    >>> busbw_factor("all_gather", 8), busbw_factor("psum", 4)
-    (0.875, 1.5)
+    >>> busbw_factor("all_gather", 8), busbw_factor("psum", 4), busbw_factor("ppermute", 2)
+    (0.875, 1.5, 1.0)
     """
     if n <= 1:
         return 0.0
+    if collective == "ppermute":
+        return 1.0
     if collective in ("psum", "all_reduce", "all_sum"):
         return 2 * (n - 1) / n
     return (n - 1) / n
@@ -55,7 +57,7 @@ class Result:
         Input bytes on each device (all leaves).
     total_bytes : int
         The collective's size S in nccl-tests' sense: all_gather n x per-device
-        input, psum_scatter and psum one device's input.
+        input; psum_scatter, psum, all_to_all and ppermute one device's input.
     verified : bool
         Whether the output was checked against the independent NumPy reference.
     leaves : list of LeafRun
@@ -77,8 +79,8 @@ class Result:
 
     @property
     def group_size(self) -> int:
-        """Devices in each group."""
-        return len(self.groups[0])
+        """Devices in each group (2 for ppermute, whose groups are its pairs; 0 if there are none)."""
+        return len(self.groups[0]) if self.groups else 0
 
     @property
     def algbw(self) -> float:
