@@ -143,15 +143,20 @@ def _whom(run: _Run, index: int) -> str:
     n = run.n
     ahead = (run.member[t.dst][1] - run.member[t.src][1]) % n
     if n == 2:
-        whom = "the other member of its group"
-    elif ahead == 1:
-        whom = "its right neighbour"
-    elif ahead == n - 1:
-        whom = "its left neighbour"
-    else:
-        whom = f"the member {ahead} places on in its group"
-    hops = len(run.leaf.playback.routes[index])
-    return whom if hops == 1 else f"{whom} ({hops} hops away)"
+        return "the other member of its group"
+    if ahead == 1:
+        return "its right neighbour"
+    if ahead == n - 1:
+        return "its left neighbour"
+    return f"the member {ahead} places on in its group"
+
+
+def _hops(hops: set[int]) -> str:
+    if hops == {1}:
+        return ""
+    if len(hops) == 1:
+        return f" ({next(iter(hops))} hops away)"
+    return f" ({min(hops)} to {max(hops)} hops away)"
 
 
 def _piece(run: _Run, piece: int) -> str:
@@ -192,33 +197,35 @@ def _who(run: _Run, devices: set[int]) -> str:
     if len(names) == 1:
         return f"device {names[0]}"
     if len(names) <= 6:
-        return "devices " + ", ".join(map(str, names[:-1])) + f" and {names[-1]}"
-    return f"{len(names)} devices"
+        return "each of devices " + ", ".join(map(str, names[:-1])) + f" and {names[-1]}"
+    return f"each of {len(names)} devices"
 
 
 def _sentence(run: _Run, step: int) -> str:
-    clauses: dict[tuple[str, str, str], dict[str, list[str]]] = {}
+    # (verb, object, reduce) -> (whom, piece) -> (senders, hop counts)
+    clauses: dict[tuple[str, str, bool], dict[tuple[str, str], tuple[set[int], set[int]]]] = {}
     for index in run.by_step[step]:
         t = run.schedule.transfers[index]
         verb, obj = _what(run, index)
-        whom = _whom(run, index)
-        piece = _piece(run, t.key[1])
-        by_target = clauses.setdefault((verb, obj, "add" if t.reduce else ""), {})
-        by_target.setdefault((whom, piece), set()).add(t.src)
+        targets = clauses.setdefault((verb, obj, t.reduce), {})
+        senders, hops = targets.setdefault((_whom(run, index), _piece(run, t.key[1])), (set(), set()))
+        senders.add(t.src)
+        hops.add(len(run.leaf.playback.routes[index]))
     parts = []
     for (verb, obj, add), targets in clauses.items():
-        by_who: dict[frozenset[int], list[tuple[str, str]]] = {}
-        for target, sources in targets.items():
-            by_who.setdefault(frozenset(sources), []).append(target)
-        for sources, where in by_who.items():
-            whoms = sorted({w for w, _ in where}, key=lambda w: (w != "its right neighbour", w))
-            pieces = [p for _, p in sorted(where, key=lambda x: (x[0] != "its right neighbour", x))]
-            if len(whoms) == 2 and set(whoms) == {"its right neighbour", "its left neighbour"} and len(set(pieces)) == 1:
-                target = "both neighbours" + (f" ({pieces[0]})" if pieces[0] else "")
+        by_who: dict[frozenset[int], list[tuple[str, str, set[int]]]] = {}
+        for (whom, piece), (senders, hops) in targets.items():
+            by_who.setdefault(frozenset(senders), []).append((whom, piece, hops))
+        for senders, where in by_who.items():
+            where.sort(key=lambda w: (w[0] != "its right neighbour", w[0], w[1]))
+            whoms = {w for w, _, _ in where}
+            if whoms == {"its right neighbour", "its left neighbour"} and len({p for _, p, _ in where}) == 1:
+                piece = where[0][1]
+                target = "both neighbours" + _hops(set().union(*(h for _, _, h in where))) + (f" ({piece})" if piece else "")
             else:
-                target = " and ".join(f"{w}" + (f" ({p})" if p else "") for w, p in sorted(where, key=lambda x: (x[0] != "its right neighbour", x)))
+                target = " and ".join(w + _hops(h) + (f" ({p})" if p else "") for w, p, h in where)
             tail = ", which adds it to its own copy" if add and len(where) == 1 else (", which add them to their own copies" if add else "")
-            parts.append(f"{_who(run, set(sources))} {verb} {obj} to {target}{tail}")
+            parts.append(f"{_who(run, set(senders))} {verb} {obj} to {target}{tail}")
     return "; ".join(parts) if parts else "nothing moves"
 
 
