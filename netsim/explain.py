@@ -501,7 +501,7 @@ def explain(result: Result, leaf: int = 0, max_devices: int = 16) -> str:
         done = finished
     model = sum(c.model_s for c in costs)
     lines += ["", "Total", f"  simulated time:                 {_exact(playback.time)}"]
-    lines.append(f"  α–β model, sum of the {len(costs)} steps: {_exact(model)}")
+    lines.append(f"  α–β model, sum of the {len(costs)} step{'s' if len(costs) != 1 else ''}: {_exact(model)}")
     closed = _closed_form(run, links)
     if closed:
         lines.append(f"  {closed}")

@@ -179,11 +179,12 @@ def layout(topology: Topology, box: tuple[float, float] = BOX) -> Layout:
     --------
     >>> from netsim.topology import ring, torus
     >>> ring_layout = layout(ring(4))
-    >>> [tuple(round(c, 3) + 0.0 for c in ring_layout.positions[d]) for d in range(4)]  # clockwise from the top
-    [(0.0, 0.707), (0.707, 0.0), (0.0, -0.707), (-0.707, 0.0)]
+    >>> radius = ring_layout.positions[0][1]
+    >>> [tuple(round(c / radius, 3) + 0.0 for c in ring_layout.positions[d]) for d in range(4)]  # clockwise from the top
+    [(0.0, 1.0), (1.0, 0.0), (0.0, -1.0), (-1.0, 0.0)]
     >>> grid = layout(torus((2, 3)))
-    >>> grid.positions[4]  # coordinates (1, 1): second row, second column
-    (1.0, -1.0)
+    >>> grid.positions[4][0] > grid.positions[0][0], grid.positions[4][1] < grid.positions[0][1]  # (1, 1): right of and below (0, 0)
+    (True, True)
     >>> len(grid.paths) == torus((2, 3)).graph.number_of_edges()
     True
     """
