@@ -80,11 +80,6 @@ def _tint(rgb: tuple[float, float, float], shade: float) -> tuple[float, float, 
     return tuple(1 - strength * (1 - c) for c in rgb)
 
 
-def _ink(rgb: tuple[float, float, float]) -> str:
-    luminance = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]
-    return "black" if luminance > 0.55 else "white"
-
-
 class _Drawing:
     """A figure with one artist per box, slot, link and label, updated frame by frame."""
 
@@ -94,6 +89,7 @@ class _Drawing:
         from matplotlib.figure import Figure
         from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
         from matplotlib.path import Path as MplPath
+        from matplotlib.patheffects import withStroke
 
         self.result, self.frames = result, frames
         topology = result.topology_obj
@@ -145,26 +141,30 @@ class _Drawing:
 
         # devices: a box of slots each, with the device number above the slots
         inner_w = cols * cell
-        font = min(9.0, 0.5 * cell * points_per_unit / pieces)
-        self.slots: list[list[tuple[Any, Any]]] = []
+        font = min(9.0, 0.45 * cell * points_per_unit)
+        self.slots: list[list[Any]] = []
+        self.labels: list[dict[int, Any]] = []
         for device, (x, y) in sorted(self.layout.positions.items()):
             ax.add_patch(
                 FancyBboxPatch((x - w, y - h), 2 * w, 2 * h, boxstyle="round,pad=0,rounding_size=0.04", facecolor="#f4f4f4", edgecolor="#555", zorder=3)
             )
             ax.text(x, y + h - 0.02, f"device {device}", ha="center", va="top", fontsize=min(9.5, 0.1 * points_per_unit), zorder=4)
-            artists = []
+            rects, labels = [], {}
             left, top = x - inner_w / 2, y + h - label_h
             for slot in frames[0].buffers[device]:
                 r, c = divmod(slot.block, cols)
-                sx = left + c * cell + slot.piece * cell / pieces
-                sy = top - (r + 1) * cell
-                rect = Rectangle((sx + 0.006, sy + 0.006), cell / pieces - 0.012, cell - 0.012, facecolor=_EMPTY, edgecolor="#999", linewidth=0.5, zorder=4)
+                bx, by = left + c * cell, top - (r + 1) * cell
+                rect = Rectangle((bx + 0.006 + slot.piece * (cell - 0.012) / pieces, by + 0.006), (cell - 0.012) / pieces, cell - 0.012, zorder=4)
+                rect.set(facecolor=_EMPTY, edgecolor="#bbb", linewidth=0.4)
                 ax.add_patch(rect)
-                text = None
-                if font >= 6:
-                    text = ax.text(sx + cell / pieces / 2, sy + cell / 2, "", ha="center", va="center", fontsize=font, zorder=5)
-                artists.append((rect, text))
-            self.slots.append(artists)
+                rects.append(rect)
+                if slot.piece == 0:  # one frame and one label per block, over its pieces
+                    ax.add_patch(Rectangle((bx + 0.006, by + 0.006), cell - 0.012, cell - 0.012, fill=False, edgecolor="#777", linewidth=0.7, zorder=5))
+                    if font >= 5.5:
+                        outline = [withStroke(linewidth=2.2, foreground="white")]
+                        labels[slot.block] = ax.text(bx + cell / 2, by + cell / 2, "", ha="center", va="center", fontsize=font, zorder=6, path_effects=outline)
+            self.slots.append(rects)
+            self.labels.append(labels)
 
         size = max(4.0, min(13.0, 0.12 * points_per_unit))
         self.chunks = ax.scatter([], [], s=size**2, marker="s", zorder=6, linewidths=1.2)
@@ -191,12 +191,10 @@ class _Drawing:
 
     def draw(self, frame: Frame) -> None:
         for device, slots in enumerate(frame.buffers):
-            for slot, (rect, text) in zip(slots, self.slots[device], strict=True):
-                rgb = _EMPTY if slot.colour is None else _tint(self.colours[slot.colour], slot.shade)
-                rect.set_facecolor(rgb)
-                if text is not None:
-                    text.set_text(self._label(slot))
-                    text.set_color(_ink(rgb))
+            for slot, rect in zip(slots, self.slots[device], strict=True):
+                rect.set_facecolor(_EMPTY if slot.colour is None else _tint(self.colours[slot.colour], slot.shade))
+            for block, text in self.labels[device].items():
+                text.set_text(self._label([s for s in slots if s.block == block]))
         for link, patch in self.links.items():
             busy = link in frame.busy_links
             patch.set_color(_LINK_BUSY if busy else _LINK_IDLE)
@@ -212,12 +210,16 @@ class _Drawing:
         self.clock.set_text(f"t = {_clock(frame.time_s, total)} of {_clock(total, total).strip()}   {step}")
         self.caption.set_text("\n".join(textwrap.wrap(frame.caption, width=int(self.figure.get_figwidth() * 12))))
 
-    def _label(self, slot) -> str:
-        if not slot.sources:
+    def _label(self, pieces: list) -> str:
+        """A block's number: the device it came from (gathers) or how many shares it sums (reductions)."""
+        held = [p for p in pieces if p.sources]
+        if not held:
             return ""
         if self.reducing:
-            return str(len(slot.sources))
-        return str(next(iter(slot.sources))) if len(slot.sources) == 1 else "+"
+            counts = [str(len(p.sources)) for p in pieces]
+            return counts[0] if len(set(counts)) == 1 else "|".join(counts)
+        origins = {d for p in held for d in p.sources}
+        return str(min(origins)) if len(origins) == 1 else "+"
 
     def png(self, frame: Frame) -> bytes:
         self.draw(frame)
