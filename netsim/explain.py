@@ -180,10 +180,10 @@ def _what(run: _Run, index: int) -> tuple[str, str]:
         if came is not None:
             return "passes on", "its partial sum (what it received last step plus its own share)"
         return "passes on", "a partial sum"
+    if came is not None and not came.reduce:
+        return "forwards", "the block it received last step"
     if len(carried) == run.n and len(carried) > 1:
         return "sends", "its fully summed block"
-    if came is not None:
-        return "forwards", "the block it received last step"
     if carried == frozenset({t.src}):
         return "sends", "its own block"
     return "forwards", "a block it received earlier"

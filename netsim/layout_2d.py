@@ -204,7 +204,7 @@ def layout(topology: Topology, box: tuple[float, float] = BOX) -> Layout:
         right = np.array([unit[1], -unit[0]])  # right of the direction of travel (y up)
         wrap = not ring_drawing and _is_wrap(topology, link)
         if len(topology.dims) >= 3 and axis == 0:
-            bow = 0.12 * length + 0.3 * step  # between slices: clear the devices in between
+            bow = 0.12 * length + 0.3 * step + 0.35 * step * wrap  # between slices: clear the devices in between
         elif wrap:
             bow = abs(right[0]) * box[0] + abs(right[1]) * box[1] + 0.1  # just clear the boxes along the row or column
         else:
