@@ -111,7 +111,7 @@ class _Drawing:
         scale = min(1.9, 13.0 / width_units, 7.0 / height_units)
         fig_w = max(8.0, width_units * scale)
         plot_h = height_units * scale
-        top_in, bottom_in = 0.7, 1.45
+        top_in, bottom_in = 0.7, 1.25
         fig_h = plot_h + top_in + bottom_in
         self.figure = Figure(figsize=(fig_w, fig_h), dpi=dpi)
         FigureCanvasAgg(self.figure)
@@ -168,9 +168,10 @@ class _Drawing:
 
         size = max(4.0, min(13.0, 0.12 * points_per_unit))
         self.chunks = ax.scatter([], [], s=size**2, marker="s", zorder=6, linewidths=1.2)
-        self.head = self.figure.text(0.01, 1 - 0.1 / fig_h, self._title(), ha="left", va="top", fontsize=11, weight="bold")
+        title = textwrap.shorten(self._title(), width=int(fig_w * 11), placeholder="...")
+        self.head = self.figure.text(0.01, 1 - 0.1 / fig_h, title, ha="left", va="top", fontsize=11, weight="bold")
         self.clock = self.figure.text(0.01, 1 - 0.4 / fig_h, "", ha="left", va="top", fontsize=10.5, family="monospace")
-        self.caption = self.figure.text(0.01, 1.3 / fig_h, "", ha="left", va="top", fontsize=10.5, linespacing=1.3)
+        self.caption = self.figure.text(0.01, 1.15 / fig_h, "", ha="left", va="top", fontsize=10.5, linespacing=1.3)
         legend = "\n".join(textwrap.wrap(self._legend(), width=int(fig_w * 15)))
         self.figure.text(0.01, 0.08 / fig_h, legend, ha="left", va="bottom", fontsize=8.5, color="#444")
 

@@ -141,13 +141,13 @@ def player_html(
     }
     script = _SCRIPT % {"id": json.dumps(element), "data": json.dumps(data).replace("</", "<\\/")}
     buttons = [
-        ("first", "\u23ee", "first frame"),
+        ("first", "|\u25c0 start", "first frame"),
         ("prevstep", "\u25c0\u25c0 step", "previous algorithm step"),
         ("prev", "\u25c0", "previous frame"),
         ("play", "\u25b6 play", "play / pause (space)"),
         ("next", "\u25b6", "next frame"),
         ("nextstep", "step \u25b6\u25b6", "next algorithm step"),
-        ("last", "\u23ed", "last frame"),
+        ("last", "end \u25b6|", "last frame"),
     ]
     controls = "".join(f'<button type="button" data-role="{role}" title="{tip}">{label}</button>' for role, label, tip in buttons)
     speeds = "".join(f'<option value="{v}"{" selected" if v == "1" else ""}>{v}\u00d7</option>' for v in ("0.25", "0.5", "1", "2", "4"))
