@@ -187,8 +187,8 @@ class _Drawing:
                 f"slot colour = the {who} a block's sum goes to; paler = fewer shares added so far (number: shares summed)."
                 " Squares on links: chunks in flight (red edge: waiting)."
             )
-        who = "the device" if len(self.result.groups) == 1 else "the member of its group (number: the device)"
-        return f"slot colour = {who} the block came from. Squares on links: chunks in flight (red edge: waiting in a queue)."
+        who = "the device a block came from" if len(self.result.groups) == 1 else "which member of its group a block came from; number: that device"
+        return f"slot colour = {who}. Squares on links: chunks in flight (red edge: waiting in a queue)."
 
     def draw(self, frame: Frame) -> None:
         for device, slots in enumerate(frame.buffers):
