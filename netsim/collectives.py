@@ -183,6 +183,7 @@ def _simulate(
         total_bytes=per_device * n if collective == "all_gather" else per_device,
         verified=verify,
         leaves=runs,
+        topology_obj=topo,
     )
 
 

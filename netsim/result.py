@@ -7,6 +7,7 @@ from typing import Any
 
 from netsim.engine import Playback
 from netsim.schedules import Schedule
+from netsim.topology import Topology
 
 __all__ = ["LeafRun", "Result", "busbw_factor"]
 
@@ -62,6 +63,10 @@ class Result:
         Whether the output was checked against the independent NumPy reference.
     leaves : list of LeafRun
         Schedule and playback of each leaf.
+    scenario : str or None
+        Name of the scenario that ran, if any.
+    topology_obj : Topology or None
+        The topology the collective ran on (for drawings and explanations).
     """
 
     output: Any
@@ -76,6 +81,7 @@ class Result:
     verified: bool
     leaves: list[LeafRun] = field(default_factory=list, repr=False)
     scenario: str | None = None
+    topology_obj: Topology | None = field(default=None, repr=False)
 
     @property
     def group_size(self) -> int:
@@ -91,6 +97,16 @@ class Result:
     def busbw(self) -> float:
         """nccl-tests bus bandwidth: algbw times (n-1)/n, or 2(n-1)/n for all-reduce."""
         return self.algbw * busbw_factor(self.collective, self.group_size)
+
+    def animate(self, frames: int = 40, leaf: int = 0) -> Any:
+        """The run as an animation that shows itself inline in Jupyter.
+
+        Delegates to :func:`netsim.animate.animate` (which needs matplotlib, the
+        ``teaching`` extra). The returned object has ``_repr_html_`` and ``save(path)``.
+        """
+        from netsim.animate import animate
+
+        return animate(self, frames=frames, leaf=leaf)
 
     def summary(self) -> dict[str, Any]:
         """The numbers a report shows, as plain JSON-ready values."""
