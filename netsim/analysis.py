@@ -26,7 +26,7 @@ from netsim.costs import COST_MODELS, CollectiveEstimate, Estimate, canonical_co
 
 if TYPE_CHECKING:
     from netsim.result import Result
-    from netsim.stats import RunStats
+    from netsim.stats import PathFacts, RunStats
     from netsim.topology import Topology
 
 __all__ = ["TOLERANCE", "Analysis", "algorithm_estimates", "analyse", "estimate_scenario", "nominal_link"]
@@ -203,11 +203,10 @@ def analyse(result: Result, stats: RunStats | None = None) -> Analysis:
     ratio = result.time / estimate.time_s if estimate is not None and estimate.time_s > 0 else None
     why = ""
     if ratio is not None and abs(ratio - 1) > TOLERANCE:
-        if stats is None:
-            from netsim.stats import run_stats
+        from netsim.stats import path_facts
 
-            stats = run_stats(result, topology)
-        why = explain(result.time, estimate, stats, closed, latency, getattr(result, "forwarding", "cut_through"))
+        facts = stats.path_facts() if stats is not None else path_facts(result, topology)
+        why = explain(result.time, estimate, facts, closed, latency, getattr(result, "forwarding", "cut_through"))
     return Analysis(result.time, closed, estimate, book, bound, exact, ratio, why, latency, bandwidth)
 
 
@@ -221,7 +220,7 @@ def _total(parts: list[Estimate | None]) -> Estimate | None:
     return total
 
 
-def explain(simulated_s: float, estimate: Estimate, stats: RunStats, closed: CollectiveEstimate, latency_s: float, forwarding: str = "cut_through") -> str:
+def explain(simulated_s: float, estimate: Estimate, facts: PathFacts, closed: CollectiveEstimate, latency_s: float, forwarding: str = "cut_through") -> str:
     """One line saying why a run's time differs from its closed form, from its critical path.
 
     The simulated time minus the estimate splits exactly into: queueing on the critical
@@ -229,12 +228,11 @@ def explain(simulated_s: float, estimate: Estimate, stats: RunStats, closed: Col
     transmission time minus the formula's bandwidth term, and late starts. Parts smaller
     than half a percent of the estimate are left out; the rest are named, largest first.
     """
-    path = stats.critical_path
+    path = facts.critical_path
     tolerance = 0.005 * max(estimate.time_s, simulated_s)
     parts: list[tuple[float, str]] = []
     if path.queueing_s > tolerance:
-        queues = {u.name: u.longest_queue for u in stats.links}
-        named = ", ".join(f"{name} ({_t(wait)}, queue {queues.get(name, 0)})" for name, wait in path.queued_on[:3])
+        named = ", ".join(f"{name} ({_t(wait)}, queue {facts.longest_queue.get(name, 0)})" for name, wait in path.queued_on[:3])
         more = len(path.queued_on) - 3
         named += f" and {more} more" if more > 0 else ""
         parts.append((path.queueing_s, f"contention: the critical path waited {_t(path.queueing_s)} for busy links {named}"))
@@ -244,15 +242,15 @@ def explain(simulated_s: float, estimate: Estimate, stats: RunStats, closed: Col
         text = f"latency: the critical path crosses {path.hops} links ({_t(path.latency_s)}) where the formula counts {counted}·α ({_t(estimate.latency_s)})"
         geometry = closed.geometry
         if d_latency > 0 and not all(geometry.wraparound) and geometry.kind in ("line", "mesh"):
-            text += f"; the group's {geometry.describe()} has no wraparound, so the ring closes the long way back (routes of up to {stats.max_route_hops} hops)"
-        elif d_latency > 0 and stats.max_route_hops > 1:
-            crossing = f"{stats.multi_hop_transfers} of {stats.transfers} transfers cross more than one link (up to {stats.max_route_hops})"
+            text += f"; the group's {geometry.describe()} has no wraparound, so the ring closes the long way back (routes of up to {facts.max_route_hops} hops)"
+        elif d_latency > 0 and facts.max_route_hops > 1:
+            crossing = f"{facts.multi_hop_transfers} of {facts.transfers} transfers cross more than one link (up to {facts.max_route_hops})"
             text += f"; {crossing}: group members are not neighbours"
         parts.append((d_latency, text))
     d_transmission = path.transmission_s - estimate.bandwidth_s
     if d_transmission > tolerance:
         text = f"transmission: {_t(path.transmission_s)} on the critical path against the formula's {_t(estimate.bandwidth_s)}"
-        smallest, largest = stats.chunk_bytes
+        smallest, largest = facts.chunk_bytes
         if forwarding == "store_and_forward":
             text += "; store-and-forward sends each message whole on every hop"
         elif smallest != largest:

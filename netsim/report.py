@@ -109,7 +109,9 @@ def explanation_rows(result: Result) -> list[tuple[str, str]]:
         )
         rows.append(("formula", f"{e.formula} on a {a.closed.geometry.describe()} [{e.source}]"))
         rows.append(("simulated / estimate", f"{a.ratio:.6f}" if a.ratio is not None else "-"))
-    if a.regime is not None:
+    if a.regime == "nothing moves":
+        rows.append(("regime", a.regime))
+    elif a.regime is not None:
         crossover = a.crossover_bytes
         where = (
             f"latency and bandwidth terms equal at {_payload(crossover)} per device"
@@ -190,13 +192,15 @@ def device_table(result: Result, limit: int = 16) -> tuple[list[str], list[list[
 
 
 def step_table(result: Result, limit: int = 16) -> tuple[list[str], list[list[str]]]:
-    """Headers and rows of per-step timing: first send, first and last device done, the straggler."""
+    """Headers and rows of per-step timing: first send, first and last device done, and the
+    straggler (the device done last, when not all finished together)."""
     stats = result.stats
     multi = len(result.leaves) > 1
     headers = (["leaf"] if multi else []) + ["step", "phase", "started", "first device done", "last device done", "straggler"]
     rows = []
     for st in stats.steps[:limit]:
-        straggler = stats.devices[st.straggler].name if 0 <= st.straggler < len(stats.devices) else "-"
+        together = st.end_s - st.first_done_s <= 1e-9 * abs(st.end_s)
+        straggler = "- (all together)" if together or not 0 <= st.straggler < len(stats.devices) else stats.devices[st.straggler].name
         row = [str(st.step), st.phase, format_seconds(st.start_s), format_seconds(st.first_done_s), format_seconds(st.end_s), straggler]
         rows.append(([str(st.leaf)] if multi else []) + row)
     return headers, rows
@@ -292,7 +296,12 @@ def estimate_rows(scenario: Any, mine: Any) -> list[tuple[str, str]]:
     rows = [
         ("scenario", scenario.name),
         ("collective", scenario.collective.op),
-        ("topology", f"{shape.name} ({'x'.join(map(str, shape.dims))}, {shape.n_devices} devices)"),
+        (
+            "topology",
+            f"{shape.name}: {shape.n_devices} devices"
+            if len(shape.dims) == 1
+            else f"{shape.name}: {'x'.join(map(str, shape.dims))} = {shape.n_devices} devices",
+        ),
         ("links", f"{shape.bandwidth_Bps / 1e9:.6g} GB/s one way, {format_seconds(shape.latency_s)} per hop"),
         ("group layout", mine.geometry.describe()),
         ("algorithm", scenario.algorithm),
