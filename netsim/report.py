@@ -20,6 +20,7 @@ __all__ = [
     "devices_csv",
     "estimate_rows",
     "estimate_table",
+    "estimate_to_dict",
     "explanation_rows",
     "format_groups",
     "link_table",
@@ -358,3 +359,43 @@ def estimate_table(others: list[tuple[str, Any]], chosen: str) -> tuple[list[str
         else:
             rows.append([label, format_seconds(e.time_s), format_seconds(e.latency_s), format_seconds(e.bandwidth_s), e.regime, e.formula])
     return headers, rows
+
+
+def estimate_to_dict(scenario: Any, mine: Any, others: list[tuple[str, Any]]) -> dict[str, Any]:
+    """What ``netsim estimate --json`` prints: the scenario's closed forms and every algorithm's.
+
+    Examples
+    --------
+    >>> from netsim.analysis import estimate_scenario
+    >>> from netsim.scenario import load_scenario
+    >>> s = load_scenario("scenarios/allgather_ring8.yaml", build_topology=False)
+    >>> d = estimate_to_dict(s, *estimate_scenario(s))
+    >>> d["layout"], d["regime"], len(d["algorithms"]) > 3
+    ('ring of 8', 'bandwidth-bound', True)
+    """
+
+    def one(c: Any) -> dict[str, Any]:
+        e, b = c.estimate, c.book
+        return {
+            "algorithm": c.algorithm,
+            "estimate_s": e.time_s if e else None,
+            "latency_term_s": e.latency_s if e else None,
+            "bandwidth_term_s": e.bandwidth_s if e else None,
+            "regime": e.regime if e else None,
+            "crossover_bytes_per_device": _clean(e.crossover_bytes) if e else None,
+            "formula": e.formula if e else None,
+            "source": e.source if e else None,
+            "no_closed_form": c.note or None,
+            "book_estimate_s": b.time_s if b else None,
+            "book_formula": b.formula if b else None,
+            "bound_s": c.bound_s,
+        }
+
+    return {
+        "scenario": scenario.name,
+        "collective": scenario.collective.op,
+        "devices": scenario.topology_shape.n_devices,
+        "layout": mine.geometry.describe(),
+        **one(mine),
+        "algorithms": [one(c) for _, c in others],
+    }
