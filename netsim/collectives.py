@@ -184,6 +184,7 @@ def _simulate(
         verified=verify,
         leaves=runs,
         topology_obj=topo,
+        forwarding="cut_through" if cut_through else "store_and_forward",
     )
 
 

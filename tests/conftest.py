@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,3 +86,11 @@ def expected_ppermute(x, perm):
         sources, destinations = (list(v) for v in zip(*perm, strict=True))
         out[destinations] = x[sources]
     return out
+
+
+@pytest.fixture(scope="session")
+def bundled_runs():
+    """Every bundled scenario, simulated once per test session: {name: Result}."""
+    import netsim
+
+    return {path.stem: netsim.simulate(netsim.load_scenario(path)) for path in sorted((ROOT / "scenarios").glob("*.yaml"))}
