@@ -327,4 +327,4 @@ def estimate_scenario(scenario: Any) -> tuple[CollectiveEstimate, list[tuple[str
     if canonical_collective(op) == "ppermute" and pairs:
         hops = max(hops_between(shape.dims, shape.wraparound, int(a), int(b)) for a, b in pairs)
     args = (shape.dims, shape.wraparound, layout.groups, payload, shape.latency_s, shape.bandwidth_Bps)
-    return estimate_collective(op, scenario.algorithm, *args, hops=hops), algorithm_estimates(op, *args)
+    return estimate_collective(op, scenario.resolved_algorithm, *args, hops=hops), algorithm_estimates(op, *args)

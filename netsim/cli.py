@@ -130,7 +130,7 @@ def estimate(
     for label, value in estimate_rows(loaded, mine):
         table.add_row(label, value)
     console.print(table)
-    headers, rows = estimate_table(others, loaded.algorithm)
+    headers, rows = estimate_table(others, loaded.resolved_algorithm)
     console.print(_grid(f"every algorithm for {mine.collective} on this layout (* = the scenario's)", headers, rows))
 
 

@@ -683,7 +683,7 @@ def _models() -> tuple[CostModel, ...]:
             CostModel("psum", name, grids, "2·(" + text + "), s = input/N", BOOK, _grid(fn, per_block=True, times=2)),
         ]
     models.append(
-        CostModel("ppermute", "*", anywhere, "h·α + s/B, h = the longest route", BOOK, lambda g, b, alpha, B: point_to_point(g.hops or 0, b, alpha, B)),
+        CostModel("ppermute", "direct", anywhere, "h·α + s/B, h = the longest route", BOOK, lambda g, b, alpha, B: point_to_point(g.hops or 0, b, alpha, B)),
     )
     return tuple(models)
 

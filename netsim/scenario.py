@@ -47,7 +47,7 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from netsim import units
-from netsim.schedules import ALGORITHMS, check_algorithm
+from netsim.schedules import ALGORITHMS, check_algorithm, default_algorithm
 from netsim.semantics import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
 from netsim.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, torus
 
@@ -314,6 +314,14 @@ class Scenario(_Strict):
         data["topology"] = self.topology_shape.as_spec()
         data.pop("link", None)  # folded into the inline topology
         return data
+
+    @property
+    def resolved_algorithm(self) -> str:
+        """The algorithm that runs: the one named, or the collective's default."""
+        if self.algorithm is not None:
+            return self.algorithm
+        pattern = self.layout().pattern
+        return "direct" if pattern == "permute" else default_algorithm(pattern)
 
     @property
     def shape(self) -> tuple[int, ...]:

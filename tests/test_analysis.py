@@ -60,9 +60,10 @@ def test_every_bundled_scenario_reports_estimate_ratio_and_regime(path, scenario
     if path.stem in CONTENTION_FREE:
         assert rows["simulated / estimate"] == "1.000000"
         assert data["why"] is None and "why" not in rows
-    else:
-        assert abs(data["ratio"] - 1) > 0.01
+    elif abs(data["ratio"] - 1) > 0.01:
         assert rows["why"] == data["why"]
+    else:  # exact even with shared links (e.g. Rabenseifner on neighbours, halves queued back to back)
+        assert data["why"] is None
 
 
 def test_the_cli_table_prints_the_estimate_beside_the_time():
@@ -166,7 +167,7 @@ def test_estimate_command_agrees_with_the_run(path, scenario_runs):
     assert data["estimate_s"] == pytest.approx(run.estimate.time_s, rel=1e-12)
     assert data["regime"] == run.regime
     assert data["book_estimate_s"] == pytest.approx(run.book.time_s, rel=1e-12)
-    assert yaml.safe_load(path.read_text())["algorithm"] in [a["algorithm"] for a in data["algorithms"]]
+    assert scenario_runs[path.stem].algorithm in [a["algorithm"] for a in data["algorithms"]]
     table = runner.invoke(app, ["estimate", str(path)])
     words = " ".join(table.output.split())
     assert table.exit_code == 0 and "nothing simulated" in words and "every algorithm" in words
