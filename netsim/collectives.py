@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 
 from netsim.engine import EngineError, Playback, play
+from netsim.mesh import AxisGroups
+from netsim.presets import is_slice_name, tpu_slice
 from netsim.result import LeafRun, Result
 from netsim.schedules import DEFAULT_ALGORITHM, build_schedule
 from netsim.semantics import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
@@ -24,6 +26,9 @@ from netsim.topology import Topology, ring
 __all__ = ["all_gather", "psum", "psum_scatter", "resolve_topology", "simulate"]
 
 TopologyLike = Topology | str | Path | None
+
+MESH_AXES_ALGORITHM = "multiaxis"
+"""The default algorithm when the groups come from mesh axes (:meth:`netsim.Mesh.groups`)."""
 Groups = Sequence[Sequence[int]] | None
 
 
@@ -34,7 +39,8 @@ def resolve_topology(topology: TopologyLike, n_devices: int) -> Topology:
     ----------
     topology : Topology, str, pathlib.Path or None
         None means a ring of ``n_devices`` with 45 GB/s and 1 us links; a string
-        names a file in ``topologies/`` (with or without ``.yaml``) or a path.
+        names a TPU slice (``"tpu-v5e:8x16"``, see :mod:`netsim.presets`), a file
+        in ``topologies/`` (with or without ``.yaml``) or a path.
     n_devices : int
         Leading dimension of the input; the topology must have exactly this many.
 
@@ -44,10 +50,14 @@ def resolve_topology(topology: TopologyLike, n_devices: int) -> Topology:
     'ring8'
     >>> resolve_topology("torus4x4", 16).dims
     (4, 4)
+    >>> resolve_topology("tpu-v5e:8x4", 32).wraparound
+    (False, False)
     """
     if topology is None:
         return ring(n_devices)
-    if isinstance(topology, (str, Path)):
+    if isinstance(topology, str) and is_slice_name(topology):
+        topology = tpu_slice(topology)
+    elif isinstance(topology, (str, Path)):
         from netsim.scenario import load_topology
 
         topology = load_topology(topology)
@@ -131,6 +141,7 @@ def _simulate(
     algorithm: str | None,
     verify: bool,
     cut_through: bool = True,
+    axis_index_groups: Groups = None,
 ) -> Result:
     leaves, rebuild = _leaves(x)
     if not leaves:
@@ -140,11 +151,16 @@ def _simulate(
         if leaf.ndim == 0 or leaf.shape[0] != n_devices:
             raise ValueError(f"every input array must be stacked [n_devices, ...] with the same n_devices; got shapes {[a.shape for a in leaves]}")
     layouts = [make_layout(leaf) for leaf in leaves]
-    topo = resolve_topology(topology, n_devices)
-    algorithm = DEFAULT_ALGORITHM if algorithm is None else algorithm
+    axes = axis_index_groups if isinstance(axis_index_groups, AxisGroups) else None
+    topo = resolve_topology(axes.topology if axes is not None and topology is None else topology, n_devices)
+    if axes is not None and (topo.dims, topo.wraparound) != (axes.topology.dims, axes.topology.wraparound):
+        raise ValueError(f"axis_index_groups come from a mesh on {axes.topology.name} but the topology is {topo.name}; pass the mesh's topology or none")
+    if algorithm is None:
+        algorithm = MESH_AXES_ALGORITHM if axes is not None else DEFAULT_ALGORITHM
+    shape = {"group_shape": axes.shape, "wraparound": axes.wraparound} if axes is not None else {}
     outputs, runs, time = [], [], 0.0
     for leaf, layout in zip(leaves, layouts, strict=True):
-        schedule = build_schedule(layout.pattern, layout.groups, algorithm)
+        schedule = build_schedule(layout.pattern, layout.groups, algorithm, **shape)
         buffers = [
             {(b, p): piece for b, block in held.items() for p, piece in enumerate(np.array_split(block, schedule.pieces))} for held in layout.blocks(leaf)
         ]
@@ -176,6 +192,7 @@ def _simulate(
         total_bytes=per_device * n if collective == "all_gather" else per_device,
         verified=verify,
         leaves=runs,
+        axes=axes.axes if axes is not None else None,
     )
 
 
@@ -203,11 +220,17 @@ def all_gather(
     tiled : bool, default False
         Concatenate along ``axis`` instead of stacking on a new one.
     axis_index_groups : list of list of int, optional
-        Groups of device indices; member k of a group supplies block k.
+        Groups of device indices; member k of a group supplies block k. May be
+        the groups of mesh axes, ``mesh.groups(["data", "model"])`` (see
+        :class:`netsim.Mesh`): then the mesh's topology is the default and the
+        algorithm knows the axes.
     topology : Topology, str or None
-        Where to run; None is a ring of n devices (45 GB/s, 1 us per hop).
+        Where to run; None is a ring of n devices (45 GB/s, 1 us per hop), or
+        the mesh's topology for groups from a mesh.
     algorithm : str, optional
-        ``"ring"``, ``"bidirectional_ring"`` (default) or ``"bidirectional_halfway"``.
+        A name from :data:`netsim.ALGORITHMS`: ``"ring"``, ``"bidirectional_ring"``
+        (default), ``"bidirectional_halfway"``; over mesh axes ``"multiaxis"``
+        (their default) or ``"dimension_ordered"``.
     verify : bool, default True
         Check the output against the NumPy reference.
     cut_through : bool, default True
@@ -246,6 +269,7 @@ def all_gather(
         algorithm,
         verify,
         cut_through,
+        axis_index_groups,
     )
 
 
@@ -285,6 +309,7 @@ def psum_scatter(
         algorithm,
         verify,
         cut_through,
+        axis_index_groups,
     )
 
 
@@ -315,6 +340,7 @@ def psum(
         algorithm,
         verify,
         cut_through,
+        axis_index_groups,
     )
 
 

@@ -60,6 +60,8 @@ class Result:
         Whether the output was checked against the independent NumPy reference.
     leaves : list of LeafRun
         Schedule and playback of each leaf.
+    axes : tuple of str or None
+        The mesh axes the collective ran over, when the groups came from a mesh.
     """
 
     output: Any
@@ -74,6 +76,7 @@ class Result:
     verified: bool
     leaves: list[LeafRun] = field(default_factory=list, repr=False)
     scenario: str | None = None
+    axes: tuple[str, ...] | None = None
 
     @property
     def group_size(self) -> int:
@@ -98,6 +101,7 @@ class Result:
             "topology": self.topology,
             "devices": self.n_devices,
             "groups": [list(g) for g in self.groups],
+            "axes": list(self.axes) if self.axes is not None else None,
             "group_size": self.group_size,
             "algorithm": self.algorithm,
             "bytes_per_device": self.bytes_per_device,

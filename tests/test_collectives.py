@@ -150,6 +150,9 @@ def closed_form(algorithm: str, n: int, s: float) -> float:
         "ring": (n - 1) * (ALPHA + s / B),
         "bidirectional_ring": (n - 1) * (ALPHA + s / (2 * B)),
         "bidirectional_halfway": (n // 2) * (ALPHA + s / B),
+        # without mesh axes a group is one axis that wraps: both are the bidirectional ring
+        "multiaxis": (n - 1) * (ALPHA + s / (2 * B)),
+        "dimension_ordered": (n - 1) * (ALPHA + s / (2 * B)),
     }[algorithm]
 
 
@@ -245,7 +248,10 @@ def test_nccl_bandwidths():
             "psum_scatter with tiled=True needs shape[1]=6 to be divisible by the group size 4",
         ),
         (lambda: netsim.psum_scatter(np.zeros((4, 4)), scatter_dimension=2), "scatter_dimension=2 is out of range for 1 dimension(s) (valid: -1..0)"),
-        (lambda: netsim.all_gather(np.zeros(4), algorithm="tree"), "unknown algorithm 'tree'; expected one of ring, bidirectional_ring, bidirectional_halfway"),
+        (
+            lambda: netsim.all_gather(np.zeros(4), algorithm="tree"),
+            "unknown algorithm 'tree'; expected one of ring, bidirectional_ring, bidirectional_halfway, multiaxis, dimension_ordered",
+        ),
         (lambda: netsim.all_gather(np.zeros(4), topology="ring8"), "input has 4 devices on its leading axis but topology ring8 has 8"),
         (lambda: netsim.all_gather(np.float32(1.0)), "every input array must be stacked [n_devices, ...] with the same n_devices; got shapes [()]"),
     ],

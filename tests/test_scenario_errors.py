@@ -50,7 +50,7 @@ CASES = [
     (replace("  op: all_gather", "  op: all_reduce"), "collective.op: expected one of all_gather, psum_scatter, psum"),
     (
         replace("name: t", "name: t\nalgorithm: tree"),
-        "algorithm: unknown algorithm 'tree'; expected one of ring, bidirectional_ring, bidirectional_halfway (got 'tree')",
+        "algorithm: unknown algorithm 'tree'; expected one of ring, bidirectional_ring, bidirectional_halfway, multiaxis, dimension_ordered (got 'tree')",
     ),
     (replace("name: t", "name: t\nlink: {bandwidth: 0 GB/s}"), "link.bandwidth: Input should be greater than 0 (got '0 GB/s')"),
     (

@@ -94,7 +94,8 @@ def test_groups_run_side_by_side():
 
 
 def test_unknown_names():
-    with pytest.raises(ValueError, match=r"^unknown algorithm 'tree'; expected one of ring, bidirectional_ring, bidirectional_halfway$"):
+    names = "ring, bidirectional_ring, bidirectional_halfway, multiaxis, dimension_ordered"
+    with pytest.raises(ValueError, match=rf"^unknown algorithm 'tree'; expected one of {names}$"):
         build_schedule("gather", [[0, 1]], "tree")
     with pytest.raises(ValueError, match=r"^unknown pattern 'scan'; expected one of gather, reduce_scatter, all_reduce$"):
         build_schedule("scan", [[0, 1]], "ring")

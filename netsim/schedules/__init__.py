@@ -20,15 +20,26 @@ Patterns
 
 Algorithms live in the modules of this package and register themselves in
 :data:`ALGORITHMS`: :mod:`netsim.schedules.rings` has ``ring``,
-``bidirectional_ring`` (the default) and ``bidirectional_halfway``.
+``bidirectional_ring`` (the default) and ``bidirectional_halfway``;
+:mod:`netsim.schedules.torus` has ``multiaxis`` and ``dimension_ordered``.
+
+Groups with a shape
+    A group laid over several mesh axes (see :mod:`netsim.mesh`) has a shape,
+    e.g. (4, 4): its members are row-major over the axes, and each axis is a
+    ring or a line (no wraparound). An :class:`AxesAlgorithm` plans with that
+    shape; :func:`build_schedule` takes it as ``group_shape`` and ``wraparound``.
+    Without them a group is one axis that wraps. Other algorithms ignore them.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
+from numbers import Integral
 
-__all__ = ["ALGORITHMS", "DEFAULT_ALGORITHM", "PATTERNS", "Algorithm", "Move", "Schedule", "Transfer", "build_schedule", "register"]
+__all__ = ["ALGORITHMS", "DEFAULT_ALGORITHM", "PATTERNS", "Algorithm", "AxesAlgorithm", "Move", "Schedule", "Transfer", "build_schedule", "register"]
 
 PATTERNS = ("gather", "reduce_scatter", "all_reduce")
 DEFAULT_ALGORITHM = "bidirectional_ring"
@@ -83,6 +94,8 @@ class Schedule:
     pieces : int
         Number of pieces each block is cut into.
     transfers : tuple of Transfer
+    group_shape : tuple of int or None
+        The groups' shape over mesh axes, when the algorithm used one.
     """
 
     algorithm: str
@@ -90,6 +103,7 @@ class Schedule:
     groups: tuple[tuple[int, ...], ...]
     pieces: int
     transfers: tuple[Transfer, ...]
+    group_shape: tuple[int, ...] | None = None
 
     @property
     def n_steps(self) -> int:
@@ -143,11 +157,36 @@ class Algorithm:
     description: str = ""
 
 
-ALGORITHMS: dict[str, Algorithm] = {}
-"""Algorithm name -> :class:`Algorithm`. Modules of this package add theirs with :func:`register`."""
+AxesMoves = Callable[[tuple[int, ...], tuple[bool, ...]], Iterator[Move]]
 
 
-def register(name: str, algorithm: Algorithm) -> Algorithm:
+@dataclass(frozen=True)
+class AxesAlgorithm:
+    """An algorithm that plans with the group's shape over mesh axes.
+
+    Attributes
+    ----------
+    pieces : callable
+        ``f(k)``: pieces each block is cut into, for a group over k axes.
+    gather, reduce_scatter : callable
+        ``f(shape, wraparound)`` yields the :data:`Move` s of that pattern for a
+        group of that shape (positions row-major over the axes); ``wraparound``
+        says, per axis, whether it is a ring (True) or a line (False).
+    description : str
+        One line for reports.
+    """
+
+    pieces: Callable[[int], int]
+    gather: AxesMoves
+    reduce_scatter: AxesMoves
+    description: str = ""
+
+
+ALGORITHMS: dict[str, Algorithm | AxesAlgorithm] = {}
+"""Algorithm name -> :class:`Algorithm` or :class:`AxesAlgorithm`. Modules of this package add theirs with :func:`register`."""
+
+
+def register(name: str, algorithm: Algorithm | AxesAlgorithm) -> Algorithm | AxesAlgorithm:
     """Make an algorithm selectable by name."""
     if name in ALGORITHMS:
         raise ValueError(f"algorithm {name!r} is already registered")
@@ -155,7 +194,13 @@ def register(name: str, algorithm: Algorithm) -> Algorithm:
     return algorithm
 
 
-def build_schedule(pattern: str, groups: Sequence[Sequence[int]], algorithm: str | None = None) -> Schedule:
+def build_schedule(
+    pattern: str,
+    groups: Sequence[Sequence[int]],
+    algorithm: str | None = None,
+    group_shape: Sequence[int] | None = None,
+    wraparound: Sequence[bool] | None = None,
+) -> Schedule:
     """Plan a collective over the given groups with the named algorithm.
 
     Parameters
@@ -166,6 +211,11 @@ def build_schedule(pattern: str, groups: Sequence[Sequence[int]], algorithm: str
         Device indices of each group, in ring order; all groups run at once.
     algorithm : str, optional
         A name from :data:`ALGORITHMS`; default ``"bidirectional_ring"``.
+    group_shape : sequence of int, optional
+        The groups' shape over mesh axes (members row-major over them); its
+        product is the group size. Default: one axis of the whole group.
+    wraparound : sequence of bool, optional
+        Per axis of ``group_shape``: a ring (True, the default) or a line.
 
     Returns
     -------
@@ -174,7 +224,8 @@ def build_schedule(pattern: str, groups: Sequence[Sequence[int]], algorithm: str
     Raises
     ------
     ValueError
-        If the pattern or the algorithm is unknown.
+        If the pattern or the algorithm is unknown, or the shape does not fit
+        the groups.
 
     Examples
     --------
@@ -183,6 +234,9 @@ def build_schedule(pattern: str, groups: Sequence[Sequence[int]], algorithm: str
     (6, 24)
     >>> build_schedule("gather", [[0, 1, 2, 3, 4, 5, 6, 7]], "bidirectional_halfway").n_steps
     4
+    >>> s = build_schedule("gather", [[0, 1, 2, 3]], "multiaxis", group_shape=(2, 2))
+    >>> s.pieces, s.group_shape
+    (4, (2, 2))
     """
     algorithm = DEFAULT_ALGORITHM if algorithm is None else algorithm
     if pattern not in PATTERNS:
@@ -191,23 +245,51 @@ def build_schedule(pattern: str, groups: Sequence[Sequence[int]], algorithm: str
         raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
     plan = ALGORITHMS[algorithm]
     groups = tuple(tuple(int(d) for d in g) for g in groups)
+    shape, wraps = _check_shape(groups, group_shape, wraparound)
+    if isinstance(plan, AxesAlgorithm):
+        pieces = plan.pieces(len(shape))
+        gather = partial(_shaped, plan.gather, shape, wraps)
+        reduce_scatter = partial(_shaped, plan.reduce_scatter, shape, wraps)
+    else:
+        pieces, gather, reduce_scatter = plan.pieces, plan.gather, plan.reduce_scatter
     phases: list[tuple[str, Callable[[int], Iterator[Move]]]] = []
     if pattern in ("reduce_scatter", "all_reduce"):
-        phases.append(("reduce_scatter", plan.reduce_scatter))
+        phases.append(("reduce_scatter", reduce_scatter))
     if pattern in ("gather", "all_reduce"):
-        phases.append(("gather", plan.gather))
+        phases.append(("gather", gather))
 
     rows: list[tuple[int, int, int, Key, bool, int, str]] = []
     offset = 0
     for phase, moves in phases:
         last = -1
+        planned: dict[int, list[Move]] = {}
         for group in groups:
-            for step, i, j, block, piece, direction in moves(len(group)):
+            if len(group) not in planned:
+                planned[len(group)] = list(moves(len(group)))
+            for step, i, j, block, piece, direction in planned[len(group)]:
                 rows.append((offset + step, group[i], group[j], (block, piece), phase == "reduce_scatter", direction, phase))
                 last = max(last, step)
         offset += last + 1
     rows.sort(key=lambda r: r[0])
-    return Schedule(algorithm, pattern, groups, plan.pieces, _with_deps(rows))
+    used_shape = shape if isinstance(plan, AxesAlgorithm) else None
+    return Schedule(algorithm, pattern, groups, pieces, _with_deps(rows), used_shape)
+
+
+def _shaped(moves: AxesMoves, shape: tuple[int, ...], wraps: tuple[bool, ...], _n: int) -> Iterator[Move]:
+    return moves(shape, wraps)
+
+
+def _check_shape(
+    groups: tuple[tuple[int, ...], ...], group_shape: Sequence[int] | None, wraparound: Sequence[bool] | None
+) -> tuple[tuple[int, ...], tuple[bool, ...]]:
+    n = len(groups[0]) if groups else 0
+    shape = (n,) if group_shape is None else tuple(group_shape)
+    if any(isinstance(d, bool) or not isinstance(d, Integral) or d < 1 for d in shape) or (groups and math.prod(shape) != n):
+        raise ValueError(f"group_shape {shape!r} does not fit groups of {n}: give positive sizes whose product is {n}")
+    wraps = (True,) * len(shape) if wraparound is None else tuple(wraparound)
+    if len(wraps) != len(shape) or not all(isinstance(w, bool) for w in wraps):
+        raise ValueError(f"wraparound must give one bool per axis of group_shape {shape!r}, got {wraparound!r}")
+    return tuple(int(d) for d in shape), wraps
 
 
 def _with_deps(rows: list[tuple[int, int, int, Key, bool, int, str]]) -> tuple[Transfer, ...]:
@@ -235,3 +317,4 @@ def _with_deps(rows: list[tuple[int, int, int, Key, bool, int, str]]) -> tuple[T
 
 
 from netsim.schedules import rings as _rings  # noqa: E402,F401  (registers the ring algorithms)
+from netsim.schedules import torus as _torus  # noqa: E402,F401  (registers the multi-axis algorithms)
