@@ -348,7 +348,8 @@ def simulate(scenario: Any) -> Result:
     """Run a scenario loaded with :func:`netsim.scenario.load_scenario`.
 
     The input is drawn from the scenario's seed, so the same scenario gives the
-    same output and the same timings every time.
+    same output and the same timings every time. A collective over mesh axes
+    runs ``multiaxis`` unless the scenario names an algorithm.
 
     Examples
     --------
@@ -358,17 +359,19 @@ def simulate(scenario: Any) -> Result:
     ('all_gather', True)
     """
     spec = scenario.collective
+    groups = scenario.groups
+    chosen = "algorithm" in scenario.model_fields_set or not isinstance(groups, AxisGroups)
     options = {
         "topology": scenario.topology_obj,
-        "algorithm": scenario.algorithm,
+        "algorithm": scenario.algorithm if chosen else None,
         "cut_through": scenario.forwarding == "cut_through",
     }
     x = scenario.make_input()
     if spec.op == "all_gather":
-        result = all_gather(x, spec.axis, spec.tiled, spec.axis_index_groups, **options)
+        result = all_gather(x, spec.axis, spec.tiled, groups, **options)
     elif spec.op == "psum_scatter":
-        result = psum_scatter(x, spec.scatter_dimension, spec.axis_index_groups, spec.tiled, **options)
+        result = psum_scatter(x, spec.scatter_dimension, groups, spec.tiled, **options)
     else:
-        result = psum(x, spec.axis_index_groups, **options)
+        result = psum(x, groups, **options)
     result.scenario = scenario.name
     return result
