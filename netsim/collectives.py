@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from netsim.device_mesh import AxisGroups
 from netsim.engine import EngineError, Playback, play
-from netsim.mesh import AxisGroups
 from netsim.presets import is_slice_name, tpu_slice
 from netsim.result import LeafRun, Result
 from netsim.schedules import DEFAULT_ALGORITHM, build_schedule

@@ -46,7 +46,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from netsim import units
-from netsim.mesh import AxisGroups, Mesh
+from netsim.device_mesh import AxisGroups, Mesh
 from netsim.presets import is_slice_name, tpu_slice
 from netsim.schedules import ALGORITHMS, DEFAULT_ALGORITHM
 from netsim.semantics import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
@@ -169,7 +169,7 @@ def _mesh_shorthand(value: Any) -> Any:
 
 
 class MeshSpec(_Strict):
-    """Named mesh axes and how they lie on the topology (see :mod:`netsim.mesh`)."""
+    """Named mesh axes and how they lie on the topology (see :mod:`netsim.device_mesh`)."""
 
     shape: dict[str, Annotated[int, Field(ge=1)]] = Field(min_length=1)
     devices: list[int] | None = None

@@ -24,7 +24,7 @@ Algorithms live in the modules of this package and register themselves in
 :mod:`netsim.schedules.torus` has ``multiaxis`` and ``dimension_ordered``.
 
 Groups with a shape
-    A group laid over several mesh axes (see :mod:`netsim.mesh`) has a shape,
+    A group laid over several mesh axes (see :mod:`netsim.device_mesh`) has a shape,
     e.g. (4, 4): its members are row-major over the axes, and each axis is a
     ring or a line (no wraparound). An :class:`AxesAlgorithm` plans with that
     shape; :func:`build_schedule` takes it as ``group_shape`` and ``wraparound``.

@@ -1,7 +1,7 @@
 """Collectives over several mesh axes at once: ``multiaxis`` and ``dimension_ordered``.
 
 The group's members are laid row-major over k axes of sizes (n_0, ..., n_{k-1})
-(see :mod:`netsim.mesh`); N = n_0 ... n_{k-1} members, block b belongs to the
+(see :mod:`netsim.device_mesh`); N = n_0 ... n_{k-1} members, block b belongs to the
 member at position b. Along one axis the members form a *line* of that axis (the
 members that differ only in it), which is a ring or, without wraparound, a line.
 

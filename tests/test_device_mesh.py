@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import netsim
 from netsim.cli import app
-from netsim.mesh import AxisGroups, Mesh
+from netsim.device_mesh import AxisGroups, Mesh
 from netsim.presets import tpu_slice
 from netsim.topology import mesh, ring, torus
 
