@@ -19,7 +19,7 @@ from netsim.device_mesh import AxisGroups
 from netsim.engine import EngineError, Playback, play
 from netsim.presets import is_slice_name, tpu_slice
 from netsim.result import LeafRun, Result
-from netsim.schedules import DEFAULT_ALGORITHM, build_schedule
+from netsim.schedules import DEFAULT_ALGORITHM, DEFAULT_AXES_ALGORITHM, build_schedule
 from netsim.semantics import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
 from netsim.topology import Topology, ring
 
@@ -27,8 +27,6 @@ __all__ = ["all_gather", "psum", "psum_scatter", "resolve_topology", "simulate"]
 
 TopologyLike = Topology | str | Path | None
 
-MESH_AXES_ALGORITHM = "multiaxis"
-"""The default algorithm when the groups come from mesh axes (:meth:`netsim.Mesh.groups`)."""
 Groups = Sequence[Sequence[int]] | None
 
 
@@ -156,7 +154,7 @@ def _simulate(
     if axes is not None and (topo.dims, topo.wraparound) != (axes.topology.dims, axes.topology.wraparound):
         raise ValueError(f"axis_index_groups come from a mesh on {axes.topology.name} but the topology is {topo.name}; pass the mesh's topology or none")
     if algorithm is None:
-        algorithm = MESH_AXES_ALGORITHM if axes is not None else DEFAULT_ALGORITHM
+        algorithm = DEFAULT_AXES_ALGORITHM if axes is not None else DEFAULT_ALGORITHM
     shape = {"group_shape": axes.shape, "wraparound": axes.wraparound} if axes is not None else {}
     outputs, runs, time = [], [], 0.0
     for leaf, layout in zip(leaves, layouts, strict=True):

@@ -481,7 +481,7 @@ def load_scenario(path: str | Path) -> Scenario:
     source = str(path)
     scenario = _validate(Scenario, _read_yaml(path), source, {"source": source, "base_dir": path.parent})
     topology = scenario.topology_obj  # resolves files and link overrides now
-    _ = scenario.groups  # checks the mesh and the axes now
+    _ = scenario.mesh_obj, scenario.groups  # checks the mesh and the axes now
     if scenario.input.shape is None and scenario.input.bytes_per_device is None:
         raise ScenarioError(source, "input", "give either shape (a list of sizes) or bytes_per_device (e.g. '4 MiB')")
     if scenario.input.shape is not None and scenario.input.bytes_per_device is not None:

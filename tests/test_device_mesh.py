@@ -220,6 +220,13 @@ def test_bad_mesh_scenarios_are_one_clear_line(tmp_path, old, new, message):
     assert lines == [f"error: {path}: {message}"]
 
 
+def test_a_bad_mesh_is_an_error_even_when_no_collective_uses_it(tmp_path):
+    text = SCENARIO.replace("  axes: [data, model]\n", "").replace("model: 4}", "model: 3}")
+    path, result = run_text(tmp_path, text)
+    assert result.exit_code == 2
+    assert result.output.strip() == f"error: {path}: mesh: mesh {{data: 4, model: 3}} has 4 x 3 = 12 devices but topology torus4x4 has 16"
+
+
 def test_mesh_scenario_runs_and_reports_its_groups(tmp_path):
     path, result = run_text(tmp_path, SCENARIO.replace("  axes: [data, model]", "  axes: [model, data]"))
     assert result.exit_code == 0, result.output

@@ -159,8 +159,9 @@ def test_multiaxis_reduce_scatter_and_psum_are_bandwidth_bound_too(dims, block):
     rs = timing(t, "reduce_scatter", dims, block)
     assert exact + ALPHA <= rs <= exact + hops * ALPHA
     assert rs == pytest.approx(exact, rel=0.02)
-    ar = timing(t, "all_reduce", dims, block)
-    assert 2 * exact + ALPHA <= ar <= 2 * exact + 2 * hops * ALPHA  # the book's all-reduce: twice the all_gather
+    if k == 2:  # (4x4x4 too, but it takes seconds)
+        ar = timing(t, "all_reduce", dims, block)
+        assert 2 * exact + ALPHA <= ar <= 2 * exact + 2 * hops * ALPHA  # the book's all-reduce: twice the all_gather
 
 
 def test_bundled_4x4_scenarios_match_their_closed_forms():

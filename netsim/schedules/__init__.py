@@ -39,10 +39,24 @@ from dataclasses import dataclass
 from functools import partial
 from numbers import Integral
 
-__all__ = ["ALGORITHMS", "DEFAULT_ALGORITHM", "PATTERNS", "Algorithm", "AxesAlgorithm", "Move", "Schedule", "Transfer", "build_schedule", "register"]
+__all__ = [
+    "ALGORITHMS",
+    "DEFAULT_ALGORITHM",
+    "DEFAULT_AXES_ALGORITHM",
+    "PATTERNS",
+    "Algorithm",
+    "AxesAlgorithm",
+    "Move",
+    "Schedule",
+    "Transfer",
+    "build_schedule",
+    "register",
+]
 
 PATTERNS = ("gather", "reduce_scatter", "all_reduce")
 DEFAULT_ALGORITHM = "bidirectional_ring"
+DEFAULT_AXES_ALGORITHM = "multiaxis"
+"""The default for a collective over mesh axes (groups from :meth:`netsim.Mesh.groups`)."""
 
 Key = tuple[int, int]
 
