@@ -11,7 +11,8 @@ the output JAX would return and the time the interconnect would take:
 True
 """
 
-from netsim.collectives import all_gather, psum, psum_scatter, simulate
+from netsim import mlx
+from netsim.collectives import all_gather, all_to_all, ppermute, psum, psum_scatter, simulate
 from netsim.device_mesh import AxisGroups, Mesh
 from netsim.engine import EngineError
 from netsim.presets import tpu_slice
@@ -33,10 +34,13 @@ __all__ = [
     "Topology",
     "__version__",
     "all_gather",
+    "all_to_all",
     "build_schedule",
     "load_scenario",
     "load_topology",
     "mesh",
+    "mlx",
+    "ppermute",
     "psum",
     "psum_scatter",
     "ring",

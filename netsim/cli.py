@@ -63,6 +63,70 @@ def run(
     Console(highlight=False).print(table)
 
 
+def _simulated(scenario: str):
+    """Load and run a scenario, turning failures into the CLI's exit codes."""
+    try:
+        return simulate(load_scenario(scenario))
+    except EngineError as error:
+        raise _fail(f"internal error in netsim while running {scenario}: {error}", INTERNAL_ERROR) from None
+    except (ValueError, MemoryError) as error:
+        raise _fail(str(error), USER_ERROR) from None
+
+
+@app.command()
+def explain(
+    scenario: Annotated[str, typer.Argument(help="Scenario YAML file, e.g. scenarios/allgather_ring8.yaml")],
+) -> None:
+    """Explain the algorithm step by step: who sends what to whom, who holds what, and what each step costs."""
+    from netsim.explain import explain as explain_text
+
+    result = _simulated(scenario)
+    try:
+        text = explain_text(result)
+    except ValueError as error:
+        raise _fail(str(error), USER_ERROR) from None
+    print(text)
+
+
+@app.command()
+def animate(
+    scenario: Annotated[str, typer.Argument(help="Scenario YAML file, e.g. scenarios/allgather_ring8.yaml")],
+    output: Annotated[str, typer.Option("-o", "--output", help="File to write: .gif, .mp4 (needs ffmpeg) or .html (a page with controls).")],
+    frames: Annotated[int, typer.Option("--frames", min=2, max=2000, help="Number of frames, at evenly spaced simulated times.")] = 40,
+    fps: Annotated[float, typer.Option("--fps", min=0.1, max=60.0, help="Frames per second when played.")] = 4.0,
+) -> None:
+    """Animate a scenario: devices, their buffers filling up, and chunks moving along the links."""
+    from netsim.animate import FORMATS
+    from netsim.animate import animate as make_animation
+
+    if not output.lower().endswith(FORMATS):
+        raise _fail(f"--output {output!r}: the file name must end in {', '.join(FORMATS)}", USER_ERROR)
+    result = _simulated(scenario)
+    try:
+        path = make_animation(result, frames=frames, fps=fps).save(output)
+    except ValueError as error:
+        raise _fail(str(error), USER_ERROR) from None
+    print(f"wrote {path} ({frames} frames, {result.time * 1e6:.6g} us simulated)")
+
+
+@app.command()
+def timeline(
+    scenario: Annotated[str, typer.Argument(help="Scenario YAML file, e.g. scenarios/allgather_ring8.yaml")],
+    output: Annotated[str, typer.Option("-o", "--output", help="Image to write: .png, .svg or .pdf.")],
+) -> None:
+    """Draw a Gantt chart of a scenario: one row per link, one bar per message on it."""
+    from netsim.timeline import save_timeline
+
+    if not output.lower().endswith((".png", ".svg", ".pdf")):
+        raise _fail(f"--output {output!r}: the file name must end in .png, .svg or .pdf", USER_ERROR)
+    result = _simulated(scenario)
+    try:
+        path = save_timeline(result, output)
+    except ValueError as error:
+        raise _fail(str(error), USER_ERROR) from None
+    print(f"wrote {path}")
+
+
 def main() -> None:
     """Entry point of the ``netsim`` script."""
     try:

@@ -19,14 +19,14 @@ from netsim.device_mesh import AxisGroups
 from netsim.engine import EngineError, Playback, play
 from netsim.presets import is_slice_name, tpu_slice
 from netsim.result import LeafRun, Result
-from netsim.schedules import DEFAULT_ALGORITHM, DEFAULT_AXES_ALGORITHM, build_schedule
-from netsim.semantics import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
+from netsim.schedules import ALGORITHMS, DEFAULT_AXES_ALGORITHM, Schedule, build_schedule, check_algorithm
+from netsim.schedules.direct import permutation
+from netsim.semantics import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
 from netsim.topology import Topology, ring
 
-__all__ = ["all_gather", "psum", "psum_scatter", "resolve_topology", "simulate"]
+__all__ = ["all_gather", "all_to_all", "ppermute", "psum", "psum_scatter", "resolve_topology", "simulate"]
 
 TopologyLike = Topology | str | Path | None
-
 Groups = Sequence[Sequence[int]] | None
 
 
@@ -119,8 +119,11 @@ def _write(target: np.ndarray, pieces: list[np.ndarray]) -> None:
 
 
 def _output(collective: str, layout: Any, playback: Playback, pieces: int, dtype: np.dtype) -> np.ndarray:
-    """JAX's stacked output, written straight from the chunks each device holds at the end."""
-    out = np.empty((len(playback.buffers), *layout.output_shape), dtype)
+    """JAX's stacked output, written straight from the chunks each device holds at the end.
+
+    Devices that want no block (ppermute's non-destinations) keep zeros.
+    """
+    out = np.zeros((len(playback.buffers), *layout.output_shape), dtype)
     for device, buffer in enumerate(playback.buffers):
         for block in layout.wanted(device):
             try:
@@ -139,6 +142,7 @@ def _simulate(
     algorithm: str | None,
     verify: bool,
     cut_through: bool = True,
+    plan: Callable[[Any], Schedule] | None = None,
     axis_index_groups: Groups = None,
 ) -> Result:
     leaves, rebuild = _leaves(x)
@@ -151,23 +155,28 @@ def _simulate(
     layouts = [make_layout(leaf) for leaf in leaves]
     axes = axis_index_groups if isinstance(axis_index_groups, AxisGroups) else None
     topo = resolve_topology(axes.topology if axes is not None and topology is None else topology, n_devices)
-    if axes is not None and (topo.dims, topo.wraparound) != (axes.topology.dims, axes.topology.wraparound):
-        raise ValueError(f"axis_index_groups come from a mesh on {axes.topology.name} but the topology is {topo.name}; pass the mesh's topology or none")
-    if algorithm is None:
-        algorithm = DEFAULT_AXES_ALGORITHM if axes is not None else DEFAULT_ALGORITHM
-    shape = {"group_shape": axes.shape, "wraparound": axes.wraparound} if axes is not None else {}
+    shape = {}
+    if axes is not None:
+        if (topo.dims, topo.wraparound) != (axes.topology.dims, axes.topology.wraparound):
+            raise ValueError(f"axis_index_groups come from a mesh on {axes.topology.name} but the topology is {topo.name}; pass the mesh's topology or none")
+        if algorithm is None and ALGORITHMS[DEFAULT_AXES_ALGORITHM].runs(layouts[0].pattern):
+            algorithm = DEFAULT_AXES_ALGORITHM
+        shape = {"group_shape": axes.shape, "wraparound": axes.wraparound}
+    if plan is None:
+        algorithm = check_algorithm(layouts[0].pattern, len(layouts[0].groups[0]), algorithm)
     outputs, runs, time = [], [], 0.0
     for leaf, layout in zip(leaves, layouts, strict=True):
-        schedule = build_schedule(layout.pattern, layout.groups, algorithm, **shape)
+        schedule = build_schedule(layout.pattern, layout.groups, algorithm, **shape) if plan is None else plan(layout)
+        algorithm = schedule.algorithm
         buffers = [
             {(b, p): piece for b, block in held.items() for p, piece in enumerate(np.array_split(block, schedule.pieces))} for held in layout.blocks(leaf)
         ]
         playback = play(topo, schedule.transfers, buffers, cut_through=cut_through)
         output = _output(collective, layout, playback, schedule.pieces, leaf.dtype)
         if verify:
-            exact = layout.pattern == "gather"
+            exact = layout.pattern in ("gather", "all_to_all", "permute")
             for device, expected in layout.reference_rows(leaf):
-                if not _matches(output[device], expected, exact, len(layout.groups[0])):
+                if not _matches(output[device], expected, exact, len(layout.groups[0]) if layout.groups else 1):
                     raise EngineError(
                         f"{collective} with {algorithm} on {topo.name}: device {device}'s simulated output differs from the NumPy reference; "
                         "this is a netsim bug, please report it"
@@ -176,7 +185,7 @@ def _simulate(
         runs.append(LeafRun(leaf.shape, str(leaf.dtype), schedule, playback))
         time += playback.time
     groups = layouts[0].groups
-    n = len(groups[0])
+    n = len(groups[0]) if groups else 0
     per_device = sum(leaf[0].nbytes for leaf in leaves)
     return Result(
         output=rebuild(outputs),
@@ -190,6 +199,7 @@ def _simulate(
         total_bytes=per_device * n if collective == "all_gather" else per_device,
         verified=verify,
         leaves=runs,
+        topology_obj=topo,
         axes=axes.axes if axes is not None else None,
     )
 
@@ -227,7 +237,7 @@ def all_gather(
         the mesh's topology for groups from a mesh.
     algorithm : str, optional
         A name from :data:`netsim.ALGORITHMS`: ``"ring"``, ``"bidirectional_ring"``
-        (default), ``"bidirectional_halfway"``; over mesh axes ``"multiaxis"``
+        (default), ``"bidirectional_halfway"``, ...; over mesh axes ``"multiaxis"``
         (their default) or ``"dimension_ordered"``.
     verify : bool, default True
         Check the output against the NumPy reference.
@@ -267,7 +277,7 @@ def all_gather(
         algorithm,
         verify,
         cut_through,
-        axis_index_groups,
+        axis_index_groups=axis_index_groups,
     )
 
 
@@ -307,7 +317,7 @@ def psum_scatter(
         algorithm,
         verify,
         cut_through,
-        axis_index_groups,
+        axis_index_groups=axis_index_groups,
     )
 
 
@@ -338,7 +348,130 @@ def psum(
         algorithm,
         verify,
         cut_through,
-        axis_index_groups,
+        axis_index_groups=axis_index_groups,
+    )
+
+
+def all_to_all(
+    x: Any,
+    split_axis: int,
+    concat_axis: int,
+    axis_index_groups: Groups = None,
+    tiled: bool = False,
+    topology: TopologyLike = None,
+    algorithm: str | None = None,
+    *,
+    verify: bool = True,
+    cut_through: bool = True,
+) -> Result:
+    """Simulate ``jax.lax.all_to_all`` over the device axis of ``x``.
+
+    Every member cuts its input into n chunks along ``split_axis`` and sends chunk
+    j to member j of its group; each member concatenates what it receives, in the
+    order of the senders' positions, along ``concat_axis``.
+
+    Parameters
+    ----------
+    x : array_like or pytree
+        Input stacked ``[n_devices, ...]``.
+    split_axis, concat_axis : int
+        Axes of one device's input (negative counts from the end). Untiled,
+        ``shape[split_axis]`` must equal the group size; the split axis goes and a
+        new axis of size n appears at ``concat_axis``, so the rank is kept. Tiled,
+        ``shape[split_axis]`` must be divisible by the group size, and the chunks
+        are concatenated along the existing ``concat_axis``.
+    axis_index_groups : list of list of int, optional
+        Groups of device indices; member j of a group receives chunk j.
+    tiled : bool, default False
+    topology, verify, cut_through
+        As in :func:`all_gather`.
+    algorithm : str, optional
+        ``"direct"`` (default: every pair at once, routed, contending for links).
+
+    Returns
+    -------
+    Result
+
+    Raises
+    ------
+    ValueError
+        If an axis is out of range, the split axis does not fit the group size,
+        the groups are illegal, or the algorithm cannot run all_to_all.
+
+    Examples
+    --------
+    >>> all_to_all(np.arange(9).reshape(3, 3), split_axis=0, concat_axis=0).output
+    array([[0, 3, 6],
+           [1, 4, 7],
+           [2, 5, 8]])
+    >>> all_to_all(np.arange(16).reshape(4, 4), 0, 0, axis_index_groups=[[0, 2], [3, 1]], tiled=True).output
+    array([[ 0,  1,  8,  9],
+           [14, 15,  6,  7],
+           [ 2,  3, 10, 11],
+           [12, 13,  4,  5]])
+    """
+    return _simulate(
+        "all_to_all",
+        x,
+        lambda leaf: AllToAllLayout.check(leaf, split_axis, concat_axis, tiled, axis_index_groups),
+        topology,
+        algorithm,
+        verify,
+        cut_through,
+        axis_index_groups=axis_index_groups,
+    )
+
+
+def ppermute(
+    x: Any,
+    perm: Sequence[Sequence[int]],
+    topology: TopologyLike = None,
+    *,
+    verify: bool = True,
+    cut_through: bool = True,
+) -> Result:
+    """Simulate ``jax.lax.ppermute``: each (source, destination) pair of ``perm`` sends one device's input.
+
+    Every pair's payload goes straight along its route (the ``direct`` plan), all
+    at once; devices that are no pair's destination get zeros.
+
+    Parameters
+    ----------
+    x : array_like or pytree
+        Input stacked ``[n_devices, ...]``.
+    perm : list of (int, int)
+        (source, destination) device indices; no source and no destination may
+        appear twice.
+    topology, verify, cut_through
+        As in :func:`all_gather`.
+
+    Returns
+    -------
+    Result
+        ``.groups`` holds the pairs.
+
+    Raises
+    ------
+    ValueError
+        If a pair is malformed, an index is out of range, or a source or a
+        destination repeats.
+
+    Examples
+    --------
+    >>> ppermute(np.arange(4), perm=[(0, 1), (1, 2), (2, 3), (3, 0)]).output
+    array([3, 0, 1, 2])
+    >>> ppermute(np.arange(1, 5), perm=[(0, 2)]).output
+    array([0, 0, 1, 0])
+    """
+    return _simulate(
+        "ppermute",
+        x,
+        lambda leaf: PermuteLayout.check(leaf, perm),
+        topology,
+        "direct",
+        verify,
+        cut_through,
+        plan=lambda layout: permutation(layout.groups),
     )
 
 
@@ -358,15 +491,19 @@ def simulate(scenario: Any) -> Result:
     """
     spec = scenario.collective
     groups = scenario.groups
-    chosen = "algorithm" in scenario.model_fields_set or not isinstance(groups, AxisGroups)
     options = {
         "topology": scenario.topology_obj,
-        "algorithm": scenario.algorithm if chosen else None,
+        "algorithm": scenario.algorithm,
         "cut_through": scenario.forwarding == "cut_through",
     }
     x = scenario.make_input()
     if spec.op == "all_gather":
         result = all_gather(x, spec.axis, spec.tiled, groups, **options)
+    elif spec.op == "all_to_all":
+        result = all_to_all(x, spec.split_axis, spec.concat_axis, groups, spec.tiled, **options)
+    elif spec.op == "ppermute":
+        options.pop("algorithm")
+        result = ppermute(x, spec.perm, **options)
     elif spec.op == "psum_scatter":
         result = psum_scatter(x, spec.scatter_dimension, groups, spec.tiled, **options)
     else:

@@ -7,6 +7,7 @@ from typing import Any
 
 from netsim.engine import Playback
 from netsim.schedules import Schedule
+from netsim.topology import Topology
 
 __all__ = ["LeafRun", "Result", "busbw_factor"]
 
@@ -16,11 +17,13 @@ def busbw_factor(collective: str, n: int) -> float:
 
     Examples
     --------
-    >>> busbw_factor("all_gather", 8), busbw_factor("psum", 4)
-    (0.875, 1.5)
+    >>> busbw_factor("all_gather", 8), busbw_factor("psum", 4), busbw_factor("ppermute", 2)
+    (0.875, 1.5, 1.0)
     """
     if n <= 1:
         return 0.0
+    if collective == "ppermute":
+        return 1.0
     if collective in ("psum", "all_reduce", "all_sum"):
         return 2 * (n - 1) / n
     return (n - 1) / n
@@ -55,11 +58,15 @@ class Result:
         Input bytes on each device (all leaves).
     total_bytes : int
         The collective's size S in nccl-tests' sense: all_gather n x per-device
-        input, psum_scatter and psum one device's input.
+        input; psum_scatter, psum, all_to_all and ppermute one device's input.
     verified : bool
         Whether the output was checked against the independent NumPy reference.
     leaves : list of LeafRun
         Schedule and playback of each leaf.
+    scenario : str or None
+        Name of the scenario that ran, if any.
+    topology_obj : Topology or None
+        The topology the collective ran on (for drawings and explanations).
     axes : tuple of str or None
         The mesh axes the collective ran over, when the groups came from a mesh.
     """
@@ -76,12 +83,13 @@ class Result:
     verified: bool
     leaves: list[LeafRun] = field(default_factory=list, repr=False)
     scenario: str | None = None
+    topology_obj: Topology | None = field(default=None, repr=False)
     axes: tuple[str, ...] | None = None
 
     @property
     def group_size(self) -> int:
-        """Devices in each group."""
-        return len(self.groups[0])
+        """Devices in each group (2 for ppermute, whose groups are its pairs; 0 if there are none)."""
+        return len(self.groups[0]) if self.groups else 0
 
     @property
     def algbw(self) -> float:
@@ -92,6 +100,16 @@ class Result:
     def busbw(self) -> float:
         """nccl-tests bus bandwidth: algbw times (n-1)/n, or 2(n-1)/n for all-reduce."""
         return self.algbw * busbw_factor(self.collective, self.group_size)
+
+    def animate(self, frames: int = 40, leaf: int = 0) -> Any:
+        """The run as an animation that shows itself inline in Jupyter.
+
+        Delegates to :func:`netsim.animate.animate` (which needs matplotlib, the
+        ``teaching`` extra). The returned object has ``_repr_html_`` and ``save(path)``.
+        """
+        from netsim.animate import animate
+
+        return animate(self, frames=frames, leaf=leaf)
 
     def summary(self) -> dict[str, Any]:
         """The numbers a report shows, as plain JSON-ready values."""

@@ -11,15 +11,17 @@ A scenario::
     name: allgather_ring8
     topology: ring8                 # a file in topologies/, a path, a mapping, or a TPU slice (tpu-v5e:8x16)
     collective:
-      op: all_gather                # all_gather | psum_scatter | psum
+      op: all_gather                # all_gather | psum_scatter | psum | all_to_all | ppermute
       axis: 0
       tiled: false
       axis_index_groups: null       # or [[0, 2], [1, 3]], ...
       axes: null                    # or mesh axes: model, or [data, model] (instead of groups)
+      # all_to_all: split_axis, concat_axis, tiled, axis_index_groups
+      # ppermute: perm: [[0, 1], [1, 2], ...]  (source, destination) pairs
     input:
       shape: [1024, 256]            # per device; or bytes_per_device: 4 MiB
       dtype: float32
-    algorithm: bidirectional_ring   # ring | bidirectional_ring | bidirectional_halfway
+    algorithm: bidirectional_ring   # any name in netsim.ALGORITHMS; default per op
     link: {bandwidth: 45 GB/s, latency: 1 us}   # optional: override every link
     forwarding: cut_through         # or store_and_forward
     seed: 0                         # input data
@@ -48,8 +50,8 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from netsim import units
 from netsim.device_mesh import AxisGroups, Mesh
 from netsim.presets import is_slice_name, tpu_slice
-from netsim.schedules import ALGORITHMS, DEFAULT_ALGORITHM
-from netsim.semantics import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
+from netsim.schedules import ALGORITHMS, check_algorithm
+from netsim.semantics import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
 from netsim.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, torus
 
 __all__ = ["TOPOLOGY_DIRS", "Scenario", "ScenarioError", "load_scenario", "load_topology", "topology_names"]
@@ -176,6 +178,19 @@ class MeshSpec(_Strict):
     axis_dims: dict[str, int | list[int]] | None = None
 
 
+class AllToAllSpec(_Strict):
+    op: Literal["all_to_all"]
+    split_axis: int = 0
+    concat_axis: int = 0
+    tiled: bool = False
+    axis_index_groups: Groups = None
+
+
+class PpermuteSpec(_Strict):
+    op: Literal["ppermute"]
+    perm: list[list[int]]
+
+
 class InputSpec(_Strict):
     """Per-device input: a shape, or a payload size for a 1-D array, and a dtype."""
 
@@ -208,9 +223,9 @@ class Scenario(_Strict):
     name: str
     description: str | None = None
     topology: str | TopologySpec
-    collective: Annotated[AllGatherSpec | PsumScatterSpec | PsumSpec, Field(discriminator="op")]
+    collective: Annotated[AllGatherSpec | PsumScatterSpec | PsumSpec | AllToAllSpec | PpermuteSpec, Field(discriminator="op")]
     input: InputSpec
-    algorithm: str = DEFAULT_ALGORITHM
+    algorithm: str | None = None
     link: LinkSpec | None = None
     forwarding: Literal["cut_through", "store_and_forward"] = "cut_through"
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
@@ -221,8 +236,8 @@ class Scenario(_Strict):
 
     @field_validator("algorithm")
     @classmethod
-    def _known_algorithm(cls, value: str) -> str:
-        if value not in ALGORITHMS:
+    def _known_algorithm(cls, value: str | None) -> str | None:
+        if value is not None and value not in ALGORITHMS:
             raise ValueError(f"unknown algorithm {value!r}; expected one of {', '.join(ALGORITHMS)}")
         return value
 
@@ -258,8 +273,8 @@ class Scenario(_Strict):
     def groups(self) -> AxisGroups | list[list[int]] | None:
         """The collective's groups: from its mesh axes, or its axis_index_groups."""
         spec = self.collective
-        if spec.axes is None:
-            return spec.axis_index_groups
+        if getattr(spec, "axes", None) is None:
+            return getattr(spec, "axis_index_groups", None)
         if spec.axis_index_groups is not None:
             raise ScenarioError(self.source, "collective.axes", "give axes or axis_index_groups, not both")
         mesh = self.mesh_obj
@@ -276,10 +291,14 @@ class Scenario(_Strict):
         if self.input.shape is not None:
             return tuple(self.input.shape)
         count = self.input.bytes_per_device // np.dtype(self.input.dtype).itemsize
-        spec = self.collective
-        if isinstance(spec, PsumScatterSpec) and not spec.tiled:
+        if self._splits_into_group_rows:
             return (self._group_size, count // self._group_size)
         return (count,)
+
+    @property
+    def _splits_into_group_rows(self) -> bool:
+        """An untiled psum_scatter or all_to_all: bytes_per_device becomes [group size, rest]."""
+        return isinstance(self.collective, (PsumScatterSpec, AllToAllSpec)) and not self.collective.tiled
 
     @property
     def _group_size(self) -> int:
@@ -312,6 +331,10 @@ class Scenario(_Strict):
             return AllGatherLayout.check(proxy, spec.axis, spec.tiled, self.groups)
         if isinstance(spec, PsumScatterSpec):
             return ReduceScatterLayout.check(proxy, spec.scatter_dimension, spec.tiled, self.groups)
+        if isinstance(spec, AllToAllSpec):
+            return AllToAllLayout.check(proxy, spec.split_axis, spec.concat_axis, spec.tiled, self.groups)
+        if isinstance(spec, PpermuteSpec):
+            return PermuteLayout.check(proxy, spec.perm)
         return AllReduceLayout.check(proxy, self.groups)
 
 
@@ -400,7 +423,8 @@ def _read_yaml(path: Path) -> Any:
         raise ScenarioError(str(path), "", f"invalid YAML: {type(error).__name__}") from None
 
 
-_UNION_TAGS = {"all_gather", "psum_scatter", "psum"}
+_OPS = {"all_gather": AllGatherSpec, "psum_scatter": PsumScatterSpec, "psum": PsumSpec, "all_to_all": AllToAllSpec, "ppermute": PpermuteSpec}
+_UNION_TAGS = set(_OPS)
 
 
 def _validate(model: type[BaseModel], data: Any, source: str, extra: dict[str, Any] | None = None) -> Any:
@@ -414,7 +438,7 @@ def _validate(model: type[BaseModel], data: Any, source: str, extra: dict[str, A
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] in ("union_tag_invalid", "union_tag_not_found"):
             loc.append("op")
-            message = "expected one of all_gather, psum_scatter, psum"
+            message = f"expected one of {', '.join(_OPS)}"
         if first["type"] == "extra_forbidden":
             allowed = _allowed_fields(model, loc[:-1], data)
             message = f"unknown field; allowed here: {', '.join(allowed)}" if allowed else "unknown field"
@@ -442,7 +466,7 @@ def _allowed_fields(model: type[BaseModel], path: list[str], data: Any) -> list[
         annotation = info.annotation
         if part == "collective" and isinstance(data, dict) and isinstance(data.get("collective"), dict):
             op = data["collective"].get("op")
-            model = {"all_gather": AllGatherSpec, "psum_scatter": PsumScatterSpec, "psum": PsumSpec}.get(op)
+            model = _OPS.get(op)
             continue
         candidates = [a for a in getattr(annotation, "__args__", (annotation,)) if isinstance(a, type) and issubclass(a, BaseModel)]
         model = candidates[0] if candidates else None
@@ -456,7 +480,23 @@ _ARGUMENT_FIELDS = (
     ("scatter_dimension", "collective.scatter_dimension"),
     ("axis", "collective.axis"),
     ("all_gather with tiled", "collective.tiled"),
+    ("split_axis", "collective.split_axis"),
+    ("concat_axis", "collective.concat_axis"),
+    ("perm", "collective.perm"),
 )
+
+
+def _check_scenario_algorithm(scenario: Scenario, layout: Any) -> None:
+    """The algorithm runs the collective on these groups (ppermute always sends directly)."""
+    if layout.pattern == "permute":
+        if scenario.algorithm not in (None, "direct"):
+            problem = f"ppermute sends every pair directly; leave algorithm out or write direct (got {scenario.algorithm!r})"
+            raise ScenarioError(scenario.source, "algorithm", problem)
+        return
+    try:
+        check_algorithm(layout.pattern, len(layout.groups[0]), scenario.algorithm)
+    except ValueError as error:
+        raise ScenarioError(scenario.source, "algorithm", str(error)) from None
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -495,19 +535,19 @@ def load_scenario(path: str | Path) -> Scenario:
                 "input.bytes_per_device",
                 f"{scenario.input.bytes_per_device} bytes is not a whole number of {scenario.input.dtype} elements ({itemsize} bytes each)",
             )
-        spec = scenario.collective
-        if isinstance(spec, PsumScatterSpec) and not spec.tiled and count % scenario._group_size:
+        if scenario._splits_into_group_rows and count % scenario._group_size:
             raise ScenarioError(
                 source,
                 "input.bytes_per_device",
                 f"{count} elements do not split into {scenario._group_size} equal blocks; pick a multiple of {scenario._group_size * itemsize} bytes",
             )
     try:
-        scenario.layout()
+        layout = scenario.layout()
     except ValueError as error:
         message = str(error).replace("input has", "topology has room for")
         field = next((f for prefix, f in _ARGUMENT_FIELDS if message.startswith(prefix)), "input.shape")
         raise ScenarioError(source, field, message) from None
+    _check_scenario_algorithm(scenario, layout)
     if topology.n_devices > 1 << 16:
         raise ScenarioError(source, "topology", f"{topology.n_devices} devices is more than netsim simulates (65536)")
     return scenario
