@@ -13,7 +13,9 @@ True
 
 from netsim import mlx
 from netsim.collectives import all_gather, all_to_all, ppermute, psum, psum_scatter, simulate
+from netsim.device_mesh import AxisGroups, Mesh
 from netsim.engine import EngineError
+from netsim.presets import tpu_slice
 from netsim.result import Result
 from netsim.scenario import ScenarioError, load_scenario, load_topology
 from netsim.schedules import ALGORITHMS, Schedule, build_schedule
@@ -23,7 +25,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ALGORITHMS",
+    "AxisGroups",
     "EngineError",
+    "Mesh",
     "Result",
     "ScenarioError",
     "Schedule",
@@ -42,4 +46,5 @@ __all__ = [
     "ring",
     "simulate",
     "torus",
+    "tpu_slice",
 ]

@@ -15,9 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from netsim.device_mesh import AxisGroups
 from netsim.engine import EngineError, Playback, play
+from netsim.presets import is_slice_name, tpu_slice
 from netsim.result import LeafRun, Result
-from netsim.schedules import Schedule, build_schedule, check_algorithm
+from netsim.schedules import ALGORITHMS, DEFAULT_AXES_ALGORITHM, Schedule, build_schedule, check_algorithm
 from netsim.schedules.direct import permutation
 from netsim.semantics import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
 from netsim.topology import Topology, ring
@@ -35,7 +37,8 @@ def resolve_topology(topology: TopologyLike, n_devices: int) -> Topology:
     ----------
     topology : Topology, str, pathlib.Path or None
         None means a ring of ``n_devices`` with 45 GB/s and 1 us links; a string
-        names a file in ``topologies/`` (with or without ``.yaml``) or a path.
+        names a TPU slice (``"tpu-v5e:8x16"``, see :mod:`netsim.presets`), a file
+        in ``topologies/`` (with or without ``.yaml``) or a path.
     n_devices : int
         Leading dimension of the input; the topology must have exactly this many.
 
@@ -45,10 +48,14 @@ def resolve_topology(topology: TopologyLike, n_devices: int) -> Topology:
     'ring8'
     >>> resolve_topology("torus4x4", 16).dims
     (4, 4)
+    >>> resolve_topology("tpu-v5e:8x4", 32).wraparound
+    (False, False)
     """
     if topology is None:
         return ring(n_devices)
-    if isinstance(topology, (str, Path)):
+    if isinstance(topology, str) and is_slice_name(topology):
+        topology = tpu_slice(topology)
+    elif isinstance(topology, (str, Path)):
         from netsim.scenario import load_topology
 
         topology = load_topology(topology)
@@ -136,6 +143,7 @@ def _simulate(
     verify: bool,
     cut_through: bool = True,
     plan: Callable[[Any], Schedule] | None = None,
+    axis_index_groups: Groups = None,
 ) -> Result:
     leaves, rebuild = _leaves(x)
     if not leaves:
@@ -145,12 +153,20 @@ def _simulate(
         if leaf.ndim == 0 or leaf.shape[0] != n_devices:
             raise ValueError(f"every input array must be stacked [n_devices, ...] with the same n_devices; got shapes {[a.shape for a in leaves]}")
     layouts = [make_layout(leaf) for leaf in leaves]
-    topo = resolve_topology(topology, n_devices)
+    axes = axis_index_groups if isinstance(axis_index_groups, AxisGroups) else None
+    topo = resolve_topology(axes.topology if axes is not None and topology is None else topology, n_devices)
+    shape = {}
+    if axes is not None:
+        if (topo.dims, topo.wraparound) != (axes.topology.dims, axes.topology.wraparound):
+            raise ValueError(f"axis_index_groups come from a mesh on {axes.topology.name} but the topology is {topo.name}; pass the mesh's topology or none")
+        if algorithm is None and ALGORITHMS[DEFAULT_AXES_ALGORITHM].runs(layouts[0].pattern):
+            algorithm = DEFAULT_AXES_ALGORITHM
+        shape = {"group_shape": axes.shape, "wraparound": axes.wraparound}
     if plan is None:
         algorithm = check_algorithm(layouts[0].pattern, len(layouts[0].groups[0]), algorithm)
     outputs, runs, time = [], [], 0.0
     for leaf, layout in zip(leaves, layouts, strict=True):
-        schedule = build_schedule(layout.pattern, layout.groups, algorithm) if plan is None else plan(layout)
+        schedule = build_schedule(layout.pattern, layout.groups, algorithm, **shape) if plan is None else plan(layout)
         algorithm = schedule.algorithm
         buffers = [
             {(b, p): piece for b, block in held.items() for p, piece in enumerate(np.array_split(block, schedule.pieces))} for held in layout.blocks(leaf)
@@ -185,6 +201,7 @@ def _simulate(
         leaves=runs,
         topology_obj=topo,
         forwarding="cut_through" if cut_through else "store_and_forward",
+        axes=axes.axes if axes is not None else None,
     )
 
 
@@ -212,11 +229,17 @@ def all_gather(
     tiled : bool, default False
         Concatenate along ``axis`` instead of stacking on a new one.
     axis_index_groups : list of list of int, optional
-        Groups of device indices; member k of a group supplies block k.
+        Groups of device indices; member k of a group supplies block k. May be
+        the groups of mesh axes, ``mesh.groups(["data", "model"])`` (see
+        :class:`netsim.Mesh`): then the mesh's topology is the default and the
+        algorithm knows the axes.
     topology : Topology, str or None
-        Where to run; None is a ring of n devices (45 GB/s, 1 us per hop).
+        Where to run; None is a ring of n devices (45 GB/s, 1 us per hop), or
+        the mesh's topology for groups from a mesh.
     algorithm : str, optional
-        ``"ring"``, ``"bidirectional_ring"`` (default) or ``"bidirectional_halfway"``.
+        A name from :data:`netsim.ALGORITHMS`: ``"ring"``, ``"bidirectional_ring"``
+        (default), ``"bidirectional_halfway"``, ...; over mesh axes ``"multiaxis"``
+        (their default) or ``"dimension_ordered"``.
     verify : bool, default True
         Check the output against the NumPy reference.
     cut_through : bool, default True
@@ -255,6 +278,7 @@ def all_gather(
         algorithm,
         verify,
         cut_through,
+        axis_index_groups=axis_index_groups,
     )
 
 
@@ -294,6 +318,7 @@ def psum_scatter(
         algorithm,
         verify,
         cut_through,
+        axis_index_groups=axis_index_groups,
     )
 
 
@@ -324,6 +349,7 @@ def psum(
         algorithm,
         verify,
         cut_through,
+        axis_index_groups=axis_index_groups,
     )
 
 
@@ -393,6 +419,7 @@ def all_to_all(
         algorithm,
         verify,
         cut_through,
+        axis_index_groups=axis_index_groups,
     )
 
 
@@ -453,7 +480,8 @@ def simulate(scenario: Any) -> Result:
     """Run a scenario loaded with :func:`netsim.scenario.load_scenario`.
 
     The input is drawn from the scenario's seed, so the same scenario gives the
-    same output and the same timings every time.
+    same output and the same timings every time. A collective over mesh axes
+    runs ``multiaxis`` unless the scenario names an algorithm.
 
     Examples
     --------
@@ -463,6 +491,7 @@ def simulate(scenario: Any) -> Result:
     ('all_gather', True)
     """
     spec = scenario.collective
+    groups = scenario.groups
     options = {
         "topology": scenario.topology_obj,
         "algorithm": scenario.algorithm,
@@ -470,15 +499,15 @@ def simulate(scenario: Any) -> Result:
     }
     x = scenario.make_input()
     if spec.op == "all_gather":
-        result = all_gather(x, spec.axis, spec.tiled, spec.axis_index_groups, **options)
+        result = all_gather(x, spec.axis, spec.tiled, groups, **options)
     elif spec.op == "all_to_all":
-        result = all_to_all(x, spec.split_axis, spec.concat_axis, spec.axis_index_groups, spec.tiled, **options)
+        result = all_to_all(x, spec.split_axis, spec.concat_axis, groups, spec.tiled, **options)
     elif spec.op == "ppermute":
         options.pop("algorithm")
         result = ppermute(x, spec.perm, **options)
     elif spec.op == "psum_scatter":
-        result = psum_scatter(x, spec.scatter_dimension, spec.axis_index_groups, spec.tiled, **options)
+        result = psum_scatter(x, spec.scatter_dimension, groups, spec.tiled, **options)
     else:
-        result = psum(x, spec.axis_index_groups, **options)
+        result = psum(x, groups, **options)
     result.scenario = scenario.name
     return result

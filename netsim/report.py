@@ -58,6 +58,7 @@ def summary_rows(result: Result) -> list[tuple[str, str]]:
         ("topology", s["topology"]),
         ("devices", str(s["devices"])),
         ("group layout", format_groups(result.groups)),
+        *([("mesh axes", ", ".join(result.axes))] if result.axes else []),
         ("algorithm", s["algorithm"]),
         ("steps / transfers", f"{s['steps']} / {s['transfers']}"),
         ("bytes per device", f"{format_bytes(s['bytes_per_device'])} ({s['bytes_per_device']} B)"),

@@ -74,6 +74,8 @@ class Result:
         The topology it ran on (for statistics, estimates and drawings).
     forwarding : str
         ``"cut_through"`` or ``"store_and_forward"``.
+    axes : tuple of str or None
+        The mesh axes the collective ran over, when the groups came from a mesh.
     """
 
     output: Any
@@ -90,6 +92,7 @@ class Result:
     scenario: str | None = None
     topology_obj: Topology | None = field(default=None, repr=False)
     forwarding: str = "cut_through"
+    axes: tuple[str, ...] | None = None
 
     @property
     def group_size(self) -> int:
@@ -138,6 +141,7 @@ class Result:
             "topology": self.topology,
             "devices": self.n_devices,
             "groups": [list(g) for g in self.groups],
+            "axes": list(self.axes) if self.axes is not None else None,
             "group_size": self.group_size,
             "algorithm": self.algorithm,
             "bytes_per_device": self.bytes_per_device,

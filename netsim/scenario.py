@@ -9,12 +9,13 @@ durations are written in human units, and every mistake becomes a
 A scenario::
 
     name: allgather_ring8
-    topology: ring8                 # a file in topologies/, a path, or a mapping
+    topology: ring8                 # a file in topologies/, a path, a mapping, or a TPU slice (tpu-v5e:8x16)
     collective:
       op: all_gather                # all_gather | psum_scatter | psum | all_to_all | ppermute
       axis: 0
       tiled: false
       axis_index_groups: null       # or [[0, 2], [1, 3]], ...
+      axes: null                    # or mesh axes: model, or [data, model] (instead of groups)
       # all_to_all: split_axis, concat_axis, tiled, axis_index_groups
       # ppermute: perm: [[0, 1], [1, 2], ...]  (source, destination) pairs
     input:
@@ -24,6 +25,8 @@ A scenario::
     link: {bandwidth: 45 GB/s, latency: 1 us}   # optional: override every link
     forwarding: cut_through         # or store_and_forward
     seed: 0                         # input data
+    mesh: {data: 2, model: 4}       # optional: named axes, row-major on the devices; or
+                                    # {shape: {...}, devices: [...]} or {shape: {...}, axis_dims: {data: 1, model: 0}}
 
 A topology::
 
@@ -44,10 +47,12 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from netsim import units
-from netsim.schedules import ALGORITHMS, check_algorithm, default_algorithm
+from netsim.device_mesh import AxisGroups, Mesh
+from netsim.presets import is_slice_name, parse_slice, tpu_slice
+from netsim.schedules import ALGORITHMS, DEFAULT_AXES_ALGORITHM, check_algorithm, default_algorithm
 from netsim.semantics import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
 from netsim.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, torus
 
@@ -181,11 +186,21 @@ class TopologySpec(_Strict):
 Groups = list[list[int]] | None
 
 
+def _check_axes(value: str | list[str] | None) -> str | list[str] | None:
+    if value is not None and (not value or any(not name for name in ([value] if isinstance(value, str) else value))):
+        raise ValueError("name one or more mesh axes, e.g. model or [data, model]")
+    return value
+
+
+Axes = Annotated[str | list[str] | None, AfterValidator(_check_axes)]
+
+
 class AllGatherSpec(_Strict):
     op: Literal["all_gather"]
     axis: int = 0
     tiled: bool = False
     axis_index_groups: Groups = None
+    axes: Axes = None
 
 
 class PsumScatterSpec(_Strict):
@@ -193,11 +208,28 @@ class PsumScatterSpec(_Strict):
     scatter_dimension: int = 0
     tiled: bool = False
     axis_index_groups: Groups = None
+    axes: Axes = None
 
 
 class PsumSpec(_Strict):
     op: Literal["psum"]
     axis_index_groups: Groups = None
+    axes: Axes = None
+
+
+def _mesh_shorthand(value: Any) -> Any:
+    """``mesh: {data: 4, model: 4}`` is short for ``mesh: {shape: {data: 4, model: 4}}``."""
+    if isinstance(value, dict) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value.values()):
+        return {"shape": value}
+    return value
+
+
+class MeshSpec(_Strict):
+    """Named mesh axes and how they lie on the topology (see :mod:`netsim.device_mesh`)."""
+
+    shape: dict[str, Annotated[int, Field(ge=1)]] = Field(min_length=1)
+    devices: list[int] | None = None
+    axis_dims: dict[str, int | list[int]] | None = None
 
 
 class AllToAllSpec(_Strict):
@@ -252,6 +284,7 @@ class Scenario(_Strict):
     forwarding: Literal["cut_through", "store_and_forward"] = "cut_through"
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
     expected: ExpectedSpec | None = None
+    mesh: Annotated[MeshSpec | None, BeforeValidator(_mesh_shorthand)] = None
     source: str = Field("<scenario>", exclude=True)
     base_dir: Path | None = Field(None, exclude=True)
 
@@ -283,6 +316,13 @@ class Scenario(_Strict):
         """The topology's axes and links (with the link overrides), without building its graph."""
         if isinstance(self.topology, TopologySpec):
             spec, source, field, stem = self.topology, self.source, "topology", self.name
+        elif is_slice_name(self.topology) and not (Path(self.topology).is_file() or (self.base_dir and (self.base_dir / self.topology).is_file())):
+            try:
+                generation, dims = parse_slice(self.topology)
+            except ValueError as error:
+                raise ScenarioError(self.source, "topology", str(error)) from None
+            shape = TopologyShape(self.topology, dims, generation.wraps(dims), generation.bandwidth_Bps, generation.latency_s)
+            return self._with_link_overrides(shape)
         else:
             try:
                 path = _find_topology(self.topology, self.base_dir)
@@ -294,11 +334,14 @@ class Scenario(_Strict):
             shape = spec.shape(stem)
         except ValueError as error:
             raise ScenarioError(source, field or "dims", str(error)) from None
-        if self.link is not None:
-            bandwidth = self.link.bandwidth if self.link.bandwidth is not None else shape.bandwidth_Bps
-            latency = self.link.latency if self.link.latency is not None else shape.latency_s
-            shape = TopologyShape(shape.name, shape.dims, shape.wraparound, bandwidth, latency)
-        return shape
+        return self._with_link_overrides(shape)
+
+    def _with_link_overrides(self, shape: TopologyShape) -> TopologyShape:
+        if self.link is None:
+            return shape
+        bandwidth = self.link.bandwidth if self.link.bandwidth is not None else shape.bandwidth_Bps
+        latency = self.link.latency if self.link.latency is not None else shape.latency_s
+        return TopologyShape(shape.name, shape.dims, shape.wraparound, bandwidth, latency)
 
     def as_run(self) -> dict[str, Any]:
         """The scenario as it runs, self-contained: defaults filled in, the topology inline.
@@ -321,7 +364,39 @@ class Scenario(_Strict):
         if self.algorithm is not None:
             return self.algorithm
         pattern = self.layout().pattern
-        return "direct" if pattern == "permute" else default_algorithm(pattern)
+        if pattern == "permute":
+            return "direct"
+        if getattr(self.collective, "axes", None) is not None and ALGORITHMS[DEFAULT_AXES_ALGORITHM].runs(pattern):
+            return DEFAULT_AXES_ALGORITHM
+        return default_algorithm(pattern)
+
+    @cached_property
+    def mesh_obj(self) -> Mesh | None:
+        """The mesh laid on the topology, or None without ``mesh``."""
+        if self.mesh is None:
+            return None
+        try:
+            return Mesh(self.mesh.shape, self.topology_obj, devices=self.mesh.devices, axis_dims=self.mesh.axis_dims)
+        except ValueError as error:
+            message = str(error)
+            field = next((f"mesh.{f}" for f in ("devices", "axis_dims") if message.startswith(f)), "mesh")
+            raise ScenarioError(self.source, field, message) from None
+
+    @cached_property
+    def groups(self) -> AxisGroups | list[list[int]] | None:
+        """The collective's groups: from its mesh axes, or its axis_index_groups."""
+        spec = self.collective
+        if getattr(spec, "axes", None) is None:
+            return getattr(spec, "axis_index_groups", None)
+        if spec.axis_index_groups is not None:
+            raise ScenarioError(self.source, "collective.axes", "give axes or axis_index_groups, not both")
+        mesh = self.mesh_obj
+        if mesh is None:
+            raise ScenarioError(self.source, "collective.axes", "naming mesh axes needs a mesh: add e.g. mesh: {data: 4, model: 4} to the scenario")
+        try:
+            return mesh.groups(spec.axes)
+        except ValueError as error:
+            raise ScenarioError(self.source, "collective.axes", str(error)) from None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -340,7 +415,7 @@ class Scenario(_Strict):
 
     @property
     def _group_size(self) -> int:
-        groups = getattr(self.collective, "axis_index_groups", None)
+        groups = self.groups
         return len(groups[0]) if groups else self.topology_shape.n_devices
 
     def make_input(self) -> np.ndarray:
@@ -366,14 +441,14 @@ class Scenario(_Strict):
         proxy = np.broadcast_to(np.zeros((), self.input.dtype), (self.topology_shape.n_devices, *self.shape))
         spec = self.collective
         if isinstance(spec, AllGatherSpec):
-            return AllGatherLayout.check(proxy, spec.axis, spec.tiled, spec.axis_index_groups)
+            return AllGatherLayout.check(proxy, spec.axis, spec.tiled, self.groups)
         if isinstance(spec, PsumScatterSpec):
-            return ReduceScatterLayout.check(proxy, spec.scatter_dimension, spec.tiled, spec.axis_index_groups)
+            return ReduceScatterLayout.check(proxy, spec.scatter_dimension, spec.tiled, self.groups)
         if isinstance(spec, AllToAllSpec):
-            return AllToAllLayout.check(proxy, spec.split_axis, spec.concat_axis, spec.tiled, spec.axis_index_groups)
+            return AllToAllLayout.check(proxy, spec.split_axis, spec.concat_axis, spec.tiled, self.groups)
         if isinstance(spec, PpermuteSpec):
             return PermuteLayout.check(proxy, spec.perm)
-        return AllReduceLayout.check(proxy, spec.axis_index_groups)
+        return AllReduceLayout.check(proxy, self.groups)
 
 
 def topology_names() -> list[str]:
@@ -406,6 +481,9 @@ def _find_topology(name: str, base_dir: Path | None) -> Path:
 def load_topology(name: str | Path, *, base_dir: Path | None = None) -> Topology:
     """Read a topology file, by name (from ``topologies/``) or by path.
 
+    A name ``GENERATION:SHAPE`` such as ``tpu-v5e:8x16`` is a TPU slice
+    (:mod:`netsim.presets`), built without a file.
+
     Raises
     ------
     ScenarioError
@@ -415,7 +493,14 @@ def load_topology(name: str | Path, *, base_dir: Path | None = None) -> Topology
     --------
     >>> load_topology("torus4x4").dims
     (4, 4)
+    >>> load_topology("tpu-v4:4x4x4").wraparound
+    (True, True, True)
     """
+    if isinstance(name, str) and is_slice_name(name) and not Path(name).is_file():
+        try:
+            return tpu_slice(name)
+        except ValueError as error:
+            raise ScenarioError(name, "topology", str(error)) from None
     try:
         path = _find_topology(str(name), base_dir)
     except FileNotFoundError:
@@ -554,6 +639,7 @@ def load_scenario(path: str | Path, *, build_topology: bool = True) -> Scenario:
         raise ScenarioError(source, "topology", f"{topology.n_devices} devices is more than netsim simulates (65536)")
     if build_topology:
         scenario.topology_obj  # noqa: B018  (builds the graph now)
+    _ = scenario.mesh_obj, scenario.groups  # checks the mesh and the axes now
     if scenario.input.shape is None and scenario.input.bytes_per_device is None:
         raise ScenarioError(source, "input", "give either shape (a list of sizes) or bytes_per_device (e.g. '4 MiB')")
     if scenario.input.shape is not None and scenario.input.bytes_per_device is not None:

@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pytest
-import yaml
 from conftest import ROOT
 from typer.testing import CliRunner
 
@@ -26,6 +25,8 @@ CONTENTION_FREE = {
     "allgather_ring8_halfway",
     "allgather_ring8_latency_bound",
     "allgather_ring8_ring",
+    "allgather_torus8x4_wrapped",
+    "allgather_tpu_v4_book_example",
     "psum_torus4x4_row",
 }
 runner = CliRunner()

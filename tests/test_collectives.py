@@ -157,6 +157,9 @@ def closed_form(algorithm: str, n: int, s: float) -> float:
         "ring": (n - 1) * (ALPHA + s / B),
         "bidirectional_ring": (n - 1) * (ALPHA + s / (2 * B)),
         "bidirectional_halfway": (n // 2) * (ALPHA + s / B),
+        # without mesh axes a group is one axis that wraps: both are the bidirectional ring
+        "multiaxis": (n - 1) * (ALPHA + s / (2 * B)),
+        "dimension_ordered": (n - 1) * (ALPHA + s / (2 * B)),
     }[algorithm]
 
 
@@ -255,7 +258,7 @@ def test_nccl_bandwidths():
         (
             lambda: netsim.all_gather(np.zeros(4), algorithm="tree"),
             "unknown algorithm 'tree'; expected one of ring, bidirectional_ring, bidirectional_halfway, "
-            "direct, recursive_doubling, recursive_halving, rabenseifner",
+            "direct, recursive_doubling, recursive_halving, rabenseifner, multiaxis, dimension_ordered",
         ),
         (lambda: netsim.all_gather(np.zeros(4), topology="ring8"), "input has 4 devices on its leading axis but topology ring8 has 8"),
         (lambda: netsim.all_gather(np.float32(1.0)), "every input array must be stacked [n_devices, ...] with the same n_devices; got shapes [()]"),

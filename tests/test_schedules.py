@@ -99,7 +99,7 @@ def test_groups_run_side_by_side():
 
 
 def test_unknown_names():
-    names = "ring, bidirectional_ring, bidirectional_halfway, direct, recursive_doubling, recursive_halving, rabenseifner"
+    names = "ring, bidirectional_ring, bidirectional_halfway, direct, recursive_doubling, recursive_halving, rabenseifner, multiaxis, dimension_ordered"
     with pytest.raises(ValueError, match=rf"^unknown algorithm 'tree'; expected one of {names}$"):
         build_schedule("gather", [[0, 1]], "tree")
     with pytest.raises(ValueError, match=r"^unknown pattern 'scan'; expected one of gather, reduce_scatter, all_reduce, all_to_all$"):

@@ -36,20 +36,33 @@ Algorithms live in the modules of this package and register themselves in
 :mod:`netsim.schedules.direct` has ``direct`` (every pair at once, the default for
 all_to_all); :mod:`netsim.schedules.recursive_doubling`,
 :mod:`netsim.schedules.recursive_halving` and :mod:`netsim.schedules.rabenseifner`
-have the algorithms of those names.
+have the algorithms of those names; :mod:`netsim.schedules.torus` has ``multiaxis``
+and ``dimension_ordered``.
+
+Groups with a shape
+    A group laid over several mesh axes (see :mod:`netsim.device_mesh`) has a shape,
+    e.g. (4, 4): its members are row-major over the axes, and each axis is a
+    ring or a line (no wraparound). An :class:`AxesAlgorithm` plans with that
+    shape; :func:`build_schedule` takes it as ``group_shape`` and ``wraparound``.
+    Without them a group is one axis that wraps. Other algorithms ignore them.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
+from numbers import Integral
 
 __all__ = [
     "ALGORITHMS",
     "DEFAULT_ALGORITHM",
+    "DEFAULT_AXES_ALGORITHM",
     "PATTERNS",
     "Algorithm",
+    "AxesAlgorithm",
     "Move",
     "Schedule",
     "Transfer",
@@ -61,6 +74,8 @@ __all__ = [
 
 PATTERNS = ("gather", "reduce_scatter", "all_reduce", "all_to_all")
 DEFAULT_ALGORITHM = "bidirectional_ring"
+DEFAULT_AXES_ALGORITHM = "multiaxis"
+"""The default for a collective over mesh axes (groups from :meth:`netsim.Mesh.groups`)."""
 _DEFAULTS = {"all_to_all": "direct"}
 
 Key = tuple[int, int]
@@ -113,6 +128,8 @@ class Schedule:
     pieces : int
         Number of pieces each block is cut into.
     transfers : tuple of Transfer
+    group_shape : tuple of int or None
+        The groups' shape over mesh axes, when the algorithm used one.
     """
 
     algorithm: str
@@ -120,6 +137,7 @@ class Schedule:
     groups: tuple[tuple[int, ...], ...]
     pieces: int
     transfers: tuple[Transfer, ...]
+    group_shape: tuple[int, ...] | None = None
 
     @property
     def n_steps(self) -> int:
@@ -209,11 +227,49 @@ class Algorithm:
         return all(moves is not None for moves in needs)
 
 
-ALGORITHMS: dict[str, Algorithm] = {}
-"""Algorithm name -> :class:`Algorithm`. Modules of this package add theirs with :func:`register`."""
+AxesMoves = Callable[[tuple[int, ...], tuple[bool, ...]], Iterator[Move]]
 
 
-def register(name: str, algorithm: Algorithm) -> Algorithm:
+@dataclass(frozen=True)
+class AxesAlgorithm:
+    """An algorithm that plans with the group's shape over mesh axes.
+
+    Attributes
+    ----------
+    pieces : callable
+        ``f(k)``: pieces each block is cut into, for a group over k axes.
+    gather, reduce_scatter : callable
+        ``f(shape, wraparound)`` yields the :data:`Move` s of that pattern for a
+        group of that shape (positions row-major over the axes); ``wraparound``
+        says, per axis, whether it is a ring (True) or a line (False).
+        ``all_reduce`` is reduce_scatter then gather.
+    description : str
+        One line for reports.
+    """
+
+    pieces: Callable[[int], int]
+    gather: AxesMoves
+    reduce_scatter: AxesMoves
+    description: str = ""
+    power_of_two = False
+    one_message_per_step = False
+
+    def runs(self, pattern: str) -> bool:
+        """Whether the algorithm can play ``pattern``: gathers and reductions, not all_to_all.
+
+        Examples
+        --------
+        >>> ALGORITHMS["multiaxis"].runs("all_reduce"), ALGORITHMS["multiaxis"].runs("all_to_all")
+        (True, False)
+        """
+        return pattern in ("gather", "reduce_scatter", "all_reduce")
+
+
+ALGORITHMS: dict[str, Algorithm | AxesAlgorithm] = {}
+"""Algorithm name -> :class:`Algorithm` or :class:`AxesAlgorithm`. Modules of this package add theirs with :func:`register`."""
+
+
+def register(name: str, algorithm: Algorithm | AxesAlgorithm) -> Algorithm | AxesAlgorithm:
     """Make an algorithm selectable by name."""
     if name in ALGORITHMS:
         raise ValueError(f"algorithm {name!r} is already registered")
@@ -258,7 +314,13 @@ def check_algorithm(pattern: str, group_size: int, algorithm: str | None = None)
     return algorithm
 
 
-def build_schedule(pattern: str, groups: Sequence[Sequence[int]], algorithm: str | None = None) -> Schedule:
+def build_schedule(
+    pattern: str,
+    groups: Sequence[Sequence[int]],
+    algorithm: str | None = None,
+    group_shape: Sequence[int] | None = None,
+    wraparound: Sequence[bool] | None = None,
+) -> Schedule:
     """Plan a collective over the given groups with the named algorithm.
 
     Parameters
@@ -270,6 +332,11 @@ def build_schedule(pattern: str, groups: Sequence[Sequence[int]], algorithm: str
     algorithm : str, optional
         A name from :data:`ALGORITHMS`; default ``"bidirectional_ring"``
         (``"direct"`` for all_to_all).
+    group_shape : sequence of int, optional
+        The groups' shape over mesh axes (members row-major over them); its
+        product is the group size. Default: one axis of the whole group.
+    wraparound : sequence of bool, optional
+        Per axis of ``group_shape``: a ring (True, the default) or a line.
 
     Returns
     -------
@@ -279,7 +346,8 @@ def build_schedule(pattern: str, groups: Sequence[Sequence[int]], algorithm: str
     ------
     ValueError
         If the pattern or the algorithm is unknown, the algorithm does not run the
-        pattern, or it needs a power-of-two group size and the groups are not.
+        pattern, it needs a power-of-two group size and the groups are not, or
+        the shape does not fit the groups.
 
     Examples
     --------
@@ -288,10 +356,17 @@ def build_schedule(pattern: str, groups: Sequence[Sequence[int]], algorithm: str
     (6, 24)
     >>> build_schedule("gather", [[0, 1, 2, 3, 4, 5, 6, 7]], "bidirectional_halfway").n_steps
     4
+    >>> s = build_schedule("gather", [[0, 1, 2, 3]], "multiaxis", group_shape=(2, 2))
+    >>> s.pieces, s.group_shape
+    (4, (2, 2))
     """
     groups = tuple(tuple(int(d) for d in g) for g in groups)
     algorithm = check_algorithm(pattern, len(groups[0]) if groups else 1, algorithm)
     plan = ALGORITHMS[algorithm]
+    shape, wraps = _check_shape(groups, group_shape, wraparound)
+    if isinstance(plan, AxesAlgorithm):
+        pieces = plan.pieces(len(shape))
+        plan = Algorithm(pieces, partial(_shaped, plan.gather, shape, wraps), partial(_shaped, plan.reduce_scatter, shape, wraps))
     phases: list[tuple[str, MoveFn]] = []
     if pattern in ("reduce_scatter", "all_reduce") and plan.reduce_scatter is not None:
         phases.append(("reduce_scatter", plan.reduce_scatter))
@@ -304,13 +379,34 @@ def build_schedule(pattern: str, groups: Sequence[Sequence[int]], algorithm: str
     offset = 0
     for phase, moves in phases:
         last = -1
+        planned: dict[int, list[Move]] = {}
         for group in groups:
-            for step, i, j, block, piece, direction in moves(len(group)):
+            if len(group) not in planned:
+                planned[len(group)] = list(moves(len(group)))
+            for step, i, j, block, piece, direction in planned[len(group)]:
                 rows.append((offset + step, group[i], group[j], (block, piece), phase == "reduce_scatter", direction, phase))
                 last = max(last, step)
         offset += last + 1
     rows.sort(key=lambda r: r[0])
-    return Schedule(algorithm, pattern, groups, plan.pieces, _with_deps(rows, plan.one_message_per_step))
+    used_shape = shape if isinstance(ALGORITHMS[algorithm], AxesAlgorithm) else None
+    return Schedule(algorithm, pattern, groups, plan.pieces, _with_deps(rows, plan.one_message_per_step), used_shape)
+
+
+def _shaped(moves: AxesMoves, shape: tuple[int, ...], wraps: tuple[bool, ...], _n: int) -> Iterator[Move]:
+    return moves(shape, wraps)
+
+
+def _check_shape(
+    groups: tuple[tuple[int, ...], ...], group_shape: Sequence[int] | None, wraparound: Sequence[bool] | None
+) -> tuple[tuple[int, ...], tuple[bool, ...]]:
+    n = len(groups[0]) if groups else 0
+    shape = (n,) if group_shape is None else tuple(group_shape)
+    if any(isinstance(d, bool) or not isinstance(d, Integral) or d < 1 for d in shape) or (groups and math.prod(shape) != n):
+        raise ValueError(f"group_shape {shape!r} does not fit groups of {n}: give positive sizes whose product is {n}")
+    wraps = (True,) * len(shape) if wraparound is None else tuple(wraparound)
+    if len(wraps) != len(shape) or not all(isinstance(w, bool) for w in wraps):
+        raise ValueError(f"wraparound must give one bool per axis of group_shape {shape!r}, got {wraparound!r}")
+    return tuple(int(d) for d in shape), wraps
 
 
 def _with_deps(rows: list[tuple[int, int, int, Key, bool, int, str]], per_step: bool = False) -> tuple[Transfer, ...]:
@@ -347,5 +443,5 @@ def _with_deps(rows: list[tuple[int, int, int, Key, bool, int, str]], per_step: 
 
 
 # The algorithm modules register themselves on import, in this order (the order of ALGORITHMS).
-for _module in ("rings", "direct", "recursive_doubling", "recursive_halving", "rabenseifner"):
+for _module in ("rings", "direct", "recursive_doubling", "recursive_halving", "rabenseifner", "torus"):
     importlib.import_module(f"netsim.schedules.{_module}")
