@@ -11,8 +11,11 @@ the output JAX would return and the time the interconnect would take:
 True
 """
 
-from netsim.collectives import all_gather, psum, psum_scatter, simulate
+from netsim import mlx
+from netsim.collectives import all_gather, all_to_all, ppermute, psum, psum_scatter, simulate
+from netsim.device_mesh import AxisGroups, Mesh
 from netsim.engine import EngineError
+from netsim.presets import tpu_slice
 from netsim.result import Result
 from netsim.scenario import ScenarioError, load_scenario, load_topology
 from netsim.schedules import ALGORITHMS, Schedule, build_schedule
@@ -22,20 +25,26 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ALGORITHMS",
+    "AxisGroups",
     "EngineError",
+    "Mesh",
     "Result",
     "ScenarioError",
     "Schedule",
     "Topology",
     "__version__",
     "all_gather",
+    "all_to_all",
     "build_schedule",
     "load_scenario",
     "load_topology",
     "mesh",
+    "mlx",
+    "ppermute",
     "psum",
     "psum_scatter",
     "ring",
     "simulate",
     "torus",
+    "tpu_slice",
 ]

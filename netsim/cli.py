@@ -6,6 +6,7 @@ Exit codes: 0 success, 2 a user error (bad file, bad argument), 3 an internal er
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Annotated
 
@@ -15,7 +16,7 @@ from rich.table import Table
 
 from netsim.collectives import simulate
 from netsim.engine import EngineError
-from netsim.report import summary_rows, to_json
+from netsim.report import device_table, estimate_rows, estimate_table, estimate_to_dict, link_table, step_table, summary_rows, to_json
 from netsim.scenario import load_scenario
 
 app = typer.Typer(
@@ -43,11 +44,21 @@ def _main() -> None:
 def run(
     scenario: Annotated[str, typer.Argument(help="Scenario YAML file, e.g. scenarios/allgather_ring8.yaml")],
     json_output: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
+    trace: Annotated[str | None, typer.Option("--trace", help="Write a Chrome/Perfetto trace (trace-event JSON) to this file.")] = None,
+    output: Annotated[str | None, typer.Option("--output", help="Write result.json, links.csv, devices.csv and scenario.yaml into this directory.")] = None,
 ) -> None:
-    """Simulate a scenario and print the output check and the timing."""
+    """Simulate a scenario and print the output check, the timing, its estimates and statistics."""
+    from netsim.output import check_output_dir, check_trace_path, write_output_dir
+    from netsim.trace import write_trace
+
     try:
+        if trace is not None:
+            check_trace_path(trace)
+        if output is not None:
+            check_output_dir(output)
         loaded = load_scenario(scenario)
         result = simulate(loaded)
+        text = to_json(result) if json_output else None
     except EngineError as error:
         raise _fail(f"internal error in netsim while running {scenario}: {error}", INTERNAL_ERROR) from None
     except MemoryError as error:
@@ -59,15 +70,139 @@ def run(
         raise _fail(
             f"internal error in netsim while running {scenario}: {type(error).__name__}: {error}; this is a bug in netsim, please report it", INTERNAL_ERROR
         ) from None
-    if json_output:
-        print(to_json(result))
+    try:
+        if output is not None:
+            write_output_dir(output, result, loaded)
+        if trace is not None:
+            write_trace(result, trace)
+    except OSError as error:
+        raise _fail(f"cannot write {error.filename or output or trace}: {error.strerror}", USER_ERROR) from None
+    except ValueError as error:  # a destination changed since it was checked
+        raise _fail(str(error), USER_ERROR) from None
+    if text is not None:
+        print(text)
         return
+    console = Console(highlight=False)
     table = Table(title=f"netsim run: {loaded.name}", show_header=False, title_justify="left")
     table.add_column("field", style="bold")
     table.add_column("value")
     for label, value in summary_rows(result):
         table.add_row(label, value)
-    Console(highlight=False).print(table)
+    console.print(table)
+    stats = result.stats
+    for title, (headers, rows) in (
+        ("busiest links", link_table(result)),
+        ("devices" + _first(len(stats.devices), 16), device_table(result)),
+        ("steps" + _first(len(stats.steps), 16), step_table(result)),
+    ):
+        console.print(_grid(title, headers, rows))
+    for label, path in (("trace", trace), ("output", output)):
+        if path is not None:
+            console.print(f"{label} written to {path}")
+
+
+def _first(total: int, shown: int) -> str:
+    return f" (first {shown} of {total}; all of them with --json or --output)" if total > shown else ""
+
+
+def _grid(title: str, headers: list[str], rows: list[list[str]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for header in headers:
+        table.add_column(header, justify="left" if header in ("link", "device", "phase", "straggler", "algorithm", "regime", "formula") else "right")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+@app.command()
+def estimate(
+    scenario: Annotated[str, typer.Argument(help="Scenario YAML file, e.g. scenarios/allgather_ring8.yaml")],
+    json_output: Annotated[bool, typer.Option("--json", help="Print the estimates as one JSON object.")] = False,
+) -> None:
+    """Print a scenario's closed-form estimates without simulating (instant for any size)."""
+    from netsim.analysis import estimate_scenario
+
+    try:
+        loaded = load_scenario(scenario, build_topology=False)
+        mine, others = estimate_scenario(loaded)
+    except (ValueError, MemoryError) as error:
+        raise _fail(str(error), USER_ERROR) from None
+    if json_output:
+        print(json.dumps(estimate_to_dict(loaded, mine, others), indent=2, allow_nan=False))
+        return
+    console = Console(highlight=False)
+    table = Table(title=f"netsim estimate: {loaded.name} (closed forms, nothing simulated)", show_header=False, title_justify="left")
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    for label, value in estimate_rows(loaded, mine):
+        table.add_row(label, value)
+    console.print(table)
+    headers, rows = estimate_table(others, loaded.resolved_algorithm)
+    console.print(_grid(f"every algorithm for {mine.collective} on this layout (* = the scenario's)", headers, rows))
+
+
+def _simulated(scenario: str):
+    """Load and run a scenario, turning failures into the CLI's exit codes."""
+    try:
+        return simulate(load_scenario(scenario))
+    except EngineError as error:
+        raise _fail(f"internal error in netsim while running {scenario}: {error}", INTERNAL_ERROR) from None
+    except (ValueError, MemoryError) as error:
+        raise _fail(str(error), USER_ERROR) from None
+
+
+@app.command()
+def explain(
+    scenario: Annotated[str, typer.Argument(help="Scenario YAML file, e.g. scenarios/allgather_ring8.yaml")],
+) -> None:
+    """Explain the algorithm step by step: who sends what to whom, who holds what, and what each step costs."""
+    from netsim.explain import explain as explain_text
+
+    result = _simulated(scenario)
+    try:
+        text = explain_text(result)
+    except ValueError as error:
+        raise _fail(str(error), USER_ERROR) from None
+    print(text)
+
+
+@app.command()
+def animate(
+    scenario: Annotated[str, typer.Argument(help="Scenario YAML file, e.g. scenarios/allgather_ring8.yaml")],
+    output: Annotated[str, typer.Option("-o", "--output", help="File to write: .gif, .mp4 (needs ffmpeg) or .html (a page with controls).")],
+    frames: Annotated[int, typer.Option("--frames", min=2, max=2000, help="Number of frames, at evenly spaced simulated times.")] = 40,
+    fps: Annotated[float, typer.Option("--fps", min=0.1, max=60.0, help="Frames per second when played.")] = 4.0,
+) -> None:
+    """Animate a scenario: devices, their buffers filling up, and chunks moving along the links."""
+    from netsim.animate import FORMATS
+    from netsim.animate import animate as make_animation
+
+    if not output.lower().endswith(FORMATS):
+        raise _fail(f"--output {output!r}: the file name must end in {', '.join(FORMATS)}", USER_ERROR)
+    result = _simulated(scenario)
+    try:
+        path = make_animation(result, frames=frames, fps=fps).save(output)
+    except ValueError as error:
+        raise _fail(str(error), USER_ERROR) from None
+    print(f"wrote {path} ({frames} frames, {result.time * 1e6:.6g} us simulated)")
+
+
+@app.command()
+def timeline(
+    scenario: Annotated[str, typer.Argument(help="Scenario YAML file, e.g. scenarios/allgather_ring8.yaml")],
+    output: Annotated[str, typer.Option("-o", "--output", help="Image to write: .png, .svg or .pdf.")],
+) -> None:
+    """Draw a Gantt chart of a scenario: one row per link, one bar per message on it."""
+    from netsim.timeline import save_timeline
+
+    if not output.lower().endswith((".png", ".svg", ".pdf")):
+        raise _fail(f"--output {output!r}: the file name must end in .png, .svg or .pdf", USER_ERROR)
+    result = _simulated(scenario)
+    try:
+        path = save_timeline(result, output)
+    except ValueError as error:
+        raise _fail(str(error), USER_ERROR) from None
+    print(f"wrote {path}")
 
 
 def main() -> None:

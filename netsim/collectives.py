@@ -17,15 +17,18 @@ from typing import Any
 import numpy as np
 
 from netsim.critical_path import critical_path
+from netsim.device_mesh import AxisGroups
 from netsim.engine import EngineError, Playback, play
 from netsim.invariants import InvariantError, check_playback
-from netsim.resources import MemoryLimitError, check_memory, estimate_memory
+from netsim.presets import is_slice_name, tpu_slice
+from netsim.resources import MemoryLimitError, check_memory, estimate_memory, pieces_of
 from netsim.result import LeafRun, Result
-from netsim.schedules import ALGORITHMS, DEFAULT_ALGORITHM, build_schedule
-from netsim.semantics import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
+from netsim.schedules import ALGORITHMS, DEFAULT_AXES_ALGORITHM, Schedule, build_schedule, check_algorithm
+from netsim.schedules.direct import permutation
+from netsim.semantics import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
 from netsim.topology import Topology, UnreachableError, ring
 
-__all__ = ["all_gather", "provenance", "psum", "psum_scatter", "resolve_topology", "simulate", "start_times"]
+__all__ = ["all_gather", "all_to_all", "ppermute", "provenance", "psum", "psum_scatter", "resolve_topology", "simulate", "start_times"]
 
 TopologyLike = Topology | str | Path | None
 Groups = Sequence[Sequence[int]] | None
@@ -39,7 +42,8 @@ def resolve_topology(topology: TopologyLike, n_devices: int) -> Topology:
     ----------
     topology : Topology, str, pathlib.Path or None
         None means a ring of ``n_devices`` with 45 GB/s and 1 us links; a string
-        names a file in ``topologies/`` (with or without ``.yaml``) or a path.
+        names a TPU slice (``"tpu-v5e:8x16"``, see :mod:`netsim.presets`), a file
+        in ``topologies/`` (with or without ``.yaml``) or a path.
     n_devices : int
         Leading dimension of the input; the topology must have exactly this many.
 
@@ -49,10 +53,14 @@ def resolve_topology(topology: TopologyLike, n_devices: int) -> Topology:
     'ring8'
     >>> resolve_topology("torus4x4", 16).dims
     (4, 4)
+    >>> resolve_topology("tpu-v5e:8x4", 32).wraparound
+    (False, False)
     """
     if topology is None:
         return ring(n_devices)
-    if isinstance(topology, (str, Path)):
+    if isinstance(topology, str) and is_slice_name(topology):
+        topology = tpu_slice(topology)
+    elif isinstance(topology, (str, Path)):
         from netsim.scenario import load_topology
 
         topology = load_topology(topology)
@@ -148,8 +156,11 @@ def _write(target: np.ndarray, pieces: list[np.ndarray]) -> None:
 
 
 def _output(collective: str, layout: Any, playback: Playback, pieces: int, dtype: np.dtype) -> np.ndarray:
-    """JAX's stacked output, written straight from the chunks each device holds at the end."""
-    out = np.empty((len(playback.buffers), *layout.output_shape), dtype)
+    """JAX's stacked output, written straight from the chunks each device holds at the end.
+
+    Devices that want no block (ppermute's non-destinations) keep zeros.
+    """
+    out = np.zeros((len(playback.buffers), *layout.output_shape), dtype)
     for device, buffer in enumerate(playback.buffers):
         for block in layout.wanted(device):
             try:
@@ -168,6 +179,8 @@ def _simulate(
     algorithm: str | None,
     verify: bool,
     cut_through: bool = True,
+    plan: Callable[[Any], Schedule] | None = None,
+    axis_index_groups: Groups = None,
     stragglers: Stragglers = None,
 ) -> Result:
     leaves, rebuild = _leaves(x)
@@ -178,15 +191,25 @@ def _simulate(
         if leaf.ndim == 0 or leaf.shape[0] != n_devices:
             raise ValueError(f"every input array must be stacked [n_devices, ...] with the same n_devices; got shapes {[a.shape for a in leaves]}")
     layouts = [make_layout(leaf) for leaf in leaves]
-    topo = resolve_topology(topology, n_devices)
+    axes = axis_index_groups if isinstance(axis_index_groups, AxisGroups) else None
+    topo = resolve_topology(axes.topology if axes is not None and topology is None else topology, n_devices)
+    shape = {}
+    if axes is not None:
+        if (topo.dims, topo.wraparound) != (axes.topology.dims, axes.topology.wraparound):
+            raise ValueError(f"axis_index_groups come from a mesh on {axes.topology.name} but the topology is {topo.name}; pass the mesh's topology or none")
+        if algorithm is None and ALGORITHMS[DEFAULT_AXES_ALGORITHM].runs(layouts[0].pattern):
+            algorithm = DEFAULT_AXES_ALGORITHM
+        shape = {"group_shape": axes.shape, "wraparound": axes.wraparound}
+    if plan is None:
+        algorithm = check_algorithm(layouts[0].pattern, len(layouts[0].groups[0]), algorithm)
     start_s = start_times(stragglers, n_devices)
-    algorithm = DEFAULT_ALGORITHM if algorithm is None else algorithm
-    pieces = ALGORITHMS[algorithm].pieces if algorithm in ALGORITHMS else 1
-    needed = estimate_memory(collective, n_devices, len(layouts[0].groups[0]), sum(leaf[0].nbytes for leaf in leaves), pieces, input_exists=True)
-    check_memory(needed)
+    pieces = pieces_of(ALGORITHMS.get(algorithm))
+    group_size = len(layouts[0].groups[0]) if layouts[0].groups else 1
+    check_memory(estimate_memory(collective, n_devices, group_size, sum(leaf[0].nbytes for leaf in leaves), pieces, input_exists=True))
     outputs, runs, time = [], [], 0.0
     for leaf, layout in zip(leaves, layouts, strict=True):
-        schedule = build_schedule(layout.pattern, layout.groups, algorithm)
+        schedule = build_schedule(layout.pattern, layout.groups, algorithm, **shape) if plan is None else plan(layout)
+        algorithm = schedule.algorithm
         buffers = [
             {(b, p): piece for b, block in held.items() for p, piece in enumerate(np.array_split(block, schedule.pieces))} for held in layout.blocks(leaf)
         ]
@@ -194,18 +217,17 @@ def _simulate(
         check_playback(topo, schedule.transfers, buffers, playback, groups=schedule.groups, pattern=layout.pattern, wanted=layout.wanted)
         output = _output(collective, layout, playback, schedule.pieces, leaf.dtype)
         if verify:
-            exact = layout.pattern == "gather"
+            exact = layout.pattern in ("gather", "all_to_all", "permute")
             for device, expected in layout.reference_rows(leaf):
-                if not _matches(output[device], expected, exact, len(layout.groups[0])):
-                    raise InvariantError(
-                        "output", f"{collective} with {algorithm} on {topo.name}: device {device}'s simulated output differs from the NumPy reference"
-                    )
+                if not _matches(output[device], expected, exact, len(layout.groups[0]) if layout.groups else 1):
+                    where = f"{collective} with {algorithm} on {topo.name}"
+                    raise InvariantError("output", f"{where}: device {device}'s simulated output differs from the NumPy reference")
         outputs.append(output)
         path = critical_path(topo, schedule.transfers, playback, start_s=start_s, cut_through=cut_through)
         runs.append(LeafRun(leaf.shape, str(leaf.dtype), schedule, playback, path.shifted(time)))
         time += playback.time
     groups = layouts[0].groups
-    n = len(groups[0])
+    n = len(groups[0]) if groups else 0
     per_device = sum(leaf[0].nbytes for leaf in leaves)
     return Result(
         output=rebuild(outputs),
@@ -219,6 +241,9 @@ def _simulate(
         total_bytes=per_device * n if collective == "all_gather" else per_device,
         verified=verify,
         leaves=runs,
+        topology_obj=topo,
+        forwarding="cut_through" if cut_through else "store_and_forward",
+        axes=axes.axes if axes is not None else None,
         faults=_fault_names(topo),
         stragglers={d: t for d, t in enumerate(start_s) if t > 0},
         provenance={"netsim_version": _version(), "scenario": None, "seed": None},
@@ -256,11 +281,17 @@ def all_gather(
     tiled : bool, default False
         Concatenate along ``axis`` instead of stacking on a new one.
     axis_index_groups : list of list of int, optional
-        Groups of device indices; member k of a group supplies block k.
+        Groups of device indices; member k of a group supplies block k. May be
+        the groups of mesh axes, ``mesh.groups(["data", "model"])`` (see
+        :class:`netsim.Mesh`): then the mesh's topology is the default and the
+        algorithm knows the axes.
     topology : Topology, str or None
-        Where to run; None is a ring of n devices (45 GB/s, 1 us per hop).
+        Where to run; None is a ring of n devices (45 GB/s, 1 us per hop), or
+        the mesh's topology for groups from a mesh.
     algorithm : str, optional
-        ``"ring"``, ``"bidirectional_ring"`` (default) or ``"bidirectional_halfway"``.
+        A name from :data:`netsim.ALGORITHMS`: ``"ring"``, ``"bidirectional_ring"``
+        (default), ``"bidirectional_halfway"``, ...; over mesh axes ``"multiaxis"``
+        (their default) or ``"dimension_ordered"``.
     verify : bool, default True
         Check the output against the NumPy reference.
     cut_through : bool, default True
@@ -277,9 +308,10 @@ def all_gather(
     ------
     ValueError
         If the axis is out of range, the groups are illegal, the topology does not
-        have n devices, the algorithm is unknown, a straggler is not a device, or
-        down links leave two devices that must talk without a route
-        (:class:`~netsim.topology.UnreachableError`).
+        have n devices, the algorithm is unknown, a straggler is not a device, down
+        links leave two devices that must talk without a route
+        (:class:`~netsim.topology.UnreachableError`), or the run would not fit in
+        memory (:class:`~netsim.resources.MemoryLimitError`).
     InvariantError
         If the run broke one of :mod:`netsim.invariants` (a bug in netsim).
 
@@ -305,7 +337,8 @@ def all_gather(
         algorithm,
         verify,
         cut_through,
-        stragglers,
+        axis_index_groups=axis_index_groups,
+        stragglers=stragglers,
     )
 
 
@@ -346,7 +379,8 @@ def psum_scatter(
         algorithm,
         verify,
         cut_through,
-        stragglers,
+        axis_index_groups=axis_index_groups,
+        stragglers=stragglers,
     )
 
 
@@ -378,7 +412,135 @@ def psum(
         algorithm,
         verify,
         cut_through,
-        stragglers,
+        axis_index_groups=axis_index_groups,
+        stragglers=stragglers,
+    )
+
+
+def all_to_all(
+    x: Any,
+    split_axis: int,
+    concat_axis: int,
+    axis_index_groups: Groups = None,
+    tiled: bool = False,
+    topology: TopologyLike = None,
+    algorithm: str | None = None,
+    *,
+    verify: bool = True,
+    cut_through: bool = True,
+    stragglers: Stragglers = None,
+) -> Result:
+    """Simulate ``jax.lax.all_to_all`` over the device axis of ``x``.
+
+    Every member cuts its input into n chunks along ``split_axis`` and sends chunk
+    j to member j of its group; each member concatenates what it receives, in the
+    order of the senders' positions, along ``concat_axis``.
+
+    Parameters
+    ----------
+    x : array_like or pytree
+        Input stacked ``[n_devices, ...]``.
+    split_axis, concat_axis : int
+        Axes of one device's input (negative counts from the end). Untiled,
+        ``shape[split_axis]`` must equal the group size; the split axis goes and a
+        new axis of size n appears at ``concat_axis``, so the rank is kept. Tiled,
+        ``shape[split_axis]`` must be divisible by the group size, and the chunks
+        are concatenated along the existing ``concat_axis``.
+    axis_index_groups : list of list of int, optional
+        Groups of device indices; member j of a group receives chunk j.
+    tiled : bool, default False
+    topology, verify, cut_through, stragglers
+        As in :func:`all_gather`.
+    algorithm : str, optional
+        ``"direct"`` (default: every pair at once, routed, contending for links).
+
+    Returns
+    -------
+    Result
+
+    Raises
+    ------
+    ValueError
+        If an axis is out of range, the split axis does not fit the group size,
+        the groups are illegal, or the algorithm cannot run all_to_all.
+
+    Examples
+    --------
+    >>> all_to_all(np.arange(9).reshape(3, 3), split_axis=0, concat_axis=0).output
+    array([[0, 3, 6],
+           [1, 4, 7],
+           [2, 5, 8]])
+    >>> all_to_all(np.arange(16).reshape(4, 4), 0, 0, axis_index_groups=[[0, 2], [3, 1]], tiled=True).output
+    array([[ 0,  1,  8,  9],
+           [14, 15,  6,  7],
+           [ 2,  3, 10, 11],
+           [12, 13,  4,  5]])
+    """
+    return _simulate(
+        "all_to_all",
+        x,
+        lambda leaf: AllToAllLayout.check(leaf, split_axis, concat_axis, tiled, axis_index_groups),
+        topology,
+        algorithm,
+        verify,
+        cut_through,
+        axis_index_groups=axis_index_groups,
+        stragglers=stragglers,
+    )
+
+
+def ppermute(
+    x: Any,
+    perm: Sequence[Sequence[int]],
+    topology: TopologyLike = None,
+    *,
+    verify: bool = True,
+    cut_through: bool = True,
+    stragglers: Stragglers = None,
+) -> Result:
+    """Simulate ``jax.lax.ppermute``: each (source, destination) pair of ``perm`` sends one device's input.
+
+    Every pair's payload goes straight along its route (the ``direct`` plan), all
+    at once; devices that are no pair's destination get zeros.
+
+    Parameters
+    ----------
+    x : array_like or pytree
+        Input stacked ``[n_devices, ...]``.
+    perm : list of (int, int)
+        (source, destination) device indices; no source and no destination may
+        appear twice.
+    topology, verify, cut_through, stragglers
+        As in :func:`all_gather`.
+
+    Returns
+    -------
+    Result
+        ``.groups`` holds the pairs.
+
+    Raises
+    ------
+    ValueError
+        If a pair is malformed, an index is out of range, or a source or a
+        destination repeats.
+
+    Examples
+    --------
+    >>> ppermute(np.arange(4), perm=[(0, 1), (1, 2), (2, 3), (3, 0)]).output
+    array([3, 0, 1, 2])
+    >>> ppermute(np.arange(1, 5), perm=[(0, 2)]).output
+    array([0, 0, 1, 0])
+    """
+    return _simulate(
+        "ppermute",
+        x,
+        lambda leaf: PermuteLayout.check(leaf, perm),
+        topology,
+        "direct",
+        verify,
+        cut_through,
+        plan=lambda layout: permutation(layout.groups),
+        stragglers=stragglers,
     )
 
 
@@ -386,7 +548,8 @@ def simulate(scenario: Any) -> Result:
     """Run a scenario loaded with :func:`netsim.scenario.load_scenario`.
 
     The input is drawn from the scenario's seed, so the same scenario gives the
-    same output and the same timings every time.
+    same output and the same timings every time. A collective over mesh axes
+    runs ``multiaxis`` unless the scenario names an algorithm.
 
     Examples
     --------
@@ -396,6 +559,7 @@ def simulate(scenario: Any) -> Result:
     ('all_gather', True)
     """
     spec = scenario.collective
+    groups = scenario.groups
     options = {
         "topology": scenario.topology_obj,
         "algorithm": scenario.algorithm,
@@ -405,11 +569,16 @@ def simulate(scenario: Any) -> Result:
     x = scenario.make_input()
     try:
         if spec.op == "all_gather":
-            result = all_gather(x, spec.axis, spec.tiled, spec.axis_index_groups, **options)
+            result = all_gather(x, spec.axis, spec.tiled, groups, **options)
+        elif spec.op == "all_to_all":
+            result = all_to_all(x, spec.split_axis, spec.concat_axis, groups, spec.tiled, **options)
+        elif spec.op == "ppermute":
+            options.pop("algorithm")
+            result = ppermute(x, spec.perm, **options)
         elif spec.op == "psum_scatter":
-            result = psum_scatter(x, spec.scatter_dimension, spec.axis_index_groups, spec.tiled, **options)
+            result = psum_scatter(x, spec.scatter_dimension, groups, spec.tiled, **options)
         else:
-            result = psum(x, spec.axis_index_groups, **options)
+            result = psum(x, groups, **options)
     except EngineError as error:
         # A bug in netsim: say what reproduces it.
         error.args = (f"{error} (scenario {getattr(scenario, 'source', scenario.name)}, seed {scenario.seed})",)
@@ -426,18 +595,17 @@ def simulate(scenario: Any) -> Result:
 
 
 def provenance(scenario: Any) -> dict[str, Any]:
-    """What reproduces a scenario's run: netsim's version, the scenario as run (every field) and its seed.
+    """What reproduces a scenario's run: netsim's version, the scenario as run and its seed.
+
+    The scenario as run is self-contained (:meth:`netsim.scenario.Scenario.as_run`:
+    defaults filled in, the topology inline); result.json records the same.
 
     Examples
     --------
     >>> from netsim.scenario import load_scenario
     >>> p = provenance(load_scenario("scenarios/allgather_ring8.yaml"))
-    >>> p["seed"], p["scenario"]["algorithm"], p["scenario"]["topology"]
-    (0, 'bidirectional_ring', 'ring8')
+    >>> p["seed"], p["scenario"]["algorithm"], p["scenario"]["topology"]["dims"]
+    (0, 'bidirectional_ring', [8])
     """
-    return {
-        "netsim_version": _version(),
-        "scenario": scenario.model_dump(mode="json"),
-        "seed": scenario.seed,
-        "source": getattr(scenario, "source", None),
-    }
+    as_run = scenario.as_run() if hasattr(scenario, "as_run") else scenario.model_dump(mode="json")
+    return {"netsim_version": _version(), "scenario": as_run, "seed": scenario.seed, "source": getattr(scenario, "source", None)}

@@ -126,7 +126,7 @@ def check_playback(
     _check_delivery(transfers, groups, arrays)
     _check_link_bytes(playback, arrays)
     _check_device_bytes(transfers, buffers, playback, arrays)
-    if pattern in ("gather", "reduce_scatter", "all_reduce") and groups is not None and wanted is not None:
+    if pattern in _PATTERNS and groups is not None and wanted is not None:
         _check_chunks(transfers, buffers, playback, groups, pattern, wanted)
 
 
@@ -183,10 +183,7 @@ def _check_drained(transfers: Sequence[TransferLike], playback: Playback, a: _Ar
 def _check_delivery(transfers: Sequence[TransferLike], groups: Sequence[Sequence[int]] | None, a: _Arrays) -> None:
     topology = a.topology
     if groups is not None:
-        group_of = np.full(topology.n_devices, -1, np.int64)
-        for g, members in enumerate(groups):
-            group_of[list(members)] = g
-        outside = group_of[a.src] != group_of[a.dst]
+        outside = _outside_groups(groups, a.src, a.dst, topology.n_devices)
         if outside.any():
             i = _first(outside)
             raise InvariantError("delivery", f"transfer #{i} moves a chunk from device {a.src[i]} to device {a.dst[i]}, outside its group")
@@ -236,6 +233,20 @@ def _check_delivery(transfers: Sequence[TransferLike], groups: Sequence[Sequence
             "delivery",
             f"transfer #{who[k]} crossed {topology.link_name(a.links[a.route_link[k]])} from {start[k]:.9g} s to {end[k]:.9g} s, out of order",
         )
+
+
+def _outside_groups(groups: Sequence[Sequence[int]], src: np.ndarray, dst: np.ndarray, n_devices: int) -> np.ndarray:
+    """Transfers whose two ends share no group (groups may overlap, as ppermute's pairs do)."""
+    count = np.zeros(n_devices, np.int64)
+    for members in groups:
+        count[list(members)] += 1
+    if (count <= 1).all():  # a partition: compare group numbers
+        group_of = np.full(n_devices, -1, np.int64)
+        for g, members in enumerate(groups):
+            group_of[list(members)] = g
+        return (group_of[src] != group_of[dst]) | (group_of[src] < 0)
+    shared = {(u, v) for members in groups for u in members for v in members}
+    return np.fromiter(((u, v) not in shared for u, v in zip(src.tolist(), dst.tolist(), strict=True)), bool, len(src))
 
 
 def _route_of(a: _Arrays, i: int) -> list[Any]:
@@ -303,6 +314,10 @@ def _check_device_bytes(transfers: Sequence[TransferLike], buffers: Sequence[dic
         )
 
 
+_PATTERNS = ("gather", "reduce_scatter", "all_reduce", "all_to_all", "permute")
+"""Patterns whose chunks the ``chunks`` check follows; other patterns get the other checks."""
+
+
 def _check_chunks(
     transfers: Sequence[TransferLike],
     buffers: Sequence[dict[Hashable, Any]],
@@ -313,10 +328,15 @@ def _check_chunks(
 ) -> None:
     """Replay the schedule with each chunk as a bit mask of the group positions whose data it carries.
 
-    Written to allocate few objects: on big runs Python's garbage collector would
-    otherwise cost more than the replay.
+    A gather's block b must come from member b, an all_to_all's block s*n + j from
+    member s, a reduction's from every member, a ppermute's from its pair's source
+    (pairs overlap, so there a chunk is just 1: there or not). Written to allocate
+    few objects: on big runs Python's garbage collector would otherwise cost more
+    than the replay.
     """
-    position = {d: k for members in groups for k, d in enumerate(members)}
+    permute = pattern == "permute"
+    position = {} if permute else {d: k for members in groups for k, d in enumerate(members)}
+    size = len(groups[0]) if groups else 1
 
     def add(state: int, j: int, device: int, key: Hashable) -> int:
         payload = carried[j]
@@ -324,7 +344,7 @@ def _check_chunks(
             if state & payload:
                 raise InvariantError("chunks", f"device {device}, chunk {key!r}: transfer #{j} adds the data of member(s) {_bits(state & payload)} again")
             return state | payload
-        if payload and payload == state:
+        if payload and payload == state and transfers[j].src != transfers[j].dst:  # a device may copy a chunk to itself
             raise InvariantError("chunks", f"device {device}, chunk {key!r}: transfer #{j} delivers a chunk that is already there a second time")
         return payload
 
@@ -333,7 +353,7 @@ def _check_chunks(
     for i in _dependency_order(transfers):
         t = transfers[i]
         src, key = t.src, t.key
-        state = 1 << position[src] if key in buffers[src] else 0
+        state = (1 if permute else 1 << position[src]) if key in buffers[src] else 0
         feeding = [d for d in t.deps if transfers[d].dst == src and transfers[d].key == key]
         if len(feeding) > 1:
             feeding.sort(key=lambda j: (arrived[j], j))
@@ -357,21 +377,29 @@ def _check_chunks(
     for i in order:
         t = transfers[i]
         c = t.dst * len(keys) + key_ids[t.key]
-        state = final[c] if c in final else (1 << position[t.dst] if t.key in buffers[t.dst] else 0)
+        state = final[c] if c in final else ((1 if permute else 1 << position[t.dst]) if t.key in buffers[t.dst] else 0)
         final[c] = add(state, i, t.dst, t.key)
     pieces = 1 + max((key[1] for key in keys), default=0)
     for d in range(len(buffers)):
-        full = (1 << len(groups[0])) - 1
         for block in wanted(d):
-            expected = 1 << block if pattern == "gather" else full
+            expected = _whose(pattern, block, size)
             for piece in range(pieces):
                 key = (block, piece)
                 c = d * len(keys) + key_ids[key] if key in key_ids else -1
-                got = final[c] if c in final else (1 << position[d] if key in buffers[d] else 0)
+                got = final[c] if c in final else ((1 if permute else 1 << position[d]) if key in buffers[d] else 0)
                 if got != expected:
                     lost = expected & ~got
                     detail = f"without the data of group member(s) {_bits(lost)}" if lost else f"with the data of member(s) {_bits(got & ~expected)}"
                     raise InvariantError("chunks", f"device {d} ends with chunk {key!r} {detail}")
+
+
+def _whose(pattern: str, block: int, size: int) -> int:
+    """Whose data a block must carry at the end, as a mask of group positions."""
+    if pattern in ("reduce_scatter", "all_reduce"):
+        return (1 << size) - 1
+    if pattern == "permute":
+        return 1
+    return 1 << (block // size if pattern == "all_to_all" else block)
 
 
 def _dependency_order(transfers: Sequence[TransferLike]) -> Iterable[int]:

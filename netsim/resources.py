@@ -14,10 +14,11 @@ import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from netsim.units import format_bytes
 
-__all__ = ["BYTES_PER_TRANSFER", "MemoryEstimate", "MemoryLimitError", "available_memory", "check_memory", "estimate_memory"]
+__all__ = ["BYTES_PER_TRANSFER", "MemoryEstimate", "MemoryLimitError", "available_memory", "check_memory", "estimate_memory", "pieces_of"]
 
 BYTES_PER_TRANSFER = 1536
 """Schedule, playback and engine state per transfer, measured with tracemalloc (~1.1 KB) plus a margin."""
@@ -52,6 +53,21 @@ class MemoryEstimate:
         return self.inputs + self.outputs + self.partial_sums + self.reference + self.schedule
 
 
+def pieces_of(algorithm: Any) -> int:
+    """Pieces an algorithm (an entry of :data:`netsim.schedules.ALGORITHMS`, or None) cuts a block into, at most.
+
+    Algorithms over mesh axes cut by the number of axes: counted for three.
+
+    Examples
+    --------
+    >>> from netsim.schedules import ALGORITHMS
+    >>> pieces_of(ALGORITHMS["bidirectional_ring"]), pieces_of(None)
+    (2, 2)
+    """
+    pieces = getattr(algorithm, "pieces", 2)
+    return int(pieces(3) if callable(pieces) else pieces)
+
+
 def estimate_memory(
     collective: str,
     n_devices: int,
@@ -65,7 +81,9 @@ def estimate_memory(
 
     Parameters
     ----------
-    collective : {"all_gather", "psum_scatter", "psum"}
+    collective : str
+        ``"all_gather"``, ``"psum_scatter"``, ``"psum"``, ``"all_to_all"`` or ``"ppermute"``
+        (the last two move one device's input: output size = input size).
     n_devices, group_size : int
         Devices in all, and in each group.
     input_bytes : int
@@ -89,7 +107,7 @@ def estimate_memory(
         output = input_bytes // max(group_size, 1)
     else:
         output = input_bytes
-    reduces = collective != "all_gather"
+    reduces = collective in ("psum", "psum_scatter")
     transfers = n_devices * max(group_size - 1, 0) * pieces * (2 if collective == "psum" else 1)
     return MemoryEstimate(
         inputs=0 if input_exists else n_devices * input_bytes,

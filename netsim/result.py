@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from netsim.critical_path import CriticalPath
 from netsim.engine import Playback
 from netsim.schedules import Schedule
+from netsim.topology import Topology
+
+if TYPE_CHECKING:
+    from netsim.analysis import Analysis
+    from netsim.stats import RunStats
 
 __all__ = ["LeafRun", "Result", "busbw_factor"]
 
@@ -20,11 +26,13 @@ def busbw_factor(collective: str, n: int) -> float:
 
     Examples
     --------
-    >>> busbw_factor("all_gather", 8), busbw_factor("psum", 4)
-    (0.875, 1.5)
+    >>> busbw_factor("all_gather", 8), busbw_factor("psum", 4), busbw_factor("ppermute", 2)
+    (0.875, 1.5, 1.0)
     """
     if n <= 1:
         return 0.0
+    if collective == "ppermute":
+        return 1.0
     if collective in ("psum", "all_reduce", "all_sum"):
         return 2 * (n - 1) / n
     return (n - 1) / n
@@ -60,13 +68,19 @@ class Result:
         Input bytes on each device (all leaves).
     total_bytes : int
         The collective's size S in nccl-tests' sense: all_gather n x per-device
-        input, psum_scatter and psum one device's input.
+        input; psum_scatter, psum, all_to_all and ppermute one device's input.
     verified : bool
         Whether the output was checked against the independent NumPy reference.
     leaves : list of LeafRun
         Schedule and playback of each leaf.
     scenario : str or None
-        The scenario's name, when run from one.
+        Name of the scenario that ran, if any.
+    topology_obj : Topology or None
+        The topology it ran on (for statistics, estimates and drawings).
+    forwarding : str
+        ``"cut_through"`` or ``"store_and_forward"``.
+    axes : tuple of str or None
+        The mesh axes the collective ran over, when the groups came from a mesh.
     faults : tuple of str
         Down and degraded links of the topology, e.g. ``"3->4 down"``.
     stragglers : dict
@@ -88,14 +102,17 @@ class Result:
     verified: bool
     leaves: list[LeafRun] = field(default_factory=list, repr=False)
     scenario: str | None = None
+    topology_obj: Topology | None = field(default=None, repr=False)
+    forwarding: str = "cut_through"
+    axes: tuple[str, ...] | None = None
     faults: tuple[str, ...] = ()
     stragglers: dict[int, float] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def group_size(self) -> int:
-        """Devices in each group."""
-        return len(self.groups[0])
+        """Devices in each group (2 for ppermute, whose groups are its pairs; 0 if there are none)."""
+        return len(self.groups[0]) if self.groups else 0
 
     @property
     def critical_path(self) -> CriticalPath:
@@ -137,6 +154,30 @@ class Result:
         """nccl-tests bus bandwidth: algbw times (n-1)/n, or 2(n-1)/n for all-reduce."""
         return self.algbw * busbw_factor(self.collective, self.group_size)
 
+    def animate(self, frames: int = 40, leaf: int = 0) -> Any:
+        """The run as an animation that shows itself inline in Jupyter.
+
+        Delegates to :func:`netsim.animate.animate` (which needs matplotlib, the
+        ``teaching`` extra). The returned object has ``_repr_html_`` and ``save(path)``.
+        """
+        from netsim.animate import animate
+
+        return animate(self, frames=frames, leaf=leaf)
+
+    @cached_property
+    def stats(self) -> RunStats:
+        """Per-device, per-link and per-step statistics and the critical path, read from the playback."""
+        from netsim.stats import run_stats
+
+        return run_stats(self)
+
+    @cached_property
+    def analysis(self) -> Analysis:
+        """The closed-form estimate beside the simulated time, the regime, and why they differ."""
+        from netsim.analysis import analyse
+
+        return analyse(self, self.stats if "stats" in self.__dict__ else None)
+
     def summary(self) -> dict[str, Any]:
         """The numbers a report shows, as plain JSON-ready values."""
         return {
@@ -145,6 +186,7 @@ class Result:
             "topology": self.topology,
             "devices": self.n_devices,
             "groups": [list(g) for g in self.groups],
+            "axes": list(self.axes) if self.axes is not None else None,
             "group_size": self.group_size,
             "algorithm": self.algorithm,
             "bytes_per_device": self.bytes_per_device,
@@ -157,8 +199,9 @@ class Result:
             "verified": self.verified,
             "faults": list(self.faults),
             "stragglers": {str(d): t for d, t in self.stragglers.items()},
-            "critical_path": self.critical_path.describe(),
+            "critical_links": self.critical_path.describe(),
             "output_sha256": self.output_digest,
+            **(self.analysis.as_dict() if self.topology_obj is not None else {}),
         }
 
 

@@ -10,19 +10,24 @@ durations are written in human units, and every mistake becomes a
 A scenario::
 
     name: allgather_ring8
-    topology: ring8                 # a file in topologies/, a path, or a mapping
+    topology: ring8                 # a file in topologies/, a path, a mapping, or a TPU slice (tpu-v5e:8x16)
     collective:
-      op: all_gather                # all_gather | psum_scatter | psum
+      op: all_gather                # all_gather | psum_scatter | psum | all_to_all | ppermute
       axis: 0
       tiled: false
       axis_index_groups: null       # or [[0, 2], [1, 3]], ...
+      axes: null                    # or mesh axes: model, or [data, model] (instead of groups)
+      # all_to_all: split_axis, concat_axis, tiled, axis_index_groups
+      # ppermute: perm: [[0, 1], [1, 2], ...]  (source, destination) pairs
     input:
       shape: [1024, 256]            # per device; or bytes_per_device: 4 MiB
       dtype: float32
-    algorithm: bidirectional_ring   # ring | bidirectional_ring | bidirectional_halfway
+    algorithm: bidirectional_ring   # any name in netsim.ALGORITHMS; default per op
     link: {bandwidth: 45 GB/s, latency: 1 us}   # optional: override every link
     forwarding: cut_through         # or store_and_forward
     seed: 0                         # input data
+    mesh: {data: 2, model: 4}       # optional: named axes, row-major on the devices; or
+                                    # {shape: {...}, devices: [...]} or {shape: {...}, axis_dims: {data: 1, model: 0}}
     faults:                         # optional what-ifs: links down or degraded
       - {link: [3, 4], bandwidth: 10%}          # or "4.5 GB/s"; latency: 5 us
       - {link: [5, 6], state: down, direction: one-way}   # only 5->6
@@ -43,6 +48,7 @@ import math
 import re
 import reprlib
 import stat
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -53,12 +59,14 @@ import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from netsim import units
-from netsim.resources import MemoryLimitError, check_memory, estimate_memory
-from netsim.schedules import ALGORITHMS, DEFAULT_ALGORITHM
-from netsim.semantics import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
-from netsim.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, torus
+from netsim.device_mesh import AxisGroups, Mesh
+from netsim.presets import is_slice_name, parse_slice, tpu_slice
+from netsim.resources import MemoryLimitError, check_memory, estimate_memory, pieces_of
+from netsim.schedules import ALGORITHMS, DEFAULT_AXES_ALGORITHM, check_algorithm, default_algorithm
+from netsim.semantics import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
+from netsim.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, UnreachableError, torus
 
-__all__ = ["TOPOLOGY_DIRS", "Scenario", "ScenarioError", "load_scenario", "load_topology", "topology_names"]
+__all__ = ["TOPOLOGY_DIRS", "Scenario", "ScenarioError", "TopologyShape", "load_scenario", "load_topology", "topology_names"]
 
 
 class ScenarioError(ValueError):
@@ -127,6 +135,53 @@ class LinkSpec(_Strict):
     latency: Duration | None = None
 
 
+@dataclass(frozen=True)
+class TopologyShape:
+    """A topology's axes and links without its graph: enough for closed-form estimates of any size.
+
+    Examples
+    --------
+    >>> TopologyShape("pod", (16, 16, 16), (True, True, True), 45e9, 1e-6).n_devices
+    4096
+    """
+
+    name: str
+    dims: tuple[int, ...]
+    wraparound: tuple[bool, ...]
+    bandwidth_Bps: float
+    latency_s: float
+
+    @property
+    def n_devices(self) -> int:
+        """Number of devices."""
+        return math.prod(self.dims)
+
+    def as_spec(self) -> dict[str, Any]:
+        """The topology as an inline scenario mapping (``kind: torus`` covers rings and meshes)."""
+        return {
+            "name": self.name,
+            "kind": "torus",
+            "dims": list(self.dims),
+            "wraparound": list(self.wraparound),
+            "link": {
+                "bandwidth": _human(self.bandwidth_Bps, units.parse_bandwidth, ("GB/s", 1e9), ("MB/s", 1e6), ("B/s", 1.0)),
+                "latency": _human(self.latency_s, units.parse_duration, ("us", 1e-6), ("ns", 1e-9), ("ms", 1e-3), ("s", 1.0)),
+            },
+        }
+
+
+def _human(value: float, parse: Any, *candidates: tuple[str, float]) -> str | float:
+    """``value`` written with a unit when that reads back exactly, else the number itself."""
+    for unit, scale in candidates:
+        text = f"{value / scale:.12g} {unit}"
+        try:
+            if parse(text) == value:
+                return text
+        except ValueError:
+            continue
+    return value
+
+
 class TopologySpec(_Strict):
     """A ring, torus or mesh, as written in a topology file or inline in a scenario."""
 
@@ -138,6 +193,11 @@ class TopologySpec(_Strict):
     link: LinkSpec = LinkSpec()
 
     def build(self, default_name: str) -> Topology:
+        shape = self.shape(default_name)
+        return torus(shape.dims, shape.wraparound, shape.bandwidth_Bps, shape.latency_s, name=shape.name)
+
+    def shape(self, default_name: str) -> TopologyShape:
+        """The checked axes and links, without building the graph."""
         if math.prod(self.dims) > MAX_DEVICES:
             raise ValueError(f"{math.prod(self.dims)} devices is more than netsim simulates ({MAX_DEVICES})")
         if self.kind == "ring" and len(self.dims) != 1:
@@ -147,12 +207,12 @@ class TopologySpec(_Strict):
         wraps = False if self.kind == "mesh" else self.wraparound
         if isinstance(wraps, list) and len(wraps) != len(self.dims):
             raise ValueError(f"wraparound has {len(wraps)} flags for {len(self.dims)} axes")
-        return torus(
-            self.dims,
-            wraps,
+        return TopologyShape(
+            self.name or default_name,
+            tuple(self.dims),
+            tuple(wraps) if isinstance(wraps, list) else (wraps,) * len(self.dims),
             self.link.bandwidth if self.link.bandwidth is not None else DEFAULT_BANDWIDTH_BPS,
             self.link.latency if self.link.latency is not None else DEFAULT_LATENCY_S,
-            name=self.name or default_name,
         )
 
 
@@ -162,11 +222,21 @@ MAX_DEVICES = 1 << 16
 Groups = list[list[int]] | None
 
 
+def _check_axes(value: str | list[str] | None) -> str | list[str] | None:
+    if value is not None and (not value or any(not name for name in ([value] if isinstance(value, str) else value))):
+        raise ValueError("name one or more mesh axes, e.g. model or [data, model]")
+    return value
+
+
+Axes = Annotated[str | list[str] | None, AfterValidator(_check_axes)]
+
+
 class AllGatherSpec(_Strict):
     op: Literal["all_gather"]
     axis: int = 0
     tiled: bool = False
     axis_index_groups: Groups = None
+    axes: Axes = None
 
 
 class PsumScatterSpec(_Strict):
@@ -174,11 +244,41 @@ class PsumScatterSpec(_Strict):
     scatter_dimension: int = 0
     tiled: bool = False
     axis_index_groups: Groups = None
+    axes: Axes = None
 
 
 class PsumSpec(_Strict):
     op: Literal["psum"]
     axis_index_groups: Groups = None
+    axes: Axes = None
+
+
+def _mesh_shorthand(value: Any) -> Any:
+    """``mesh: {data: 4, model: 4}`` is short for ``mesh: {shape: {data: 4, model: 4}}``."""
+    if isinstance(value, dict) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value.values()):
+        return {"shape": value}
+    return value
+
+
+class MeshSpec(_Strict):
+    """Named mesh axes and how they lie on the topology (see :mod:`netsim.device_mesh`)."""
+
+    shape: dict[str, Annotated[int, Field(ge=1)]] = Field(min_length=1)
+    devices: list[int] | None = None
+    axis_dims: dict[str, int | list[int]] | None = None
+
+
+class AllToAllSpec(_Strict):
+    op: Literal["all_to_all"]
+    split_axis: int = 0
+    concat_axis: int = 0
+    tiled: bool = False
+    axis_index_groups: Groups = None
+
+
+class PpermuteSpec(_Strict):
+    op: Literal["ppermute"]
+    perm: list[list[int]]
 
 
 class InputSpec(_Strict):
@@ -280,13 +380,14 @@ class Scenario(_Strict):
     name: str
     description: str | None = None
     topology: str | TopologySpec
-    collective: Annotated[AllGatherSpec | PsumScatterSpec | PsumSpec, Field(discriminator="op")]
+    collective: Annotated[AllGatherSpec | PsumScatterSpec | PsumSpec | AllToAllSpec | PpermuteSpec, Field(discriminator="op")]
     input: InputSpec
-    algorithm: str = DEFAULT_ALGORITHM
+    algorithm: str | None = None
     link: LinkSpec | None = None
     forwarding: Literal["cut_through", "store_and_forward"] = "cut_through"
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
     expected: ExpectedSpec | None = None
+    mesh: Annotated[MeshSpec | None, BeforeValidator(_mesh_shorthand)] = None
     faults: list[FaultSpec] = Field(default_factory=list, max_length=1 << 16)
     stragglers: dict[Annotated[int, Field(ge=0, strict=False)], Duration] = Field(default_factory=dict)  # "2" as well: JSON keys are text
     source: str = Field("<scenario>", exclude=True)
@@ -294,8 +395,8 @@ class Scenario(_Strict):
 
     @field_validator("algorithm")
     @classmethod
-    def _known_algorithm(cls, value: str) -> str:
-        if value not in ALGORITHMS:
+    def _known_algorithm(cls, value: str | None) -> str | None:
+        if value is not None and value not in ALGORITHMS:
             raise ValueError(f"unknown algorithm {value!r}; expected one of {', '.join(ALGORITHMS)}")
         return value
 
@@ -320,21 +421,112 @@ class Scenario(_Strict):
                 raise ScenarioError(self.source, f"faults.{index}.link", str(error)) from None
         return topo
 
+    @cached_property
+    def topology_shape(self) -> TopologyShape:
+        """The topology's axes and links (with the link overrides), without building its graph."""
+        if isinstance(self.topology, TopologySpec):
+            spec, source, field, stem = self.topology, self.source, "topology", self.name
+        elif is_slice_name(self.topology) and not (Path(self.topology).is_file() or (self.base_dir and (self.base_dir / self.topology).is_file())):
+            try:
+                generation, dims = parse_slice(self.topology)
+            except ValueError as error:
+                raise ScenarioError(self.source, "topology", str(error)) from None
+            shape = TopologyShape(self.topology, dims, generation.wraps(dims), generation.bandwidth_Bps, generation.latency_s)
+            return self._with_link_overrides(shape)
+        else:
+            try:
+                path = _find_topology(self.topology, self.base_dir)
+            except FileNotFoundError:
+                problem = f"no topology file {self.topology!r}; bundled ones are: {', '.join(topology_names())}"
+                raise ScenarioError(self.source, "topology", problem) from None
+            spec, source, field, stem = _validate(TopologySpec, _read_yaml(path), str(path)), str(path), "", path.stem
+        try:
+            shape = spec.shape(stem)
+        except ValueError as error:
+            raise ScenarioError(source, field or "dims", str(error)) from None
+        return self._with_link_overrides(shape)
+
+    def _with_link_overrides(self, shape: TopologyShape) -> TopologyShape:
+        if self.link is None:
+            return shape
+        bandwidth = self.link.bandwidth if self.link.bandwidth is not None else shape.bandwidth_Bps
+        latency = self.link.latency if self.link.latency is not None else shape.latency_s
+        return TopologyShape(shape.name, shape.dims, shape.wraparound, bandwidth, latency)
+
+    def as_run(self) -> dict[str, Any]:
+        """The scenario as it runs, self-contained: defaults filled in, the topology inline.
+
+        Written back as YAML it loads to the same scenario and gives the same numbers.
+
+        Examples
+        --------
+        >>> load_scenario("scenarios/allgather_ring8.yaml").as_run()["topology"]["link"]
+        {'bandwidth': '45 GB/s', 'latency': '1 us'}
+        """
+        data = self.model_dump(mode="json", exclude_none=True)
+        data["topology"] = self.topology_shape.as_spec()
+        data.pop("link", None)  # folded into the inline topology
+        return data
+
+    @property
+    def resolved_algorithm(self) -> str:
+        """The algorithm that runs: the one named, or the collective's default."""
+        if self.algorithm is not None:
+            return self.algorithm
+        pattern = self.layout().pattern
+        if pattern == "permute":
+            return "direct"
+        if getattr(self.collective, "axes", None) is not None and ALGORITHMS[DEFAULT_AXES_ALGORITHM].runs(pattern):
+            return DEFAULT_AXES_ALGORITHM
+        return default_algorithm(pattern)
+
+    @cached_property
+    def mesh_obj(self) -> Mesh | None:
+        """The mesh laid on the topology, or None without ``mesh``."""
+        if self.mesh is None:
+            return None
+        try:
+            return Mesh(self.mesh.shape, self.topology_obj, devices=self.mesh.devices, axis_dims=self.mesh.axis_dims)
+        except ValueError as error:
+            message = str(error)
+            field = next((f"mesh.{f}" for f in ("devices", "axis_dims") if message.startswith(f)), "mesh")
+            raise ScenarioError(self.source, "faults" if isinstance(error, UnreachableError) else field, message) from None
+
+    @cached_property
+    def groups(self) -> AxisGroups | list[list[int]] | None:
+        """The collective's groups: from its mesh axes, or its axis_index_groups."""
+        spec = self.collective
+        if getattr(spec, "axes", None) is None:
+            return getattr(spec, "axis_index_groups", None)
+        if spec.axis_index_groups is not None:
+            raise ScenarioError(self.source, "collective.axes", "give axes or axis_index_groups, not both")
+        mesh = self.mesh_obj
+        if mesh is None:
+            raise ScenarioError(self.source, "collective.axes", "naming mesh axes needs a mesh: add e.g. mesh: {data: 4, model: 4} to the scenario")
+        try:
+            return mesh.groups(spec.axes)
+        except ValueError as error:
+            raise ScenarioError(self.source, "faults" if isinstance(error, UnreachableError) else "collective.axes", str(error)) from None
+
     @property
     def shape(self) -> tuple[int, ...]:
         """Per-device input shape."""
         if self.input.shape is not None:
             return tuple(self.input.shape)
         count = self.input.bytes_per_device // np.dtype(self.input.dtype).itemsize
-        spec = self.collective
-        if isinstance(spec, PsumScatterSpec) and not spec.tiled:
+        if self._splits_into_group_rows:
             return (self._group_size, count // self._group_size)
         return (count,)
 
     @property
+    def _splits_into_group_rows(self) -> bool:
+        """An untiled psum_scatter or all_to_all: bytes_per_device becomes [group size, rest]."""
+        return isinstance(self.collective, (PsumScatterSpec, AllToAllSpec)) and not self.collective.tiled
+
+    @property
     def _group_size(self) -> int:
-        groups = self.collective.axis_index_groups
-        return len(groups[0]) if groups else self.topology_obj.n_devices
+        groups = self.groups
+        return len(groups[0]) if groups else self.topology_shape.n_devices
 
     def make_input(self) -> np.ndarray:
         """The stacked input ``[n_devices, *shape]``, drawn from the scenario's seed.
@@ -356,13 +548,17 @@ class Scenario(_Strict):
 
     def layout(self):
         """Check the collective's arguments against the input shape; return its layout."""
-        proxy = np.broadcast_to(np.zeros((), self.input.dtype), (self.topology_obj.n_devices, *self.shape))
+        proxy = np.broadcast_to(np.zeros((), self.input.dtype), (self.topology_shape.n_devices, *self.shape))
         spec = self.collective
         if isinstance(spec, AllGatherSpec):
-            return AllGatherLayout.check(proxy, spec.axis, spec.tiled, spec.axis_index_groups)
+            return AllGatherLayout.check(proxy, spec.axis, spec.tiled, self.groups)
         if isinstance(spec, PsumScatterSpec):
-            return ReduceScatterLayout.check(proxy, spec.scatter_dimension, spec.tiled, spec.axis_index_groups)
-        return AllReduceLayout.check(proxy, spec.axis_index_groups)
+            return ReduceScatterLayout.check(proxy, spec.scatter_dimension, spec.tiled, self.groups)
+        if isinstance(spec, AllToAllSpec):
+            return AllToAllLayout.check(proxy, spec.split_axis, spec.concat_axis, spec.tiled, self.groups)
+        if isinstance(spec, PpermuteSpec):
+            return PermuteLayout.check(proxy, spec.perm)
+        return AllReduceLayout.check(proxy, self.groups)
 
 
 def topology_names() -> list[str]:
@@ -395,6 +591,9 @@ def _find_topology(name: str, base_dir: Path | None) -> Path:
 def load_topology(name: str | Path, *, base_dir: Path | None = None) -> Topology:
     """Read a topology file, by name (from ``topologies/``) or by path.
 
+    A name ``GENERATION:SHAPE`` such as ``tpu-v5e:8x16`` is a TPU slice
+    (:mod:`netsim.presets`), built without a file.
+
     Raises
     ------
     ScenarioError
@@ -404,7 +603,14 @@ def load_topology(name: str | Path, *, base_dir: Path | None = None) -> Topology
     --------
     >>> load_topology("torus4x4").dims
     (4, 4)
+    >>> load_topology("tpu-v4:4x4x4").wraparound
+    (True, True, True)
     """
+    if isinstance(name, str) and is_slice_name(name) and not Path(name).is_file():
+        try:
+            return tpu_slice(name)
+        except ValueError as error:
+            raise ScenarioError(name, "topology", str(error)) from None
     try:
         path = _find_topology(str(name), base_dir)
     except FileNotFoundError:
@@ -484,7 +690,8 @@ def _nesting(text: str) -> int:
     return int(np.cumsum(step).max(initial=0))
 
 
-_UNION_TAGS = {"all_gather", "psum_scatter", "psum"}
+_OPS = {"all_gather": AllGatherSpec, "psum_scatter": PsumScatterSpec, "psum": PsumSpec, "all_to_all": AllToAllSpec, "ppermute": PpermuteSpec}
+_UNION_TAGS = set(_OPS)
 _TYPE_TAG = re.compile(r"(function-[a-z-]+|constrained-[a-z]+|list|int|str|bool|float|dict|tuple|union|nullable)(\[.*\])?|\[key\]")
 """Pydantic's names for the member of a union or validator that failed: not fields, left out of paths."""
 
@@ -506,7 +713,7 @@ def _validate(model: type[BaseModel], data: Any, source: str, extra: dict[str, A
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] in ("union_tag_invalid", "union_tag_not_found"):
             loc.append("op")
-            message = "expected one of all_gather, psum_scatter, psum"
+            message = f"expected one of {', '.join(_OPS)}"
         if first["type"] == "extra_forbidden":
             allowed = _allowed_fields(model, loc[:-1], data)
             message = f"unknown field; allowed here: {', '.join(allowed)}" if allowed else "unknown field"
@@ -544,7 +751,7 @@ def _allowed_fields(model: type[BaseModel], path: list[str], data: Any) -> list[
         annotation = info.annotation
         if part == "collective" and isinstance(data, dict) and isinstance(data.get("collective"), dict):
             op = data["collective"].get("op")
-            model = {"all_gather": AllGatherSpec, "psum_scatter": PsumScatterSpec, "psum": PsumSpec}.get(op)
+            model = _OPS.get(op)
             continue
         candidates = [a for a in getattr(annotation, "__args__", (annotation,)) if isinstance(a, type) and issubclass(a, BaseModel)]
         model = candidates[0] if candidates else None
@@ -558,15 +765,32 @@ _ARGUMENT_FIELDS = (
     ("scatter_dimension", "collective.scatter_dimension"),
     ("axis", "collective.axis"),
     ("all_gather with tiled", "collective.tiled"),
+    ("split_axis", "collective.split_axis"),
+    ("concat_axis", "collective.concat_axis"),
+    ("perm", "collective.perm"),
 )
 
 
-def load_scenario(path: str | Path) -> Scenario:
+def _check_scenario_algorithm(scenario: Scenario, layout: Any) -> None:
+    """The algorithm runs the collective on these groups (ppermute always sends directly)."""
+    if layout.pattern == "permute":
+        if scenario.algorithm not in (None, "direct"):
+            problem = f"ppermute sends every pair directly; leave algorithm out or write direct (got {scenario.algorithm!r})"
+            raise ScenarioError(scenario.source, "algorithm", problem)
+        return
+    try:
+        check_algorithm(layout.pattern, len(layout.groups[0]), scenario.algorithm)
+    except ValueError as error:
+        raise ScenarioError(scenario.source, "algorithm", str(error)) from None
+
+
+def load_scenario(path: str | Path, *, build_topology: bool = True) -> Scenario:
     """Read and validate a scenario file.
 
     Everything that can be checked without simulating is checked here: the file's
     fields and units, the topology, the algorithm, and the collective's arguments
-    against the input shape and the group layout.
+    against the input shape and the group layout. With ``build_topology=False`` the
+    topology's graph is not built (closed-form estimates need only its shape).
 
     Raises
     ------
@@ -582,7 +806,12 @@ def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
     source = str(path)
     scenario = _validate(Scenario, _read_yaml(path), source, {"source": source, "base_dir": path.parent})
-    topology = scenario.topology_obj  # resolves files and link overrides now
+    topology = scenario.topology_shape  # resolves files and link overrides now
+    if topology.n_devices > MAX_DEVICES:
+        raise ScenarioError(source, "topology", f"{topology.n_devices} devices is more than netsim simulates ({MAX_DEVICES})")
+    if build_topology:
+        scenario.topology_obj  # noqa: B018  (builds the graph now)
+    _ = scenario.mesh_obj, scenario.groups  # checks the mesh and the axes now
     if scenario.input.shape is None and scenario.input.bytes_per_device is None:
         raise ScenarioError(source, "input", "give either shape (a list of sizes) or bytes_per_device (e.g. '4 MiB')")
     if scenario.input.shape is not None and scenario.input.bytes_per_device is not None:
@@ -596,37 +825,34 @@ def load_scenario(path: str | Path) -> Scenario:
                 "input.bytes_per_device",
                 f"{scenario.input.bytes_per_device} bytes is not a whole number of {scenario.input.dtype} elements ({itemsize} bytes each)",
             )
-        spec = scenario.collective
-        if isinstance(spec, PsumScatterSpec) and not spec.tiled and count % scenario._group_size:
+        if scenario._splits_into_group_rows and count % scenario._group_size:
             raise ScenarioError(
                 source,
                 "input.bytes_per_device",
                 f"{count} elements do not split into {scenario._group_size} equal blocks; pick a multiple of {scenario._group_size * itemsize} bytes",
             )
-    if topology.n_devices > MAX_DEVICES:
-        raise ScenarioError(source, "topology", f"{topology.n_devices} devices is more than netsim simulates ({MAX_DEVICES})")
     for device in scenario.stragglers:
         if device >= topology.n_devices:
             raise ScenarioError(source, f"stragglers.{device}", f"device {device} is not on {topology.name} (devices 0..{topology.n_devices - 1})")
-    _check_memory(scenario, source)
+    if build_topology:  # about to simulate (estimates alone need no memory for data)
+        _check_memory(scenario, source)
     try:
         layout = scenario.layout()
     except ValueError as error:
         message = str(error).replace("input has", "topology has room for")
         field = next((f for prefix, f in _ARGUMENT_FIELDS if message.startswith(prefix)), "input.shape")
         raise ScenarioError(source, field, message) from None
-    _check_reachable(topology, layout.groups, source)
+    _check_scenario_algorithm(scenario, layout)
+    if build_topology and scenario.faults:
+        _check_reachable(scenario.topology_obj, layout.groups, source)
     return scenario
 
 
 def _check_memory(scenario: Scenario, source: str) -> None:
     """Refuse, before anything is allocated, a scenario the machine has no memory for."""
-    spec = scenario.collective
-    group_size = len(spec.axis_index_groups[0]) if spec.axis_index_groups else scenario.topology_obj.n_devices
-    itemsize = np.dtype(scenario.input.dtype).itemsize
-    input_bytes = math.prod(scenario.shape) * itemsize
-    pieces = ALGORITHMS[scenario.algorithm].pieces
-    estimate = estimate_memory(spec.op, scenario.topology_obj.n_devices, group_size, input_bytes, pieces)
+    input_bytes = math.prod(scenario.shape) * np.dtype(scenario.input.dtype).itemsize
+    pieces = pieces_of(ALGORITHMS.get(scenario.algorithm))
+    estimate = estimate_memory(scenario.collective.op, scenario.topology_shape.n_devices, scenario._group_size, input_bytes, pieces)
     try:
         check_memory(estimate)
     except MemoryLimitError as error:

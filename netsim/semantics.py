@@ -7,13 +7,14 @@ and so are outputs.
 Two things live here:
 
 * **Layouts** (:class:`AllGatherLayout`, :class:`ReduceScatterLayout`,
-  :class:`AllReduceLayout`) turn each device's input into the *blocks* an
+  :class:`AllReduceLayout`, :class:`AllToAllLayout`, :class:`PermuteLayout`) turn each device's input into the *blocks* an
   algorithm moves (``blocks``), and say where each block a device holds at the
   end goes in JAX's output (``output_shape`` and ``slot``). They are what the
   simulation uses.
 * **References** (each layout's ``reference_rows``, and the functions
   :func:`all_gather_reference`, :func:`psum_scatter_reference`,
-  :func:`psum_reference`) compute JAX's answer straight from the definition, with
+  :func:`psum_reference`, :func:`all_to_all_reference`,
+  :func:`ppermute_reference`) compute JAX's answer straight from the definition, with
   no blocks, pieces or schedules, so that a simulated output can be checked
   against something that did not come from the same code.
 
@@ -35,9 +36,14 @@ import numpy as np
 __all__ = [
     "AllGatherLayout",
     "AllReduceLayout",
+    "AllToAllLayout",
+    "PermuteLayout",
     "ReduceScatterLayout",
     "all_gather_reference",
+    "all_to_all_reference",
     "normalize_groups",
+    "normalize_perm",
+    "ppermute_reference",
     "psum_reference",
     "psum_scatter_reference",
 ]
@@ -121,7 +127,7 @@ class _Layout:
     groups: Groups
     pattern: str
 
-    def wanted(self, device: int) -> range:
+    def wanted(self, device: int) -> Sequence[int]:
         """Blocks a device must hold at the end (all of them, unless a layout says otherwise)."""
         return range(len(self.groups[0]))
 
@@ -316,6 +322,196 @@ class AllReduceLayout(_Layout):
                 yield d, total
 
 
+@dataclass(frozen=True)
+class AllToAllLayout(_Layout):
+    """``jax.lax.all_to_all(x, split_axis, concat_axis, axis_index_groups=groups, tiled=tiled)``.
+
+    Each member cuts its input into n chunks along ``split_axis`` and sends chunk j
+    to member j; every member puts the chunks it receives, in the order of their
+    senders' positions, along ``concat_axis``. Untiled, ``shape[split_axis]`` must
+    equal n: the split axis goes (each chunk is one slice) and a new axis of size n
+    appears at ``concat_axis``, so the rank stays the same. Tiled,
+    ``shape[split_axis]`` must be divisible by n and the chunks are concatenated
+    along the existing ``concat_axis``. Both axes are normalised against the rank
+    (-1 is the last axis), as positive axes would be.
+
+    Block ``i*n + j`` is the chunk member i sends to member j.
+
+    Examples
+    --------
+    >>> layout = AllToAllLayout.check(np.zeros((4, 4, 3)), split_axis=0, concat_axis=-1, tiled=False, axis_index_groups=None)
+    >>> layout.concat_axis, layout.block_shape, layout.output_shape
+    (1, (3,), (3, 4))
+    """
+
+    split_axis: int
+    concat_axis: int
+    tiled: bool
+    groups: Groups
+    block_shape: tuple[int, ...]
+    pattern = "all_to_all"
+
+    @classmethod
+    def check(cls, x: np.ndarray, split_axis: int, concat_axis: int, tiled: bool, axis_index_groups: Sequence[Sequence[int]] | None) -> AllToAllLayout:
+        """Validate the arguments against the stacked input ``x``."""
+        _check_stacked(x)
+        groups = normalize_groups(axis_index_groups, x.shape[0])
+        n = len(groups[0])
+        shape = x.shape[1:]
+        if not shape:
+            raise ValueError("all_to_all needs at least one dimension per device; got scalars")
+        split = _canonical_axis(split_axis, len(shape), "split_axis")
+        concat = _canonical_axis(concat_axis, len(shape), "concat_axis")
+        size = shape[split]
+        if tiled:
+            if size % n:
+                raise ValueError(f"all_to_all with tiled=True needs shape[{split}]={size} to be divisible by the group size {n}")
+            block_shape = (*shape[:split], size // n, *shape[split + 1 :])
+        else:
+            if size != n:
+                raise ValueError(f"all_to_all with tiled=False needs shape[{split}]={size} to equal the group size {n}")
+            block_shape = shape[:split] + shape[split + 1 :]
+        return cls(split, concat, bool(tiled), groups, block_shape)
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        """Shape of one device's output."""
+        n, shape, c = len(self.groups[0]), self.block_shape, self.concat_axis
+        if self.tiled:
+            return (*shape[:c], n * shape[c], *shape[c + 1 :])
+        return (*shape[:c], n, *shape[c:])
+
+    def blocks(self, x: np.ndarray) -> list[dict[int, np.ndarray]]:
+        """Per device, the chunks it sends: member i holds block ``i*n + j`` for every j (flat)."""
+        n = len(self.groups[0])
+        held: list[dict[int, np.ndarray]] = [{} for _ in range(x.shape[0])]
+        for group in self.groups:
+            for i, device in enumerate(group):
+                chunks = np.split(x[device], n, axis=self.split_axis)
+                held[device] = {i * n + j: _flat(chunk) for j, chunk in enumerate(chunks)}
+        return held
+
+    def wanted(self, device: int) -> range:
+        """Blocks a device must hold at the end: ``j*n + i`` for every sender j, i its position."""
+        group = next(g for g in self.groups if device in g)
+        n, i = len(group), group.index(device)
+        return range(i, n * n, n)
+
+    def slot(self, row: np.ndarray, block: int) -> np.ndarray:
+        """Where the chunk from sender ``block // n`` goes in one device's output."""
+        sender = block // len(self.groups[0])
+        if self.tiled:
+            size = self.block_shape[self.concat_axis]
+            index = (slice(None),) * self.concat_axis + (slice(sender * size, (sender + 1) * size),)
+            return row[index]
+        return np.moveaxis(row, self.concat_axis, 0)[sender, ...]
+
+    def reference_rows(self, x: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+        n, split, concat = len(self.groups[0]), self.split_axis, self.concat_axis
+        for group in self.groups:
+            for i, device in enumerate(group):
+                if self.tiled:
+                    received = [np.split(x[sender], n, axis=split)[i] for sender in group]
+                    yield device, np.concatenate(received, axis=concat)
+                else:
+                    received = [np.take(x[sender], i, axis=split) for sender in group]
+                    yield device, np.stack(received, axis=concat)
+
+
+def normalize_perm(perm: Sequence[Sequence[int]], n_devices: int) -> tuple[tuple[int, int], ...]:
+    """Check a ``ppermute`` permutation and return it as a tuple of (source, destination) pairs.
+
+    Raises
+    ------
+    ValueError
+        If an entry is not a pair of integers, an index is out of range, or a
+        source or a destination appears twice.
+
+    Examples
+    --------
+    >>> normalize_perm([[0, 1], (1, 2)], 4)
+    ((0, 1), (1, 2))
+    >>> normalize_perm([(0, 1), (2, 1)], 4)
+    Traceback (most recent call last):
+    ...
+    ValueError: perm repeats destination 1: (0, 1) and (2, 1) both send to it
+    """
+    try:
+        pairs = [tuple(p) for p in perm]
+    except TypeError:
+        raise ValueError(f"perm must be a list of (source, destination) pairs, got {perm!r}") from None
+    for p in pairs:
+        if len(p) != 2:
+            raise ValueError(f"perm must be a list of (source, destination) pairs; {p!r} is not a pair")
+        for i in p:
+            if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+                raise ValueError(f"perm entries must be integer device indices, got {i!r} in {p!r}")
+    pairs = [(int(s), int(d)) for s, d in pairs]
+    for p in pairs:
+        for i in p:
+            if not 0 <= i < n_devices:
+                raise ValueError(f"perm index {i} is out of range for {n_devices} devices (valid: 0..{n_devices - 1}), in {p}")
+    for end, what, verb in ((0, "source", "send from"), (1, "destination", "send to")):
+        first: dict[int, tuple[int, int]] = {}
+        for p in pairs:
+            if p[end] in first:
+                raise ValueError(f"perm repeats {what} {p[end]}: {first[p[end]]} and {p} both {verb} it")
+            first[p[end]] = p
+    return tuple(pairs)
+
+
+@dataclass(frozen=True)
+class PermuteLayout(_Layout):
+    """``jax.lax.ppermute(x, perm)``: device d receives the input of the device that sends to it.
+
+    ``perm`` lists (source, destination) pairs over the device axis; no source and
+    no destination may repeat. A device that is no pair's destination gets zeros.
+    Block k is pair k's payload, held by its source and wanted by its destination.
+
+    Examples
+    --------
+    >>> layout = PermuteLayout.check(np.zeros((3, 2)), [(0, 1), (1, 2)])
+    >>> layout.groups, list(layout.wanted(0)), list(layout.wanted(2))
+    (((0, 1), (1, 2)), [], [1])
+    """
+
+    groups: Groups
+    shape: tuple[int, ...]
+    pattern = "permute"
+
+    @classmethod
+    def check(cls, x: np.ndarray, perm: Sequence[Sequence[int]]) -> PermuteLayout:
+        """Validate the arguments against the stacked input ``x``."""
+        _check_stacked(x)
+        return cls(normalize_perm(perm, x.shape[0]), x.shape[1:])
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        """Shape of one device's output."""
+        return self.shape
+
+    def blocks(self, x: np.ndarray) -> list[dict[int, np.ndarray]]:
+        """Per device, the payload of the pair it is the source of (flat)."""
+        held: list[dict[int, np.ndarray]] = [{} for _ in range(x.shape[0])]
+        for k, (source, _) in enumerate(self.groups):
+            held[source][k] = _flat(x[source])
+        return held
+
+    def wanted(self, device: int) -> list[int]:
+        """The pair whose destination the device is, if any."""
+        return [k for k, (_, destination) in enumerate(self.groups) if destination == device]
+
+    def slot(self, row: np.ndarray, block: int) -> np.ndarray:
+        """A device's output is the one payload it receives."""
+        return row
+
+    def reference_rows(self, x: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+        senders = {destination: source for source, destination in self.groups}
+        zeros = np.zeros(self.shape, x.dtype)
+        for device in range(x.shape[0]):
+            yield device, x[senders[device]] if device in senders else zeros
+
+
 def all_gather_reference(x: np.ndarray, axis: int = 0, tiled: bool = False, axis_index_groups: Sequence[Sequence[int]] | None = None) -> np.ndarray:
     """JAX's all_gather computed directly from its definition.
 
@@ -360,3 +556,34 @@ def psum_reference(x: np.ndarray, axis_index_groups: Sequence[Sequence[int]] | N
     """
     x = np.asarray(x)
     return AllReduceLayout.check(x, axis_index_groups).reference(x)
+
+
+def all_to_all_reference(
+    x: np.ndarray, split_axis: int, concat_axis: int, axis_index_groups: Sequence[Sequence[int]] | None = None, tiled: bool = False
+) -> np.ndarray:
+    """JAX's all_to_all computed directly from its definition.
+
+    Examples
+    --------
+    >>> all_to_all_reference(np.arange(9).reshape(3, 3), 0, 0)
+    array([[0, 3, 6],
+           [1, 4, 7],
+           [2, 5, 8]])
+    >>> all_to_all_reference(np.arange(8).reshape(2, 4), 0, 0, tiled=True)
+    array([[0, 1, 4, 5],
+           [2, 3, 6, 7]])
+    """
+    x = np.asarray(x)
+    return AllToAllLayout.check(x, split_axis, concat_axis, tiled, axis_index_groups).reference(x)
+
+
+def ppermute_reference(x: np.ndarray, perm: Sequence[Sequence[int]]) -> np.ndarray:
+    """JAX's ppermute computed directly from its definition.
+
+    Examples
+    --------
+    >>> ppermute_reference(np.arange(4), [(0, 1), (1, 2), (2, 3)])
+    array([0, 0, 1, 2])
+    """
+    x = np.asarray(x)
+    return PermuteLayout.check(x, perm).reference(x)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,3 +55,42 @@ def expected_psum(x, axis_index_groups):
     for g in groups_of(axis_index_groups, x.shape[0]):
         out[g] = x[g].sum(axis=0, dtype=x.dtype)
     return out
+
+
+def expected_all_to_all(x, split_axis, concat_axis, tiled, axis_index_groups):
+    """all_to_all by reshaping each group's stacked input: cut the split axis into (receiver, rest)."""
+    x = np.asarray(x)
+    rank = x.ndim - 1
+    s, c = split_axis % rank, concat_axis % rank
+    rows = [None] * x.shape[0]
+    for g in groups_of(axis_index_groups, x.shape[0]):
+        n = len(g)
+        stacked = x[g]  # [sender, *shape]
+        cut = stacked.reshape((*stacked.shape[: 1 + s], n, stacked.shape[1 + s] // n, *stacked.shape[2 + s :]))
+        by_receiver = np.moveaxis(cut, 1 + s, 0)  # [receiver, sender, ..., rest, ...]
+        for i, d in enumerate(g):
+            mine = by_receiver[i]  # [sender, *shape with split axis -> rest]
+            if tiled:
+                moved = np.moveaxis(mine, 0, c)  # [..., sender, shape[c], ...]
+                rows[d] = moved.reshape((*moved.shape[:c], -1, *moved.shape[c + 2 :]))
+            else:
+                rows[d] = np.moveaxis(mine.squeeze(axis=1 + s), 0, c)
+    return np.stack(rows)
+
+
+def expected_ppermute(x, perm):
+    """ppermute by fancy indexing: out[destinations] = x[sources], zeros elsewhere."""
+    x = np.asarray(x)
+    out = np.zeros_like(x)
+    if perm:
+        sources, destinations = (list(v) for v in zip(*perm, strict=True))
+        out[destinations] = x[sources]
+    return out
+
+
+@pytest.fixture(scope="session")
+def bundled_runs():
+    """Every bundled scenario, simulated once per test session: {name: Result}."""
+    import netsim
+
+    return {path.stem: netsim.simulate(netsim.load_scenario(path)) for path in sorted((ROOT / "scenarios").glob("*.yaml"))}

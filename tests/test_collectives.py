@@ -13,7 +13,12 @@ from netsim.schedules import ALGORITHMS
 
 GROUP_SIZES = (2, 3, 4, 5, 8, 16)
 RANK_SHAPES = {0: (), 1: (4,), 2: (2, 3), 3: (2, 1, 2)}
-ALGOS = tuple(ALGORITHMS)
+ALGOS = ("ring", "bidirectional_ring", "bidirectional_halfway")  # the spine's rings, with exact closed forms
+
+
+def algorithms_for(pattern: str, n: int) -> tuple[str, ...]:
+    """Every registered algorithm that runs ``pattern`` on groups of n (power-of-two ones only where n is one)."""
+    return tuple(a for a, plan in ALGORITHMS.items() if plan.runs(pattern) and (not plan.power_of_two or n & (n - 1) == 0))
 
 
 def shuffled_groups(size: int, n_groups: int, seed: int) -> list[list[int]]:
@@ -46,8 +51,9 @@ def test_all_gather_matches_reference(size, rank, dtype):
     groups = shuffled_groups(size, n_groups, seed=size * 10 + rank)
     x = make_input(size * n_groups, shape, dtype, seed=rank)
     cases = [(a, False) for a in range(-(rank + 1), rank + 1)] + [(a, True) for a in range(-rank, rank)]
+    algos = algorithms_for("gather", size)
     for i, (axis, tiled) in enumerate(cases):
-        algorithm = ALGOS[i % len(ALGOS)]
+        algorithm = algos[i % len(algos)]
         result = netsim.all_gather(x, axis=axis, tiled=tiled, axis_index_groups=groups, algorithm=algorithm)
         check(result.output, expected_all_gather(x, axis, tiled, groups))
         assert result.verified and result.time > 0
@@ -59,12 +65,13 @@ def test_all_gather_matches_reference(size, rank, dtype):
 def test_psum_scatter_matches_reference(size, rank, dtype):
     n_groups = 2 if size <= 8 else 1
     groups = shuffled_groups(size, n_groups, seed=size + rank)
+    algos = algorithms_for("reduce_scatter", size)
     for i, dim in enumerate(range(-rank, rank)):
         for tiled in (False, True):
             shape = [2] * rank
             shape[dim] = size * (2 if tiled else 1)
             x = make_input(size * n_groups, tuple(shape), dtype, seed=i)
-            algorithm = ALGOS[(i + tiled) % len(ALGOS)]
+            algorithm = algos[(i + tiled) % len(algos)]
             result = netsim.psum_scatter(x, scatter_dimension=dim, axis_index_groups=groups, tiled=tiled, algorithm=algorithm)
             check(result.output, expected_psum_scatter(x, dim, tiled, groups))
 
@@ -76,7 +83,7 @@ def test_psum_matches_reference(size, rank, dtype):
     n_groups = 2 if size <= 8 else 1
     groups = shuffled_groups(size, n_groups, seed=3 * size + rank)
     x = make_input(size * n_groups, RANK_SHAPES[rank], dtype, seed=rank + 7)
-    for algorithm in ALGOS:
+    for algorithm in algorithms_for("all_reduce", size):
         check(netsim.psum(x, axis_index_groups=groups, algorithm=algorithm).output, expected_psum(x, groups))
 
 
@@ -150,6 +157,9 @@ def closed_form(algorithm: str, n: int, s: float) -> float:
         "ring": (n - 1) * (ALPHA + s / B),
         "bidirectional_ring": (n - 1) * (ALPHA + s / (2 * B)),
         "bidirectional_halfway": (n // 2) * (ALPHA + s / B),
+        # without mesh axes a group is one axis that wraps: both are the bidirectional ring
+        "multiaxis": (n - 1) * (ALPHA + s / (2 * B)),
+        "dimension_ordered": (n - 1) * (ALPHA + s / (2 * B)),
     }[algorithm]
 
 
@@ -245,7 +255,11 @@ def test_nccl_bandwidths():
             "psum_scatter with tiled=True needs shape[1]=6 to be divisible by the group size 4",
         ),
         (lambda: netsim.psum_scatter(np.zeros((4, 4)), scatter_dimension=2), "scatter_dimension=2 is out of range for 1 dimension(s) (valid: -1..0)"),
-        (lambda: netsim.all_gather(np.zeros(4), algorithm="tree"), "unknown algorithm 'tree'; expected one of ring, bidirectional_ring, bidirectional_halfway"),
+        (
+            lambda: netsim.all_gather(np.zeros(4), algorithm="tree"),
+            "unknown algorithm 'tree'; expected one of ring, bidirectional_ring, bidirectional_halfway, "
+            "direct, recursive_doubling, recursive_halving, rabenseifner, multiaxis, dimension_ordered",
+        ),
         (lambda: netsim.all_gather(np.zeros(4), topology="ring8"), "input has 4 devices on its leading axis but topology ring8 has 8"),
         (lambda: netsim.all_gather(np.float32(1.0)), "every input array must be stacked [n_devices, ...] with the same n_devices; got shapes [()]"),
     ],

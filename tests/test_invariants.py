@@ -20,13 +20,13 @@ runner = CliRunner()
 
 
 def start_buffers(schedule: Schedule, n_devices: int, size: int = 8) -> list[dict]:
-    """Each device's chunks at the start, for a gather or a reduction over the schedule's groups."""
+    """Each device's chunks at the start, written from the definition of each pattern."""
     buffers: list[dict] = [{} for _ in range(n_devices)]
     for group in schedule.groups:
+        n = len(group)
         for k, device in enumerate(group):
-            for block in range(len(group)):
-                if schedule.pattern == "gather" and block != k:
-                    continue
+            blocks = {"gather": [k], "all_to_all": [k * n + j for j in range(n)]}.get(schedule.pattern, range(n))
+            for block in blocks:
                 for piece in range(schedule.pieces):
                     buffers[device][(block, piece)] = np.full(size, device, np.int64)
     return buffers
@@ -35,7 +35,8 @@ def start_buffers(schedule: Schedule, n_devices: int, size: int = 8) -> list[dic
 def wanted_of(schedule: Schedule):
     def wanted(device):
         group = next(g for g in schedule.groups if device in g)
-        return [group.index(device)] if schedule.pattern == "reduce_scatter" else range(len(group))
+        n, k = len(group), group.index(device)
+        return {"reduce_scatter": [k], "all_to_all": range(k, n * n, n)}.get(schedule.pattern, range(n))
 
     return wanted
 
@@ -59,12 +60,33 @@ def check(topology, schedule, buffers, playback, transfers=None):
     )
 
 
-@pytest.mark.parametrize("pattern", ["gather", "reduce_scatter", "all_reduce"])
-@pytest.mark.parametrize("algorithm", sorted(netsim.ALGORITHMS))
+PLANS = [
+    (pattern, algorithm)
+    for pattern in ("gather", "reduce_scatter", "all_reduce", "all_to_all")
+    for algorithm in sorted(netsim.ALGORITHMS)
+    if netsim.ALGORITHMS[algorithm].runs(pattern)
+]
+
+
+@pytest.mark.parametrize(("pattern", "algorithm"), PLANS, ids=[f"{p}-{a}" for p, a in PLANS])
 @pytest.mark.parametrize("groups", [((0, 1, 2, 3),), ((0, 2), (3, 1)), ((3, 0, 2, 1),)])
 def test_real_runs_satisfy_every_invariant(pattern, algorithm, groups):
     check(*played(pattern, algorithm, groups))
     check(*played(pattern, algorithm, groups, topology=ring(4).fail_link(1, 2)))
+
+
+def test_every_pattern_and_algorithm_is_covered():
+    assert {p for p, _ in PLANS} == {"gather", "reduce_scatter", "all_reduce", "all_to_all"}
+    assert {a for _, a in PLANS} == set(netsim.ALGORITHMS)
+
+
+def test_ppermute_runs_satisfy_every_invariant():
+    # pairs overlap (a device is one pair's source and another's destination, or its own)
+    perm = [(0, 2), (2, 3), (3, 0), (1, 1)]
+    x = np.arange(4 * 6, dtype=np.int32).reshape(4, 6)
+    for topology in (ring(4), ring(4).fail_link(2, 3), torus((2, 2))):
+        result = netsim.ppermute(x, perm, topology=topology)  # checks every invariant inside
+        np.testing.assert_array_equal(result.output, x[[3, 1, 0, 2]])
 
 
 def test_invariants_hold_with_multi_hop_routes_on_a_torus():

@@ -16,10 +16,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import netsim
+from netsim.schedules import check_algorithm
+from netsim.semantics import all_to_all_reference, ppermute_reference
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 DTYPES = ("int8", "uint16", "int32", "int64", "float16", "float32", "float64")
-ALGORITHMS = sorted(netsim.ALGORITHMS)
+
+
+def algorithms(pattern: str, group_size: int) -> st.SearchStrategy[str]:
+    """The algorithms that can play the pattern on groups of this size (some need a power of two)."""
+    names = []
+    for name in sorted(netsim.ALGORITHMS):
+        try:
+            check_algorithm(pattern, group_size, name)
+        except ValueError:
+            continue
+        names.append(name)
+    return st.sampled_from(names)
 
 
 @st.composite
@@ -82,7 +95,7 @@ def test_all_gather_equals_the_reference(draw):
     tiled = draw.draw(st.booleans()) and len(shape) > 0
     rank = len(shape)
     axis = draw.draw(st.integers(-rank, rank - 1) if tiled else st.integers(-(rank + 1), rank))
-    dtype, algorithm = draw.draw(st.sampled_from(DTYPES)), draw.draw(st.sampled_from(ALGORITHMS))
+    dtype, algorithm = draw.draw(st.sampled_from(DTYPES)), draw.draw(algorithms("gather", size))
     x = data(draw.draw(st.integers(0, 2**32 - 1)), (topology.n_devices, *shape), dtype)
     result = netsim.all_gather(x, axis=axis, tiled=tiled, axis_index_groups=groups, topology=topology, algorithm=algorithm)
     np.testing.assert_array_equal(result.output, expected_all_gather(x, axis, tiled, groups))
@@ -98,7 +111,7 @@ def test_psum_scatter_equals_the_reference(draw):
     dim = draw.draw(st.integers(-len(shape), len(shape) - 1))
     tiled = draw.draw(st.booleans())
     shape[dim] = size * draw.draw(st.integers(0, 2)) if tiled else size
-    dtype, algorithm = draw.draw(st.sampled_from(DTYPES)), draw.draw(st.sampled_from(ALGORITHMS))
+    dtype, algorithm = draw.draw(st.sampled_from(DTYPES)), draw.draw(algorithms("reduce_scatter", size))
     x = data(draw.draw(st.integers(0, 2**32 - 1)), (topology.n_devices, *shape), dtype)
     result = netsim.psum_scatter(x, scatter_dimension=dim, axis_index_groups=groups, tiled=tiled, topology=topology, algorithm=algorithm)
     assert_output(result.output, expected_psum_scatter(x, dim, tiled, groups), x, size)
@@ -111,7 +124,7 @@ def test_psum_equals_the_reference(draw):
     topology = draw.draw(topologies())
     groups, size = draw.draw(layouts(topology))
     shape = draw.draw(shapes)
-    dtype, algorithm = draw.draw(st.sampled_from(DTYPES)), draw.draw(st.sampled_from(ALGORITHMS))
+    dtype, algorithm = draw.draw(st.sampled_from(DTYPES)), draw.draw(algorithms("all_reduce", size))
     x = data(draw.draw(st.integers(0, 2**32 - 1)), (topology.n_devices, *shape), dtype)
     result = netsim.psum(x, axis_index_groups=groups, topology=topology, algorithm=algorithm)
     assert_output(result.output, expected_psum(x, groups), x, size)
@@ -132,7 +145,7 @@ def test_with_a_link_down_or_degraded_and_a_straggler_the_output_is_still_the_re
     late = draw.draw(st.integers(0, n - 1))
     delay = draw.draw(st.floats(0, 1e-4))
     x = data(draw.draw(st.integers(0, 2**32 - 1)), (n, 2 * n), "int32")
-    algorithm = draw.draw(st.sampled_from(ALGORITHMS))
+    algorithm = draw.draw(algorithms("all_reduce", size))
     result = netsim.psum(x, axis_index_groups=groups, topology=topology, algorithm=algorithm, stragglers={late: delay})
     np.testing.assert_array_equal(result.output, expected_psum(x, groups))
     assert_time(result, size)
@@ -140,6 +153,37 @@ def test_with_a_link_down_or_degraded_and_a_straggler_the_output_is_still_the_re
     if size > 1:
         assert result.time >= delay + 1e-6 * (1 - 1e-12)  # the late device sends at least once
     assert result.critical_path.finish_s == result.time
+
+
+@SETTINGS
+@given(st.data())
+def test_all_to_all_equals_the_reference(draw):
+    topology = draw.draw(topologies())
+    groups, size = draw.draw(layouts(topology))
+    shape = list(draw.draw(shapes.filter(len)))
+    split = draw.draw(st.integers(-len(shape), len(shape) - 1))
+    concat = draw.draw(st.integers(-len(shape), len(shape) - 1))
+    tiled = draw.draw(st.booleans())
+    shape[split] = size * draw.draw(st.integers(0, 2)) if tiled else size
+    dtype, algorithm = draw.draw(st.sampled_from(DTYPES)), draw.draw(algorithms("all_to_all", size))
+    x = data(draw.draw(st.integers(0, 2**32 - 1)), (topology.n_devices, *shape), dtype)
+    result = netsim.all_to_all(x, split, concat, axis_index_groups=groups, tiled=tiled, topology=topology, algorithm=algorithm)
+    np.testing.assert_array_equal(result.output, all_to_all_reference(x, split, concat, axis_index_groups=groups, tiled=tiled))
+    assert_time(result, size)
+
+
+@SETTINGS
+@given(st.data())
+def test_ppermute_equals_the_reference(draw):
+    topology = draw.draw(topologies())
+    n = topology.n_devices
+    sources = draw.draw(st.permutations(range(n)))
+    destinations = draw.draw(st.permutations(range(n)))
+    perm = list(zip(sources, destinations, strict=True))[: draw.draw(st.integers(0, n))]
+    x = data(draw.draw(st.integers(0, 2**32 - 1)), (n, *draw.draw(shapes)), draw.draw(st.sampled_from(DTYPES)))
+    result = netsim.ppermute(x, perm, topology=topology)
+    np.testing.assert_array_equal(result.output, ppermute_reference(x, perm))
+    assert math.isfinite(result.time) and result.time >= 0
 
 
 # Illegal combinations ------------------------------------------------------------------

@@ -50,7 +50,8 @@ CASES = [
     (replace("  op: all_gather", "  op: all_reduce"), "collective.op: expected one of all_gather, psum_scatter, psum"),
     (
         replace("name: t", "name: t\nalgorithm: tree"),
-        "algorithm: unknown algorithm 'tree'; expected one of ring, bidirectional_ring, bidirectional_halfway (got 'tree')",
+        "algorithm: unknown algorithm 'tree'; expected one of ring, bidirectional_ring, bidirectional_halfway, "
+        "direct, recursive_doubling, recursive_halving, rabenseifner, multiaxis, dimension_ordered (got 'tree')",
     ),
     (replace("name: t", "name: t\nlink: {bandwidth: 0 GB/s}"), "link.bandwidth: Input should be greater than 0 (got '0 GB/s')"),
     (
@@ -88,6 +89,59 @@ CASES = [
         ": invalid YAML at line 1, column 1: could not determine a constructor for the tag 'tag:yaml.org,2002:python/object/apply:os.system'",
     ),
     (b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", ": not a text file (expected UTF-8 YAML)"),
+    # all_to_all and ppermute
+    (replace("  op: all_gather", "  op: all_reduce"), "collective.op: expected one of all_gather, psum_scatter, psum, all_to_all, ppermute"),
+    (
+        replace("  op: all_gather", "  op: all_to_all\n  axis: 0"),
+        "collective.axis: unknown field; allowed here: op, split_axis, concat_axis, tiled, axis_index_groups",
+    ),
+    (replace("  op: all_gather", "  op: all_to_all\n  split_axis: 1"), "collective.split_axis: split_axis=1 is out of range for 1 dimension(s) (valid: -1..0)"),
+    (
+        replace("  op: all_gather", "  op: all_to_all\n  concat_axis: -2"),
+        "collective.concat_axis: concat_axis=-2 is out of range for 1 dimension(s) (valid: -1..0)",
+    ),
+    (
+        replace("  op: all_gather", "  op: all_to_all\n  tiled: true").replace("[4]", "[6]"),
+        "input.shape: all_to_all with tiled=True needs shape[0]=6 to be divisible by the group size 4",
+    ),
+    (
+        replace("  op: all_gather", "  op: all_to_all").replace("[4]", "[2, 4]"),
+        "input.shape: all_to_all with tiled=False needs shape[0]=2 to equal the group size 4",
+    ),
+    (
+        replace("  op: all_gather", "  op: all_to_all").replace("  shape: [4]", "  bytes_per_device: 24 B"),
+        "input.bytes_per_device: 6 elements do not split into 4 equal blocks; pick a multiple of 16 bytes",
+    ),
+    (
+        replace("  op: all_gather", "  op: all_to_all\n  tiled: true\n  axis_index_groups: [[0, 1], [2, 3]]").replace(
+            "name: t", "name: t\nalgorithm: recursive_doubling"
+        ),
+        "algorithm: algorithm 'recursive_doubling' does not run the all_to_all pattern; algorithms that do: direct",
+    ),
+    (replace("  op: all_gather", "  op: ppermute"), "collective.perm: required field is missing"),
+    (
+        replace("  op: all_gather", "  op: ppermute\n  perm: [[0, 1], [1, 4]]"),
+        "collective.perm: perm index 4 is out of range for 4 devices (valid: 0..3), in (1, 4)",
+    ),
+    (replace("  op: all_gather", "  op: ppermute\n  perm: [[0, 1], [0, 2]]"), "collective.perm: perm repeats source 0: (0, 1) and (0, 2) both send from it"),
+    (replace("  op: all_gather", "  op: ppermute\n  perm: [[0, 2], [1, 2]]"), "collective.perm: perm repeats destination 2: (0, 2) and (1, 2) both send to it"),
+    (
+        replace("  op: all_gather", "  op: ppermute\n  perm: [[0, 1, 2]]"),
+        "collective.perm: perm must be a list of (source, destination) pairs; (0, 1, 2) is not a pair",
+    ),
+    (
+        replace("  op: all_gather", "  op: ppermute\n  perm: [[0, 1]]").replace("name: t", "name: t\nalgorithm: ring"),
+        "algorithm: ppermute sends every pair directly; leave algorithm out or write direct (got 'ring')",
+    ),
+    (
+        replace("  op: all_gather", "  op: psum").replace("name: t", "name: t\nalgorithm: rabenseifner").replace("ring4", "{kind: ring, dims: [6]}"),
+        "algorithm: rabenseifner needs a power-of-two group size, got 6",
+    ),
+    (
+        replace("  op: all_gather", "  op: psum_scatter").replace("name: t", "name: t\nalgorithm: recursive_doubling"),
+        "algorithm: algorithm 'recursive_doubling' does not run the reduce_scatter pattern; "
+        "algorithms that do: ring, bidirectional_ring, bidirectional_halfway, direct, recursive_halving",
+    ),
 ]
 
 

@@ -46,6 +46,12 @@ def test_bundled_scenario_table(path):
         "algbw",
         "busbw",
         "verified",
+        "estimate (closed form)",
+        "simulated / estimate",
+        "regime",
+        "book estimate",
+        "memory per device",
+        "busiest links",
     ):
         assert label in result.output
     assert "yes, equals the NumPy reference" in result.output
@@ -90,3 +96,24 @@ def test_console_script_runs_in_a_real_process():
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["collective"] == "all_gather"
+
+
+def test_new_collective_scenarios_match_closed_forms():
+    """all_to_all, ppermute and the recursive algorithms, against the formulas in each file's comment."""
+    B, alpha = 45e9, 1e-6
+
+    def time_of(name):
+        return netsim.simulate(netsim.load_scenario(ROOT / "scenarios" / f"{name}.yaml")).time
+
+    c = 16384 * 4  # all_to_all chunk, bytes
+    V = 8 * 8 * c  # bytes over all devices of the ring of 8
+    assert time_of("alltoall_ring8") == pytest.approx(V / (4 * 2 * B) + alpha, rel=1e-9)
+    V = 16 * 16 * c
+    book = V * 4 / (4 * 16 * 2 * B)
+    torus = time_of("alltoall_torus4x4")
+    assert book == pytest.approx(8 * c / B, rel=1e-12)
+    assert book + 2 * alpha < torus < 1.4 * book  # see the scenario's comment: idle axis-1 links
+    s = 2**20
+    assert time_of("ppermute_ring8_shift") == pytest.approx(alpha + s / B, rel=1e-9)
+    assert time_of("psum_rabenseifner_2x2x2") == pytest.approx(2 * 3 * alpha + 2 * (7 / 8) * s / B, rel=1e-9)
+    assert time_of("allgather_ring8_recursive_doubling") == pytest.approx(4 * alpha + 19 * s / B, rel=1e-9)

@@ -16,22 +16,67 @@ Patterns
     ``gather``: member j starts with block j; at the end everyone holds every block.
     ``reduce_scatter``: everyone starts with a contribution to every block; at the
     end member k holds the sum of block k. ``all_reduce``: reduce-scatter, then
-    all-gather of the reduced blocks.
+    all-gather of the reduced blocks. ``all_to_all``: member i starts with the
+    blocks ``i*n + j`` (from i, for j) for every j and must end with every block
+    ``j*n + i`` (from j, for i).
+
+One message per step
+    Most algorithms let a chunk leave as soon as it has arrived. Algorithms that
+    follow the textbook's step structure (recursive doubling and halving) instead
+    send, at each step, one message made of several blocks, once the previous
+    step's message has arrived. netsim sends such a message as one transfer per
+    block, all leaving together, and makes each wait for every arrival of the
+    source's previous step. Back to back on the same route, m transfers of s bytes
+    arrive exactly when one message of m*s bytes would (h*alpha + m*s/B with
+    cut-through forwarding), so the times match the closed forms.
 
 Algorithms live in the modules of this package and register themselves in
 :data:`ALGORITHMS`: :mod:`netsim.schedules.rings` has ``ring``,
-``bidirectional_ring`` (the default) and ``bidirectional_halfway``.
+``bidirectional_ring`` (the default) and ``bidirectional_halfway``;
+:mod:`netsim.schedules.direct` has ``direct`` (every pair at once, the default for
+all_to_all); :mod:`netsim.schedules.recursive_doubling`,
+:mod:`netsim.schedules.recursive_halving` and :mod:`netsim.schedules.rabenseifner`
+have the algorithms of those names; :mod:`netsim.schedules.torus` has ``multiaxis``
+and ``dimension_ordered``.
+
+Groups with a shape
+    A group laid over several mesh axes (see :mod:`netsim.device_mesh`) has a shape,
+    e.g. (4, 4): its members are row-major over the axes, and each axis is a
+    ring or a line (no wraparound). An :class:`AxesAlgorithm` plans with that
+    shape; :func:`build_schedule` takes it as ``group_shape`` and ``wraparound``.
+    Without them a group is one axis that wraps. Other algorithms ignore them.
 """
 
 from __future__ import annotations
 
+import importlib
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
+from numbers import Integral
 
-__all__ = ["ALGORITHMS", "DEFAULT_ALGORITHM", "PATTERNS", "Algorithm", "Move", "Schedule", "Transfer", "build_schedule", "register"]
+__all__ = [
+    "ALGORITHMS",
+    "DEFAULT_ALGORITHM",
+    "DEFAULT_AXES_ALGORITHM",
+    "PATTERNS",
+    "Algorithm",
+    "AxesAlgorithm",
+    "Move",
+    "Schedule",
+    "Transfer",
+    "build_schedule",
+    "check_algorithm",
+    "default_algorithm",
+    "register",
+]
 
-PATTERNS = ("gather", "reduce_scatter", "all_reduce")
+PATTERNS = ("gather", "reduce_scatter", "all_reduce", "all_to_all")
 DEFAULT_ALGORITHM = "bidirectional_ring"
+DEFAULT_AXES_ALGORITHM = "multiaxis"
+"""The default for a collective over mesh axes (groups from :meth:`netsim.Mesh.groups`)."""
+_DEFAULTS = {"all_to_all": "direct"}
 
 Key = tuple[int, int]
 
@@ -56,7 +101,7 @@ class Transfer:
     deps : tuple of int
         Indices of the transfers that must have arrived at ``src`` first.
     phase : str
-        ``"gather"`` or ``"reduce_scatter"``.
+        ``"gather"``, ``"reduce_scatter"``, ``"all_to_all"`` or ``"permute"``.
     """
 
     step: int
@@ -83,6 +128,8 @@ class Schedule:
     pieces : int
         Number of pieces each block is cut into.
     transfers : tuple of Transfer
+    group_shape : tuple of int or None
+        The groups' shape over mesh axes, when the algorithm used one.
     """
 
     algorithm: str
@@ -90,6 +137,7 @@ class Schedule:
     groups: tuple[tuple[int, ...], ...]
     pieces: int
     transfers: tuple[Transfer, ...]
+    group_shape: tuple[int, ...] | None = None
 
     @property
     def n_steps(self) -> int:
@@ -122,6 +170,9 @@ class Schedule:
 Move = tuple[int, int, int, int, int, int]
 
 
+MoveFn = Callable[[int], Iterator[Move]]
+
+
 @dataclass(frozen=True)
 class Algorithm:
     """How an algorithm cuts blocks and moves them within one group.
@@ -130,24 +181,95 @@ class Algorithm:
     ----------
     pieces : int
         Pieces each block is cut into.
-    gather, reduce_scatter : callable
+    gather, reduce_scatter : callable or None
         ``f(n)`` yields the :data:`Move` s of that pattern for a group of ``n``
-        (positions 0..n-1 in group order); ``all_reduce`` is reduce_scatter then gather.
+        (positions 0..n-1 in group order); ``all_reduce`` is reduce_scatter then
+        gather. None if the algorithm does not do that pattern.
+    description : str
+        One line for reports.
+    all_to_all : callable or None
+        Moves of the all_to_all pattern (block ``i*n + j`` goes from i to j).
+    patterns : tuple of str, optional
+        Restricts the patterns the algorithm offers (e.g. only ``all_reduce``);
+        by default every pattern its move generators make possible.
+    power_of_two : bool
+        The algorithm needs a group size that is a power of two.
+    one_message_per_step : bool
+        A member sends a step's blocks only once everything its previous step
+        brought has arrived (see "One message per step" above).
+    """
+
+    pieces: int
+    gather: MoveFn | None
+    reduce_scatter: MoveFn | None
+    description: str = ""
+    all_to_all: MoveFn | None = None
+    patterns: tuple[str, ...] | None = None
+    power_of_two: bool = False
+    one_message_per_step: bool = False
+
+    def runs(self, pattern: str) -> bool:
+        """Whether the algorithm can play ``pattern``.
+
+        Examples
+        --------
+        >>> ALGORITHMS["ring"].runs("all_to_all"), ALGORITHMS["direct"].runs("all_to_all")
+        (False, True)
+        """
+        if self.patterns is not None:
+            return pattern in self.patterns
+        needs = {
+            "gather": (self.gather,),
+            "reduce_scatter": (self.reduce_scatter,),
+            "all_reduce": (self.reduce_scatter, self.gather),
+            "all_to_all": (self.all_to_all,),
+        }[pattern]
+        return all(moves is not None for moves in needs)
+
+
+AxesMoves = Callable[[tuple[int, ...], tuple[bool, ...]], Iterator[Move]]
+
+
+@dataclass(frozen=True)
+class AxesAlgorithm:
+    """An algorithm that plans with the group's shape over mesh axes.
+
+    Attributes
+    ----------
+    pieces : callable
+        ``f(k)``: pieces each block is cut into, for a group over k axes.
+    gather, reduce_scatter : callable
+        ``f(shape, wraparound)`` yields the :data:`Move` s of that pattern for a
+        group of that shape (positions row-major over the axes); ``wraparound``
+        says, per axis, whether it is a ring (True) or a line (False).
+        ``all_reduce`` is reduce_scatter then gather.
     description : str
         One line for reports.
     """
 
-    pieces: int
-    gather: Callable[[int], Iterator[Move]]
-    reduce_scatter: Callable[[int], Iterator[Move]]
+    pieces: Callable[[int], int]
+    gather: AxesMoves
+    reduce_scatter: AxesMoves
     description: str = ""
+    power_of_two = False
+    one_message_per_step = False
+
+    def runs(self, pattern: str) -> bool:
+        """Whether the algorithm can play ``pattern``: gathers and reductions, not all_to_all.
+
+        Examples
+        --------
+        >>> ALGORITHMS["multiaxis"].runs("all_reduce"), ALGORITHMS["multiaxis"].runs("all_to_all")
+        (True, False)
+        """
+        return pattern in ("gather", "reduce_scatter", "all_reduce")
 
 
-ALGORITHMS: dict[str, Algorithm] = {}
-"""Algorithm name -> :class:`Algorithm`. Modules of this package add theirs with :func:`register`."""
+ALGORITHMS: dict[str, Algorithm | AxesAlgorithm] = {}
+"""Algorithm name -> :class:`Algorithm` or :class:`AxesAlgorithm`. Modules of this package add theirs with :func:`register`."""
 
 
-def register(name: str, algorithm: Algorithm) -> Algorithm:
+def register(name: str, algorithm: Algorithm | AxesAlgorithm) -> Algorithm | AxesAlgorithm:
     """Make an algorithm selectable by name."""
     if name in ALGORITHMS:
         raise ValueError(f"algorithm {name!r} is already registered")
@@ -155,17 +277,66 @@ def register(name: str, algorithm: Algorithm) -> Algorithm:
     return algorithm
 
 
-def build_schedule(pattern: str, groups: Sequence[Sequence[int]], algorithm: str | None = None) -> Schedule:
+def default_algorithm(pattern: str) -> str:
+    """The algorithm a pattern uses when none is named.
+
+    Examples
+    --------
+    >>> default_algorithm("gather"), default_algorithm("all_to_all")
+    ('bidirectional_ring', 'direct')
+    """
+    return _DEFAULTS.get(pattern, DEFAULT_ALGORITHM)
+
+
+def check_algorithm(pattern: str, group_size: int, algorithm: str | None = None) -> str:
+    """The algorithm to use for a pattern on groups of ``group_size``, or a ValueError saying why not.
+
+    Examples
+    --------
+    >>> check_algorithm("all_to_all", 8)
+    'direct'
+    >>> check_algorithm("gather", 6, "recursive_doubling")
+    Traceback (most recent call last):
+    ...
+    ValueError: recursive_doubling needs a power-of-two group size, got 6
+    """
+    algorithm = default_algorithm(pattern) if algorithm is None else algorithm
+    if pattern not in PATTERNS:
+        raise ValueError(f"unknown pattern {pattern!r}; expected one of {', '.join(PATTERNS)}")
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
+    plan = ALGORITHMS[algorithm]
+    if not plan.runs(pattern):
+        able = [name for name, other in ALGORITHMS.items() if other.runs(pattern)]
+        raise ValueError(f"algorithm {algorithm!r} does not run the {pattern} pattern; algorithms that do: {', '.join(able)}")
+    if plan.power_of_two and (group_size < 1 or group_size & (group_size - 1)):
+        raise ValueError(f"{algorithm} needs a power-of-two group size, got {group_size}")
+    return algorithm
+
+
+def build_schedule(
+    pattern: str,
+    groups: Sequence[Sequence[int]],
+    algorithm: str | None = None,
+    group_shape: Sequence[int] | None = None,
+    wraparound: Sequence[bool] | None = None,
+) -> Schedule:
     """Plan a collective over the given groups with the named algorithm.
 
     Parameters
     ----------
-    pattern : {"gather", "reduce_scatter", "all_reduce"}
+    pattern : {"gather", "reduce_scatter", "all_reduce", "all_to_all"}
         What the collective does with blocks (see the module docstring).
     groups : sequence of sequence of int
         Device indices of each group, in ring order; all groups run at once.
     algorithm : str, optional
-        A name from :data:`ALGORITHMS`; default ``"bidirectional_ring"``.
+        A name from :data:`ALGORITHMS`; default ``"bidirectional_ring"``
+        (``"direct"`` for all_to_all).
+    group_shape : sequence of int, optional
+        The groups' shape over mesh axes (members row-major over them); its
+        product is the group size. Default: one axis of the whole group.
+    wraparound : sequence of bool, optional
+        Per axis of ``group_shape``: a ring (True, the default) or a line.
 
     Returns
     -------
@@ -174,7 +345,9 @@ def build_schedule(pattern: str, groups: Sequence[Sequence[int]], algorithm: str
     Raises
     ------
     ValueError
-        If the pattern or the algorithm is unknown.
+        If the pattern or the algorithm is unknown, the algorithm does not run the
+        pattern, it needs a power-of-two group size and the groups are not, or
+        the shape does not fit the groups.
 
     Examples
     --------
@@ -183,40 +356,69 @@ def build_schedule(pattern: str, groups: Sequence[Sequence[int]], algorithm: str
     (6, 24)
     >>> build_schedule("gather", [[0, 1, 2, 3, 4, 5, 6, 7]], "bidirectional_halfway").n_steps
     4
+    >>> s = build_schedule("gather", [[0, 1, 2, 3]], "multiaxis", group_shape=(2, 2))
+    >>> s.pieces, s.group_shape
+    (4, (2, 2))
     """
-    algorithm = DEFAULT_ALGORITHM if algorithm is None else algorithm
-    if pattern not in PATTERNS:
-        raise ValueError(f"unknown pattern {pattern!r}; expected one of {', '.join(PATTERNS)}")
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
-    plan = ALGORITHMS[algorithm]
     groups = tuple(tuple(int(d) for d in g) for g in groups)
-    phases: list[tuple[str, Callable[[int], Iterator[Move]]]] = []
-    if pattern in ("reduce_scatter", "all_reduce"):
+    algorithm = check_algorithm(pattern, len(groups[0]) if groups else 1, algorithm)
+    plan = ALGORITHMS[algorithm]
+    shape, wraps = _check_shape(groups, group_shape, wraparound)
+    if isinstance(plan, AxesAlgorithm):
+        pieces = plan.pieces(len(shape))
+        plan = Algorithm(pieces, partial(_shaped, plan.gather, shape, wraps), partial(_shaped, plan.reduce_scatter, shape, wraps))
+    phases: list[tuple[str, MoveFn]] = []
+    if pattern in ("reduce_scatter", "all_reduce") and plan.reduce_scatter is not None:
         phases.append(("reduce_scatter", plan.reduce_scatter))
-    if pattern in ("gather", "all_reduce"):
+    if pattern in ("gather", "all_reduce") and plan.gather is not None:
         phases.append(("gather", plan.gather))
+    if pattern == "all_to_all" and plan.all_to_all is not None:
+        phases.append(("all_to_all", plan.all_to_all))
 
     rows: list[tuple[int, int, int, Key, bool, int, str]] = []
     offset = 0
     for phase, moves in phases:
         last = -1
+        planned: dict[int, list[Move]] = {}
         for group in groups:
-            for step, i, j, block, piece, direction in moves(len(group)):
+            if len(group) not in planned:
+                planned[len(group)] = list(moves(len(group)))
+            for step, i, j, block, piece, direction in planned[len(group)]:
                 rows.append((offset + step, group[i], group[j], (block, piece), phase == "reduce_scatter", direction, phase))
                 last = max(last, step)
         offset += last + 1
     rows.sort(key=lambda r: r[0])
-    return Schedule(algorithm, pattern, groups, plan.pieces, _with_deps(rows))
+    used_shape = shape if isinstance(ALGORITHMS[algorithm], AxesAlgorithm) else None
+    return Schedule(algorithm, pattern, groups, plan.pieces, _with_deps(rows, plan.one_message_per_step), used_shape)
 
 
-def _with_deps(rows: list[tuple[int, int, int, Key, bool, int, str]]) -> tuple[Transfer, ...]:
+def _shaped(moves: AxesMoves, shape: tuple[int, ...], wraps: tuple[bool, ...], _n: int) -> Iterator[Move]:
+    return moves(shape, wraps)
+
+
+def _check_shape(
+    groups: tuple[tuple[int, ...], ...], group_shape: Sequence[int] | None, wraparound: Sequence[bool] | None
+) -> tuple[tuple[int, ...], tuple[bool, ...]]:
+    n = len(groups[0]) if groups else 0
+    shape = (n,) if group_shape is None else tuple(group_shape)
+    if any(isinstance(d, bool) or not isinstance(d, Integral) or d < 1 for d in shape) or (groups and math.prod(shape) != n):
+        raise ValueError(f"group_shape {shape!r} does not fit groups of {n}: give positive sizes whose product is {n}")
+    wraps = (True,) * len(shape) if wraparound is None else tuple(wraparound)
+    if len(wraps) != len(shape) or not all(isinstance(w, bool) for w in wraps):
+        raise ValueError(f"wraparound must give one bool per axis of group_shape {shape!r}, got {wraparound!r}")
+    return tuple(int(d) for d in shape), wraps
+
+
+def _with_deps(rows: list[tuple[int, int, int, Key, bool, int, str]], per_step: bool = False) -> tuple[Transfer, ...]:
     """Attach to each transfer the earlier arrivals of its chunk at its source.
 
     A chunk may only leave a device once every transfer of an earlier step that
-    brings (or adds into) that chunk there has arrived. ``rows`` are sorted by step.
+    brings (or adds into) that chunk there has arrived. With ``per_step`` it also
+    waits for everything that arrived at its source in the source's latest earlier
+    step with arrivals (the previous message). ``rows`` are sorted by step.
     """
     arrivals: dict[tuple[int, Key], list[int]] = {}
+    latest: dict[int, tuple[int, list[int]]] = {}
     transfers: list[Transfer] = []
     start = 0
     while start < len(rows):
@@ -225,13 +427,21 @@ def _with_deps(rows: list[tuple[int, int, int, Key, bool, int, str]]) -> tuple[T
             stop += 1
         for index in range(start, stop):
             step, src, dst, key, reduce, direction, phase = rows[index]
-            deps = tuple(arrivals.get((src, key), ()))
-            transfers.append(Transfer(step, src, dst, key, reduce, direction, deps, phase))
+            deps = arrivals.get((src, key), [])
+            if per_step and src in latest:
+                deps = sorted(set(deps).union(latest[src][1]))
+            transfers.append(Transfer(step, src, dst, key, reduce, direction, tuple(deps), phase))
         for index in range(start, stop):
-            _, _, dst, key, *_ = rows[index]
+            step, _, dst, key, *_ = rows[index]
             arrivals.setdefault((dst, key), []).append(index)
+            if per_step:
+                if latest.get(dst, (None,))[0] != step:
+                    latest[dst] = (step, [])
+                latest[dst][1].append(index)
         start = stop
     return tuple(transfers)
 
 
-from netsim.schedules import rings as _rings  # noqa: E402,F401  (registers the ring algorithms)
+# The algorithm modules register themselves on import, in this order (the order of ALGORITHMS).
+for _module in ("rings", "direct", "recursive_doubling", "recursive_halving", "rabenseifner", "torus"):
+    importlib.import_module(f"netsim.schedules.{_module}")

@@ -1,0 +1,136 @@
+"""TPU slices by name: the generations' numbers, their wraparound rules, the files, the errors."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+import yaml
+from conftest import ROOT
+from typer.testing import CliRunner
+
+import netsim
+from netsim.cli import app
+from netsim.collectives import resolve_topology
+from netsim.engine import play
+from netsim.presets import GENERATIONS, parse_slice, tpu_slice
+
+runner = CliRunner()
+
+
+def test_generation_numbers_are_the_documented_ones():
+    # /work/shared/TPU_ICI.md: the scaling book's one-way bandwidth per link direction, ~1 us per hop.
+    expected = {"tpu-v4": (3, 45e9, 4096), "tpu-v5p": (3, 90e9, 8960), "tpu-v5e": (2, 45e9, 256), "tpu-v6e": (2, 90e9, 256)}
+    assert {name: (g.n_axes, g.bandwidth_Bps, g.max_chips) for name, g in GENERATIONS.items()} == expected
+    assert all(g.latency_s == 1e-6 for g in GENERATIONS.values())
+
+
+@pytest.mark.parametrize(
+    ("name", "wraps"),
+    [
+        ("tpu-v5e:8x16", (False, True)),  # v5e wraps an axis only when it has 16 chips
+        ("tpu-v5e:16x16", (True, True)),
+        ("tpu-v5e:8x4", (False, False)),
+        ("tpu-v6e:16x8", (True, False)),
+        ("tpu-v4:4x4x4", (True, True, True)),  # a whole cube
+        ("tpu-v4:4x4x8", (True, True, True)),
+        ("tpu-v4:2x2x4", (False, False, False)),  # smaller than a cube: no wraparound at all
+        ("tpu-v4:2x4x4", (False, False, False)),
+        ("tpu-v5p:8x8x16", (True, True, True)),
+    ],
+)
+def test_wraparound_rules(name, wraps):
+    t = tpu_slice(name)
+    assert t.wraparound == wraps
+    assert t.name == name
+    generation = GENERATIONS[name.split(":")[0]]
+    links = [t.link(link) for link in t.links]
+    assert {(d["bandwidth_Bps"], d["latency_s"]) for d in links} == {(generation.bandwidth_Bps, 1e-6)}
+    # a wrapped axis of size d >= 3 adds one cable per line of that axis
+    for axis, (size, wrapped) in enumerate(zip(t.dims, wraps, strict=True)):
+        cables = sum(1 for u, v, (a, step) in t.links if a == axis and step == 1)
+        lines = t.n_devices // size
+        assert cables == lines * (size if wrapped else size - 1)
+
+
+def test_the_largest_v4_pod_builds():
+    t = tpu_slice("tpu-v4:16x16x16")
+    assert (t.n_devices, t.dims, t.wraparound) == (4096, (16, 16, 16), (True, True, True))
+    assert all(t.graph.out_degree(d) == 6 for d in (0, 1234, 4095))
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("tpu-v9:4x4", "unknown TPU generation 'tpu-v9' in 'tpu-v9:4x4'; known: tpu-v4, tpu-v5p, tpu-v5e, tpu-v6e (write e.g. tpu-v5e:8x16)"),
+        ("v5e:4x4", "unknown TPU generation 'v5e' in 'v5e:4x4'; known: tpu-v4, tpu-v5p, tpu-v5e, tpu-v6e (write e.g. tpu-v5e:8x16)"),
+        ("tpu-v5e:4x4x4", "tpu-v5e is a 2D torus: 'tpu-v5e:4x4x4' gives 3 axes; write e.g. tpu-v5e:4x4"),
+        ("tpu-v4:4x4", "tpu-v4 is a 3D torus: 'tpu-v4:4x4' gives 2 axes; write e.g. tpu-v4:4x4x4"),
+        ("tpu-v4:4x4x", "cannot read the slice shape '4x4x' in 'tpu-v4:4x4x'; write the axis sizes joined by 'x', e.g. tpu-v4:4x4x4"),
+        ("tpu-v5e:0x4", "cannot read the slice shape '0x4' in 'tpu-v5e:0x4'; write the axis sizes joined by 'x', e.g. tpu-v5e:4x4"),
+        ("tpu-v5e:", "cannot read the slice shape '' in 'tpu-v5e:'; write the axis sizes joined by 'x', e.g. tpu-v5e:4x4"),
+        ("tpu-v5e:32x8", "'tpu-v5e:32x8': a tpu-v5e axis has at most 16 chips, got 32"),
+        ("tpu-v4:32x32x32", "'tpu-v4:32x32x32' has 32768 chips; the largest tpu-v4 pod has 4096"),
+    ],
+)
+def test_bad_slice_names(name, message):
+    with pytest.raises(ValueError) as error:
+        parse_slice(name)
+    assert str(error.value) == message
+    with pytest.raises(ValueError) as error:
+        netsim.all_gather(np.zeros(16), topology=name)
+    assert str(error.value) == message
+
+
+def test_bundled_tpu_files_agree_with_the_presets():
+    files = sorted((ROOT / "topologies").glob("tpu-*.yaml"))
+    assert len(files) >= 5
+    for path in files:
+        stem = path.stem
+        generation, shape = stem.rsplit("-", 1)
+        preset = tpu_slice(f"{generation}:{shape}")
+        from_file = netsim.load_topology(path)
+        assert (from_file.dims, from_file.wraparound) == (preset.dims, preset.wraparound), stem
+        assert {tuple(sorted(from_file.link(lk).items())) for lk in from_file.links} == {tuple(sorted(preset.link(lk).items())) for lk in preset.links}, stem
+        assert "#" in path.read_text() and yaml.safe_load(path.read_text())["name"] == stem
+
+
+def test_slice_names_work_in_the_api_and_in_scenarios(tmp_path):
+    assert resolve_topology("tpu-v5e:8x16", 128).dims == (8, 16)
+    with pytest.raises(ValueError, match=r"^input has 16 devices on its leading axis but topology tpu-v5e:8x16 has 128$"):
+        resolve_topology("tpu-v5e:8x16", 16)
+    r = netsim.all_gather(np.arange(64, dtype=np.int32).reshape(16, 4), topology="tpu-v6e:4x4")
+    assert r.topology == "tpu-v6e:4x4" and r.verified
+    text = """
+        name: t
+        topology: tpu-v5e:2x4
+        collective: {op: psum}
+        input: {shape: [8], dtype: int32}
+    """
+    path = tmp_path / "s.yaml"
+    path.write_text(textwrap.dedent(text))
+    assert netsim.load_scenario(path).topology_obj.name == "tpu-v5e:2x4"
+    path.write_text(textwrap.dedent(text).replace("tpu-v5e:2x4", "tpu-v5e:2x2x2"))
+    result = runner.invoke(app, ["run", str(path)])
+    assert result.exit_code == 2
+    assert result.output.strip() == f"error: {path}: topology: tpu-v5e is a 2D torus: 'tpu-v5e:2x2x2' gives 3 axes; write e.g. tpu-v5e:4x4"
+
+
+def test_corner_to_corner_on_a_v5e_4x4_is_data_time_plus_six_hops():
+    # The scaling book: on a v5e 4x4 slice (no wraparound) a corner-to-corner send crosses
+    # 3 + 3 links; cut-through it takes the data time plus 6 us.
+    t = tpu_slice("tpu-v5e:4x4")
+    src, dst = t.device((0, 0)), t.device((3, 3))
+    route = t.route(src, dst)
+    assert [t.link_name(h) for h in route] == ["(0,0)->(1,0)", "(1,0)->(2,0)", "(2,0)->(3,0)", "(3,0)->(3,1)", "(3,1)->(3,2)", "(3,2)->(3,3)"]
+    size = 1 << 20
+    move = type("Move", (), {"src": src, "dst": dst, "key": "x", "reduce": False, "direction": 1, "deps": ()})()
+    buffers = [{} for _ in range(16)]
+    buffers[src]["x"] = np.zeros(size, np.uint8)
+    data_time = size / 45e9
+    assert play(t, [move], buffers).time == pytest.approx(data_time + 6e-6, rel=1e-9)
+    assert play(t, [move], buffers, cut_through=False).time == pytest.approx(6 * (data_time + 1e-6), rel=1e-9)
+    # with wraparound (a v5e 16x16 pod) the corner is 2 hops away round the back
+    pod = tpu_slice("tpu-v5e:16x16")
+    assert len(pod.route(0, pod.device((15, 15)))) == 2
