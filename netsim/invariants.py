@@ -290,7 +290,8 @@ def _check_device_bytes(transfers: Sequence[TransferLike], buffers: Sequence[dic
     size: dict[Hashable, int] = {}
     for held in buffers:
         for key, chunk in held.items():
-            size.setdefault(key, int(getattr(chunk, "nbytes", 0)))
+            if hasattr(chunk, "nbytes"):  # payload-free (timing-only) chunks have no size to compare
+                size.setdefault(key, int(chunk.nbytes))
     expected = np.fromiter((size.get(t.key, -1) for t in transfers), np.int64, len(transfers))
     wrong = (expected >= 0) & (expected != a.nbytes)
     if wrong.any():

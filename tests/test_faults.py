@@ -444,3 +444,19 @@ def test_a_scenario_run_that_still_finds_no_route_names_the_file(tmp_path, monke
     )
     with pytest.raises(netsim.ScenarioError, match=rf"^{path}: faults: no route from \d to \d$"):
         netsim.simulate(loaded)
+
+
+def test_mesh_axes_over_a_cut_ring_run_as_lines():
+    # Meshes decide ring or line from the routes: with row 0's wrap cable down, the y axis is a
+    # line 0-1-2-3 and the multiaxis algorithm plays it as one; the output is still the reference's.
+    t = netsim.torus((4, 4))
+    cut = t.fail_link(t.device((0, 3)), t.device((0, 0)))
+    mesh = netsim.Mesh({"x": 4, "y": 4}, cut)
+    assert netsim.Mesh({"x": 4, "y": 4}, t).axis_is_ring("y")
+    assert not mesh.axis_is_ring("y") and mesh.axis_is_ring("x")
+    x = np.random.default_rng(5).integers(-50, 50, size=(16, 32), dtype=np.int32)
+    for axes in ("y", ["x", "y"]):
+        groups = mesh.groups(axes)
+        result = netsim.psum(x, axis_index_groups=groups, topology=cut)
+        assert result.algorithm == "multiaxis" and result.verified
+        np.testing.assert_array_equal(result.output, expected_psum(x, [list(g) for g in groups]))
