@@ -140,7 +140,7 @@ def _run_text(run: list[PathStep]) -> str:
     return f"{run[0].link_name}{count}"
 
 
-def _close(a: float, b: float) -> bool:
+def _not_after(a: float, b: float) -> bool:
     """a <= b up to rounding (times are sums of the same floats in a different order)."""
     return a <= b + 1e-12 * max(abs(a), abs(b), 1e-9)
 
@@ -212,10 +212,10 @@ def critical_path(
         if h < 0:
             src = transfers[i].src
             deps = [d for d in transfers[i].deps if transfers[d].dst == src]
-            late_start = start_s[src] > 0 and _close(sent[i], start_s[src])
+            late_start = start_s[src] > 0 and _not_after(sent[i], start_s[src])
             if deps and not late_start:
                 j = max(deps, key=lambda d: (arrived[d], -d))
-                if _close(sent[i], arrived[j]):
+                if _not_after(sent[i], arrived[j]):
                     i, h = j, last_of_message[j]
                     if h < 0:
                         steps.append(PathStep(i, None, "local", sent[i], arrived[i], "data"))
@@ -230,7 +230,7 @@ def critical_path(
             earlier = hops[previous]
             ready = (earlier.start if cut_through else earlier.end) + topology.link(earlier.link)["latency_s"]
         blocker = before_on_link[h]
-        if blocker >= 0 and not _close(hop.start, ready):
+        if blocker >= 0 and not _not_after(hop.start, ready):
             steps.append(PathStep(i, hop.link, topology.link_name(hop.link), hop.start, hop.end, "link"))
             i, h = hops[blocker].transfer, blocker
         else:
