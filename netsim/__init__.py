@@ -15,11 +15,12 @@ from netsim import mlx
 from netsim.collectives import all_gather, all_to_all, ppermute, psum, psum_scatter, simulate
 from netsim.device_mesh import AxisGroups, Mesh
 from netsim.engine import EngineError
+from netsim.invariants import InvariantError
 from netsim.presets import tpu_slice
 from netsim.result import Result
 from netsim.scenario import ScenarioError, load_scenario, load_topology
 from netsim.schedules import ALGORITHMS, Schedule, build_schedule
-from netsim.topology import Topology, mesh, ring, torus
+from netsim.topology import Topology, UnreachableError, mesh, ring, torus
 
 __version__ = "0.1.0"
 
@@ -27,11 +28,13 @@ __all__ = [
     "ALGORITHMS",
     "AxisGroups",
     "EngineError",
+    "InvariantError",
     "Mesh",
     "Result",
     "ScenarioError",
     "Schedule",
     "Topology",
+    "UnreachableError",
     "__version__",
     "all_gather",
     "all_to_all",

@@ -61,8 +61,15 @@ def run(
         text = to_json(result) if json_output else None
     except EngineError as error:
         raise _fail(f"internal error in netsim while running {scenario}: {error}", INTERNAL_ERROR) from None
-    except (ValueError, MemoryError) as error:
+    except MemoryError as error:
+        hint = "run it timing-only with `data: none`, or use fewer devices or a smaller input"
+        raise _fail(f"{scenario}: ran out of memory ({error or 'MemoryError'}); {hint}", USER_ERROR) from None
+    except ValueError as error:
         raise _fail(str(error), USER_ERROR) from None
+    except Exception as error:  # a bug in netsim: report it, never a traceback
+        raise _fail(
+            f"internal error in netsim while running {scenario}: {type(error).__name__}: {error}; this is a bug in netsim, please report it", INTERNAL_ERROR
+        ) from None
     try:
         if output is not None:
             write_output_dir(output, result, loaded)

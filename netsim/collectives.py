@@ -9,25 +9,30 @@ reference in :mod:`netsim.semantics`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from netsim.critical_path import critical_path
 from netsim.device_mesh import AxisGroups
 from netsim.engine import EngineError, Playback, play
+from netsim.invariants import InvariantError, check_playback
 from netsim.presets import is_slice_name, tpu_slice
+from netsim.resources import MemoryLimitError, check_memory, estimate_memory, pieces_of
 from netsim.result import LeafRun, Result
 from netsim.schedules import ALGORITHMS, DEFAULT_AXES_ALGORITHM, Schedule, build_schedule, check_algorithm
 from netsim.schedules.direct import permutation
 from netsim.semantics import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
-from netsim.topology import Topology, ring
+from netsim.topology import Topology, UnreachableError, ring
 
-__all__ = ["all_gather", "all_to_all", "ppermute", "psum", "psum_scatter", "resolve_topology", "simulate"]
+__all__ = ["all_gather", "all_to_all", "ppermute", "provenance", "psum", "psum_scatter", "resolve_topology", "simulate", "start_times"]
 
 TopologyLike = Topology | str | Path | None
 Groups = Sequence[Sequence[int]] | None
+Stragglers = Mapping[int, float] | None
 
 
 def resolve_topology(topology: TopologyLike, n_devices: int) -> Topology:
@@ -64,6 +69,38 @@ def resolve_topology(topology: TopologyLike, n_devices: int) -> Topology:
     if topology.n_devices != n_devices:
         raise ValueError(f"input has {n_devices} devices on its leading axis but topology {topology.name} has {topology.n_devices}")
     return topology
+
+
+def start_times(stragglers: Stragglers, n_devices: int) -> list[float]:
+    """Each device's start time, seconds, from ``{device: delay_s}`` (others start at 0).
+
+    Examples
+    --------
+    >>> start_times({2: 20e-6}, 4)
+    [0.0, 0.0, 2e-05, 0.0]
+    >>> start_times({4: 1e-6}, 4)
+    Traceback (most recent call last):
+    ...
+    ValueError: stragglers names device 4, but there are 4 devices (0..3)
+    """
+    start = [0.0] * n_devices
+    for device, delay in (stragglers or {}).items():
+        if isinstance(device, bool) or not isinstance(device, (int, np.integer)) or not 0 <= device < n_devices:
+            raise ValueError(f"stragglers names device {device!r}, but there are {n_devices} devices (0..{n_devices - 1})")
+        if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay < math.inf:
+            raise ValueError(f"stragglers gives device {device} a delay of {delay!r}; expected a finite number of seconds >= 0")
+        start[int(device)] = float(delay)
+    return start
+
+
+def _fault_names(topology: Topology) -> tuple[str, ...]:
+    """The topology's down and degraded links, as people read them."""
+    names = [f"{topology.link_name(link)} down" for link in topology.down_links]
+    for link in dict.fromkeys(topology.degraded_links):
+        if topology.graph.has_edge(*link):
+            data = topology.link(link)
+            names.append(f"{topology.link_name(link)} at {data['bandwidth_Bps'] / 1e9:.6g} GB/s, {data['latency_s'] * 1e6:.6g} us")
+    return tuple(names)
 
 
 def _leaves(tree: Any) -> tuple[list[np.ndarray], Callable[[list[Any]], Any]]:
@@ -144,6 +181,7 @@ def _simulate(
     cut_through: bool = True,
     plan: Callable[[Any], Schedule] | None = None,
     axis_index_groups: Groups = None,
+    stragglers: Stragglers = None,
 ) -> Result:
     leaves, rebuild = _leaves(x)
     if not leaves:
@@ -164,6 +202,10 @@ def _simulate(
         shape = {"group_shape": axes.shape, "wraparound": axes.wraparound}
     if plan is None:
         algorithm = check_algorithm(layouts[0].pattern, len(layouts[0].groups[0]), algorithm)
+    start_s = start_times(stragglers, n_devices)
+    pieces = pieces_of(ALGORITHMS.get(algorithm))
+    group_size = len(layouts[0].groups[0]) if layouts[0].groups else 1
+    check_memory(estimate_memory(collective, n_devices, group_size, sum(leaf[0].nbytes for leaf in leaves), pieces, input_exists=True))
     outputs, runs, time = [], [], 0.0
     for leaf, layout in zip(leaves, layouts, strict=True):
         schedule = build_schedule(layout.pattern, layout.groups, algorithm, **shape) if plan is None else plan(layout)
@@ -171,18 +213,18 @@ def _simulate(
         buffers = [
             {(b, p): piece for b, block in held.items() for p, piece in enumerate(np.array_split(block, schedule.pieces))} for held in layout.blocks(leaf)
         ]
-        playback = play(topo, schedule.transfers, buffers, cut_through=cut_through)
+        playback = play(topo, schedule.transfers, buffers, cut_through=cut_through, start_s=start_s)
+        check_playback(topo, schedule.transfers, buffers, playback, groups=schedule.groups, pattern=layout.pattern, wanted=layout.wanted)
         output = _output(collective, layout, playback, schedule.pieces, leaf.dtype)
         if verify:
             exact = layout.pattern in ("gather", "all_to_all", "permute")
             for device, expected in layout.reference_rows(leaf):
                 if not _matches(output[device], expected, exact, len(layout.groups[0]) if layout.groups else 1):
-                    raise EngineError(
-                        f"{collective} with {algorithm} on {topo.name}: device {device}'s simulated output differs from the NumPy reference; "
-                        "this is a netsim bug, please report it"
-                    )
+                    where = f"{collective} with {algorithm} on {topo.name}"
+                    raise InvariantError("output", f"{where}: device {device}'s simulated output differs from the NumPy reference")
         outputs.append(output)
-        runs.append(LeafRun(leaf.shape, str(leaf.dtype), schedule, playback))
+        path = critical_path(topo, schedule.transfers, playback, start_s=start_s, cut_through=cut_through)
+        runs.append(LeafRun(leaf.shape, str(leaf.dtype), schedule, playback, path.shifted(time)))
         time += playback.time
     groups = layouts[0].groups
     n = len(groups[0]) if groups else 0
@@ -202,7 +244,16 @@ def _simulate(
         topology_obj=topo,
         forwarding="cut_through" if cut_through else "store_and_forward",
         axes=axes.axes if axes is not None else None,
+        faults=_fault_names(topo),
+        stragglers={d: t for d, t in enumerate(start_s) if t > 0},
+        provenance={"netsim_version": _version(), "scenario": None, "seed": None},
     )
+
+
+def _version() -> str:
+    from netsim import __version__
+
+    return __version__
 
 
 def all_gather(
@@ -215,6 +266,7 @@ def all_gather(
     *,
     verify: bool = True,
     cut_through: bool = True,
+    stragglers: Stragglers = None,
 ) -> Result:
     """Simulate ``jax.lax.all_gather`` over the leading (device) axis of ``x``.
 
@@ -244,6 +296,8 @@ def all_gather(
         Check the output against the NumPy reference.
     cut_through : bool, default True
         Cut-through forwarding on multi-hop routes; False for store-and-forward.
+    stragglers : dict, optional
+        ``{device: delay_s}``: devices that start late (they send nothing before).
 
     Returns
     -------
@@ -254,7 +308,12 @@ def all_gather(
     ------
     ValueError
         If the axis is out of range, the groups are illegal, the topology does not
-        have n devices, or the algorithm is unknown.
+        have n devices, the algorithm is unknown, a straggler is not a device, down
+        links leave two devices that must talk without a route
+        (:class:`~netsim.topology.UnreachableError`), or the run would not fit in
+        memory (:class:`~netsim.resources.MemoryLimitError`).
+    InvariantError
+        If the run broke one of :mod:`netsim.invariants` (a bug in netsim).
 
     Examples
     --------
@@ -279,6 +338,7 @@ def all_gather(
         verify,
         cut_through,
         axis_index_groups=axis_index_groups,
+        stragglers=stragglers,
     )
 
 
@@ -292,6 +352,7 @@ def psum_scatter(
     *,
     verify: bool = True,
     cut_through: bool = True,
+    stragglers: Stragglers = None,
 ) -> Result:
     """Simulate ``jax.lax.psum_scatter`` (a reduce-scatter) over the device axis of ``x``.
 
@@ -319,6 +380,7 @@ def psum_scatter(
         verify,
         cut_through,
         axis_index_groups=axis_index_groups,
+        stragglers=stragglers,
     )
 
 
@@ -330,6 +392,7 @@ def psum(
     *,
     verify: bool = True,
     cut_through: bool = True,
+    stragglers: Stragglers = None,
 ) -> Result:
     """Simulate ``jax.lax.psum`` (an all-reduce: reduce-scatter then all-gather).
 
@@ -350,6 +413,7 @@ def psum(
         verify,
         cut_through,
         axis_index_groups=axis_index_groups,
+        stragglers=stragglers,
     )
 
 
@@ -364,6 +428,7 @@ def all_to_all(
     *,
     verify: bool = True,
     cut_through: bool = True,
+    stragglers: Stragglers = None,
 ) -> Result:
     """Simulate ``jax.lax.all_to_all`` over the device axis of ``x``.
 
@@ -384,7 +449,7 @@ def all_to_all(
     axis_index_groups : list of list of int, optional
         Groups of device indices; member j of a group receives chunk j.
     tiled : bool, default False
-    topology, verify, cut_through
+    topology, verify, cut_through, stragglers
         As in :func:`all_gather`.
     algorithm : str, optional
         ``"direct"`` (default: every pair at once, routed, contending for links).
@@ -420,6 +485,7 @@ def all_to_all(
         verify,
         cut_through,
         axis_index_groups=axis_index_groups,
+        stragglers=stragglers,
     )
 
 
@@ -430,6 +496,7 @@ def ppermute(
     *,
     verify: bool = True,
     cut_through: bool = True,
+    stragglers: Stragglers = None,
 ) -> Result:
     """Simulate ``jax.lax.ppermute``: each (source, destination) pair of ``perm`` sends one device's input.
 
@@ -443,7 +510,7 @@ def ppermute(
     perm : list of (int, int)
         (source, destination) device indices; no source and no destination may
         appear twice.
-    topology, verify, cut_through
+    topology, verify, cut_through, stragglers
         As in :func:`all_gather`.
 
     Returns
@@ -473,6 +540,7 @@ def ppermute(
         verify,
         cut_through,
         plan=lambda layout: permutation(layout.groups),
+        stragglers=stragglers,
     )
 
 
@@ -496,18 +564,48 @@ def simulate(scenario: Any) -> Result:
         "topology": scenario.topology_obj,
         "algorithm": scenario.algorithm,
         "cut_through": scenario.forwarding == "cut_through",
+        "stragglers": dict(getattr(scenario, "stragglers", None) or {}),
     }
     x = scenario.make_input()
-    if spec.op == "all_gather":
-        result = all_gather(x, spec.axis, spec.tiled, groups, **options)
-    elif spec.op == "all_to_all":
-        result = all_to_all(x, spec.split_axis, spec.concat_axis, groups, spec.tiled, **options)
-    elif spec.op == "ppermute":
-        options.pop("algorithm")
-        result = ppermute(x, spec.perm, **options)
-    elif spec.op == "psum_scatter":
-        result = psum_scatter(x, spec.scatter_dimension, groups, spec.tiled, **options)
-    else:
-        result = psum(x, groups, **options)
+    try:
+        if spec.op == "all_gather":
+            result = all_gather(x, spec.axis, spec.tiled, groups, **options)
+        elif spec.op == "all_to_all":
+            result = all_to_all(x, spec.split_axis, spec.concat_axis, groups, spec.tiled, **options)
+        elif spec.op == "ppermute":
+            options.pop("algorithm")
+            result = ppermute(x, spec.perm, **options)
+        elif spec.op == "psum_scatter":
+            result = psum_scatter(x, spec.scatter_dimension, groups, spec.tiled, **options)
+        else:
+            result = psum(x, groups, **options)
+    except EngineError as error:
+        # A bug in netsim: say what reproduces it.
+        error.args = (f"{error} (scenario {getattr(scenario, 'source', scenario.name)}, seed {scenario.seed})",)
+        raise
+    except (UnreachableError, MemoryLimitError) as error:
+        # load_scenario checks both up front; should the run still hit one, name the file and field
+        from netsim.scenario import ScenarioError
+
+        field = "faults" if isinstance(error, UnreachableError) else "input"
+        raise ScenarioError(getattr(scenario, "source", scenario.name), field, str(error)) from None
     result.scenario = scenario.name
+    result.provenance = provenance(scenario)
     return result
+
+
+def provenance(scenario: Any) -> dict[str, Any]:
+    """What reproduces a scenario's run: netsim's version, the scenario as run and its seed.
+
+    The scenario as run is self-contained (:meth:`netsim.scenario.Scenario.as_run`:
+    defaults filled in, the topology inline); result.json records the same.
+
+    Examples
+    --------
+    >>> from netsim.scenario import load_scenario
+    >>> p = provenance(load_scenario("scenarios/allgather_ring8.yaml"))
+    >>> p["seed"], p["scenario"]["algorithm"], p["scenario"]["topology"]["dims"]
+    (0, 'bidirectional_ring', [8])
+    """
+    as_run = scenario.as_run() if hasattr(scenario, "as_run") else scenario.model_dump(mode="json")
+    return {"netsim_version": _version(), "scenario": as_run, "seed": scenario.seed, "source": getattr(scenario, "source", None)}

@@ -29,6 +29,7 @@ __all__ = [
     "summary_rows",
     "to_dict",
     "to_json",
+    "what_if_rows",
 ]
 
 
@@ -69,7 +70,30 @@ def summary_rows(result: Result) -> list[tuple[str, str]]:
         ("busbw", f"{s['busbw_Bps'] / 1e9:.3f} GB/s"),
         *memory_rows(result),
         ("verified", "yes, equals the NumPy reference of JAX's semantics" if s["verified"] else "no (verification off)"),
+        *what_if_rows(result),
     ]
+
+
+def what_if_rows(result: Result) -> list[tuple[str, str]]:
+    """Rows for the faults and stragglers of a run (none if it had neither) and its critical path.
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> r = netsim.all_gather(np.zeros((4, 8)), topology=netsim.ring(4).fail_link(1, 2), stragglers={0: 5e-6})
+    >>> for label, value in what_if_rows(r):
+    ...     print(f"{label}: {value}")
+    faults: 1->2 down, 2->1 down
+    stragglers: device 0 starts at 5 us
+    critical path: device 0 starts at 5 us; 0->3, 3->2, 2->3, 3->0, 0->1
+    """
+    rows = []
+    if result.faults:
+        rows.append(("faults", ", ".join(result.faults)))
+    if result.stragglers:
+        rows.append(("stragglers", ", ".join(f"device {d} starts at {format_seconds(t)}" for d, t in sorted(result.stragglers.items()))))
+    rows.append(("critical path", result.critical_path.describe()))
+    return rows
 
 
 def _payload(nbytes: float) -> str:

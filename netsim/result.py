@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from netsim.critical_path import CriticalPath
 from netsim.engine import Playback
 from netsim.schedules import Schedule
 from netsim.topology import Topology
@@ -42,6 +46,7 @@ class LeafRun:
     dtype: str
     schedule: Schedule
     playback: Playback
+    critical_path: CriticalPath | None = None
 
 
 @dataclass
@@ -76,6 +81,13 @@ class Result:
         ``"cut_through"`` or ``"store_and_forward"``.
     axes : tuple of str or None
         The mesh axes the collective ran over, when the groups came from a mesh.
+    faults : tuple of str
+        Down and degraded links of the topology, e.g. ``"3->4 down"``.
+    stragglers : dict
+        ``{device: start_s}`` of the devices that started late.
+    provenance : dict
+        What reproduces the run: ``netsim_version``, ``scenario`` (the scenario as
+        run, every field, or None from the Python API) and ``seed``.
     """
 
     output: Any
@@ -93,11 +105,44 @@ class Result:
     topology_obj: Topology | None = field(default=None, repr=False)
     forwarding: str = "cut_through"
     axes: tuple[str, ...] | None = None
+    faults: tuple[str, ...] = ()
+    stragglers: dict[int, float] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def group_size(self) -> int:
         """Devices in each group (2 for ppermute, whose groups are its pairs; 0 if there are none)."""
         return len(self.groups[0]) if self.groups else 0
+
+    @property
+    def critical_path(self) -> CriticalPath:
+        """The chain of link crossings that set the finish time (over all leaves, in order)."""
+        paths = [leaf.critical_path for leaf in self.leaves if leaf.critical_path is not None]
+        if not paths:
+            return CriticalPath((), None, 0.0, self.time)
+        steps = tuple(step for path in paths for step in path.steps)
+        return CriticalPath(steps, paths[0].origin_device, paths[0].origin_s, paths[-1].finish_s)
+
+    @property
+    def output_digest(self) -> str:
+        """SHA-256 of the output arrays (shape, dtype and bytes of every leaf): equal digests, equal outputs.
+
+        Examples
+        --------
+        >>> import netsim
+        >>> a, b = (netsim.psum(np.arange(8)) for _ in range(2))
+        >>> a.output_digest == b.output_digest != netsim.psum(np.arange(8) + 1).output_digest
+        True
+        """
+        digest = hashlib.sha256()
+        for leaf in _arrays(self.output):
+            if leaf is None:  # nothing materialised
+                digest.update(b"None;")
+                continue
+            array = np.asarray(leaf)
+            digest.update(f"{array.shape}{array.dtype.str};".encode())
+            digest.update(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+        return digest.hexdigest()
 
     @property
     def algbw(self) -> float:
@@ -152,5 +197,18 @@ class Result:
             "steps": sum(leaf.schedule.n_steps for leaf in self.leaves),
             "transfers": sum(len(leaf.schedule.transfers) for leaf in self.leaves),
             "verified": self.verified,
+            "faults": list(self.faults),
+            "stragglers": {str(d): t for d, t in self.stragglers.items()},
+            "critical_links": self.critical_path.describe(),
+            "output_sha256": self.output_digest,
             **(self.analysis.as_dict() if self.topology_obj is not None else {}),
         }
+
+
+def _arrays(tree: Any) -> list[Any]:
+    """The arrays of an output pytree, in the order the input's leaves were flattened."""
+    if isinstance(tree, dict):
+        return [a for key in sorted(tree) for a in _arrays(tree[key])]
+    if isinstance(tree, (list, tuple)):
+        return [a for item in tree for a in _arrays(item)]
+    return [tree]

@@ -1,7 +1,8 @@
 """Scenario and topology files: YAML in, validated objects out.
 
 This is the only module that knows the file formats. Files are read with
-``yaml.safe_load`` (no Python objects can be constructed from a file) and
+YAML's safe loader (no Python objects can be constructed from a file; a key given
+twice is an error rather than silently the last one) and
 validated with pydantic: unknown keys are rejected, sizes, bandwidths and
 durations are written in human units, and every mistake becomes a
 :class:`ScenarioError` naming the file, the field and what was expected.
@@ -27,6 +28,10 @@ A scenario::
     seed: 0                         # input data
     mesh: {data: 2, model: 4}       # optional: named axes, row-major on the devices; or
                                     # {shape: {...}, devices: [...]} or {shape: {...}, axis_dims: {data: 1, model: 0}}
+    faults:                         # optional what-ifs: links down or degraded
+      - {link: [3, 4], bandwidth: 10%}          # or "4.5 GB/s"; latency: 5 us
+      - {link: [5, 6], state: down, direction: one-way}   # only 5->6
+    stragglers: {2: 20 us}          # devices that start late
 
 A topology::
 
@@ -40,21 +45,26 @@ A topology::
 from __future__ import annotations
 
 import math
+import re
+import reprlib
+import stat
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import networkx as nx
 import numpy as np
 import yaml
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from netsim import units
 from netsim.device_mesh import AxisGroups, Mesh
 from netsim.presets import is_slice_name, parse_slice, tpu_slice
+from netsim.resources import MemoryLimitError, check_memory, estimate_memory, pieces_of
 from netsim.schedules import ALGORITHMS, DEFAULT_AXES_ALGORITHM, check_algorithm, default_algorithm
 from netsim.semantics import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
-from netsim.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, torus
+from netsim.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, UnreachableError, torus
 
 __all__ = ["TOPOLOGY_DIRS", "Scenario", "ScenarioError", "TopologyShape", "load_scenario", "load_topology", "topology_names"]
 
@@ -88,13 +98,34 @@ def _unit(parse):
     return BeforeValidator(check)
 
 
-Bytes = Annotated[int, _unit(units.parse_bytes), Field(gt=0)]
-Bandwidth = Annotated[float, _unit(units.parse_bandwidth), Field(gt=0, allow_inf_nan=False)]
-Duration = Annotated[float, _unit(units.parse_duration), Field(ge=0, allow_inf_nan=False)]
+def _at_most(limit: float, what: str):
+    def check(value: float) -> float:
+        if value > limit:
+            raise ValueError(f"{what} (got {value!r})")
+        return value
+
+    return AfterValidator(check)
+
+
+def _at_least(limit: float, what: str):
+    def check(value: float) -> float:
+        if value < limit:
+            raise ValueError(f"{what} (got {value!r})")
+        return value
+
+    return AfterValidator(check)
+
+
+# The bounds keep every simulated time finite: a run moves at most 2**50 bytes per
+# device at no less than 1 B/s, over hops of at most an hour.
+Bytes = Annotated[int, _unit(units.parse_bytes), Field(gt=0), _at_most(2**50, "sizes above 1 PiB are not simulated")]
+Bandwidth = Annotated[float, _unit(units.parse_bandwidth), Field(gt=0, allow_inf_nan=False), _at_least(1.0, "bandwidths below 1 B/s are not simulated")]
+Duration = Annotated[float, _unit(units.parse_duration), Field(ge=0, allow_inf_nan=False), _at_most(3600.0, "durations above 1 h are not simulated")]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a YAML string is not a number, a number not a flag, bytes not text
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class LinkSpec(_Strict):
@@ -167,6 +198,8 @@ class TopologySpec(_Strict):
 
     def shape(self, default_name: str) -> TopologyShape:
         """The checked axes and links, without building the graph."""
+        if math.prod(self.dims) > MAX_DEVICES:
+            raise ValueError(f"{math.prod(self.dims)} devices is more than netsim simulates ({MAX_DEVICES})")
         if self.kind == "ring" and len(self.dims) != 1:
             raise ValueError(f"a ring has one axis; got dims {self.dims}")
         if self.kind == "mesh" and self.wraparound not in (False, True) and any(self.wraparound):
@@ -182,6 +215,9 @@ class TopologySpec(_Strict):
             self.link.latency if self.link.latency is not None else DEFAULT_LATENCY_S,
         )
 
+
+MAX_DEVICES = 1 << 16
+"""The most devices a topology may have."""
 
 Groups = list[list[int]] | None
 
@@ -265,6 +301,73 @@ class InputSpec(_Strict):
         return dtype.name
 
 
+Endpoint = Annotated[int, Field(ge=0)] | Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1, max_length=3)]
+
+
+class FaultSpec(_Strict):
+    """A link that is down or degraded: ``{link: [3, 4], bandwidth: 10%}``, ``{link: [5, 6], state: down}``.
+
+    ``link`` names the two neighbours it joins, by device index or, on a torus,
+    by coordinates (``[[0, 1], [0, 2]]``). ``bandwidth`` is a percentage of the
+    link's own or a bandwidth; ``latency`` replaces its latency. Both directions
+    change unless ``direction: one-way`` (then only first -> second).
+    """
+
+    link: Annotated[list[Endpoint], Field(min_length=2, max_length=2)]
+    state: Literal["up", "down"] = "up"
+    bandwidth: str | None = None
+    latency: Duration | None = None
+    direction: Literal["both", "one-way"] = "both"
+
+    @field_validator("bandwidth")
+    @classmethod
+    def _bandwidth_or_percent(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        if value.strip().endswith("%"):
+            fraction = units.parse_percent(value)
+            if fraction <= 0:
+                raise ValueError(f"a link at {value} carries nothing; write state: down instead")
+            if fraction > 1e6:
+                raise ValueError(f"{value} is not a plausible change of bandwidth")
+        else:
+            bandwidth = units.parse_bandwidth(value)
+            if bandwidth < 1:
+                raise ValueError(f"{value} is below 1 B/s; write state: down for a dead link")
+        return value
+
+    @model_validator(mode="after")
+    def _something_changes(self) -> FaultSpec:
+        if self.state == "down" and (self.bandwidth is not None or self.latency is not None):
+            raise ValueError("a link that is down has no bandwidth or latency; give state: down alone")
+        if self.state == "up" and self.bandwidth is None and self.latency is None:
+            raise ValueError("nothing changes: give bandwidth (e.g. 10% or '4.5 GB/s'), latency, or state: down")
+        return self
+
+    def apply(self, topology: Topology) -> Topology:
+        """The topology with this fault (ValueError naming the link if it does not fit)."""
+        src, dst = (_device(topology, end) for end in self.link)
+        both = self.direction == "both"
+        if self.state == "down":
+            return topology.fail_link(src, dst, both_ways=both)
+        factor = bandwidth = None
+        if self.bandwidth is not None and self.bandwidth.strip().endswith("%"):
+            factor = units.parse_percent(self.bandwidth)
+        elif self.bandwidth is not None:
+            bandwidth = units.parse_bandwidth(self.bandwidth)
+        return topology.degrade_link(src, dst, bandwidth_factor=factor, bandwidth_Bps=bandwidth, latency_s=self.latency, both_ways=both)
+
+
+def _device(topology: Topology, end: int | list[int]) -> int:
+    if isinstance(end, int):
+        if end >= topology.n_devices:
+            raise ValueError(f"device {end} is not on {topology.name} (devices 0..{topology.n_devices - 1})")
+        return end
+    if len(end) != len(topology.dims) or any(c >= size for c, size in zip(end, topology.dims, strict=True)):
+        raise ValueError(f"coordinates {end} are not on {topology.name} (dims {list(topology.dims)})")
+    return topology.device(end)
+
+
 class ExpectedSpec(_Strict):
     """What a bundled scenario is known to produce (checked by the test suite)."""
 
@@ -285,6 +388,8 @@ class Scenario(_Strict):
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
     expected: ExpectedSpec | None = None
     mesh: Annotated[MeshSpec | None, BeforeValidator(_mesh_shorthand)] = None
+    faults: list[FaultSpec] = Field(default_factory=list, max_length=1 << 16)
+    stragglers: dict[Annotated[int, Field(ge=0, strict=False)], Duration] = Field(default_factory=dict)  # "2" as well: JSON keys are text
     source: str = Field("<scenario>", exclude=True)
     base_dir: Path | None = Field(None, exclude=True)
 
@@ -309,6 +414,11 @@ class Scenario(_Strict):
                 raise ScenarioError(self.source, "topology", error.problem) from None
         if self.link is not None:
             topo = topo.with_links(self.link.bandwidth, self.link.latency)
+        for index, fault in enumerate(self.faults):
+            try:
+                topo = fault.apply(topo)
+            except ValueError as error:
+                raise ScenarioError(self.source, f"faults.{index}.link", str(error)) from None
         return topo
 
     @cached_property
@@ -380,7 +490,7 @@ class Scenario(_Strict):
         except ValueError as error:
             message = str(error)
             field = next((f"mesh.{f}" for f in ("devices", "axis_dims") if message.startswith(f)), "mesh")
-            raise ScenarioError(self.source, field, message) from None
+            raise ScenarioError(self.source, "faults" if isinstance(error, UnreachableError) else field, message) from None
 
     @cached_property
     def groups(self) -> AxisGroups | list[list[int]] | None:
@@ -396,7 +506,7 @@ class Scenario(_Strict):
         try:
             return mesh.groups(spec.axes)
         except ValueError as error:
-            raise ScenarioError(self.source, "collective.axes", str(error)) from None
+            raise ScenarioError(self.source, "faults" if isinstance(error, UnreachableError) else "collective.axes", str(error)) from None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -517,27 +627,73 @@ def _build_topology(spec: TopologySpec, source: str, field: str, default_name: s
         raise ScenarioError(source, field or "dims", str(error)) from None
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (YAML would keep the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+            except TypeError:
+                continue  # an unhashable key: SafeLoader itself says so
+            if duplicate:
+                raise yaml.constructor.ConstructorError(None, None, f"found the key {key!r} twice in one mapping", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+MAX_FILE_BYTES = 16 * 2**20
+"""The largest scenario or topology file read."""
+MAX_NESTING = 64
+"""The deepest nesting of YAML flow collections read (PyYAML's scanner is quadratic in it)."""
+_QUOTED_OR_COMMENT = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'|(?:^|(?<=\s))#[^\n]*", re.MULTILINE)
+
+
 def _read_yaml(path: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise ScenarioError(str(path), "", "not a regular file")
+        with path.open("rb") as file:
+            data = file.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise ScenarioError(str(path), "", "no such file") from None
-    except UnicodeDecodeError:
-        raise ScenarioError(str(path), "", "not a text file (expected UTF-8 YAML)") from None
     except OSError as error:
         raise ScenarioError(str(path), "", f"cannot read: {error.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ScenarioError(str(path), "", f"larger than {MAX_FILE_BYTES // 2**20} MiB; a scenario or topology file is a few lines of YAML")
     try:
-        return yaml.safe_load(text)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ScenarioError(str(path), "", "not a text file (expected UTF-8 YAML)") from None
+    if _nesting(text) > MAX_NESTING:
+        raise ScenarioError(str(path), "", f"invalid YAML: the document is nested too deeply (more than {MAX_NESTING} levels of [ ] or {{ }})")
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader: no Python objects
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ScenarioError(str(path), "", f"invalid YAML{where}: {error.problem}") from None
-    except (yaml.YAMLError, RecursionError) as error:
+    except RecursionError:
+        raise ScenarioError(str(path), "", "invalid YAML: the document is nested too deeply") from None
+    except yaml.YAMLError as error:
         raise ScenarioError(str(path), "", f"invalid YAML: {type(error).__name__}") from None
+
+
+def _nesting(text: str) -> int:
+    """How deep ``[`` and ``{`` nest outside quotes and comments (an upper bound is enough)."""
+    codes = np.frombuffer(_QUOTED_OR_COMMENT.sub("", text).encode("utf-8"), np.uint8)
+    step = np.isin(codes, (ord("["), ord("{"))).astype(np.int64) - np.isin(codes, (ord("]"), ord("}")))
+    return int(np.cumsum(step).max(initial=0))
 
 
 _OPS = {"all_gather": AllGatherSpec, "psum_scatter": PsumScatterSpec, "psum": PsumSpec, "all_to_all": AllToAllSpec, "ppermute": PpermuteSpec}
 _UNION_TAGS = set(_OPS)
+_TYPE_TAG = re.compile(r"(function-[a-z-]+|constrained-[a-z]+|list|int|str|bool|float|dict|tuple|union|nullable)(\[.*\])?|\[key\]")
+"""Pydantic's names for the member of a union or validator that failed: not fields, left out of paths."""
 
 
 def _validate(model: type[BaseModel], data: Any, source: str, extra: dict[str, Any] | None = None) -> Any:
@@ -546,8 +702,14 @@ def _validate(model: type[BaseModel], data: Any, source: str, extra: dict[str, A
     try:
         return model.model_validate({**data, **(extra or {})})
     except ValidationError as error:
-        first = error.errors(include_url=False)[0]
-        loc = [str(p) for p in first["loc"] if p not in _UNION_TAGS and not str(p).startswith(("function-", "list[", "int", "str", "bool"))]
+        errors = error.errors(include_url=False)
+        first = errors[0]
+        if first["type"].endswith("_type"):
+            # A union (e.g. a topology name or mapping): when the value has the other
+            # member's type, that member's error says what is wrong inside it.
+            deeper = [e for e in errors if len(_field_path(e)) > len(_field_path(first)) and _field_path(e)[: len(_field_path(first))] == _field_path(first)]
+            first = deeper[0] if deeper else first
+        loc = _field_path(first)
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] in ("union_tag_invalid", "union_tag_not_found"):
             loc.append("op")
@@ -564,8 +726,18 @@ def _validate(model: type[BaseModel], data: Any, source: str, extra: dict[str, A
         raise ScenarioError(source, "", "document is nested too deeply") from None
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 3, 4, 4, 50, 50, 40
+
+
+def _field_path(error: Any) -> list[str]:
+    """The fields an error's location goes through, without pydantic's union and validator tags."""
+    return [str(p) for p in error["loc"] if p not in _UNION_TAGS and not _TYPE_TAG.fullmatch(str(p))]
+
+
 def _short(value: Any) -> str:
-    text = repr(value)
+    """A short repr, bounded however big the value (YAML aliases can make it huge)."""
+    text = _REPR.repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -635,8 +807,8 @@ def load_scenario(path: str | Path, *, build_topology: bool = True) -> Scenario:
     source = str(path)
     scenario = _validate(Scenario, _read_yaml(path), source, {"source": source, "base_dir": path.parent})
     topology = scenario.topology_shape  # resolves files and link overrides now
-    if topology.n_devices > 1 << 16:
-        raise ScenarioError(source, "topology", f"{topology.n_devices} devices is more than netsim simulates (65536)")
+    if topology.n_devices > MAX_DEVICES:
+        raise ScenarioError(source, "topology", f"{topology.n_devices} devices is more than netsim simulates ({MAX_DEVICES})")
     if build_topology:
         scenario.topology_obj  # noqa: B018  (builds the graph now)
     _ = scenario.mesh_obj, scenario.groups  # checks the mesh and the axes now
@@ -659,6 +831,11 @@ def load_scenario(path: str | Path, *, build_topology: bool = True) -> Scenario:
                 "input.bytes_per_device",
                 f"{count} elements do not split into {scenario._group_size} equal blocks; pick a multiple of {scenario._group_size * itemsize} bytes",
             )
+    for device in scenario.stragglers:
+        if device >= topology.n_devices:
+            raise ScenarioError(source, f"stragglers.{device}", f"device {device} is not on {topology.name} (devices 0..{topology.n_devices - 1})")
+    if build_topology:  # about to simulate (estimates alone need no memory for data)
+        _check_memory(scenario, source)
     try:
         layout = scenario.layout()
     except ValueError as error:
@@ -666,4 +843,35 @@ def load_scenario(path: str | Path, *, build_topology: bool = True) -> Scenario:
         field = next((f for prefix, f in _ARGUMENT_FIELDS if message.startswith(prefix)), "input.shape")
         raise ScenarioError(source, field, message) from None
     _check_scenario_algorithm(scenario, layout)
+    if build_topology and scenario.faults:
+        _check_reachable(scenario.topology_obj, layout.groups, source)
     return scenario
+
+
+def _check_memory(scenario: Scenario, source: str) -> None:
+    """Refuse, before anything is allocated, a scenario the machine has no memory for."""
+    input_bytes = math.prod(scenario.shape) * np.dtype(scenario.input.dtype).itemsize
+    pieces = pieces_of(ALGORITHMS.get(scenario.algorithm))
+    estimate = estimate_memory(scenario.collective.op, scenario.topology_shape.n_devices, scenario._group_size, input_bytes, pieces)
+    try:
+        check_memory(estimate)
+    except MemoryLimitError as error:
+        raise ScenarioError(source, "input", str(error)) from None
+
+
+def _check_reachable(topology: Topology, groups: tuple[tuple[int, ...], ...], source: str) -> None:
+    """With links down, every member of a group must still reach every other one."""
+    if not topology.down_links:
+        return
+    component = {d: c for c, members in enumerate(nx.strongly_connected_components(topology.graph)) for d in members}
+    for group in groups:
+        for member in group[1:]:
+            if component[member] != component[group[0]]:
+                a, b = (group[0], member) if not nx.has_path(topology.graph, group[0], member) else (member, group[0])
+                down = ", ".join(topology.link_name(link) for link in topology.down_links[:6])
+                raise ScenarioError(
+                    source,
+                    "faults",
+                    f"with links {down}{', ...' if len(topology.down_links) > 6 else ''} down, device {a} cannot reach device {b} "
+                    f"of its group {list(group)}; bring a link back up or change the groups",
+                )

@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_LATENCY_S",
     "LinkId",
     "Topology",
+    "UnreachableError",
     "mesh",
     "ring",
     "torus",
@@ -39,6 +40,20 @@ DEFAULT_LATENCY_S = 1e-6
 
 LinkId = tuple[int, int, tuple[int, int]]
 """A directed link: ``(source device, destination device, (axis, step))``."""
+
+
+class UnreachableError(ValueError):
+    """No surviving route joins two devices (links are down): the topology cannot run this.
+
+    Attributes
+    ----------
+    src, dst : int
+        The devices that cannot reach each other.
+    """
+
+    def __init__(self, message: str, src: int, dst: int) -> None:
+        super().__init__(message)
+        self.src, self.dst = src, dst
 
 
 @dataclass(frozen=True)
@@ -127,6 +142,15 @@ class Topology:
         equally long it goes in the direction ``tie`` (+1 or -1), so that the two
         halves of a bidirectional ring on two devices use both links.
 
+        When links are down (:meth:`fail_link`) and that route crosses one, the
+        message takes a shortest route over the surviving links instead (breadth
+        first, in a fixed link order, so the detour is the same every run).
+
+        Raises
+        ------
+        UnreachableError
+            If no surviving route joins ``src`` to ``dst``.
+
         Examples
         --------
         >>> t = torus((4, 4))
@@ -137,7 +161,147 @@ class Topology:
         """
         if tie not in (1, -1):
             raise ValueError(f"tie must be +1 or -1, got {tie!r}")
-        return _route(self, src, dst, tie)
+        hops = _route(self, src, dst, tie)
+        if self.graph.graph.get("down") and not all(self.graph.has_edge(*hop) for hop in hops):
+            return self._detour(src, dst)
+        return hops
+
+    @property
+    def down_links(self) -> tuple[LinkId, ...]:
+        """Links taken out by :meth:`fail_link`, in the order they failed."""
+        return tuple(self.graph.graph.get("down", ()))
+
+    @property
+    def degraded_links(self) -> tuple[LinkId, ...]:
+        """Links changed by :meth:`degrade_link`, in the order they were changed."""
+        return tuple(self.graph.graph.get("degraded", ()))
+
+    def fail_link(self, src: int, dst: int, *, both_ways: bool = True) -> Topology:
+        """A copy in which the link between two neighbours is down.
+
+        A cable is two link directions; ``both_ways=False`` takes out only
+        ``src -> dst``. Where an axis of size 2 wraps around, both cables between
+        the two devices go down. Messages whose dimension-order route crosses a down
+        link take a shortest route over the surviving links instead (see
+        :meth:`route`); routes that avoid it do not change.
+
+        Raises
+        ------
+        ValueError
+            If the devices are not neighbours or the link is already down.
+
+        Examples
+        --------
+        >>> line = ring(4).fail_link(3, 0)  # the ring becomes a line 0-1-2-3
+        >>> [line.link_name(hop) for hop in line.route(3, 0)]
+        ['3->2', '2->1', '1->0']
+        >>> line.down_links
+        ((3, 0, (0, 1)), (0, 3, (0, -1)))
+        """
+        graph = self.graph.copy()
+        links = self._neighbour_links(src, dst, both_ways)
+        graph.remove_edges_from(links)
+        graph.graph["down"] = (*self.down_links, *links)
+        graph.graph["detours"] = {}
+        return Topology(graph, self.dims, self.wraparound, self.name)
+
+    def degrade_link(
+        self,
+        src: int,
+        dst: int,
+        *,
+        bandwidth_factor: float | None = None,
+        bandwidth_Bps: float | None = None,
+        latency_s: float | None = None,
+        both_ways: bool = True,
+    ) -> Topology:
+        """A copy in which the link between two neighbours is slower (or faster).
+
+        Parameters
+        ----------
+        src, dst : int
+            Devices at the two ends of the link.
+        bandwidth_factor : float, optional
+            Multiply the link's bandwidth, e.g. 0.1 for a link at 10 %.
+        bandwidth_Bps : float, optional
+            Or set the bandwidth outright.
+        latency_s : float, optional
+            Set the per-hop latency.
+        both_ways : bool, default True
+            Change both directions, or only ``src -> dst``.
+
+        Raises
+        ------
+        ValueError
+            If nothing is changed, a value is not positive and finite, the devices
+            are not neighbours or the link is down.
+
+        Examples
+        --------
+        >>> slow = ring(4, bandwidth_Bps=1e9).degrade_link(1, 2, bandwidth_factor=0.5, both_ways=False)
+        >>> slow.link((1, 2, (0, 1)))["bandwidth_Bps"], slow.link((2, 1, (0, -1)))["bandwidth_Bps"]
+        (500000000.0, 1000000000.0)
+        """
+        if bandwidth_factor is None and bandwidth_Bps is None and latency_s is None:
+            raise ValueError("degrade_link needs bandwidth_factor, bandwidth_Bps or latency_s")
+        if bandwidth_factor is not None and bandwidth_Bps is not None:
+            raise ValueError(f"give bandwidth_factor or bandwidth_Bps, not both (got {bandwidth_factor!r} and {bandwidth_Bps!r})")
+        if bandwidth_factor is not None and not 0 < bandwidth_factor < float("inf"):
+            raise ValueError(f"bandwidth_factor must be a positive finite number, got {bandwidth_factor!r}")
+        graph = self.graph.copy()
+        links = self._neighbour_links(src, dst, both_ways)
+        for u, v, key in links:
+            data = graph.edges[u, v, key]
+            bandwidth = data["bandwidth_Bps"] * bandwidth_factor if bandwidth_factor is not None else bandwidth_Bps
+            bandwidth = data["bandwidth_Bps"] if bandwidth is None else float(bandwidth)
+            latency = data["latency_s"] if latency_s is None else float(latency_s)
+            _check_link(bandwidth, latency)
+            data.update(bandwidth_Bps=bandwidth, latency_s=latency)
+        graph.graph["degraded"] = (*self.degraded_links, *links)
+        return Topology(graph, self.dims, self.wraparound, self.name)
+
+    def _neighbour_links(self, src: int, dst: int, both_ways: bool) -> list[LinkId]:
+        for device in (src, dst):
+            if isinstance(device, bool) or not isinstance(device, int) or not 0 <= device < self.n_devices:
+                raise ValueError(f"device {device!r} is not on {self.name} (devices 0..{self.n_devices - 1})")
+        links: list[LinkId] = []
+        for u, v in ((src, dst), (dst, src)) if both_ways else ((src, dst),):
+            here = [(u, v, key) for key in self.graph[u].get(v, {})]
+            if not here:
+                if any((a, b) == (u, v) for a, b, _ in self.down_links):
+                    raise ValueError(f"link {self._node_name(u)}->{self._node_name(v)} on {self.name} is already down")
+                raise ValueError(f"devices {self._node_name(u)} and {self._node_name(v)} are not neighbours on {self.name}; a link joins two neighbours")
+            links += here
+        return links
+
+    def _detour(self, src: int, dst: int) -> tuple[LinkId, ...]:
+        """A shortest route over the surviving links (breadth first, in link order)."""
+        cache = self.graph.graph.setdefault("detours", {})
+        if src not in cache:
+            parent: dict[int, LinkId | None] = {src: None}
+            frontier = [src]
+            while frontier:
+                following = []
+                for u in frontier:
+                    for link in self.graph.out_edges(u, keys=True):
+                        if link[1] not in parent:
+                            parent[link[1]] = link
+                            following.append(link[1])
+                frontier = following
+            cache[src] = parent
+        parent = cache[src]
+        if dst not in parent:
+            down = ", ".join(self.link_name(link) for link in self.down_links[:8]) + (", ..." if len(self.down_links) > 8 else "")
+            raise UnreachableError(
+                f"no route from device {self._node_name(src)} to device {self._node_name(dst)} on {self.name}: links down: {down}",
+                src,
+                dst,
+            )
+        hops: list[LinkId] = []
+        while (link := parent[dst]) is not None:
+            hops.append(link)
+            dst = link[0]
+        return tuple(reversed(hops))
 
 
 def _route(topology: Topology, src: int, dst: int, tie: int) -> tuple[LinkId, ...]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["format_bytes", "format_seconds", "parse_bandwidth", "parse_bytes", "parse_duration"]
+__all__ = ["format_bytes", "format_seconds", "parse_bandwidth", "parse_bytes", "parse_duration", "parse_percent"]
 
 _PREFIX = {
     "": 1,
@@ -34,6 +34,7 @@ _NUMBER = r"(?P<num>[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)"
 _SIZE_RE = re.compile(_NUMBER + r"\s*(?P<prefix>Ki|Mi|Gi|Ti|k|K|M|G|T|)B")
 _RATE_RE = re.compile(_NUMBER + r"\s*(?P<prefix>Ki|Mi|Gi|Ti|k|K|M|G|T|)B/s")
 _TIME_RE = re.compile(_NUMBER + r"\s*(?P<unit>s|ms|us|µs|μs|ns|ps)")
+_PERCENT_RE = re.compile(_NUMBER + r"\s*%")
 
 
 def _match(regex: re.Pattern[str], text: object, what: str, example: str) -> re.Match[str]:
@@ -107,6 +108,23 @@ def parse_duration(text: str) -> float:
     value = float(match["num"]) * _TIME[match["unit"]]
     if not math.isfinite(value):
         raise ValueError(f"{text!r} is not a finite duration")
+    return value
+
+
+def parse_percent(text: str) -> float:
+    """Read a percentage such as ``"10%"`` as a fraction.
+
+    Examples
+    --------
+    >>> parse_percent("10%")
+    0.1
+    >>> parse_percent("250 %")
+    2.5
+    """
+    match = _match(_PERCENT_RE, text, "percentage", "10%")
+    value = float(match["num"]) / 100
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is not a finite percentage")
     return value
 
 

@@ -29,7 +29,7 @@ def expected_all_gather(x, axis, tiled, axis_index_groups):
         if tiled:
             a = axis % rank
             moved = np.moveaxis(block, 0, a)  # [..., n, shape[a], ...]
-            merged = moved.reshape((*moved.shape[:a], -1, *moved.shape[a + 2 :]))
+            merged = moved.reshape((*moved.shape[:a], moved.shape[a] * moved.shape[a + 1], *moved.shape[a + 2 :]))
         else:
             merged = np.moveaxis(block, 0, axis % (rank + 1))
         for d in g:

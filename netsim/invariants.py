@@ -1,0 +1,428 @@
+"""Invariants every run must satisfy, checked after every playback.
+
+They hold for any correct schedule on any topology, so a violation is a bug in
+netsim (an algorithm, the engine or the output assembly), never a user mistake:
+:class:`InvariantError` is an :class:`~netsim.engine.EngineError`, which the CLI
+reports as an internal error (exit code 3).
+
+``drained``
+    Every transfer was sent and arrived (the event queue drained and every device
+    finished), after the arrivals it waits for, at finite times.
+``delivery``
+    Every transfer crossed exactly the links of its route, once each and in order,
+    from its source to its destination: nothing lost, duplicated or delivered to the
+    wrong device. Chunks never leave their group.
+``link bytes``
+    What each link counted (bytes, messages, busy time) equals the sum of the
+    crossings recorded on it, and its crossings never overlap (one message at a time).
+``device bytes``
+    At every device, bytes in on its links minus bytes it received equals bytes out
+    on its links minus bytes it sent: what it forwarded. Every chunk is the size it
+    started with.
+``chunks``
+    Replaying the schedule symbolically (each chunk as the set of group members whose
+    data it carries), every device ends with every block it should hold, carrying
+    each member's contribution exactly once: the owner's block for a gather, the
+    whole group's for a reduction.
+
+All checks are linear in the number of transfers and link crossings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from netsim.engine import EngineError, Playback, TransferLike
+from netsim.topology import Topology
+
+__all__ = ["InvariantError", "check_playback"]
+
+_REPORT = "this is a bug in netsim, please report it"
+
+
+class InvariantError(EngineError):
+    """A run broke one of netsim's invariants: a bug in netsim, not in the input.
+
+    Attributes
+    ----------
+    invariant : str
+        Which one (``"drained"``, ``"delivery"``, ``"link bytes"``, ``"device bytes"``,
+        ``"chunks"``, ``"output"``).
+    detail : str
+        What was wrong.
+    """
+
+    def __init__(self, invariant: str, detail: str) -> None:
+        self.invariant, self.detail = invariant, detail
+        super().__init__(f"invariant '{invariant}' violated: {detail}; {_REPORT}")
+
+
+def _slack(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Rounding allowed when comparing two arrays of times."""
+    return 1e-9 * np.maximum(np.abs(a), np.abs(b)) + 1e-15
+
+
+def _first(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def check_playback(
+    topology: Topology,
+    transfers: Sequence[TransferLike],
+    buffers: Sequence[dict[Hashable, Any]],
+    playback: Playback,
+    *,
+    groups: Sequence[Sequence[int]] | None = None,
+    pattern: str | None = None,
+    wanted: Callable[[int], Iterable[int]] | None = None,
+) -> None:
+    """Check every invariant of one playback; raise :class:`InvariantError` on the first broken one.
+
+    Parameters
+    ----------
+    topology : Topology
+        The topology played on.
+    transfers : sequence of Transfer
+        The transfers played.
+    buffers : sequence of dict
+        Each device's chunks at the start, as given to :func:`netsim.engine.play`.
+    playback : Playback
+        What ``play`` returned.
+    groups : sequence of sequence of int, optional
+        The collective's groups: chunks must stay in their group.
+    pattern : str, optional
+        ``"gather"``, ``"reduce_scatter"`` or ``"all_reduce"`` (keys ``(block, piece)``):
+        enables the ``chunks`` check. Other patterns get the other checks only.
+    wanted : callable, optional
+        ``wanted(device)`` gives the blocks a device must hold at the end.
+
+    Raises
+    ------
+    InvariantError
+        Naming the invariant and what broke it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from netsim.engine import play
+    >>> from netsim.schedules import build_schedule
+    >>> from netsim.topology import ring
+    >>> s = build_schedule("gather", [[0, 1, 2]], "ring")
+    >>> start = [{(d, 0): np.full(4, d)} for d in range(3)]
+    >>> run = play(ring(3), s.transfers, start)
+    >>> check_playback(ring(3), s.transfers, start, run, groups=s.groups, pattern="gather", wanted=lambda d: range(3))
+    >>> lost = run.hops.pop()  # corrupt the playback: lose the last link crossing
+    >>> check_playback(ring(3), s.transfers, start, run)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    netsim.invariants.InvariantError: invariant 'delivery' violated: transfer #3 (0->1) crossed 0 link(s) [] but its route is 1 link(s) ['0->1']; ...
+    """
+    arrays = _Arrays(topology, transfers, playback)
+    _check_drained(transfers, playback, arrays)
+    _check_delivery(transfers, groups, arrays)
+    _check_link_bytes(playback, arrays)
+    _check_device_bytes(transfers, buffers, playback, arrays)
+    if pattern in _PATTERNS and groups is not None and wanted is not None:
+        _check_chunks(transfers, buffers, playback, groups, pattern, wanted)
+
+
+class _Arrays:
+    """The playback and the transfers as NumPy arrays, built once for every check."""
+
+    def __init__(self, topology: Topology, transfers: Sequence[TransferLike], playback: Playback) -> None:
+        n = len(transfers)
+        if not (len(playback.sent_at) == len(playback.arrived_at) == len(playback.nbytes) == len(playback.routes) == n):
+            raise InvariantError("drained", f"the playback records {len(playback.arrived_at)} arrivals and {len(playback.routes)} routes for {n} transfers")
+        self.src = np.fromiter((t.src for t in transfers), np.int64, n)
+        self.dst = np.fromiter((t.dst for t in transfers), np.int64, n)
+        self.sent = np.asarray(playback.sent_at, dtype=float)
+        self.arrived = np.asarray(playback.arrived_at, dtype=float)
+        self.nbytes = np.asarray(playback.nbytes, dtype=np.int64)
+        self.links = list(playback.links)
+        index = {link: k for k, link in enumerate(self.links)}
+        self.link_u = np.fromiter((u for u, _, _ in self.links), np.int64, len(self.links))
+        self.link_v = np.fromiter((v for _, v, _ in self.links), np.int64, len(self.links))
+        hops = playback.hops
+        h = len(hops)
+        self.hop_transfer = np.fromiter((hop.transfer for hop in hops), np.int64, h)
+        self.hop_link = np.fromiter((index.get(hop.link, -1) for hop in hops), np.int64, h)
+        self.hop_start = np.fromiter((hop.start for hop in hops), float, h)
+        self.hop_end = np.fromiter((hop.end for hop in hops), float, h)
+        self.route_length = np.fromiter(map(len, playback.routes), np.int64, n)
+        total = int(self.route_length.sum())
+        self.route_link = np.fromiter((index.get(link, -1) for route in playback.routes for link in route), np.int64, total)
+        self.topology = topology
+        self.hops = hops
+
+
+def _check_drained(transfers: Sequence[TransferLike], playback: Playback, a: _Arrays) -> None:
+    lost = np.flatnonzero(~(np.isfinite(a.sent) & np.isfinite(a.arrived)))
+    if lost.size:
+        devices = sorted({transfers[i].dst for i in lost[:100]})
+        raise InvariantError("drained", f"transfers {lost[:10].tolist()} never arrived: devices {devices[:10]} did not finish")
+    early = (a.sent > a.arrived + _slack(a.sent, a.arrived)) | (a.sent < 0)
+    if early.any():
+        i = _first(early)
+        raise InvariantError("drained", f"transfer #{i} arrived at {a.arrived[i]:.9g} s, before it was sent at {a.sent[i]:.9g} s")
+    count = sum(len(t.deps) for t in transfers)
+    waiting = np.fromiter((i for i, t in enumerate(transfers) for _ in t.deps), np.int64, count)
+    awaited = np.fromiter((d for t in transfers for d in t.deps), np.int64, count)
+    jumped = a.arrived[awaited] > a.sent[waiting] + _slack(a.arrived[awaited], a.sent[waiting])
+    if jumped.any():
+        i, d = waiting[_first(jumped)], awaited[_first(jumped)]
+        raise InvariantError("drained", f"transfer #{i} left at {a.sent[i]:.9g} s, before transfer #{d} it waits for arrived at {a.arrived[d]:.9g} s")
+    finish = float(a.arrived.max(initial=0.0))
+    if not (math.isfinite(playback.time) and playback.time >= 0 and abs(playback.time - finish) <= 1e-9 * finish + 1e-15):
+        raise InvariantError("drained", f"the run's time {playback.time:.9g} s is not the last arrival {finish:.9g} s")
+
+
+def _check_delivery(transfers: Sequence[TransferLike], groups: Sequence[Sequence[int]] | None, a: _Arrays) -> None:
+    topology = a.topology
+    if groups is not None:
+        outside = _outside_groups(groups, a.src, a.dst, topology.n_devices)
+        if outside.any():
+            i = _first(outside)
+            raise InvariantError("delivery", f"transfer #{i} moves a chunk from device {a.src[i]} to device {a.dst[i]}, outside its group")
+    if (a.hop_transfer < 0).any() or (a.hop_transfer >= len(transfers)).any():
+        raise InvariantError("delivery", "a link crossing belongs to a transfer that does not exist")
+    crossings = np.bincount(a.hop_transfer, minlength=len(transfers))
+    order = np.argsort(a.hop_transfer, kind="stable")
+    bad = crossings != a.route_length
+    if not bad.any():
+        wrong_link = a.hop_link[order] != a.route_link
+        if wrong_link.any():
+            bad[a.hop_transfer[order][_first(wrong_link)]] = True
+    if bad.any():
+        i = _first(bad)
+        links = [topology.link_name(hop.link) for hop in a.hops if hop.transfer == i]
+        route = [topology.link_name(link) for link in _route_of(a, i)]
+        raise InvariantError(
+            "delivery", f"transfer #{i} ({a.src[i]}->{a.dst[i]}) crossed {len(links)} link(s) {links[:6]} but its route is {len(route)} link(s) {route[:6]}"
+        )
+    if (a.route_link < 0).any():
+        raise InvariantError("delivery", "a route crosses a link that is not in the topology")
+    ends = np.cumsum(a.route_length)
+    starts = ends - a.route_length
+    moving = np.flatnonzero(a.route_length)
+    u, v = a.link_u[a.route_link], a.link_v[a.route_link]
+    joined = np.ones(len(u), bool)
+    joined[1:] = v[:-1] == u[1:]
+    joined[starts[moving]] = u[starts[moving]] == a.src[moving]
+    if not joined.all():
+        k = _first(~joined)
+        i = int(a.hop_transfer[order][k])
+        raise InvariantError("delivery", f"transfer #{i}'s route from {a.src[i]} to {a.dst[i]} jumps to link {u[k]}->{v[k]}")
+    landed = a.src.copy()
+    landed[moving] = v[ends[moving] - 1]
+    astray = landed != a.dst
+    if astray.any():
+        i = _first(astray)
+        raise InvariantError("delivery", f"transfer #{i} for device {a.dst[i]} was delivered to device {landed[i]}")
+    start, end, who = a.hop_start[order], a.hop_end[order], a.hop_transfer[order]
+    previous = np.empty_like(start)
+    previous[1:] = start[:-1]
+    previous[starts[moving]] = a.sent[moving]
+    disorder = (previous > start + _slack(previous, start)) | (start > end + _slack(start, end))
+    if disorder.any():
+        k = _first(disorder)
+        raise InvariantError(
+            "delivery",
+            f"transfer #{who[k]} crossed {topology.link_name(a.links[a.route_link[k]])} from {start[k]:.9g} s to {end[k]:.9g} s, out of order",
+        )
+
+
+def _outside_groups(groups: Sequence[Sequence[int]], src: np.ndarray, dst: np.ndarray, n_devices: int) -> np.ndarray:
+    """Transfers whose two ends share no group (groups may overlap, as ppermute's pairs do)."""
+    count = np.zeros(n_devices, np.int64)
+    for members in groups:
+        count[list(members)] += 1
+    if (count <= 1).all():  # a partition: compare group numbers
+        group_of = np.full(n_devices, -1, np.int64)
+        for g, members in enumerate(groups):
+            group_of[list(members)] = g
+        return (group_of[src] != group_of[dst]) | (group_of[src] < 0)
+    shared = {(u, v) for members in groups for u in members for v in members}
+    return np.fromiter(((u, v) not in shared for u, v in zip(src.tolist(), dst.tolist(), strict=True)), bool, len(src))
+
+
+def _route_of(a: _Arrays, i: int) -> list[Any]:
+    end = int(np.cumsum(a.route_length)[i])
+    return [a.links[k] if k >= 0 else "?" for k in a.route_link[end - int(a.route_length[i]) : end]]
+
+
+def _check_link_bytes(playback: Playback, a: _Arrays) -> None:
+    if (a.hop_link < 0).any():
+        hop = a.hops[_first(a.hop_link < 0)]
+        raise InvariantError("link bytes", f"transfer #{hop.transfer} crossed link {hop.link}, which is not in the topology")
+    m = len(a.links)
+    carried = np.bincount(a.hop_link, weights=a.nbytes[a.hop_transfer].astype(float), minlength=m)
+    messages = np.bincount(a.hop_link, minlength=m)
+    busy = np.bincount(a.hop_link, weights=a.hop_end - a.hop_start, minlength=m)
+    stats = list(playback.links.values())
+    counted = np.fromiter((s.bytes for s in stats), float, m)
+    counted_messages = np.fromiter((s.messages for s in stats), np.int64, m)
+    counted_busy = np.fromiter((s.busy_s for s in stats), float, m)
+    wrong = (counted != carried) | (counted_messages != messages) | (np.abs(counted_busy - busy) > _slack(counted_busy, busy))
+    if wrong.any():
+        k = _first(wrong)
+        raise InvariantError(
+            "link bytes",
+            f"link {a.topology.link_name(a.links[k])} counted {int(counted[k])} B in {counted_messages[k]} message(s), busy {counted_busy[k]:.9g} s, "
+            f"but its crossings carry {int(carried[k])} B in {messages[k]}, busy {busy[k]:.9g} s",
+        )
+    order = np.lexsort((np.arange(len(a.hop_link)), a.hop_link))
+    link, start, end = a.hop_link[order], a.hop_start[order], a.hop_end[order]
+    overlap = (link[1:] == link[:-1]) & (end[:-1] > start[1:] + _slack(end[:-1], start[1:]))
+    if overlap.any():
+        k = _first(overlap) + 1
+        raise InvariantError(
+            "link bytes",
+            f"link {a.topology.link_name(a.links[link[k]])} carried transfer #{a.hop_transfer[order][k]} from {start[k]:.9g} s "
+            f"while still busy until {end[k - 1]:.9g} s",
+        )
+
+
+def _check_device_bytes(transfers: Sequence[TransferLike], buffers: Sequence[dict[Hashable, Any]], playback: Playback, a: _Arrays) -> None:
+    size: dict[Hashable, int] = {}
+    for held in buffers:
+        for key, chunk in held.items():
+            if hasattr(chunk, "nbytes"):  # payload-free (timing-only) chunks have no size to compare
+                size.setdefault(key, int(chunk.nbytes))
+    expected = np.fromiter((size.get(t.key, -1) for t in transfers), np.int64, len(transfers))
+    wrong = (expected >= 0) & (expected != a.nbytes)
+    if wrong.any():
+        i = _first(wrong)
+        raise InvariantError("device bytes", f"transfer #{i} carried {a.nbytes[i]} B of chunk {transfers[i].key!r}, which is {expected[i]} B")
+    n = a.topology.n_devices
+    counted = np.fromiter((s.bytes for s in playback.links.values()), np.int64, len(a.links))
+    link_out = np.bincount(a.link_u, weights=counted, minlength=n)
+    link_in = np.bincount(a.link_v, weights=counted, minlength=n)
+    moving = a.route_length > 0
+    sent = np.bincount(a.src[moving], weights=a.nbytes[moving], minlength=n)
+    received = np.bincount(a.dst[moving], weights=a.nbytes[moving], minlength=n)
+    forwarded_in, forwarded_out = link_in - received, link_out - sent
+    wrong = (forwarded_in != forwarded_out) | (forwarded_in < 0)
+    if wrong.any():
+        d = _first(wrong)
+        raise InvariantError(
+            "device bytes",
+            f"device {d} took in {int(link_in[d])} B and received {int(received[d])} B, but put out {int(link_out[d])} B and sent {int(sent[d])} B "
+            f"(forwarded {int(forwarded_in[d])} B in, {int(forwarded_out[d])} B out)",
+        )
+
+
+_PATTERNS = ("gather", "reduce_scatter", "all_reduce", "all_to_all", "permute")
+"""Patterns whose chunks the ``chunks`` check follows; other patterns get the other checks."""
+
+
+def _check_chunks(
+    transfers: Sequence[TransferLike],
+    buffers: Sequence[dict[Hashable, Any]],
+    playback: Playback,
+    groups: Sequence[Sequence[int]],
+    pattern: str,
+    wanted: Callable[[int], Iterable[int]],
+) -> None:
+    """Replay the schedule with each chunk as a bit mask of the group positions whose data it carries.
+
+    A gather's block b must come from member b, an all_to_all's block s*n + j from
+    member s, a reduction's from every member, a ppermute's from its pair's source
+    (pairs overlap, so there a chunk is just 1: there or not). Written to allocate
+    few objects: on big runs Python's garbage collector would otherwise cost more
+    than the replay.
+    """
+    permute = pattern == "permute"
+    position = {} if permute else {d: k for members in groups for k, d in enumerate(members)}
+    size = len(groups[0]) if groups else 1
+
+    def add(state: int, j: int, device: int, key: Hashable) -> int:
+        payload = carried[j]
+        if transfers[j].reduce:
+            if state & payload:
+                raise InvariantError("chunks", f"device {device}, chunk {key!r}: transfer #{j} adds the data of member(s) {_bits(state & payload)} again")
+            return state | payload
+        if payload and payload == state and transfers[j].src != transfers[j].dst:  # a device may copy a chunk to itself
+            raise InvariantError("chunks", f"device {device}, chunk {key!r}: transfer #{j} delivers a chunk that is already there a second time")
+        return payload
+
+    arrived = playback.arrived_at
+    carried = [0] * len(transfers)
+    for i in _dependency_order(transfers):
+        t = transfers[i]
+        src, key = t.src, t.key
+        state = (1 if permute else 1 << position[src]) if key in buffers[src] else 0
+        feeding = [d for d in t.deps if transfers[d].dst == src and transfers[d].key == key]
+        if len(feeding) > 1:
+            feeding.sort(key=lambda j: (arrived[j], j))
+        for j in feeding:
+            state = add(state, j, src, key)
+        carried[i] = state
+    # What every device holds at the end: fold the arrivals into each (device, chunk), in arrival order.
+    key_ids: dict[Hashable, int] = {}
+    for held in buffers:
+        for key in held:
+            key_ids.setdefault(key, len(key_ids))
+    keys = list(key_ids)
+    n = len(transfers)
+    key_id = np.fromiter((key_ids.get(t.key, -1) for t in transfers), np.int64, n)
+    if (key_id < 0).any():
+        i = _first(key_id < 0)
+        raise InvariantError("chunks", f"transfer #{i} carries chunk {transfers[i].key!r}, which no device started with")
+    code = np.fromiter((t.dst for t in transfers), np.int64, n) * len(keys) + key_id
+    order = np.lexsort((np.arange(n), np.asarray(arrived, dtype=float), code)).tolist()
+    final: dict[int, int] = {}
+    for i in order:
+        t = transfers[i]
+        c = t.dst * len(keys) + key_ids[t.key]
+        state = final[c] if c in final else ((1 if permute else 1 << position[t.dst]) if t.key in buffers[t.dst] else 0)
+        final[c] = add(state, i, t.dst, t.key)
+    pieces = 1 + max((key[1] for key in keys), default=0)
+    for d in range(len(buffers)):
+        for block in wanted(d):
+            expected = _whose(pattern, block, size)
+            for piece in range(pieces):
+                key = (block, piece)
+                c = d * len(keys) + key_ids[key] if key in key_ids else -1
+                got = final[c] if c in final else ((1 if permute else 1 << position[d]) if key in buffers[d] else 0)
+                if got != expected:
+                    lost = expected & ~got
+                    detail = f"without the data of group member(s) {_bits(lost)}" if lost else f"with the data of member(s) {_bits(got & ~expected)}"
+                    raise InvariantError("chunks", f"device {d} ends with chunk {key!r} {detail}")
+
+
+def _whose(pattern: str, block: int, size: int) -> int:
+    """Whose data a block must carry at the end, as a mask of group positions."""
+    if pattern in ("reduce_scatter", "all_reduce"):
+        return (1 << size) - 1
+    if pattern == "permute":
+        return 1
+    return 1 << (block // size if pattern == "all_to_all" else block)
+
+
+def _dependency_order(transfers: Sequence[TransferLike]) -> Iterable[int]:
+    """Indices with every transfer after the ones it waits for (index order when that already holds)."""
+    if all(d < i for i, t in enumerate(transfers) for d in t.deps):
+        return range(len(transfers))
+    missing = [len(t.deps) for t in transfers]
+    dependents: list[list[int]] = [[] for _ in transfers]
+    for i, t in enumerate(transfers):
+        for d in t.deps:
+            dependents[d].append(i)
+    order = [i for i, m in enumerate(missing) if m == 0]
+    for i in order:
+        for j in dependents[i]:
+            missing[j] -= 1
+            if missing[j] == 0:
+                order.append(j)
+    if len(order) < len(transfers):
+        cycle = [i for i, m in enumerate(missing) if m][:10]
+        raise InvariantError("drained", f"transfers {cycle} wait for each other in a cycle, yet the run finished")
+    return order
+
+
+def _bits(mask: int) -> list[int]:
+    return [k for k in range(mask.bit_length()) if mask >> k & 1]

@@ -1,0 +1,290 @@
+"""Each invariant holds on real runs, and fires when a playback is corrupted on purpose."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import netsim
+from netsim.cli import app
+from netsim.engine import play
+from netsim.invariants import InvariantError, _Arrays, _check_device_bytes, check_playback
+from netsim.schedules import Schedule, build_schedule
+from netsim.topology import ring, torus
+
+runner = CliRunner()
+
+
+def start_buffers(schedule: Schedule, n_devices: int, size: int = 8) -> list[dict]:
+    """Each device's chunks at the start, written from the definition of each pattern."""
+    buffers: list[dict] = [{} for _ in range(n_devices)]
+    for group in schedule.groups:
+        n = len(group)
+        for k, device in enumerate(group):
+            blocks = {"gather": [k], "all_to_all": [k * n + j for j in range(n)]}.get(schedule.pattern, range(n))
+            for block in blocks:
+                for piece in range(schedule.pieces):
+                    buffers[device][(block, piece)] = np.full(size, device, np.int64)
+    return buffers
+
+
+def wanted_of(schedule: Schedule):
+    def wanted(device):
+        group = next(g for g in schedule.groups if device in g)
+        n, k = len(group), group.index(device)
+        return {"reduce_scatter": [k], "all_to_all": range(k, n * n, n)}.get(schedule.pattern, range(n))
+
+    return wanted
+
+
+def played(pattern="gather", algorithm="bidirectional_ring", groups=((0, 1, 2, 3),), topology=None):
+    topology = topology or ring(4)
+    schedule = build_schedule(pattern, groups, algorithm)
+    buffers = start_buffers(schedule, topology.n_devices)
+    return topology, schedule, buffers, play(topology, schedule.transfers, buffers)
+
+
+def check(topology, schedule, buffers, playback, transfers=None):
+    check_playback(
+        topology,
+        schedule.transfers if transfers is None else transfers,
+        buffers,
+        playback,
+        groups=schedule.groups,
+        pattern=schedule.pattern,
+        wanted=wanted_of(schedule),
+    )
+
+
+PLANS = [
+    (pattern, algorithm)
+    for pattern in ("gather", "reduce_scatter", "all_reduce", "all_to_all")
+    for algorithm in sorted(netsim.ALGORITHMS)
+    if netsim.ALGORITHMS[algorithm].runs(pattern)
+]
+
+
+@pytest.mark.parametrize(("pattern", "algorithm"), PLANS, ids=[f"{p}-{a}" for p, a in PLANS])
+@pytest.mark.parametrize("groups", [((0, 1, 2, 3),), ((0, 2), (3, 1)), ((3, 0, 2, 1),)])
+def test_real_runs_satisfy_every_invariant(pattern, algorithm, groups):
+    check(*played(pattern, algorithm, groups))
+    check(*played(pattern, algorithm, groups, topology=ring(4).fail_link(1, 2)))
+
+
+def test_every_pattern_and_algorithm_is_covered():
+    assert {p for p, _ in PLANS} == {"gather", "reduce_scatter", "all_reduce", "all_to_all"}
+    assert {a for _, a in PLANS} == set(netsim.ALGORITHMS)
+
+
+def test_ppermute_runs_satisfy_every_invariant():
+    # pairs overlap (a device is one pair's source and another's destination, or its own)
+    perm = [(0, 2), (2, 3), (3, 0), (1, 1)]
+    x = np.arange(4 * 6, dtype=np.int32).reshape(4, 6)
+    for topology in (ring(4), ring(4).fail_link(2, 3), torus((2, 2))):
+        result = netsim.ppermute(x, perm, topology=topology)  # checks every invariant inside
+        np.testing.assert_array_equal(result.output, x[[3, 1, 0, 2]])
+
+
+def test_invariants_hold_with_multi_hop_routes_on_a_torus():
+    t = torus((3, 3))
+    groups = (tuple(range(9)),)
+    check(*played("all_reduce", "ring", groups, topology=t))
+
+
+def fires(invariant, message, topology, schedule, buffers, playback, transfers=None):
+    with pytest.raises(InvariantError) as error:
+        check(topology, schedule, buffers, playback, transfers)
+    assert error.value.invariant == invariant
+    assert message in str(error.value)
+    assert str(error.value).startswith(f"invariant '{invariant}' violated: ")
+    assert str(error.value).endswith("this is a bug in netsim, please report it")
+
+
+# drained ---------------------------------------------------------------------------------
+
+
+def test_a_transfer_that_never_arrived_is_caught():
+    topology, schedule, buffers, run = played()
+    run.arrived_at[5] = float("nan")
+    fires("drained", f"transfers [5] never arrived: devices [{schedule.transfers[5].dst}] did not finish", topology, schedule, buffers, run)
+
+
+def test_a_transfer_sent_before_what_it_waits_for_is_caught():
+    topology, schedule, buffers, run = played(algorithm="ring")
+    i = next(i for i, t in enumerate(schedule.transfers) if t.deps)
+    run.sent_at[i] = run.arrived_at[schedule.transfers[i].deps[0]] / 2
+    fires("drained", f"transfer #{i} left at", topology, schedule, buffers, run)
+
+
+def test_a_wrong_finish_time_is_caught():
+    topology, schedule, buffers, run = played()
+    run.time *= 2
+    fires("drained", "is not the last arrival", topology, schedule, buffers, run)
+
+
+# delivery --------------------------------------------------------------------------------
+
+
+def test_a_lost_link_crossing_is_caught():
+    topology, schedule, buffers, run = played()
+    lost = run.hops.pop(3)
+    fires(
+        "delivery",
+        f"transfer #{lost.transfer} ({schedule.transfers[lost.transfer].src}->{schedule.transfers[lost.transfer].dst}) crossed 0 link(s) []",
+        topology,
+        schedule,
+        buffers,
+        run,
+    )
+
+
+def test_a_duplicated_link_crossing_is_caught():
+    topology, schedule, buffers, run = played()
+    run.hops.append(copy.copy(run.hops[0]))
+    fires("delivery", f"transfer #{run.hops[0].transfer} ", topology, schedule, buffers, run)
+
+
+def test_a_chunk_delivered_to_the_wrong_device_is_caught():
+    topology, schedule, buffers, run = played(algorithm="ring")
+    # transfer 0 goes 0->1; make its route and crossing go 0->3 instead
+    wrong = (0, 3, (0, -1))
+    run.routes[0] = (wrong,)
+    index = next(k for k, hop in enumerate(run.hops) if hop.transfer == 0)
+    run.hops[index] = replace(run.hops[index], link=wrong)
+    fires("delivery", "transfer #0 for device 1 was delivered to device 3", topology, schedule, buffers, run)
+
+
+def test_a_chunk_leaving_its_group_is_caught():
+    topology, schedule, buffers, run = played(groups=((0, 1), (2, 3)), algorithm="ring")
+    transfers = list(schedule.transfers)
+    transfers[0] = replace(transfers[0], dst=2)
+    fires("delivery", "transfer #0 moves a chunk from device 0 to device 2, outside its group", topology, schedule, buffers, run, transfers)
+
+
+# link bytes ------------------------------------------------------------------------------
+
+
+def test_link_counters_that_disagree_with_the_crossings_are_caught():
+    topology, schedule, buffers, run = played()
+    link = (0, 1, (0, 1))
+    run.links[link].bytes += 1
+    fires("link bytes", "link 0->1 counted", topology, schedule, buffers, run)
+
+
+def test_two_messages_on_a_link_at_once_are_caught():
+    topology, schedule, buffers, run = played(algorithm="ring")
+    link = (0, 1, (0, 1))
+    first, second = [k for k, hop in enumerate(run.hops) if hop.link == link][:2]
+    longer = run.hops[second].start + 1e-6 - run.hops[first].end
+    run.hops[first] = replace(run.hops[first], end=run.hops[first].end + longer)
+    run.links[link].busy_s += longer  # the counters agree: only the overlap is wrong
+    fires("link bytes", f"link 0->1 carried transfer #{run.hops[second].transfer} from", topology, schedule, buffers, run)
+
+
+# device bytes ----------------------------------------------------------------------------
+
+
+def test_a_chunk_of_the_wrong_size_is_caught():
+    topology, schedule, buffers, run = played(algorithm="ring")
+    i = run.hops[0].transfer
+    run.nbytes[i] += 8
+    run.links[run.hops[0].link].bytes += 8
+    fires("device bytes", f"transfer #{i} carried 72 B of chunk", topology, schedule, buffers, run)
+
+
+def test_bytes_that_appear_inside_a_device_are_caught():
+    # Link counters say 1->2 carried a message that nothing sent: the check on its own.
+    topology, schedule, buffers, run = played(algorithm="ring")
+    run.links[(1, 2, (0, 1))].bytes += 64
+    with pytest.raises(InvariantError, match=r"device 1 took in .* but put out .* \(forwarded 0 B in, 64 B out\)"):
+        _check_device_bytes(schedule.transfers, buffers, run, _Arrays(topology, schedule.transfers, run))
+
+
+# chunks ----------------------------------------------------------------------------------
+
+
+def test_a_gather_that_misses_a_block_is_caught():
+    # Drop a transfer from the schedule: the run completes, but a device lacks a block.
+    schedule = build_schedule("gather", [(0, 1, 2)], "ring")
+    last = len(schedule.transfers) - 1
+    short = replace(schedule, transfers=schedule.transfers[:last])
+    topology = ring(3)
+    buffers = start_buffers(short, 3)
+    run = play(topology, short.transfers, buffers)
+    t = schedule.transfers[last]
+    fires("chunks", f"device {t.dst} ends with chunk {t.key!r} without the data of group member(s) [{t.key[0]}]", topology, short, buffers, run)
+
+
+def test_a_block_delivered_twice_is_caught():
+    schedule = build_schedule("gather", [(0, 1, 2)], "ring")
+    twice = replace(schedule, transfers=(*schedule.transfers, schedule.transfers[-1]))
+    topology = ring(3)
+    buffers = start_buffers(twice, 3)
+    run = play(topology, twice.transfers, buffers)
+    t = schedule.transfers[-1]
+    fires(
+        "chunks",
+        f"device {t.dst}, chunk {t.key!r}: transfer #{len(schedule.transfers)} delivers a chunk that is already there a second time",
+        topology,
+        twice,
+        buffers,
+        run,
+    )
+
+
+def test_a_contribution_added_twice_is_caught():
+    schedule = build_schedule("reduce_scatter", [(0, 1, 2)], "ring")
+    twice = replace(schedule, transfers=(*schedule.transfers, schedule.transfers[-1]))
+    topology = ring(3)
+    buffers = start_buffers(twice, 3)
+    run = play(topology, twice.transfers, buffers)
+    t = schedule.transfers[-1]
+    fires("chunks", f"transfer #{len(schedule.transfers)} adds the data of member(s) [", topology, twice, buffers, run)
+    assert t.reduce
+
+
+def test_a_block_from_the_wrong_member_is_caught():
+    # Check a gather played for the group (0, 1, 2) as if the group were (1, 0, 2): device 0's
+    # block lands where member 0 (device 1) should have supplied it.
+    topology, schedule, buffers, run = played(groups=((0, 1, 2),), algorithm="ring", topology=ring(3))
+    with pytest.raises(InvariantError) as error:
+        check_playback(topology, schedule.transfers, buffers, run, groups=((1, 0, 2),), pattern="gather", wanted=lambda d: range(3))
+    assert error.value.invariant == "chunks"
+    assert "ends with chunk (0, 0) without the data of group member(s) [0]" in str(error.value)
+
+
+# In the library and the CLI -------------------------------------------------------------
+
+
+def test_a_broken_output_is_an_internal_error_with_scenario_and_seed(tmp_path, monkeypatch):
+    monkeypatch.setattr("netsim.collectives._matches", lambda *args: False)
+    with pytest.raises(InvariantError, match=r"invariant 'output' violated: all_gather with ring on ring4: device 0's simulated output differs"):
+        netsim.all_gather(np.arange(4), algorithm="ring")
+    path = tmp_path / "s.yaml"
+    path.write_text("name: t\ntopology: ring4\ncollective: {op: all_gather}\ninput: {shape: [4]}\nseed: 42\n")
+    result = runner.invoke(app, ["run", str(path)])
+    assert result.exit_code == 3
+    line = result.output.strip()
+    assert len(line.splitlines()) == 1
+    assert line.startswith(f"error: internal error in netsim while running {path}: invariant 'output' violated: ")
+    assert line.endswith(f"this is a bug in netsim, please report it (scenario {path}, seed 42)")
+
+
+def test_a_corrupted_playback_inside_a_run_is_an_internal_error(tmp_path, monkeypatch):
+    real_play = netsim.collectives.play
+
+    def lossy(*args, **kwargs):
+        run = real_play(*args, **kwargs)
+        run.hops.pop()
+        return run
+
+    monkeypatch.setattr("netsim.collectives.play", lossy)
+    path = tmp_path / "s.yaml"
+    path.write_text("name: t\ntopology: ring8\ncollective: {op: psum}\ninput: {shape: [16]}\nseed: 3\n")
+    result = runner.invoke(app, ["run", str(path)])
+    assert result.exit_code == 3
+    assert "invariant 'delivery' violated" in result.output and "(scenario" in result.output and "seed 3)" in result.output

@@ -1,0 +1,99 @@
+"""Runs that would not fit in memory are refused up front, with a pointer to the timing-only mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import netsim
+from netsim.cli import app
+from netsim.resources import BYTES_PER_TRANSFER, MemoryLimitError, available_memory, check_memory, estimate_memory
+from netsim.units import format_bytes
+
+runner = CliRunner()
+GiB = 2**30
+
+
+def test_the_pod_sized_all_gather_is_refused_before_anything_is_allocated(tmp_path):
+    # 4096 devices, 1 GiB each: the gathered output alone is 4096 x 4096 GiB.
+    path = tmp_path / "pod.yaml"
+    path.write_text("name: pod\ntopology: {kind: ring, dims: [4096]}\ncollective: {op: all_gather}\ninput: {bytes_per_device: 1 GiB, dtype: int8}\n")
+    result = runner.invoke(app, ["run", str(path)])
+    assert result.exit_code == 2
+    line = result.output.strip()
+    assert len(line.splitlines()) == 1
+    # inputs 4 TiB, outputs 4096 x 4096 GiB, checking a group: 4096 GiB of inputs + 4 outputs of 4 TiB, 2 x 4096 x 4095 transfers
+    needed = 4096 * GiB + 4096 * 4096 * GiB + 4096 * GiB + 4 * 4096 * GiB + 2 * 4096 * 4095 * BYTES_PER_TRANSFER
+    assert line.startswith(f"error: {path}: input: this run needs about {format_bytes(needed)} of memory (outputs 1.638e+04 TiB, reference 20 TiB) but only ")
+    assert line.endswith("is available; run it timing-only with `data: none`, or use fewer devices or a smaller input")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pod.yaml"]
+
+
+def test_the_python_api_refuses_it_too():
+    # A broadcast view: 4096 devices "holding" 1 GiB each without the memory behind it.
+    x = np.broadcast_to(np.zeros(1, np.int8), (4096, GiB))
+    with pytest.raises(
+        MemoryLimitError, match=r"^this run needs about 1\.64e\+04 TiB of memory \(outputs 1\.638e\+04 TiB, reference 20 TiB\) but only .* `data: none`"
+    ):
+        netsim.all_gather(x, topology=netsim.ring(4096))
+
+
+def test_a_scenario_that_fits_in_the_machine_but_not_in_what_is_free_is_refused(tmp_path, monkeypatch):
+    scenario = Path(__file__).resolve().parent.parent / "scenarios" / "allgather_ring8_bandwidth_bound.yaml"
+    assert netsim.load_scenario(scenario)  # fine with this machine's memory
+    monkeypatch.setattr("netsim.resources.available_memory", lambda: 64 * 2**20)
+    result = runner.invoke(app, ["run", str(scenario)])
+    assert result.exit_code == 2
+    # 8 devices x 8 MiB in, 8 x 64 MiB out, 64 MiB of inputs and 4 x 64 MiB of temporaries to check one group, 112 transfers
+    needed = 8 * 8 * 2**20 + 8 * 64 * 2**20 + 8 * 8 * 2**20 + 4 * 64 * 2**20 + 112 * BYTES_PER_TRANSFER
+    assert f"this run needs about {format_bytes(needed)} of memory" in result.output
+    assert "but only 64 MiB is available" in result.output
+
+
+@pytest.mark.parametrize(
+    ("collective", "outputs", "partial_sums", "reference", "transfers"),
+    [
+        ("all_gather", 16 * 4 * 100, 0, 4 * 100 + 4 * 400, 16 * 3 * 2),
+        ("psum_scatter", 16 * 25, 16 * 100, 4 * 100 + 4 * 25, 16 * 3 * 2),
+        ("psum", 16 * 100, 16 * 100, 4 * 100 + 4 * 100, 16 * 3 * 2 * 2),
+    ],
+)
+def test_estimates_from_sizes(collective, outputs, partial_sums, reference, transfers):
+    e = estimate_memory(collective, 16, 4, 100, pieces=2)
+    assert (e.inputs, e.outputs, e.partial_sums, e.reference, e.schedule) == (16 * 100, outputs, partial_sums, reference, transfers * BYTES_PER_TRANSFER)
+    assert e.total == 16 * 100 + outputs + partial_sums + reference + transfers * BYTES_PER_TRANSFER
+    assert estimate_memory(collective, 16, 4, 100, input_exists=True).inputs == 0
+
+
+def test_the_estimate_covers_what_a_run_really_takes():
+    import tracemalloc
+
+    x = np.ones((16, 64 * 1024), np.float32)
+    for op, estimate in (
+        (netsim.all_gather, estimate_memory("all_gather", 16, 16, x[0].nbytes, 2, input_exists=True)),
+        (netsim.psum, estimate_memory("psum", 16, 16, x[0].nbytes, 2, input_exists=True)),
+        (lambda x: netsim.psum_scatter(x, tiled=True), estimate_memory("psum_scatter", 16, 16, x[0].nbytes, 2, input_exists=True)),
+    ):
+        tracemalloc.start()
+        op(x)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak <= estimate.total
+
+
+def test_available_memory_is_what_the_machine_reports():
+    available = available_memory()
+    assert available is None or available > 0
+    meminfo = Path("/proc/meminfo")
+    if available is not None and meminfo.exists():
+        line = next(line for line in meminfo.read_text().splitlines() if line.startswith("MemAvailable:"))
+        assert available <= int(line.split()[1]) * 1024 * 1.05  # it moves a little between the two reads
+
+
+def test_check_memory_lets_runs_that_fit_through():
+    check_memory(estimate_memory("psum", 8, 8, 1024), available=GiB)
+    with pytest.raises(MemoryLimitError):
+        check_memory(estimate_memory("psum", 8, 8, GiB), available=GiB)
