@@ -60,6 +60,9 @@ class Result:
         Whether the output was checked against the independent NumPy reference.
     leaves : list of LeafRun
         Schedule and playback of each leaf.
+    verification : str
+        How the output was checked, or why it was not (lazy outputs are checked
+        without being materialised; ``data="none"`` runs have no output).
     """
 
     output: Any
@@ -74,6 +77,7 @@ class Result:
     verified: bool
     leaves: list[LeafRun] = field(default_factory=list, repr=False)
     scenario: str | None = None
+    verification: str = ""
 
     @property
     def group_size(self) -> int:
@@ -108,4 +112,5 @@ class Result:
             "steps": sum(leaf.schedule.n_steps for leaf in self.leaves),
             "transfers": sum(len(leaf.schedule.transfers) for leaf in self.leaves),
             "verified": self.verified,
+            "verification": self.verification,
         }
