@@ -178,7 +178,9 @@ def _check_lazy(collective: str, layout: Any, leaf: np.ndarray, playback: Playba
         owned: tuple | None = None
         for device in group:
             wanted = layout.wanted(device)
-            keys = keys_of.setdefault(wanted, [(block, p) for block in wanted for p in range(pieces)])
+            keys = keys_of.get(wanted)
+            if keys is None:
+                keys = keys_of[wanted] = [(block, p) for block in wanted for p in range(pieces)]
             try:
                 held = list(map(playback.buffers[device].__getitem__, keys))
             except KeyError as missing:

@@ -292,10 +292,10 @@ class _Run:
         link, or is delivered to its destination.
     ``~d`` for a device d
         device d wakes up (or starts): takes in its arrivals, sends what became ready.
-    ``~(n_devices + k)``
-        link k, idle until now, serves the first message of its queue.
-    ``~(n_devices + n_links + k)``
-        link k is done with a message: it serves the next one, or goes idle.
+    ``~(n_devices + i)`` for a transfer i
+        the link transfer i asked for, idle until now, starts serving it.
+    ``~(n_devices + n_transfers + k)``
+        link k is done with a message: it serves the next in its queue, or goes idle.
     """
 
     def __init__(self, topology: Topology, columns: dict[str, Any], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float]) -> None:
@@ -355,106 +355,51 @@ class _Run:
         sent_at, arrived_at, nbytes, buffers, ready, taken = self.sent_at, self.arrived_at, self.nbytes, self.buffers, self.ready, self.taken
         payload: list[Any] = [None] * n
         hop = [0] * n  # link of its route a transfer is on
-        tail = [0.0] * n  # when its tail reaches the end of that link
+        tail = [0.0] * n  # when its tail reaches the end of that link (multi-hop routes)
         inbox: list[list[int]] = [[] for _ in range(n_devices)]
-        awake = [s == 0 for s in self.start_s]  # waiting for arrivals (False before start_s)
-        queue: list[list[int]] = [[] for _ in range(n_links)]
-        state = [0] * n_links  # 0 idle, 1 about to serve, 2 serving
-        serve_base, done_base = n_devices, n_devices + n_links
+        awake = [False] * n_devices  # waiting for arrivals (from its start on)
+        queue: list[list[int]] = [[] for _ in range(n_links)]  # messages waiting for a busy link
+        state = [0] * n_links  # 0 idle, 1 about to serve a message (not in queue), 2 serving
+        serve_base, done_base = n_devices, n_devices + n
         record_transfer, record_link, record_start, record_end = (c.append for c in self.record)
         pending: dict[float, list[int]] = {}  # instant -> actions due then, in the order scheduled
         times: list[float] = []  # the instants of pending, as a heap
         heappush, heappop = heapq.heappush, heapq.heappop
 
-        def send(d: int, now: float, batch: list[int]) -> None:
-            sending, ready[d] = ready[d], []
-            buffer = buffers[d]
-            for i in sending:
-                key = key_of[i]
-                chunk = buffer.get(key, _ABSENT)
-                if chunk is _ABSENT:
-                    raise EngineError(f"device {d} must send chunk {key!r} (transfer #{i}) but does not hold it")
-                sent_at[i] = now
-                payload[i] = chunk
-                nbytes[i] = chunk.nbytes
-                tail[i] = now
-                route = route_of[i]
-                if route:
-                    link = route[0]
-                    waiting = queue[link]
-                    waiting.append(i)
-                    if len(waiting) > max_queue[link]:
-                        max_queue[link] = len(waiting)
-                    if not state[link]:
-                        state[link] = 1
-                        batch.append(~(serve_base + link))
-                else:
-                    batch.append(i)
-
-        def take(d: int, now: float) -> None:
-            arrived, inbox[d] = inbox[d], []
-            taken[d] += len(arrived)
-            buffer, becoming = buffers[d], ready[d]
-            for i in arrived:
-                arrived_at[i] = now
-                key = key_of[i]
-                chunk, payload[i] = payload[i], None
-                if reduce[i]:
-                    if key not in buffer:
-                        raise EngineError(f"device {d} was sent chunk {key!r} to add into, but holds no such chunk")
-                    buffer[key] = buffer[key] + chunk
-                else:
-                    buffer[key] = chunk
-                j = first[i]
-                if j >= 0:
-                    left = missing[j] - 1
-                    missing[j] = left
-                    if not left:
-                        becoming.append(j)
-                elif j < -1:
-                    for waiter in more[-2 - j]:
-                        missing[waiter] -= 1
-                        if not missing[waiter]:
-                            becoming.append(waiter)
-
-        # Start: late devices' wake-ups first, then what the others send at time 0.
+        # Every device wakes up when it starts (at 0 unless late), in device order,
+        # before anything else happens then.
         for d, s in enumerate(self.start_s):
-            if s > 0:
-                if s in pending:
-                    pending[s].append(~d)
-                else:
-                    pending[s] = [~d]
-                    heappush(times, s)
-        at_zero: list[int] = []
-        for d in range(n_devices):
-            if awake[d]:
-                send(d, 0.0, at_zero)
-        if at_zero:
-            pending[0.0] = at_zero
-            heappush(times, 0.0)
+            if s in pending:
+                pending[s].append(~d)
+            else:
+                pending[s] = [~d]
+                heappush(times, s)
 
+        # The instant last scheduled into, for arrivals and for links freeing up (most
+        # messages of a step share them); both are >= now, so never an instant already done.
+        arrive_at, arrivals, free_at, freeings = -1.0, [], -1.0, []
         while times:
             now = heappop(times)
             delay = now - env.now
             yield env.timeout(delay if delay > 0 else 0.0)
             batch = pending[now]
-            k = 0
-            while k < len(batch):
-                a = batch[k]
-                k += 1
+            for a in batch:  # actions appended while we go are handled too, in order
                 if a >= 0:  # transfer a reaches the end of a link
                     route = route_of[a]
                     h = hop[a] + 1
                     if h < len(route):
                         hop[a] = h
                         link = route[h]
-                        waiting = queue[link]
-                        waiting.append(a)
-                        if len(waiting) > max_queue[link]:
-                            max_queue[link] = len(waiting)
-                        if not state[link]:
+                        if state[link]:
+                            waiting = queue[link]
+                            waiting.append(a)
+                            if len(waiting) + (state[link] == 1) > max_queue[link]:
+                                max_queue[link] = len(waiting) + (state[link] == 1)
+                        else:
                             state[link] = 1
-                            batch.append(~(serve_base + link))
+                            if not max_queue[link]:
+                                max_queue[link] = 1
+                            batch.append(~(serve_base + a))
                         continue
                     d = dst[a]
                     inbox[d].append(a)
@@ -463,43 +408,104 @@ class _Run:
                         batch.append(~d)
                     continue
                 c = ~a
-                if c < serve_base:  # device c wakes up
-                    take(c, now)
+                if c < serve_base:  # device c wakes up: takes in what arrived, sends what is ready
+                    arrived = inbox[c]
+                    if arrived:
+                        inbox[c] = []
+                        taken[c] += len(arrived)
+                        buffer, becoming = buffers[c], ready[c]
+                        for i in arrived:
+                            arrived_at[i] = now
+                            key = key_of[i]
+                            chunk, payload[i] = payload[i], None
+                            if reduce[i]:
+                                if key not in buffer:
+                                    raise EngineError(f"device {c} was sent chunk {key!r} to add into, but holds no such chunk")
+                                buffer[key] = buffer[key] + chunk
+                            else:
+                                buffer[key] = chunk
+                            j = first[i]
+                            if j >= 0:
+                                left = missing[j] - 1
+                                missing[j] = left
+                                if not left:
+                                    becoming.append(j)
+                            elif j < -1:
+                                for waiter in more[-2 - j]:
+                                    missing[waiter] -= 1
+                                    if not missing[waiter]:
+                                        becoming.append(waiter)
                     awake[c] = True
-                    if ready[c]:
-                        send(c, now, batch)
+                    sending = ready[c]
+                    if not sending:
+                        continue
+                    ready[c] = []
+                    buffer = buffers[c]
+                    for i in sending:
+                        key = key_of[i]
+                        chunk = buffer.get(key, _ABSENT)
+                        if chunk is _ABSENT:
+                            raise EngineError(f"device {c} must send chunk {key!r} (transfer #{i}) but does not hold it")
+                        sent_at[i] = now
+                        payload[i] = chunk
+                        nbytes[i] = chunk.nbytes
+                        route = route_of[i]
+                        if not route:
+                            batch.append(i)
+                            continue
+                        link = route[0]
+                        if state[link]:  # busy, or about to be: wait in its queue
+                            waiting = queue[link]
+                            waiting.append(i)
+                            if len(waiting) + (state[link] == 1) > max_queue[link]:
+                                max_queue[link] = len(waiting) + (state[link] == 1)
+                        else:  # idle: it serves this message once the actions already due now are done
+                            state[link] = 1
+                            if not max_queue[link]:
+                                max_queue[link] = 1
+                            batch.append(~(serve_base + i))
                     continue
-                link = c - serve_base if c < done_base else c - done_base
-                waiting = queue[link]
-                if not waiting:  # done, and nobody waits: idle
-                    state[link] = 0
-                    continue
-                i = waiting.pop(0)
+                if c < done_base:  # an idle link starts on transfer i
+                    i = c - serve_base
+                    link = route_of[i][hop[i]]
+                else:  # a link is done with a message: the next one, or idle
+                    link = c - done_base
+                    waiting = queue[link]
+                    if not waiting:
+                        state[link] = 0
+                        continue
+                    i = waiting.pop(0)
                 state[link] = 2
                 end = now + nbytes[i] / bandwidth[link]
-                if tail[i] > end:
+                h = hop[i]
+                if h and tail[i] > end:  # (on its first link the tail left when it started)
                     end = tail[i]
                 span = end - now
                 lag = latency[link]
-                tail[i] = end + lag
                 record_transfer(i)
                 record_link(link)
                 record_start(now)
                 record_end(end)
-                when = now + (lag if cut_through and hop[i] + 1 < len(route_of[i]) else span + lag)
-                later = pending.get(when)
-                if later is None:
-                    pending[when] = [i]
-                    heappush(times, when)
+                if h + 1 < len(route_of[i]):
+                    tail[i] = end + lag
+                    when = now + (lag if cut_through else span + lag)
                 else:
-                    later.append(i)
+                    when = now + (span + lag)
+                if when != arrive_at:
+                    arrive_at = when
+                    arrivals = pending.get(when)
+                    if arrivals is None:
+                        arrivals = pending[when] = []
+                        heappush(times, when)
+                arrivals.append(i)
                 when = now + span
-                later = pending.get(when)
-                if later is None:
-                    pending[when] = [~(done_base + link)]
-                    heappush(times, when)
-                else:
-                    later.append(~(done_base + link))
+                if when != free_at:
+                    free_at = when
+                    freeings = pending.get(when)
+                    if freeings is None:
+                        freeings = pending[when] = []
+                        heappush(times, when)
+                freeings.append(~(done_base + link))
             del pending[now]
 
     def run(self) -> None:
