@@ -55,11 +55,12 @@ from __future__ import annotations
 
 import gc
 import heapq
+import weakref
 from array import array
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import simpy
@@ -258,24 +259,42 @@ def _check(columns: dict[str, Any], n_devices: int) -> None:
 
 
 class _Routes:
-    """Routes as tuples of link numbers, computed once per (src, dst, direction) of a run."""
+    """Routes as tuples of link numbers, computed once per (src, dst, direction) of a topology.
+
+    Kept between runs on the same topology (a sweep plays the same pairs again
+    and again); routes depend only on the grid, never on link bandwidths or
+    latencies, which are read afresh for every run.
+    """
+
+    _cache: ClassVar[weakref.WeakKeyDictionary[Topology, _Routes]] = weakref.WeakKeyDictionary()
 
     def __init__(self, topology: Topology) -> None:
+        self.owner = weakref.ref(topology)  # (a strong reference would keep the cache's key alive)
         self.link_ids: list[LinkId] = topology.links
         self.number = {link: k for k, link in enumerate(self.link_ids)}
-        self.topology = topology
+        self.known: dict[int, tuple[tuple[int, ...], tuple[LinkId, ...]]] = {}
 
-    def of(self, columns: dict[str, Any]) -> tuple[list[tuple[int, ...]], list[tuple[LinkId, ...]]]:
+    @classmethod
+    def of_topology(cls, topology: Topology) -> _Routes:
+        routes = cls._cache.get(topology)
+        if routes is None or routes.owner() is not topology or len(routes.link_ids) != topology.graph.number_of_edges():
+            routes = cls._cache[topology] = cls(topology)
+        return routes
+
+    def of(self, topology: Topology, columns: dict[str, Any]) -> tuple[list[tuple[int, ...]], list[tuple[LinkId, ...]]]:
+        """Per transfer: its route as link numbers, and as link ids."""
         src, dst, direction = columns["src"], columns["dst"], columns["direction"]
-        n = self.topology.n_devices
+        n = topology.n_devices
         code = (src * n + dst) * 2 + (direction > 0)
         unique, inverse = np.unique(code, return_inverse=True)
         as_ids, as_numbers = np.empty(len(unique), object), np.empty(len(unique), object)
         for k, c in enumerate(unique.tolist()):
-            pair, forward = divmod(c, 2)
-            route = self.topology.route(pair // n, pair % n, 1 if forward else -1)
-            as_ids[k] = route
-            as_numbers[k] = tuple(self.number[link] for link in route)
+            known = self.known.get(c)
+            if known is None:
+                pair, forward = divmod(c, 2)
+                route = topology.route(pair // n, pair % n, 1 if forward else -1)
+                known = self.known[c] = (tuple(self.number[link] for link in route), route)
+            as_numbers[k], as_ids[k] = known
         inverse = inverse.reshape(-1)
         return as_numbers[inverse].tolist(), as_ids[inverse].tolist()
 
@@ -309,11 +328,12 @@ class _Run:
         keys = columns["keys"]
         self.key = [keys[k] for k in columns["key_index"].tolist()]
         self.reduce = columns["reduce"].tolist()
-        routes = _Routes(topology)
+        routes = _Routes.of_topology(topology)
         self.link_ids = routes.link_ids
-        self.route, self.routes = routes.of(columns) if n else ([], [])
-        self.bandwidth = [float(topology.link(link)["bandwidth_Bps"]) for link in self.link_ids]
-        self.latency = [float(topology.link(link)["latency_s"]) for link in self.link_ids]
+        self.route, self.routes = routes.of(topology, columns) if n else ([], [])
+        attributes = {(u, v, key): data for u, v, key, data in topology.graph.edges(keys=True, data=True)}
+        self.bandwidth = [float(attributes[link]["bandwidth_Bps"]) for link in self.link_ids]
+        self.latency = [float(attributes[link]["latency_s"]) for link in self.link_ids]
         # missing[i]: arrivals transfer i still waits for; first/more: who waits for transfer i
         ptr, idx = columns["dep_ptr"], columns["dep_idx"]
         counts_in = np.diff(ptr)

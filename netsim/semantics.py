@@ -27,6 +27,7 @@ axis_index_groups
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -87,7 +88,7 @@ def normalize_groups(axis_index_groups: Sequence[Sequence[int]] | None, n_device
     bad = sorted({i for i in flat if not 0 <= i < n_devices})
     if bad:
         raise ValueError(f"axis_index_groups index {bad[0]} is out of range for {n_devices} devices (valid: 0..{n_devices - 1})")
-    repeated = sorted({i for i in flat if flat.count(i) > 1})
+    repeated = sorted(i for i, count in Counter(flat).items() if count > 1)
     if repeated:
         raise ValueError(f"axis_index_groups must cover every device exactly once; device {repeated[0]} appears more than once in {groups!r}")
     missing = sorted(set(range(n_devices)) - set(flat))

@@ -97,6 +97,13 @@ def test_lazy_check_catches_a_copied_chunk(monkeypatch):
         all_gather(np.arange(12).reshape(4, 3), output="lazy")
 
 
+def test_lazy_check_catches_blocks_put_in_the_wrong_place(monkeypatch):
+    right = AllGatherLayout.slot
+    monkeypatch.setattr(AllGatherLayout, "slot", lambda self, row, block: right(self, row, (block + 1) % 4))
+    with pytest.raises(EngineError, match=r"all_gather: device 0's simulated output differs from the NumPy reference in block 0"):
+        all_gather(np.arange(24).reshape(4, 6), output="lazy")
+
+
 def test_bad_modes_are_value_errors():
     with pytest.raises(ValueError, match=r"^data must be one of 'values', 'none', got 'sizes'$"):
         all_gather(np.arange(4), data="sizes")
