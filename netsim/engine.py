@@ -307,13 +307,15 @@ class _Run:
     ints in the list of the instant they are due at:
 
     ``i >= 0``
-        transfer i reaches the end of the link it is on: it asks for its next
-        link, or is delivered to its destination.
+        transfer i is delivered: its tail reached its destination.
     ``~d`` for a device d
         device d wakes up (or starts): takes in its arrivals, sends what became ready.
     ``~(n_devices + i)`` for a transfer i
         the link transfer i asked for, idle until now, starts serving it.
-    ``~(n_devices + n_transfers + k)``
+    ``~(n_devices + n_transfers + i)``
+        the head (cut-through) or tail of transfer i reaches the start of its
+        next link, and asks for it.
+    ``~(n_devices + 2 n_transfers + k)``
         link k is done with a message: it serves the next in its queue, or goes idle.
     """
 
@@ -380,7 +382,7 @@ class _Run:
         awake = [False] * n_devices  # waiting for arrivals (from its start on)
         queue: list[list[int]] = [[] for _ in range(n_links)]  # messages waiting for a busy link
         state = [0] * n_links  # 0 idle, 1 about to serve a message (not in queue), 2 serving
-        serve_base, done_base = n_devices, n_devices + n
+        serve_base, forward_base, done_base = n_devices, n_devices + n, n_devices + 2 * n
         record_transfer, record_link, record_start, record_end = (c.append for c in self.record)
         pending: dict[float, list[int]] = {}  # instant -> actions due then, in the order scheduled
         times: list[float] = []  # the instants of pending, as a heap
@@ -404,23 +406,7 @@ class _Run:
             yield env.timeout(delay if delay > 0 else 0.0)
             batch = pending[now]
             for a in batch:  # actions appended while we go are handled too, in order
-                if a >= 0:  # transfer a reaches the end of a link
-                    route = route_of[a]
-                    h = hop[a] + 1
-                    if h < len(route):
-                        hop[a] = h
-                        link = route[h]
-                        if state[link]:
-                            waiting = queue[link]
-                            waiting.append(a)
-                            if len(waiting) + (state[link] == 1) > max_queue[link]:
-                                max_queue[link] = len(waiting) + (state[link] == 1)
-                        else:
-                            state[link] = 1
-                            if not max_queue[link]:
-                                max_queue[link] = 1
-                            batch.append(~(serve_base + a))
-                        continue
+                if a >= 0:  # transfer a is delivered: its tail reached its destination
                     d = dst[a]
                     inbox[d].append(a)
                     if awake[d]:
@@ -485,9 +471,27 @@ class _Run:
                                 max_queue[link] = 1
                             batch.append(~(serve_base + i))
                     continue
-                if c < done_base:  # an idle link starts on transfer i
+                if c < forward_base:  # an idle link starts on transfer i
                     i = c - serve_base
-                    link = route_of[i][hop[i]]
+                    route = route_of[i]
+                    h = hop[i]
+                    link = route[h]
+                elif c < done_base:  # the head of transfer i reaches the start of its next link
+                    i = c - forward_base
+                    h = hop[i] + 1
+                    hop[i] = h
+                    link = route_of[i][h]
+                    if state[link]:
+                        waiting = queue[link]
+                        waiting.append(i)
+                        if len(waiting) + (state[link] == 1) > max_queue[link]:
+                            max_queue[link] = len(waiting) + (state[link] == 1)
+                    else:
+                        state[link] = 1
+                        if not max_queue[link]:
+                            max_queue[link] = 1
+                        batch.append(~(serve_base + i))
+                    continue
                 else:  # a link is done with a message: the next one, or idle
                     link = c - done_base
                     waiting = queue[link]
@@ -495,9 +499,10 @@ class _Run:
                         state[link] = 0
                         continue
                     i = waiting.pop(0)
+                    route = route_of[i]
+                    h = hop[i]
                 state[link] = 2
                 end = now + nbytes[i] / bandwidth[link]
-                h = hop[i]
                 if h and tail[i] > end:  # (on its first link the tail left when it started)
                     end = tail[i]
                 span = end - now
@@ -506,18 +511,20 @@ class _Run:
                 record_link(link)
                 record_start(now)
                 record_end(end)
-                if h + 1 < len(route_of[i]):
+                if h + 1 < len(route):
                     tail[i] = end + lag
                     when = now + (lag if cut_through else span + lag)
+                    action = ~(forward_base + i)
                 else:
                     when = now + (span + lag)
+                    action = i
                 if when != arrive_at:
                     arrive_at = when
                     arrivals = pending.get(when)
                     if arrivals is None:
                         arrivals = pending[when] = []
                         heappush(times, when)
-                arrivals.append(i)
+                arrivals.append(action)
                 when = now + span
                 if when != free_at:
                     free_at = when
