@@ -85,7 +85,8 @@ def bench_ring(sizes: list[int], repeat: int, naive_max: int) -> None:
     print("\n## ring: bidirectional ring all_gather, 64 MiB in total, 45 GB/s, 1 us per hop")
     print("netsim: all_gather(x, topology=ring(N), output='lazy'), verified (every chunk is its owner's array, in order; sampled values);")
     print("timing-only: the same with data='none' (times must be equal bit for bit); naive: bench/naive.py, 1 run above N = 256")
-    header = f"{'N':>5} {'moves':>9} {'wall s':>7} {'cpu s':>6} {'runs':>16} {'simpy ev':>8} {'moves/s':>8} {'t-only s':>8}"
+    print("events: the engine's discrete events (message arrivals, link starts and ends, device wake-ups); simpy: SimPy events")
+    header = f"{'N':>5} {'moves':>9} {'wall s':>7} {'cpu s':>6} {'runs':>16} {'events':>8} {'events/s':>8} {'moves/s':>8} {'simpy':>5} {'t-only s':>8}"
     header += f" {'naive s':>8} {'cpu s':>7} {'speed-up':>8}"
     print(header + "  load")
     walls = []
@@ -97,13 +98,14 @@ def bench_ring(sizes: list[int], repeat: int, naive_max: int) -> None:
         if not result.verified or not math.isclose(result.time, expected, rel_tol=1e-9):
             raise AssertionError(f"netsim N={n}: verified={result.verified}, time {result.time} vs (n-1)(alpha + s/2B) = {expected}")
         playback = result.leaves[0].playback
-        moves, events = len(playback.hops), playback.events
+        moves, events, simpy_events = len(playback.hops), playback.actions, playback.events
         result = playback = None
         sizes_only, t_wall, _, _ = best_of(repeat, all_gather, shape_only(x.shape, x.dtype), topology=topo, data="none")
         if sizes_only.time != expected and not math.isclose(sizes_only.time, expected, rel_tol=1e-9):
             raise AssertionError("timing-only run gave another time")
         walls.append(wall)
-        line = f"{n:>5} {moves:>9} {wall:>7.3f} {cpu:>6.2f} {'/'.join(f'{w:.2f}' for w in runs):>16} {events:>8} {moves / wall:>8.3g} {t_wall:>8.3f}"
+        line = f"{n:>5} {moves:>9} {wall:>7.3f} {cpu:>6.2f} {'/'.join(f'{w:.2f}' for w in runs):>16} {events:>8} {events / wall:>8.3g} {moves / wall:>8.3g}"
+        line += f" {simpy_events:>5} {t_wall:>8.3f}"
         if n <= naive_max:
             (naive_time, held, _), n_wall, n_cpu, _ = best_of(repeat if n <= 256 else 1, naive.ring_all_gather, x, BANDWIDTH_BPS, LATENCY_S)
             check_naive(x, held)

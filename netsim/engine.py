@@ -182,9 +182,13 @@ class Playback:
     links : dict
         :class:`LinkStats` for every link of the topology.
     events : int
-        SimPy events processed.
+        SimPy events processed (one per distinct instant at which something happens).
     routes : list of tuple
         Per transfer: the links it crossed.
+    actions : int
+        Discrete events the engine handled: messages reaching the end of a link,
+        links starting and finishing messages, devices waking up (the events of
+        the straightforward SimPy model, which would have as many SimPy events).
     """
 
     buffers: list[dict[Hashable, Any]]
@@ -196,6 +200,7 @@ class Playback:
     links: dict[LinkId, LinkStats]
     events: int = 0
     routes: list[tuple[LinkId, ...]] = field(default_factory=list)
+    actions: int = 0
 
 
 @contextmanager
@@ -367,6 +372,7 @@ class _Run:
         self.max_queue = [0] * len(self.link_ids)
         self.record = (array("q"), array("q"), array("d"), array("d"))  # transfer, link, start, end
         self.events = 0
+        self.actions = 0
         self.env.process(self._network(n))
 
     def _network(self, n: int):
@@ -533,6 +539,7 @@ class _Run:
                         freeings = pending[when] = []
                         heappush(times, when)
                 freeings.append(~(done_base + link))
+            self.actions += len(batch)
             del pending[now]
 
     def run(self) -> None:
@@ -640,4 +647,5 @@ def play(
         links=links,
         events=run.events,
         routes=run.routes,
+        actions=run.actions,
     )
