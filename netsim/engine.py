@@ -331,10 +331,11 @@ class _Run:
         self.env = simpy.Environment()
         self.cut_through = cut_through
         self.start_s = [float(s) for s in start_s]
-        self.dst = columns["dst"].tolist()
-        keys = columns["keys"]
-        self.key = [keys[k] for k in columns["key_index"].tolist()]
-        self.reduce = columns["reduce"].tolist()
+        # Per-transfer lists share their int objects (one per device, per key...): a list of
+        # millions of fresh ints would cost memory, and memory costs page faults.
+        self.dst = _shared(np.arange(n_devices))[columns["dst"]].tolist()
+        self.key = _shared(columns["keys"])[columns["key_index"]].tolist()
+        self.reduce = bytearray(np.asarray(columns["reduce"], np.uint8).tobytes())
         routes = _Routes.of_topology(topology)
         self.link_ids = routes.link_ids
         self.route, self.routes = routes.of(topology, columns) if n else ([], [])
@@ -357,7 +358,7 @@ class _Run:
         for i in np.flatnonzero(counts > 1).tolist():
             first[i] = -2 - len(self.more)
             self.more.append(tuple(waiter[starts[i] : starts[i + 1]].tolist()))
-        self.first = first.tolist()
+        self.first = array("q", first.astype(np.int64).tobytes())
         self.ready: list[list[int]] = [[] for _ in range(n_devices)]
         initial = np.flatnonzero(counts_in == 0)
         for i, s in zip(initial.tolist(), columns["src"][initial].tolist(), strict=True):
@@ -365,12 +366,12 @@ class _Run:
 
         self.sent_at = [float("nan")] * n
         self.arrived_at = [float("nan")] * n
-        self.nbytes = [0] * n
+        self.nbytes = array("q", bytes(8 * n))
         self.buffers = [dict(b) for b in buffers]
         self.expected = np.bincount(columns["dst"], minlength=n_devices).tolist() if n else [0] * n_devices
         self.taken = [0] * n_devices
         self.max_queue = [0] * len(self.link_ids)
-        self.record = (array("q"), array("q"), array("d"), array("d"))  # transfer, link, start, end
+        self.record = (array("i"), array("i"), array("d"), array("d"))  # transfer, link, start, end
         self.events = 0
         self.actions = 0
         self.env.process(self._network(n))
@@ -553,9 +554,10 @@ class _Run:
 
     def stats(self) -> tuple[HopList, dict[LinkId, LinkStats]]:
         """Hops in start order and per-link statistics, from the recorded columns."""
-        transfer, link, start, end = (np.frombuffer(c, dtype=np.int64 if c.typecode == "q" else np.float64) for c in self.record)
+        transfer, link = (np.frombuffer(c, dtype=np.int32).astype(np.int64) for c in self.record[:2])
+        start, end = (np.frombuffer(c, dtype=np.float64) for c in self.record[2:])
         n_links = len(self.link_ids)
-        size = np.asarray(self.nbytes, np.int64)[transfer]
+        size = np.frombuffer(self.nbytes, np.int64)[transfer]
         total_bytes = np.bincount(link, weights=size, minlength=n_links)
         messages = np.bincount(link, minlength=n_links)
         busy = np.bincount(link, weights=end - start, minlength=n_links)
@@ -567,6 +569,23 @@ class _Run:
 
 
 _ABSENT = object()
+
+
+def _shared(values: Sequence[Any] | np.ndarray) -> np.ndarray:
+    """The values as a NumPy object array of Python objects, to index into lists that share them."""
+    values = values.tolist() if isinstance(values, np.ndarray) else values
+    out = np.empty(len(values), object)
+    for k, value in enumerate(values):
+        out[k] = value
+    return out
+
+
+def _shared_ints(values: np.ndarray) -> list[int]:
+    """``values.tolist()``, with one int object per distinct value (few sizes, millions of transfers)."""
+    if not len(values):
+        return []
+    unique, inverse = np.unique(values, return_inverse=True)
+    return _shared(unique)[inverse.reshape(-1)].tolist()
 
 
 def play(
@@ -642,7 +661,7 @@ def play(
         time=max(run.arrived_at, default=0.0),
         sent_at=run.sent_at,
         arrived_at=run.arrived_at,
-        nbytes=run.nbytes,
+        nbytes=_shared_ints(np.frombuffer(run.nbytes, np.int64)),
         hops=hops,
         links=links,
         events=run.events,

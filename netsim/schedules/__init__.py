@@ -294,28 +294,34 @@ def build_schedule(pattern: str, groups: Sequence[Sequence[int]], algorithm: str
     if pattern in ("gather", "all_reduce"):
         phases.append("gather")
 
-    # Rows in the order phase, group, move; then a stable sort by step (as the plan reads).
-    parts: list[np.ndarray] = []
+    # Columns in the order phase, group, move; then a stable sort by step (as the plan reads).
+    names = ("step", "src", "dst", "block", "piece", "direction", "phase")
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in names}
     offset = 0
     for phase in phases:
         last = -1
         for members, moves in _by_group(algorithm, phase, groups):
-            rows = np.empty((len(moves) * len(members), 8), np.int64)
-            rows[:, 0] = np.tile(moves[:, 0] + offset, len(members))
-            rows[:, 1] = members[:, moves[:, 1]].reshape(-1)
-            rows[:, 2] = members[:, moves[:, 2]].reshape(-1)
-            rows[:, 3:6] = np.tile(moves[:, 3:6], (len(members), 1))
-            rows[:, 6] = phase == "reduce_scatter"
-            rows[:, 7] = PHASES.index(phase)
-            parts.append(rows)
+            copies = len(members)
+            parts["step"].append(np.tile((moves[:, 0] + offset).astype(np.int32), copies))
+            parts["src"].append(members[:, moves[:, 1]].reshape(-1))
+            parts["dst"].append(members[:, moves[:, 2]].reshape(-1))
+            for name, column in (("block", 3), ("piece", 4), ("direction", 5)):
+                parts[name].append(np.tile(moves[:, column].astype(np.int32), copies))
+            parts["phase"].append(np.full(len(moves) * copies, PHASES.index(phase), np.int8))
             if len(moves):
                 last = max(last, int(moves[:, 0].max()))
         offset += last + 1
-    rows = np.concatenate(parts) if parts else np.empty((0, 8), np.int64)
-    rows = rows[_stable_order(rows[:, 0])]
-    step, src, dst, block, piece, direction, reduce, phase_code = (np.ascontiguousarray(column) for column in rows.T)
+    columns = {name: np.concatenate(parts[name]) if parts[name] else np.empty(0, np.int32) for name in names}
+    parts.clear()
+    order = _stable_order(columns["step"])
+    for name in names:
+        columns[name] = columns[name][order]
+    del order
+    step, src, dst, block, piece = (columns[name] for name in ("step", "src", "dst", "block", "piece"))
     dep_ptr, dep_idx = _with_deps(step, src, dst, block, piece)
-    table = TransferTable(step, src, dst, block, piece, reduce.astype(bool), direction, phase_code.astype(np.int8), dep_ptr, dep_idx)
+    phase_code = columns["phase"].astype(np.int8)
+    reduce = phase_code == PHASES.index("reduce_scatter")
+    table = TransferTable(step, src, dst, block, piece, reduce, columns["direction"], phase_code, dep_ptr, dep_idx)
     return Schedule(algorithm, pattern, groups, plan.pieces, table)
 
 
@@ -344,7 +350,7 @@ def _by_group(algorithm: str, phase: str, groups: tuple[tuple[int, ...], ...]) -
         stop = start
         while stop < len(groups) and len(groups[stop]) == len(groups[start]):
             stop += 1
-        members = np.array(groups[start:stop], np.int64).reshape(stop - start, len(groups[start]))
+        members = np.array(groups[start:stop], np.int32).reshape(stop - start, len(groups[start]))
         yield members, _moves(algorithm, phase, len(groups[start]))
         start = stop
 
@@ -358,7 +364,12 @@ def _stable_order(values: np.ndarray) -> np.ndarray:
     n = len(values)
     if n == 0 or int(values.max()) >= 2**62 // max(n, 1):
         return np.argsort(values, kind="stable")
-    return np.sort(values * n + np.arange(n)) % n
+    packed = values.astype(np.int64)
+    packed *= n
+    packed += np.arange(n)
+    packed.sort()
+    packed %= n
+    return packed
 
 
 def _with_deps(step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.ndarray, piece: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -379,26 +390,40 @@ def _with_deps(step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.nda
     pieces = int(piece.max()) + 1
     chunks = (int(block.max()) + 1) * pieces
     steps = int(step.max()) + 1
-    chunk = block * pieces + piece
-    arrival = ((dst * chunks + chunk) * steps + step) * 2 + 1
-    departure = ((src * chunks + chunk) * steps + step) * 2
-    order = _stable_order(np.concatenate([arrival, departure]))  # positions < n are arrivals
+    codes = np.empty(2 * n, np.int64)  # arrivals, then departures: ((device, chunk), step, departure first)
+    for half, device, kind in ((codes[:n], dst, 1), (codes[n:], src, 0)):
+        half[:] = device
+        half *= chunks
+        half += block.astype(np.int64) * pieces + piece
+        half *= steps
+        half += step
+        half *= 2
+        half += kind
+    order = _stable_order(codes)  # positions < n are arrivals
+    codes = codes[order]
+    codes //= 2 * steps  # the (device, chunk) group of each position
     is_arrival = order < n
-    group = np.concatenate([arrival, departure])[order] // (2 * steps)  # (device, chunk)
-    arrivals_before = np.cumsum(is_arrival) - is_arrival
-    first_of_group = np.flatnonzero(np.concatenate([[True], group[1:] != group[:-1]]))
-    group_start = np.repeat(first_of_group, np.diff(np.append(first_of_group, len(group))))
+    arrivals_before = np.cumsum(is_arrival)
+    arrivals_before -= is_arrival
+    new_group = np.empty(2 * n, bool)
+    new_group[0] = True
+    np.not_equal(codes[1:], codes[:-1], out=new_group[1:])
+    del codes
+    group_start = np.maximum.accumulate(np.where(new_group, np.arange(2 * n), 0))
+    del new_group
     leaving = ~is_arrival
     transfer = order[leaving] - n
     lo = np.empty(n, np.int64)
     hi = np.empty(n, np.int64)
     lo[transfer] = arrivals_before[group_start[leaving]]
     hi[transfer] = arrivals_before[leaving]
+    del group_start, arrivals_before, transfer
     counts = hi - lo
     dep_ptr = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=dep_ptr[1:])
-    positions = np.repeat(lo - dep_ptr[:-1], counts) + np.arange(dep_ptr[-1])
-    return dep_ptr, order[is_arrival][positions].astype(np.int64)
+    positions = np.repeat(lo - dep_ptr[:-1], counts)
+    positions += np.arange(dep_ptr[-1])
+    return dep_ptr, order[is_arrival][positions]
 
 
 from netsim.schedules import rings as _rings  # noqa: E402,F401  (registers the ring algorithms)
