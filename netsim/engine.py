@@ -288,7 +288,7 @@ class _Routes:
 
     def of(self, topology: Topology, columns: dict[str, Any]) -> tuple[list[tuple[int, ...]], list[tuple[LinkId, ...]]]:
         """Per transfer: its route as link numbers, and as link ids."""
-        src, dst, direction = columns["src"], columns["dst"], columns["direction"]
+        src, dst, direction = (np.asarray(columns[name], np.int64) for name in ("src", "dst", "direction"))
         n = topology.n_devices
         code = (src * n + dst) * 2 + (direction > 0)
         unique, inverse = np.unique(code, return_inverse=True)
