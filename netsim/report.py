@@ -69,7 +69,7 @@ def summary_rows(result: Result) -> list[tuple[str, str]]:
         ("algbw", f"{s['algbw_Bps'] / 1e9:.3f} GB/s"),
         ("busbw", f"{s['busbw_Bps'] / 1e9:.3f} GB/s"),
         *memory_rows(result),
-        ("verified", "yes, equals the NumPy reference of JAX's semantics" if s["verified"] else "no (verification off)"),
+        ("verified", _verified(s)),
         *what_if_rows(result),
     ]
 
@@ -94,6 +94,13 @@ def what_if_rows(result: Result) -> list[tuple[str, str]]:
         rows.append(("stragglers", ", ".join(f"device {d} starts at {format_seconds(t)}" for d, t in sorted(result.stragglers.items()))))
     rows.append(("critical path", result.critical_path.describe()))
     return rows
+
+
+def _verified(summary: dict[str, Any]) -> str:
+    how = summary.get("verification") or ""
+    if summary["verified"]:
+        return "yes, " + (how or "equals the NumPy reference of JAX's semantics")
+    return "no, " + how if how else "no (verification off)"
 
 
 def _payload(nbytes: float) -> str:

@@ -88,6 +88,9 @@ class Result:
     provenance : dict
         What reproduces the run: ``netsim_version``, ``scenario`` (the scenario as
         run, every field, or None from the Python API) and ``seed``.
+    verification : str
+        How the output was checked, or why it was not (lazy outputs are checked
+        without being materialised; ``data="none"`` runs have no output).
     """
 
     output: Any
@@ -108,6 +111,7 @@ class Result:
     faults: tuple[str, ...] = ()
     stragglers: dict[int, float] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict, repr=False)
+    verification: str = ""
 
     @property
     def group_size(self) -> int:
@@ -202,6 +206,7 @@ class Result:
             "critical_links": self.critical_path.describe(),
             "output_sha256": self.output_digest,
             **(self.analysis.as_dict() if self.topology_obj is not None else {}),
+            "verification": self.verification,
         }
 
 

@@ -32,6 +32,7 @@ A scenario::
       - {link: [3, 4], bandwidth: 10%}          # or "4.5 GB/s"; latency: 5 us
       - {link: [5, 6], state: down, direction: one-way}   # only 5->6
     stragglers: {2: 20 us}          # devices that start late
+    data: values                    # or none: chunks carry sizes only (same timings, no output)
 
 A topology::
 
@@ -390,6 +391,7 @@ class Scenario(_Strict):
     mesh: Annotated[MeshSpec | None, BeforeValidator(_mesh_shorthand)] = None
     faults: list[FaultSpec] = Field(default_factory=list, max_length=1 << 16)
     stragglers: dict[Annotated[int, Field(ge=0, strict=False)], Duration] = Field(default_factory=dict)  # "2" as well: JSON keys are text
+    data: Literal["values", "none"] = "values"
     source: str = Field("<scenario>", exclude=True)
     base_dir: Path | None = Field(None, exclude=True)
 

@@ -126,3 +126,13 @@ def test_a_late_device_delays_what_depends_on_it():
     assert late.time == pytest.approx(20e-6 + ALPHA + s / B, rel=1e-12)
     with pytest.raises(ValueError, match=r"start_s must give a finite time >= 0 for each of the 3 devices"):
         play(ring(3), transfers, data, start_s=[0.0, -1.0, 0.0])
+
+
+def test_a_second_run_on_the_same_topology_reads_the_links_again():
+    # Routes are cached per topology between runs; bandwidths and latencies must not be.
+    topo = ring(4, B, ALPHA)
+    data = buffers(4, x=(0, np.zeros(1000, np.uint8)))
+    assert play(topo, [move(0, 2)], data).time == pytest.approx(2 * ALPHA + 1000 / B, rel=1e-12)
+    topo.graph.edges[1, 2, (0, 1)]["bandwidth_Bps"] = B / 2
+    topo.graph.edges[0, 1, (0, 1)]["latency_s"] = 3 * ALPHA
+    assert play(topo, [move(0, 2)], data).time == pytest.approx(3 * ALPHA + ALPHA + 2000 / B, rel=1e-12)

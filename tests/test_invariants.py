@@ -45,7 +45,9 @@ def played(pattern="gather", algorithm="bidirectional_ring", groups=((0, 1, 2, 3
     topology = topology or ring(4)
     schedule = build_schedule(pattern, groups, algorithm)
     buffers = start_buffers(schedule, topology.n_devices)
-    return topology, schedule, buffers, play(topology, schedule.transfers, buffers)
+    run = play(topology, schedule.transfers, buffers)
+    run.hops = list(run.hops)  # a plain list, so tests can corrupt it
+    return topology, schedule, buffers, run
 
 
 def check(topology, schedule, buffers, playback, transfers=None):
@@ -279,7 +281,7 @@ def test_a_corrupted_playback_inside_a_run_is_an_internal_error(tmp_path, monkey
 
     def lossy(*args, **kwargs):
         run = real_play(*args, **kwargs)
-        run.hops.pop()
+        run.hops = list(run.hops)[:-1]
         return run
 
     monkeypatch.setattr("netsim.collectives.play", lossy)

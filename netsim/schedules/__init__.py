@@ -50,11 +50,15 @@ Groups with a shape
 from __future__ import annotations
 
 import importlib
+import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from numbers import Integral
+from typing import Any
+
+import numpy as np
 
 __all__ = [
     "ALGORITHMS",
@@ -66,6 +70,7 @@ __all__ = [
     "Move",
     "Schedule",
     "Transfer",
+    "TransferTable",
     "build_schedule",
     "check_algorithm",
     "default_algorithm",
@@ -114,6 +119,89 @@ class Transfer:
     phase: str
 
 
+class TransferTable(Sequence):
+    """The transfers of a schedule, kept as columns: a read-only sequence of :class:`Transfer`.
+
+    Large schedules have millions of transfers; building a :class:`Transfer`
+    object for each costs more than simulating them. The table keeps one NumPy
+    array per field and builds the objects the first time someone reads them;
+    the engine reads the arrays through :meth:`columns`.
+
+    Examples
+    --------
+    >>> table = build_schedule("gather", [[0, 1, 2]], "ring").transfers
+    >>> len(table), table[3]
+    (6, Transfer(step=1, src=0, dst=1, key=(2, 0), reduce=False, direction=1, deps=(2,), phase='gather'))
+    """
+
+    def __init__(
+        self,
+        step: np.ndarray,
+        src: np.ndarray,
+        dst: np.ndarray,
+        block: np.ndarray,
+        piece: np.ndarray,
+        reduce: np.ndarray,
+        direction: np.ndarray,
+        phase: np.ndarray,
+        dep_ptr: np.ndarray,
+        dep_idx: np.ndarray,
+    ) -> None:
+        self.step, self.src, self.dst, self.block, self.piece = step, src, dst, block, piece
+        self.reduce, self.direction, self.phase = reduce, direction, phase
+        self.dep_ptr, self.dep_idx = dep_ptr, dep_idx
+        self._items: tuple[Transfer, ...] | None = None
+        self._columns: dict[str, Any] | None = None
+
+    def columns(self) -> dict[str, Any]:
+        """The arrays :func:`netsim.engine.play` reads instead of the objects (see there)."""
+        if self._columns is None:
+            pieces = int(self.piece.max()) + 1 if len(self.piece) else 1
+            code, key_index = np.unique(self.block * pieces + self.piece, return_inverse=True)
+            keys = [(b, p) for b, p in zip(*divmod(code, pieces), strict=True)]
+            self._columns = {
+                "src": self.src,
+                "dst": self.dst,
+                "direction": self.direction,
+                "reduce": self.reduce,
+                "key_index": key_index.reshape(-1),
+                "keys": [(int(b), int(p)) for b, p in keys],
+                "dep_ptr": self.dep_ptr,
+                "dep_idx": self.dep_idx,
+            }
+        return self._columns
+
+    def _all(self) -> tuple[Transfer, ...]:
+        if self._items is None:
+            ptr, idx = self.dep_ptr.tolist(), self.dep_idx.tolist()
+            deps = [tuple(idx[a:b]) for a, b in itertools.pairwise(ptr)]
+            keys = list(zip(self.block.tolist(), self.piece.tolist(), strict=True))
+            phases = [PHASES[p] for p in self.phase.tolist()]
+            columns = (self.step.tolist(), self.src.tolist(), self.dst.tolist(), keys, self.reduce.tolist(), self.direction.tolist(), deps, phases)
+            self._items = tuple(map(Transfer, *columns))
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+    def __getitem__(self, index):
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[Transfer]:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (TransferTable, tuple, list)):
+            return len(self) == len(other) and tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._all())
+
+    def __repr__(self) -> str:
+        return f"TransferTable({len(self)} transfers)"
+
+
 @dataclass(frozen=True)
 class Schedule:
     """The full plan of one collective on a set of groups.
@@ -127,7 +215,10 @@ class Schedule:
         Device indices of each group, in ring order.
     pieces : int
         Number of pieces each block is cut into.
-    transfers : tuple of Transfer
+    transfers : sequence of Transfer
+        A :class:`TransferTable` when built by :func:`build_schedule` (a tuple
+        for algorithms that send one message per step); any sequence of
+        :class:`Transfer` works.
     group_shape : tuple of int or None
         The groups' shape over mesh axes, when the algorithm used one.
     """
@@ -136,12 +227,14 @@ class Schedule:
     pattern: str
     groups: tuple[tuple[int, ...], ...]
     pieces: int
-    transfers: tuple[Transfer, ...]
+    transfers: Sequence[Transfer]
     group_shape: tuple[int, ...] | None = None
 
     @property
     def n_steps(self) -> int:
         """Number of algorithm steps (0 when nothing moves)."""
+        if isinstance(self.transfers, TransferTable):
+            return 1 + int(self.transfers.step.max()) if len(self.transfers) else 0
         return 1 + max((t.step for t in self.transfers), default=-1)
 
     def table(self) -> str:
@@ -197,6 +290,9 @@ class Algorithm:
     one_message_per_step : bool
         A member sends a step's blocks only once everything its previous step
         brought has arrived (see "One message per step" above).
+    gather_array, reduce_scatter_array : callable, optional
+        The same moves, in the same order, as an int array of shape ``[moves, 6]``
+        (a faster way to plan very large groups; tests check it equals the generator).
     """
 
     pieces: int
@@ -207,6 +303,8 @@ class Algorithm:
     patterns: tuple[str, ...] | None = None
     power_of_two: bool = False
     one_message_per_step: bool = False
+    gather_array: Callable[[int], np.ndarray] | None = None
+    reduce_scatter_array: Callable[[int], np.ndarray] | None = None
 
     def runs(self, pattern: str) -> bool:
         """Whether the algorithm can play ``pattern``.
@@ -375,6 +473,17 @@ def build_schedule(
     if pattern == "all_to_all" and plan.all_to_all is not None:
         phases.append(("all_to_all", plan.all_to_all))
 
+    used_shape = shape if isinstance(ALGORITHMS[algorithm], AxesAlgorithm) else None
+    if plan.one_message_per_step:
+        transfers: Sequence[Transfer] = _planned_with_rows(phases, groups)
+    else:
+        shaped = isinstance(ALGORITHMS[algorithm], AxesAlgorithm)
+        transfers = _planned_with_arrays(algorithm, phases, groups, shaped)
+    return Schedule(algorithm, pattern, groups, plan.pieces, transfers, used_shape)
+
+
+def _planned_with_rows(phases: list[tuple[str, MoveFn]], groups: tuple[tuple[int, ...], ...]) -> tuple[Transfer, ...]:
+    """Transfers one by one, for algorithms that send one message per step (they are small)."""
     rows: list[tuple[int, int, int, Key, bool, int, str]] = []
     offset = 0
     for phase, moves in phases:
@@ -388,8 +497,79 @@ def build_schedule(
                 last = max(last, step)
         offset += last + 1
     rows.sort(key=lambda r: r[0])
-    used_shape = shape if isinstance(ALGORITHMS[algorithm], AxesAlgorithm) else None
-    return Schedule(algorithm, pattern, groups, plan.pieces, _with_deps(rows, plan.one_message_per_step), used_shape)
+    return _with_deps_per_step(rows)
+
+
+def _planned_with_arrays(algorithm: str, phases: list[tuple[str, MoveFn]], groups: tuple[tuple[int, ...], ...], shaped: bool) -> TransferTable:
+    """Transfers as columns: the moves of one group, copied for every group with NumPy.
+
+    Columns in the order phase, group, move; then a stable sort by step (as the plan reads).
+    """
+    names = ("step", "src", "dst", "block", "piece", "direction", "phase")
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in names}
+    offset = 0
+    for phase, generate in phases:
+        last = -1
+        for members, moves in _by_group(algorithm, phase, groups, None if not shaped else generate):
+            copies = len(members)
+            parts["step"].append(np.tile((moves[:, 0] + offset).astype(np.int32), copies))
+            parts["src"].append(members[:, moves[:, 1]].reshape(-1))
+            parts["dst"].append(members[:, moves[:, 2]].reshape(-1))
+            for name, column in (("block", 3), ("piece", 4), ("direction", 5)):
+                parts[name].append(np.tile(moves[:, column].astype(np.int32), copies))
+            parts["phase"].append(np.full(len(moves) * copies, PHASES.index(phase), np.int8))
+            if len(moves):
+                last = max(last, int(moves[:, 0].max()))
+        offset += last + 1
+    columns = {name: np.concatenate(parts[name]) if parts[name] else np.empty(0, np.int32) for name in names}
+    parts.clear()
+    order = _stable_order(columns["step"])
+    for name in names:
+        columns[name] = columns[name][order]
+    del order
+    step, src, dst, block, piece = (columns[name] for name in ("step", "src", "dst", "block", "piece"))
+    dep_ptr, dep_idx = _with_deps(step, src, dst, block, piece)
+    phase_code = columns["phase"].astype(np.int8)
+    reduce = phase_code == PHASES.index("reduce_scatter")
+    return TransferTable(step, src, dst, block, piece, reduce, columns["direction"], phase_code, dep_ptr, dep_idx)
+
+
+PHASES = ("reduce_scatter", "gather", "all_to_all", "permute")
+"""Names of the phases a transfer may belong to (``TransferTable.phase`` indexes this)."""
+
+
+@lru_cache(maxsize=64)
+def _moves(algorithm: str, phase: str, n: int) -> np.ndarray:
+    """The moves of one group of n, ``[moves, 6]``, computed once per algorithm, phase and size."""
+    plan = ALGORITHMS[algorithm]
+    vectorised = {"gather": plan.gather_array, "reduce_scatter": plan.reduce_scatter_array}.get(phase)
+    if vectorised is not None:
+        moves = np.asarray(vectorised(n), np.int64).reshape(-1, 6)
+    else:
+        generate = {"gather": plan.gather, "reduce_scatter": plan.reduce_scatter, "all_to_all": plan.all_to_all}[phase]
+        moves = np.array(list(generate(n)), np.int64).reshape(-1, 6)
+    moves.flags.writeable = False
+    return moves
+
+
+def _by_group(algorithm: str, phase: str, groups: tuple[tuple[int, ...], ...], shaped_moves: MoveFn | None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """``(members [groups, n], moves)`` for runs of consecutive groups of one size, in group order.
+
+    ``shaped_moves`` plans a group laid over mesh axes (its moves depend on the
+    shape, so they are not cached by size).
+    """
+    start = 0
+    while start < len(groups):
+        stop = start
+        while stop < len(groups) and len(groups[stop]) == len(groups[start]):
+            stop += 1
+        n = len(groups[start])
+        members = np.array(groups[start:stop], np.int32).reshape(stop - start, n)
+        if shaped_moves is None:
+            yield members, _moves(algorithm, phase, n)
+        else:
+            yield members, np.array(list(shaped_moves(n)), np.int64).reshape(-1, 6)
+        start = stop
 
 
 def _shaped(moves: AxesMoves, shape: tuple[int, ...], wraps: tuple[bool, ...], _n: int) -> Iterator[Move]:
@@ -409,13 +589,13 @@ def _check_shape(
     return tuple(int(d) for d in shape), wraps
 
 
-def _with_deps(rows: list[tuple[int, int, int, Key, bool, int, str]], per_step: bool = False) -> tuple[Transfer, ...]:
+def _with_deps_per_step(rows: list[tuple[int, int, int, Key, bool, int, str]]) -> tuple[Transfer, ...]:
     """Attach to each transfer the earlier arrivals of its chunk at its source.
 
     A chunk may only leave a device once every transfer of an earlier step that
-    brings (or adds into) that chunk there has arrived. With ``per_step`` it also
-    waits for everything that arrived at its source in the source's latest earlier
-    step with arrivals (the previous message). ``rows`` are sorted by step.
+    brings (or adds into) that chunk there has arrived, and also for everything
+    that arrived at its source in the source's latest earlier step with arrivals
+    (the previous message). ``rows`` are sorted by step.
     """
     arrivals: dict[tuple[int, Key], list[int]] = {}
     latest: dict[int, tuple[int, list[int]]] = {}
@@ -428,18 +608,88 @@ def _with_deps(rows: list[tuple[int, int, int, Key, bool, int, str]], per_step: 
         for index in range(start, stop):
             step, src, dst, key, reduce, direction, phase = rows[index]
             deps = arrivals.get((src, key), [])
-            if per_step and src in latest:
+            if src in latest:
                 deps = sorted(set(deps).union(latest[src][1]))
             transfers.append(Transfer(step, src, dst, key, reduce, direction, tuple(deps), phase))
         for index in range(start, stop):
             step, _, dst, key, *_ = rows[index]
             arrivals.setdefault((dst, key), []).append(index)
-            if per_step:
-                if latest.get(dst, (None,))[0] != step:
-                    latest[dst] = (step, [])
-                latest[dst][1].append(index)
+            if latest.get(dst, (None,))[0] != step:
+                latest[dst] = (step, [])
+            latest[dst][1].append(index)
         start = stop
     return tuple(transfers)
+
+
+def _stable_order(values: np.ndarray) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` for non-negative ints, several times faster.
+
+    Each value is packed with its position into one unique int64, so the fast
+    (unstable, vectorised) sort gives the stable order.
+    """
+    n = len(values)
+    if n == 0 or int(values.max()) >= 2**62 // max(n, 1):
+        return np.argsort(values, kind="stable")
+    packed = values.astype(np.int64)
+    packed *= n
+    packed += np.arange(n)
+    packed.sort()
+    packed %= n
+    return packed
+
+
+def _with_deps(step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.ndarray, piece: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Attach to each transfer the earlier arrivals of its chunk at its source.
+
+    A chunk may only leave a device once every transfer of an earlier step that
+    brings (or adds into) that chunk there has arrived. The transfers are sorted
+    by step; transfer i waits for ``dep_idx[dep_ptr[i]:dep_ptr[i+1]]``, in
+    increasing order.
+
+    How: every transfer is an arrival (at dst) and a departure (from src) of its
+    chunk. Sorted together by (device, chunk, step, departures before arrivals),
+    a departure waits for the arrivals of its group sorted before it.
+    """
+    n = len(step)
+    if n == 0:
+        return np.zeros(1, np.int64), np.zeros(0, np.int64)
+    pieces = int(piece.max()) + 1
+    chunks = (int(block.max()) + 1) * pieces
+    steps = int(step.max()) + 1
+    codes = np.empty(2 * n, np.int64)  # arrivals, then departures: ((device, chunk), step, departure first)
+    for half, device, kind in ((codes[:n], dst, 1), (codes[n:], src, 0)):
+        half[:] = device
+        half *= chunks
+        half += block.astype(np.int64) * pieces + piece
+        half *= steps
+        half += step
+        half *= 2
+        half += kind
+    order = _stable_order(codes)  # positions < n are arrivals
+    codes = codes[order]
+    codes //= 2 * steps  # the (device, chunk) group of each position
+    is_arrival = order < n
+    arrivals_before = np.cumsum(is_arrival)
+    arrivals_before -= is_arrival
+    new_group = np.empty(2 * n, bool)
+    new_group[0] = True
+    np.not_equal(codes[1:], codes[:-1], out=new_group[1:])
+    del codes
+    group_start = np.maximum.accumulate(np.where(new_group, np.arange(2 * n), 0))
+    del new_group
+    leaving = ~is_arrival
+    transfer = order[leaving] - n
+    lo = np.empty(n, np.int64)
+    hi = np.empty(n, np.int64)
+    lo[transfer] = arrivals_before[group_start[leaving]]
+    hi[transfer] = arrivals_before[leaving]
+    del group_start, arrivals_before, transfer
+    counts = hi - lo
+    dep_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=dep_ptr[1:])
+    positions = np.repeat(lo - dep_ptr[:-1], counts)
+    positions += np.arange(dep_ptr[-1])
+    return dep_ptr, order[is_arrival][positions]
 
 
 # The algorithm modules register themselves on import, in this order (the order of ALGORITHMS).
