@@ -47,7 +47,7 @@ from netsim.schedules import ALGORITHMS, DEFAULT_ALGORITHM
 from netsim.semantics import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
 from netsim.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, torus
 
-__all__ = ["TOPOLOGY_DIRS", "Scenario", "ScenarioError", "load_scenario", "load_topology", "topology_names"]
+__all__ = ["TOPOLOGY_DIRS", "Scenario", "ScenarioError", "load_scenario", "load_topology", "scenario_from_data", "topology_names"]
 
 
 class ScenarioError(ValueError):
@@ -407,8 +407,35 @@ def load_scenario(path: str | Path) -> Scenario:
     ('all_gather', 8)
     """
     path = Path(path)
-    source = str(path)
-    scenario = _validate(Scenario, _read_yaml(path), source, {"source": source, "base_dir": path.parent})
+    return scenario_from_data(_read_yaml(path), str(path), path.parent)
+
+
+def scenario_from_data(data: Any, source: str, base_dir: Path | None = None) -> Scenario:
+    """Validate a scenario given as parsed data (a mapping), as :func:`load_scenario` does.
+
+    Sweeps use it to check each point of a study without writing a file.
+
+    Parameters
+    ----------
+    data : dict
+        The scenario's fields, as a YAML scenario file holds them.
+    source : str
+        What error messages name as the file, e.g. ``"studies/x.yaml point 3"``.
+    base_dir : pathlib.Path, optional
+        Where relative topology paths are looked up.
+
+    Raises
+    ------
+    ScenarioError
+        Naming ``source``, the field and what is expected.
+
+    Examples
+    --------
+    >>> data = {"name": "t", "topology": "ring4", "collective": {"op": "psum"}, "input": {"shape": [2]}}
+    >>> scenario_from_data(data, "inline").topology_obj.n_devices
+    4
+    """
+    scenario = _validate(Scenario, data, source, {"source": source, "base_dir": base_dir})
     topology = scenario.topology_obj  # resolves files and link overrides now
     if scenario.input.shape is None and scenario.input.bytes_per_device is None:
         raise ScenarioError(source, "input", "give either shape (a list of sizes) or bytes_per_device (e.g. '4 MiB')")
