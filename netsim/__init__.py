@@ -16,6 +16,8 @@ from netsim.engine import EngineError
 from netsim.result import Result
 from netsim.scenario import ScenarioError, load_scenario, load_topology
 from netsim.schedules import ALGORITHMS, Schedule, build_schedule
+from netsim.study import Study, load_study
+from netsim.sweep import sweep
 from netsim.topology import Topology, mesh, ring, torus
 
 __version__ = "0.1.0"
@@ -26,16 +28,19 @@ __all__ = [
     "Result",
     "ScenarioError",
     "Schedule",
+    "Study",
     "Topology",
     "__version__",
     "all_gather",
     "build_schedule",
     "load_scenario",
+    "load_study",
     "load_topology",
     "mesh",
     "psum",
     "psum_scatter",
     "ring",
     "simulate",
+    "sweep",
     "torus",
 ]

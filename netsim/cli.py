@@ -132,6 +132,8 @@ def sweep(
     for row in rows:
         summary.add_row(*row)
     out = Console(highlight=False)
+    if not out.is_terminal:
+        out = Console(highlight=False, width=400)  # a file or a pipe: no wrapping at 80 columns
     out.print(summary)
     failed = int(table["error"].notna().sum())
     internal = int(table["error"].str.startswith(INTERNAL, na=False).sum())

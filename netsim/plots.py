@@ -92,11 +92,19 @@ def _determined(table: pd.DataFrame, by: list[str], column: str) -> bool:
     return bool((table.groupby(by, sort=False, dropna=False)[column].nunique(dropna=False) <= 1).all())
 
 
-def _key(table: pd.DataFrame, fixed: list[str], candidates: list[str]) -> list[str]:
-    """Columns that tell the series apart: varying, and not set by the others already chosen."""
+def _key(table: pd.DataFrame, x: str, labels: list[str], measured: list[str]) -> list[str]:
+    """Columns that tell the series apart.
+
+    A swept field's labels split series when they vary and are not set by the fields
+    already chosen; a measured column (algorithm, S, ...) does when it is not set by
+    those and ``x`` either (the topology's name is set by the device count).
+    """
     key: list[str] = []
-    for column in candidates:
-        if column not in key and _varies(table, column) and not _determined(table, fixed + key, column):
+    for column in labels:
+        if column not in key and _varies(table, column) and not _determined(table, key, column):
+            key.append(column)
+    for column in measured:
+        if column not in key and column != x and _varies(table, column) and not _determined(table, [*key, x], column):
             key.append(column)
     return key
 
@@ -106,7 +114,7 @@ def _describe(column: str, value: Any) -> str:
         return f"{'S' if column == 'total_bytes' else 's'} = {format_bytes(int(value))}"
     if column in _CATEGORICAL:
         return str(value)
-    return f"{column} = {value}"
+    return f"{column.rsplit('.', 1)[-1]}={value}"
 
 
 def _groups(table: pd.DataFrame, key: list[str]) -> list[tuple[str, pd.DataFrame]]:
@@ -201,7 +209,7 @@ def plot_results(table: pd.DataFrame, directory: str | Path, kinds: list[str] | 
     plots: list[Plot] = []
     if len(ok) == 0:
         return plots
-    payload_key = _key(ok, ["total_bytes"], [c for c in labels if not c.startswith("input.")] + [*_CATEGORICAL, "group_size"])
+    payload_key = _key(ok, "total_bytes", [c for c in labels if not c.startswith("input.")], [*_CATEGORICAL, "group_size"])
     if (wanted is None and _varies(ok, "total_bytes")) or (wanted is not None and "time_vs_payload" in wanted):
         plot = Plot("time_vs_payload", directory / "time_vs_payload.png", f"{name}: simulated time vs payload", "payload S (bytes)", "simulated time (µs)")
         figure = Figure(figsize=(8, 5.5))
@@ -222,8 +230,7 @@ def plot_results(table: pd.DataFrame, directory: str | Path, kinds: list[str] | 
         ax.set_ylim(bottom=0)
         plots.append(_save(figure, plot))
     if (wanted is None and _varies(ok, "n_devices")) or (wanted is not None and "time_vs_devices" in wanted):
-        candidates = [c for c in labels if not c.startswith(("input.", "topology"))] + ["collective", "algorithm", "total_bytes"]
-        key = _key(ok, ["n_devices"], candidates)
+        key = _key(ok, "n_devices", [c for c in labels if not c.startswith(("input.", "topology"))], ["collective", "algorithm", "total_bytes"])
         plot = Plot("time_vs_devices", directory / "time_vs_devices.png", f"{name}: simulated time vs devices", "devices (n)", "simulated time (µs)")
         figure = Figure(figsize=(8, 5.5))
         ax = figure.add_subplot()
@@ -245,7 +252,7 @@ def _bars(table: pd.DataFrame, column: str, labels: list[str], directory: Path, 
     """Time for each value of one categorical field, bars grouped by the other swept fields."""
     if not _varies(table, column):
         return None
-    hue = _key(table, [column], [c for c in labels if c != column] + [c for c in (*_CATEGORICAL, "total_bytes") if c != column])
+    hue = _key(table, column, [c for c in labels if c != column], [*_CATEGORICAL, "total_bytes"])
     groups = _groups(table, hue)
     categories = list(dict.fromkeys(str(v) for v in table[column]))
     if len(groups) > MAX_BAR_GROUPS or any(rows[column].duplicated().any() for _, rows in groups):
@@ -257,12 +264,12 @@ def _bars(table: pd.DataFrame, column: str, labels: list[str], directory: Path, 
     width = 0.8 / len(groups)
     for index, (label, rows) in enumerate(groups):
         xs = [str(v) for v in rows[column]]
-        ys = [float(v) * 1e6 for v in rows["time_s"]]
+        ys = [float(v) / 1e-6 for v in rows["time_s"]]
         positions = [categories.index(x) - 0.4 + width * (index + 0.5) for x in xs]
         ax.bar(positions, ys, width=width, color=f"C{index % 10}", label=label)
         plot.series.append(Series(label, xs, ys, [int(p) for p in rows["point"]]))
         if rows["estimate_s"].notna().all():
-            es = [float(v) * 1e6 for v in rows["estimate_s"]]
+            es = [float(v) / 1e-6 for v in rows["estimate_s"]]
             ax.plot(positions, es, "k_", markersize=14, markeredgewidth=2, label="closed form" if index == 0 else None)
             plot.series.append(Series(f"{label} (closed form)", xs, es, [int(p) for p in rows["point"]], closed_form=True))
     long = max(map(len, categories)) > 10

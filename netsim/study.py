@@ -187,6 +187,7 @@ def study_from_data(data: Any, source: str = "<study>", base_dir: Path | None = 
         _check_path(source, path, base, set(values))
     units = _units(source, spec.zip, list(values))
     _lengths_match(source, units, values)
+    _distinct(source, units, values)
     lengths = [len(values[unit[0]]) for unit in units]
     total = 1
     for length in lengths:
@@ -232,12 +233,18 @@ def _values(source: str, path: str, raw: Any) -> list[tuple[str, Any]]:
         raise ScenarioError(source, where, f"expected a list of values (or a mapping of label: value), got {raw!r}")
     if not pairs:
         raise ScenarioError(source, where, "no values to sweep; give at least one")
-    seen: set[str] = set()
-    for text, _ in pairs:
-        if text in seen:
-            raise ScenarioError(source, where, f"{text!r} appears twice; every value needs its own label")
-        seen.add(text)
     return pairs
+
+
+def _distinct(source: str, units: list[list[str]], values: dict[str, list[tuple[str, Any]]]) -> None:
+    """A crossed field's values need distinct labels (a zipped field may repeat one)."""
+    for unit in units:
+        if len(unit) == 1:
+            seen: set[str] = set()
+            for text, _ in values[unit[0]]:
+                if text in seen:
+                    raise ScenarioError(source, f"grid.{unit[0]}", f"{text!r} appears twice; every value needs its own label")
+                seen.add(text)
 
 
 def _models(annotation: Any) -> list[type[BaseModel]]:
