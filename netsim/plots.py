@@ -11,7 +11,8 @@ put on the axes, so what a figure shows can be checked against the table.
 - ``time_vs_devices``: time against the number of devices (log-log), with the
   estimates dashed: how a collective scales with the slice.
 - ``time_by_field``: a bar chart of time for each value of a categorical swept
-  field (topology, group layout, algorithm), grouped by the other swept fields.
+  field (topology, group layout, algorithm), grouped by the other swept fields; one
+  chart per payload when one chart would hold too many bars.
 
 Rows with an error are left out.
 """
@@ -138,13 +139,16 @@ def _number_axis(axis: Any) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def _save(figure: Figure, plot: Plot) -> Plot:
+def _save(figure: Figure, plot: Plot, legend_outside: bool = False) -> Plot:
     ax = figure.axes[0]
     ax.set_title(plot.title)
     ax.set_xlabel(plot.xlabel)
     ax.set_ylabel(plot.ylabel)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize="small")
+    if legend_outside:
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        ax.legend(fontsize="small")
     figure.tight_layout()
     FigureCanvasAgg(figure)
     figure.savefig(plot.path, dpi=100)
@@ -178,8 +182,8 @@ def plot_results(table: pd.DataFrame, directory: str | Path, kinds: list[str] | 
         Where the PNG files go (created if needed).
     kinds : sequence of str, optional
         Which plots to draw (see the module docstring); default every one that
-        applies: payload plots when S varies, the devices plot when the device count
-        varies, a bar chart per categorical swept field.
+        applies: payload plots when an ``input.`` field is swept, the devices plot
+        when the device count varies, a bar chart per categorical swept field.
     name : str
         The study's name, for the titles.
 
@@ -209,8 +213,9 @@ def plot_results(table: pd.DataFrame, directory: str | Path, kinds: list[str] | 
     plots: list[Plot] = []
     if len(ok) == 0:
         return plots
+    payload_swept = any(_varies(ok, c) for c in labels if c.startswith("input."))
     payload_key = _key(ok, "total_bytes", [c for c in labels if not c.startswith("input.")], [*_CATEGORICAL, "group_size"])
-    if (wanted is None and _varies(ok, "total_bytes")) or (wanted is not None and "time_vs_payload" in wanted):
+    if (wanted is None and payload_swept) or (wanted is not None and "time_vs_payload" in wanted):
         plot = Plot("time_vs_payload", directory / "time_vs_payload.png", f"{name}: simulated time vs payload", "payload S (bytes)", "simulated time (µs)")
         figure = Figure(figsize=(8, 5.5))
         ax = figure.add_subplot()
@@ -220,7 +225,7 @@ def plot_results(table: pd.DataFrame, directory: str | Path, kinds: list[str] | 
         _bytes_axis(ax.xaxis)
         _number_axis(ax.yaxis)
         plots.append(_save(figure, plot))
-    if (wanted is None and _varies(ok, "total_bytes")) or (wanted is not None and "busbw_vs_payload" in wanted):
+    if (wanted is None and payload_swept) or (wanted is not None and "busbw_vs_payload" in wanted):
         plot = Plot("busbw_vs_payload", directory / "busbw_vs_payload.png", f"{name}: bus bandwidth vs payload", "payload S (bytes)", "busbw (GB/s)")
         figure = Figure(figsize=(8, 5.5))
         ax = figure.add_subplot()
@@ -242,24 +247,44 @@ def plot_results(table: pd.DataFrame, directory: str | Path, kinds: list[str] | 
         plots.append(_save(figure, plot))
     if wanted is None or "time_by_field" in wanted:
         for column in dict.fromkeys([c for c in labels if not c.startswith("input.")] + ["algorithm", "topology"]):
-            plot = _bars(ok, column, labels, directory, name)
-            if plot is not None:
-                plots.append(plot)
+            plots.extend(_bar_charts(ok, column, labels, directory, name))
     return plots
 
 
-def _bars(table: pd.DataFrame, column: str, labels: list[str], directory: Path, name: str) -> Plot | None:
-    """Time for each value of one categorical field, bars grouped by the other swept fields."""
+def _safe(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in text)
+
+
+def _bar_charts(table: pd.DataFrame, column: str, labels: list[str], directory: Path, name: str) -> list[Plot]:
+    """Bar charts of one categorical field: one chart, or one per payload when that has too many bars."""
     if not _varies(table, column):
-        return None
+        return []
+    plot = _bars(table, column, labels, directory, name)
+    if plot is not None:
+        return [plot]
+    facets = [c for c in labels if c != column and c.startswith("input.") and _varies(table, c)]
+    if not facets:
+        return []
+    charts = []
+    for value, rows in table.groupby(facets[0], sort=False):
+        plot = _bars(rows, column, labels, directory, name, (facets[0], str(value)))
+        if plot is not None:
+            charts.append(plot)
+    return charts
+
+
+def _bars(table: pd.DataFrame, column: str, labels: list[str], directory: Path, name: str, facet: tuple[str, str] | None = None) -> Plot | None:
+    """Time for each value of one categorical field, bars grouped by the other swept fields."""
     hue = _key(table, column, [c for c in labels if c != column], [*_CATEGORICAL, "total_bytes"])
     groups = _groups(table, hue)
     categories = list(dict.fromkeys(str(v) for v in table[column]))
     if len(groups) > MAX_BAR_GROUPS or any(rows[column].duplicated().any() for _, rows in groups):
         return None
-    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in column)
-    plot = Plot("time_by_field", directory / f"time_by_{safe}.png", f"{name}: simulated time by {column}", column, "simulated time (µs)")
-    figure = Figure(figsize=(max(8, 1.2 * len(categories) * max(1, len(groups)) / 2), 5.5))
+    stem, title = f"time_by_{_safe(column)}", f"{name}: simulated time by {column}"
+    if facet is not None:
+        stem, title = f"{stem}_at_{_safe(facet[1])}", f"{title}, {_describe(facet[0], facet[1])}"
+    plot = Plot("time_by_field", directory / f"{stem}.png", title, column, "simulated time (µs)")
+    figure = Figure(figsize=(max(8, 0.6 * len(categories) * len(groups)) + 4, 5.5))
     ax = figure.add_subplot()
     width = 0.8 / len(groups)
     for index, (label, rows) in enumerate(groups):
@@ -274,4 +299,4 @@ def _bars(table: pd.DataFrame, column: str, labels: list[str], directory: Path, 
             plot.series.append(Series(f"{label} (closed form)", xs, es, [int(p) for p in rows["point"]], closed_form=True))
     long = max(map(len, categories)) > 10
     ax.set_xticks(range(len(categories)), categories, rotation=20 if long else 0, ha="right" if long else "center")
-    return _save(figure, plot)
+    return _save(figure, plot, legend_outside=True)
