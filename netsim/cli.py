@@ -6,6 +6,8 @@ Exit codes: 0 success, 2 a user error (bad file, bad argument), 3 an internal er
 
 from __future__ import annotations
 
+import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -17,7 +19,7 @@ from rich.table import Table
 
 from netsim.collectives import simulate
 from netsim.engine import EngineError
-from netsim.report import summary_rows, to_json
+from netsim.report import device_table, estimate_rows, estimate_table, link_table, step_table, summary_rows, to_json
 from netsim.scenario import load_scenario
 
 app = typer.Typer(
@@ -45,24 +47,120 @@ def _main() -> None:
 def run(
     scenario: Annotated[str, typer.Argument(help="Scenario YAML file, e.g. scenarios/allgather_ring8.yaml")],
     json_output: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
+    trace: Annotated[str | None, typer.Option("--trace", help="Write a Chrome/Perfetto trace (trace-event JSON) to this file.")] = None,
+    output: Annotated[str | None, typer.Option("--output", help="Write result.json, links.csv, devices.csv and scenario.yaml into this directory.")] = None,
 ) -> None:
-    """Simulate a scenario and print the output check and the timing."""
+    """Simulate a scenario and print the output check, the timing, its estimates and statistics."""
+    from netsim.output import check_output_dir, check_trace_path, write_output_dir
+    from netsim.trace import write_trace
+
     try:
+        if trace is not None:
+            check_trace_path(trace)
+        if output is not None:
+            check_output_dir(output)
         loaded = load_scenario(scenario)
         result = simulate(loaded)
+        text = to_json(result) if json_output else None
     except EngineError as error:
         raise _fail(f"internal error in netsim while running {scenario}: {error}", INTERNAL_ERROR) from None
     except (ValueError, MemoryError) as error:
         raise _fail(str(error), USER_ERROR) from None
-    if json_output:
-        print(to_json(result))
+    try:
+        if output is not None:
+            write_output_dir(output, result, loaded)
+        if trace is not None:
+            write_trace(result, trace)
+    except OSError as error:
+        raise _fail(f"cannot write {error.filename or output or trace}: {error.strerror}", USER_ERROR) from None
+    if text is not None:
+        print(text)
         return
+    console = Console(highlight=False)
     table = Table(title=f"netsim run: {loaded.name}", show_header=False, title_justify="left")
     table.add_column("field", style="bold")
     table.add_column("value")
     for label, value in summary_rows(result):
         table.add_row(label, value)
-    Console(highlight=False).print(table)
+    console.print(table)
+    stats = result.stats
+    for title, (headers, rows) in (
+        ("busiest links", link_table(result)),
+        ("devices" + _first(len(stats.devices), 16), device_table(result)),
+        ("steps" + _first(len(stats.steps), 16), step_table(result)),
+    ):
+        console.print(_grid(title, headers, rows))
+    for label, path in (("trace", trace), ("output", output)):
+        if path is not None:
+            console.print(f"{label} written to {path}")
+
+
+def _first(total: int, shown: int) -> str:
+    return f" (first {shown} of {total}; all of them with --json or --output)" if total > shown else ""
+
+
+def _grid(title: str, headers: list[str], rows: list[list[str]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for header in headers:
+        table.add_column(header, justify="left" if header in ("link", "device", "phase", "straggler", "algorithm", "regime", "formula") else "right")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+@app.command()
+def estimate(
+    scenario: Annotated[str, typer.Argument(help="Scenario YAML file, e.g. scenarios/allgather_ring8.yaml")],
+    json_output: Annotated[bool, typer.Option("--json", help="Print the estimates as one JSON object.")] = False,
+) -> None:
+    """Print a scenario's closed-form estimates without simulating (instant for any size)."""
+    from netsim.analysis import estimate_scenario
+
+    try:
+        loaded = load_scenario(scenario, build_topology=False)
+        mine, others = estimate_scenario(loaded)
+    except (ValueError, MemoryError) as error:
+        raise _fail(str(error), USER_ERROR) from None
+    if json_output:
+        print(json.dumps(_estimate_json(loaded, mine, others), indent=2, allow_nan=False))
+        return
+    console = Console(highlight=False)
+    table = Table(title=f"netsim estimate: {loaded.name} (closed forms, nothing simulated)", show_header=False, title_justify="left")
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    for label, value in estimate_rows(loaded, mine):
+        table.add_row(label, value)
+    console.print(table)
+    headers, rows = estimate_table(others, loaded.algorithm)
+    console.print(_grid(f"every algorithm for {mine.collective} on this layout (* = the scenario's)", headers, rows))
+
+
+def _estimate_json(loaded, mine, others) -> dict:
+    def one(c):
+        e, b = c.estimate, c.book
+        return {
+            "algorithm": c.algorithm,
+            "estimate_s": e.time_s if e else None,
+            "latency_term_s": e.latency_s if e else None,
+            "bandwidth_term_s": e.bandwidth_s if e else None,
+            "regime": e.regime if e else None,
+            "crossover_bytes_per_device": e.crossover_bytes if e and math.isfinite(e.crossover_bytes) else None,
+            "formula": e.formula if e else None,
+            "source": e.source if e else None,
+            "no_closed_form": c.note or None,
+            "book_estimate_s": b.time_s if b else None,
+            "book_formula": b.formula if b else None,
+            "bound_s": c.bound_s,
+        }
+
+    return {
+        "scenario": loaded.name,
+        "collective": loaded.collective.op,
+        "devices": loaded.topology_shape.n_devices,
+        "layout": mine.geometry.describe(),
+        **one(mine),
+        "algorithms": [one(c) for _, c in others],
+    }
 
 
 @app.command()

@@ -176,6 +176,8 @@ def _simulate(
         total_bytes=per_device * n if collective == "all_gather" else per_device,
         verified=verify,
         leaves=runs,
+        topology_obj=topo,
+        forwarding="cut_through" if cut_through else "store_and_forward",
     )
 
 

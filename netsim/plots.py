@@ -203,7 +203,7 @@ def plot_results(table: pd.DataFrame, directory: str | Path, kinds: list[str] | 
     >>> [p.path.name for p in plots]
     ['time_vs_payload.png', 'busbw_vs_payload.png', 'time_by_algorithm.png']
     >>> [s.label for s in plots[0].series]
-    ['ring', 'bidirectional_ring']
+    ['ring', 'ring (closed form)', 'bidirectional_ring', 'bidirectional_ring (closed form)']
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

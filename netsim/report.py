@@ -5,13 +5,31 @@ Reports only read results; they never re-simulate.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import math
+from dataclasses import asdict
 from typing import Any
 
 from netsim.result import Result
 from netsim.units import format_bytes, format_seconds
 
-__all__ = ["format_groups", "summary_rows", "sweep_rows", "to_json"]
+__all__ = [
+    "device_table",
+    "devices_csv",
+    "estimate_rows",
+    "estimate_table",
+    "explanation_rows",
+    "format_groups",
+    "link_table",
+    "links_csv",
+    "step_table",
+    "summary_rows",
+    "sweep_rows",
+    "to_dict",
+    "to_json",
+]
 
 
 def format_groups(groups: tuple[tuple[int, ...], ...], limit: int = 6) -> str:
@@ -45,16 +63,271 @@ def summary_rows(result: Result) -> list[tuple[str, str]]:
         ("bytes per device", f"{format_bytes(s['bytes_per_device'])} ({s['bytes_per_device']} B)"),
         ("total bytes (S)", f"{format_bytes(s['total_bytes'])} ({s['total_bytes']} B)"),
         ("simulated time", format_seconds(s["time_s"])),
+        *explanation_rows(result),
         ("algbw", f"{s['algbw_Bps'] / 1e9:.3f} GB/s"),
         ("busbw", f"{s['busbw_Bps'] / 1e9:.3f} GB/s"),
+        *memory_rows(result),
         ("verified", "yes, equals the NumPy reference of JAX's semantics" if s["verified"] else "no (verification off)"),
     ]
 
 
-def to_json(result: Result) -> str:
-    """The summary as one JSON object (times in seconds, sizes in bytes)."""
+def _payload(nbytes: float) -> str:
+    """A crossover payload: bytes as computed, and with a binary prefix.
+
+    Examples
+    --------
+    >>> _payload(45000.000000000004), _payload(12.5)
+    ('45000 B (43.95 KiB)', '12.5 B')
+    """
+    text = f"{nbytes:.6g} B"
+    return text if nbytes < 1024 else f"{text} ({format_bytes(nbytes)})"
+
+
+def _percent(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f} %"
+
+
+def explanation_rows(result: Result) -> list[tuple[str, str]]:
+    """Rows that put the closed forms beside the simulated time, and say why they differ.
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> rows = dict(explanation_rows(netsim.all_gather(np.zeros((8, 2**16), np.float32), algorithm="ring")))
+    >>> rows["simulated / estimate"], rows["regime"]
+    ('1.000000', 'bandwidth-bound (latency and bandwidth terms equal at 45000 B (43.95 KiB) per device)')
+    """
+    if result.topology_obj is None:
+        return []
+    a = result.analysis
+    e = a.estimate
+    rows = []
+    if e is None:
+        rows.append(("estimate (closed form)", a.closed.note))
+    else:
+        rows.append(
+            ("estimate (closed form)", f"{format_seconds(e.time_s)} = latency {format_seconds(e.latency_s)} + bandwidth {format_seconds(e.bandwidth_s)}")
+        )
+        rows.append(("formula", f"{e.formula} on a {a.closed.geometry.describe()} [{e.source}]"))
+        rows.append(("simulated / estimate", f"{a.ratio:.6f}" if a.ratio is not None else "-"))
+    if a.regime is not None:
+        crossover = a.crossover_bytes
+        where = (
+            f"latency and bandwidth terms equal at {_payload(crossover)} per device"
+            if crossover is not None and math.isfinite(crossover)
+            else "nothing scales with the payload"
+        )
+        rows.append(("regime", f"{a.regime} ({where})"))
+    if a.book is not None:
+        rows.append(("book estimate", f"{format_seconds(a.book.time_s)} = {a.book.formula}"))
+    if a.bound_s is not None:
+        rows.append(
+            (
+                "bound V/(W_ici·N_axes)",
+                f"{format_seconds(a.bound_s)}: achieved {_percent(a.bound_fraction)} "
+                f"(of the bytes that must move, (n−1)/n of V: {_percent(a.exact_bound_fraction)})",
+            )
+        )
+    if a.why:
+        rows.append(("why", a.why))
+    return rows
+
+
+def memory_rows(result: Result) -> list[tuple[str, str]]:
+    """One row on the memory each device holds (the most any device held)."""
+    if result.topology_obj is None:
+        return []
+    devices = result.stats.devices
+    if not devices:
+        return []
+    inp = max(d.input_bytes for d in devices)
+    out = max(d.output_bytes for d in devices)
+    peak = max(d.peak_bytes for d in devices)
+    flight = max(d.peak_in_flight_bytes for d in devices)
+    factor = f" ({out / inp:.3g}x the input)" if inp else ""
+    text = f"input {format_bytes(inp)}, output {format_bytes(out)}{factor}, peak held {format_bytes(peak)}, up to {format_bytes(flight)} in flight"
+    return [("memory per device", text)]
+
+
+def link_table(result: Result, limit: int = 5) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows of the ``limit`` busiest links.
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> headers, rows = link_table(netsim.all_gather(np.zeros((4, 1024), np.float32), algorithm="ring"), limit=1)
+    >>> dict(zip(headers, rows[0]))["link"]
+    '0->1'
+    """
+    headers = ["link", "bytes", "messages", "busy", "utilisation", "longest queue", "waited"]
+    rows = [
+        [u.name, format_bytes(u.bytes), str(u.messages), format_seconds(u.busy_s), _percent(u.utilisation), str(u.longest_queue), format_seconds(u.wait_s)]
+        for u in result.stats.busiest(limit)
+    ]
+    return headers, rows
+
+
+def device_table(result: Result, limit: int = 16) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows of per-device statistics (the first ``limit`` devices).
+
+    ``peak`` is the most the device held at once (its chunks and receive buffers),
+    ``in flight`` the most bytes on their way to it at once.
+    """
+    headers = ["device", "sent", "received", "done at", "input", "output", "peak", "in flight"]
+    rows = [
+        [
+            d.name,
+            format_bytes(d.bytes_sent),
+            format_bytes(d.bytes_received),
+            format_seconds(d.finish_s),
+            format_bytes(d.input_bytes),
+            format_bytes(d.output_bytes),
+            format_bytes(d.peak_bytes),
+            format_bytes(d.peak_in_flight_bytes),
+        ]
+        for d in result.stats.devices[:limit]
+    ]
+    return headers, rows
+
+
+def step_table(result: Result, limit: int = 16) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows of per-step timing: first send, first and last device done, the straggler."""
+    stats = result.stats
+    multi = len(result.leaves) > 1
+    headers = (["leaf"] if multi else []) + ["step", "phase", "started", "first device done", "last device done", "straggler"]
+    rows = []
+    for st in stats.steps[:limit]:
+        straggler = stats.devices[st.straggler].name if 0 <= st.straggler < len(stats.devices) else "-"
+        row = [str(st.step), st.phase, format_seconds(st.start_s), format_seconds(st.first_done_s), format_seconds(st.end_s), straggler]
+        rows.append(([str(st.leaf)] if multi else []) + row)
+    return headers, rows
+
+
+def _clean(value: Any) -> Any:
+    """NaN and infinity become None, so the JSON is strict."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def to_dict(result: Result) -> dict[str, Any]:
+    """The summary, the estimates and all statistics as plain JSON-ready values."""
     data: dict[str, Any] = result.summary()
-    return json.dumps(data, indent=2)
+    if result.topology_obj is None:
+        return data
+    stats = result.stats
+    path = stats.critical_path
+    data["memory"] = memory_rows(result)[0][1] if stats.devices else None
+    data["critical_path"] = {
+        "transfers": path.transfers,
+        "hops": path.hops,
+        "latency_s": path.latency_s,
+        "transmission_s": path.transmission_s,
+        "queueing_s": path.queueing_s,
+        "straggle_s": path.straggle_s,
+        "queued_on": [{"link": name, "wait_s": wait} for name, wait in path.queued_on],
+    }
+    data["totals"] = {
+        "transfers": stats.transfers,
+        "transfer_bytes": stats.transfer_bytes,
+        "hop_bytes": stats.hop_bytes,
+        "link_bytes": sum(u.bytes for u in stats.links),
+        "max_route_hops": stats.max_route_hops,
+    }
+    data["devices"] = [asdict(d) for d in stats.devices]
+    data["links"] = [{**asdict(u), "link": [u.link[0], u.link[1], list(u.link[2])]} for u in stats.links]
+    data["steps"] = [{k: _clean(v) for k, v in asdict(st).items()} for st in stats.steps]
+    data["step_timings"] = [{k: _clean(v) for k, v in asdict(st).items()} for st in stats.step_timings]
+    if stats.transfers and not stats.step_timings:
+        data["step_timings_note"] = "per-device step timings omitted: too many (see netsim.stats.STEP_DETAIL_LIMIT)"
+    return data
+
+
+def to_json(result: Result) -> str:
+    """The summary, estimates and statistics as one JSON object (times in seconds, sizes in bytes)."""
+    return json.dumps(to_dict(result), indent=2, allow_nan=False)
+
+
+def _csv(headers: list[str], rows: list[list[Any]]) -> str:
+    stream = io.StringIO()
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(headers)
+    writer.writerows(rows)
+    return stream.getvalue()
+
+
+def links_csv(result: Result) -> str:
+    """Every link of the run as CSV, busiest first (seconds and bytes, full precision).
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> lines = links_csv(netsim.all_gather(np.zeros((4, 1024), np.float32), algorithm="ring")).splitlines()
+    >>> lines[0]
+    'link,src,dst,axis,direction,bytes,messages,busy_s,utilisation,longest_queue,wait_s'
+    >>> lines[1].split(",")[:7]
+    ['0->1', '0', '1', '0', '1', '12288', '3']
+    """
+    headers = ["link", "src", "dst", "axis", "direction", "bytes", "messages", "busy_s", "utilisation", "longest_queue", "wait_s"]
+    rows = [
+        [u.name, u.link[0], u.link[1], u.link[2][0], u.link[2][1], u.bytes, u.messages, repr(u.busy_s), repr(u.utilisation), u.longest_queue, repr(u.wait_s)]
+        for u in result.stats.links
+    ]
+    return _csv(headers, rows)
+
+
+def devices_csv(result: Result) -> str:
+    """Every device of the run as CSV."""
+    headers = ["device", "name", "bytes_sent", "bytes_received", "finish_s", "input_bytes", "output_bytes", "peak_bytes", "peak_in_flight_bytes"]
+    rows = [
+        [d.device, d.name, d.bytes_sent, d.bytes_received, repr(d.finish_s), d.input_bytes, d.output_bytes, d.peak_bytes, d.peak_in_flight_bytes]
+        for d in result.stats.devices
+    ]
+    return _csv(headers, rows)
+
+
+def estimate_rows(scenario: Any, mine: Any) -> list[tuple[str, str]]:
+    """Label/value pairs for ``netsim estimate``: the scenario's closed forms, without simulating."""
+    shape = scenario.topology_shape
+    e, b = mine.estimate, mine.book
+    rows = [
+        ("scenario", scenario.name),
+        ("collective", scenario.collective.op),
+        ("topology", f"{shape.name} ({'x'.join(map(str, shape.dims))}, {shape.n_devices} devices)"),
+        ("links", f"{shape.bandwidth_Bps / 1e9:.6g} GB/s one way, {format_seconds(shape.latency_s)} per hop"),
+        ("group layout", mine.geometry.describe()),
+        ("algorithm", scenario.algorithm),
+    ]
+    if e is None:
+        rows.append(("estimate (closed form)", mine.note))
+    else:
+        rows += [
+            ("estimate (closed form)", f"{format_seconds(e.time_s)} = latency {format_seconds(e.latency_s)} + bandwidth {format_seconds(e.bandwidth_s)}"),
+            ("formula", f"{e.formula} [{e.source}]"),
+            (
+                "regime",
+                f"{e.regime} (latency and bandwidth terms equal at {_payload(e.crossover_bytes)} per device)" if math.isfinite(e.crossover_bytes) else e.regime,
+            ),
+        ]
+    if b is not None:
+        rows.append(("book estimate", f"{format_seconds(b.time_s)} = {b.formula}"))
+    if mine.bound_s is not None:
+        rows.append(("bound V/(W_ici·N_axes)", format_seconds(mine.bound_s)))
+    return rows
+
+
+def estimate_table(others: list[tuple[str, Any]], chosen: str) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows comparing every algorithm's closed form for the same collective and layout."""
+    headers = ["algorithm", "estimate", "latency term", "bandwidth term", "regime", "formula"]
+    rows = []
+    for name, c in others:
+        label = f"{name} *" if name == chosen else name
+        e = c.estimate
+        if e is None:
+            rows.append([label, "-", "-", "-", "-", c.note])
+        else:
+            rows.append([label, format_seconds(e.time_s), format_seconds(e.latency_s), format_seconds(e.bandwidth_s), e.regime, e.formula])
+    return headers, rows
 
 
 def sweep_rows(table: Any, limit: int = 40) -> tuple[list[str], list[list[str]], int]:

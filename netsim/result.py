@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from netsim.engine import Playback
 from netsim.schedules import Schedule
+from netsim.topology import Topology
+
+if TYPE_CHECKING:
+    from netsim.analysis import Analysis
+    from netsim.stats import RunStats
 
 __all__ = ["LeafRun", "Result", "busbw_factor"]
 
@@ -60,6 +66,10 @@ class Result:
         Whether the output was checked against the independent NumPy reference.
     leaves : list of LeafRun
         Schedule and playback of each leaf.
+    topology_obj : Topology or None
+        The topology it ran on (for statistics and estimates).
+    forwarding : str
+        ``"cut_through"`` or ``"store_and_forward"``.
     """
 
     output: Any
@@ -74,6 +84,8 @@ class Result:
     verified: bool
     leaves: list[LeafRun] = field(default_factory=list, repr=False)
     scenario: str | None = None
+    topology_obj: Topology | None = field(default=None, repr=False)
+    forwarding: str = "cut_through"
 
     @property
     def group_size(self) -> int:
@@ -89,6 +101,20 @@ class Result:
     def busbw(self) -> float:
         """nccl-tests bus bandwidth: algbw times (n-1)/n, or 2(n-1)/n for all-reduce."""
         return self.algbw * busbw_factor(self.collective, self.group_size)
+
+    @cached_property
+    def stats(self) -> RunStats:
+        """Per-device, per-link and per-step statistics and the critical path, read from the playback."""
+        from netsim.stats import run_stats
+
+        return run_stats(self)
+
+    @cached_property
+    def analysis(self) -> Analysis:
+        """The closed-form estimate beside the simulated time, the regime, and why they differ."""
+        from netsim.analysis import analyse
+
+        return analyse(self, self.stats if "stats" in self.__dict__ else None)
 
     def summary(self) -> dict[str, Any]:
         """The numbers a report shows, as plain JSON-ready values."""
@@ -108,4 +134,5 @@ class Result:
             "steps": sum(leaf.schedule.n_steps for leaf in self.leaves),
             "transfers": sum(len(leaf.schedule.transfers) for leaf in self.leaves),
             "verified": self.verified,
+            **(self.analysis.as_dict() if self.topology_obj is not None else {}),
         }

@@ -34,6 +34,8 @@ A topology::
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -47,7 +49,7 @@ from netsim.schedules import ALGORITHMS, DEFAULT_ALGORITHM
 from netsim.semantics import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
 from netsim.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, torus
 
-__all__ = ["TOPOLOGY_DIRS", "Scenario", "ScenarioError", "load_scenario", "load_topology", "scenario_from_data", "topology_names"]
+__all__ = ["TOPOLOGY_DIRS", "Scenario", "ScenarioError", "TopologyShape", "load_scenario", "load_topology", "scenario_from_data", "topology_names"]
 
 
 class ScenarioError(ValueError):
@@ -95,6 +97,53 @@ class LinkSpec(_Strict):
     latency: Duration | None = None
 
 
+@dataclass(frozen=True)
+class TopologyShape:
+    """A topology's axes and links without its graph: enough for closed-form estimates of any size.
+
+    Examples
+    --------
+    >>> TopologyShape("pod", (16, 16, 16), (True, True, True), 45e9, 1e-6).n_devices
+    4096
+    """
+
+    name: str
+    dims: tuple[int, ...]
+    wraparound: tuple[bool, ...]
+    bandwidth_Bps: float
+    latency_s: float
+
+    @property
+    def n_devices(self) -> int:
+        """Number of devices."""
+        return math.prod(self.dims)
+
+    def as_spec(self) -> dict[str, Any]:
+        """The topology as an inline scenario mapping (``kind: torus`` covers rings and meshes)."""
+        return {
+            "name": self.name,
+            "kind": "torus",
+            "dims": list(self.dims),
+            "wraparound": list(self.wraparound),
+            "link": {
+                "bandwidth": _human(self.bandwidth_Bps, units.parse_bandwidth, ("GB/s", 1e9), ("MB/s", 1e6), ("B/s", 1.0)),
+                "latency": _human(self.latency_s, units.parse_duration, ("us", 1e-6), ("ns", 1e-9), ("ms", 1e-3), ("s", 1.0)),
+            },
+        }
+
+
+def _human(value: float, parse: Any, *candidates: tuple[str, float]) -> str | float:
+    """``value`` written with a unit when that reads back exactly, else the number itself."""
+    for unit, scale in candidates:
+        text = f"{value / scale:.12g} {unit}"
+        try:
+            if parse(text) == value:
+                return text
+        except ValueError:
+            continue
+    return value
+
+
 class TopologySpec(_Strict):
     """A ring, torus or mesh, as written in a topology file or inline in a scenario."""
 
@@ -106,6 +155,11 @@ class TopologySpec(_Strict):
     link: LinkSpec = LinkSpec()
 
     def build(self, default_name: str) -> Topology:
+        shape = self.shape(default_name)
+        return torus(shape.dims, shape.wraparound, shape.bandwidth_Bps, shape.latency_s, name=shape.name)
+
+    def shape(self, default_name: str) -> TopologyShape:
+        """The checked axes and links, without building the graph."""
         if self.kind == "ring" and len(self.dims) != 1:
             raise ValueError(f"a ring has one axis; got dims {self.dims}")
         if self.kind == "mesh" and self.wraparound not in (False, True) and any(self.wraparound):
@@ -113,12 +167,12 @@ class TopologySpec(_Strict):
         wraps = False if self.kind == "mesh" else self.wraparound
         if isinstance(wraps, list) and len(wraps) != len(self.dims):
             raise ValueError(f"wraparound has {len(wraps)} flags for {len(self.dims)} axes")
-        return torus(
-            self.dims,
-            wraps,
+        return TopologyShape(
+            self.name or default_name,
+            tuple(self.dims),
+            tuple(wraps) if isinstance(wraps, list) else (wraps,) * len(self.dims),
             self.link.bandwidth if self.link.bandwidth is not None else DEFAULT_BANDWIDTH_BPS,
             self.link.latency if self.link.latency is not None else DEFAULT_LATENCY_S,
-            name=self.name or default_name,
         )
 
 
@@ -209,6 +263,43 @@ class Scenario(_Strict):
             topo = topo.with_links(self.link.bandwidth, self.link.latency)
         return topo
 
+    @cached_property
+    def topology_shape(self) -> TopologyShape:
+        """The topology's axes and links (with the link overrides), without building its graph."""
+        if isinstance(self.topology, TopologySpec):
+            spec, source, field, stem = self.topology, self.source, "topology", self.name
+        else:
+            try:
+                path = _find_topology(self.topology, self.base_dir)
+            except FileNotFoundError:
+                problem = f"no topology file {self.topology!r}; bundled ones are: {', '.join(topology_names())}"
+                raise ScenarioError(self.source, "topology", problem) from None
+            spec, source, field, stem = _validate(TopologySpec, _read_yaml(path), str(path)), str(path), "", path.stem
+        try:
+            shape = spec.shape(stem)
+        except ValueError as error:
+            raise ScenarioError(source, field or "dims", str(error)) from None
+        if self.link is not None:
+            bandwidth = self.link.bandwidth if self.link.bandwidth is not None else shape.bandwidth_Bps
+            latency = self.link.latency if self.link.latency is not None else shape.latency_s
+            shape = TopologyShape(shape.name, shape.dims, shape.wraparound, bandwidth, latency)
+        return shape
+
+    def as_run(self) -> dict[str, Any]:
+        """The scenario as it runs, self-contained: defaults filled in, the topology inline.
+
+        Written back as YAML it loads to the same scenario and gives the same numbers.
+
+        Examples
+        --------
+        >>> load_scenario("scenarios/allgather_ring8.yaml").as_run()["topology"]["link"]
+        {'bandwidth': '45 GB/s', 'latency': '1 us'}
+        """
+        data = self.model_dump(mode="json", exclude_none=True)
+        data["topology"] = self.topology_shape.as_spec()
+        data.pop("link", None)  # folded into the inline topology
+        return data
+
     @property
     def shape(self) -> tuple[int, ...]:
         """Per-device input shape."""
@@ -223,7 +314,7 @@ class Scenario(_Strict):
     @property
     def _group_size(self) -> int:
         groups = self.collective.axis_index_groups
-        return len(groups[0]) if groups else self.topology_obj.n_devices
+        return len(groups[0]) if groups else self.topology_shape.n_devices
 
     def make_input(self) -> np.ndarray:
         """The stacked input ``[n_devices, *shape]``, drawn from the scenario's seed.
@@ -245,7 +336,7 @@ class Scenario(_Strict):
 
     def layout(self):
         """Check the collective's arguments against the input shape; return its layout."""
-        proxy = np.broadcast_to(np.zeros((), self.input.dtype), (self.topology_obj.n_devices, *self.shape))
+        proxy = np.broadcast_to(np.zeros((), self.input.dtype), (self.topology_shape.n_devices, *self.shape))
         spec = self.collective
         if isinstance(spec, AllGatherSpec):
             return AllGatherLayout.check(proxy, spec.axis, spec.tiled, spec.axis_index_groups)
@@ -388,12 +479,13 @@ _ARGUMENT_FIELDS = (
 )
 
 
-def load_scenario(path: str | Path) -> Scenario:
+def load_scenario(path: str | Path, *, build_topology: bool = True) -> Scenario:
     """Read and validate a scenario file.
 
     Everything that can be checked without simulating is checked here: the file's
     fields and units, the topology, the algorithm, and the collective's arguments
-    against the input shape and the group layout.
+    against the input shape and the group layout. With ``build_topology=False`` the
+    topology's graph is not built (closed-form estimates need only its shape).
 
     Raises
     ------
@@ -407,10 +499,10 @@ def load_scenario(path: str | Path) -> Scenario:
     ('all_gather', 8)
     """
     path = Path(path)
-    return scenario_from_data(_read_yaml(path), str(path), path.parent)
+    return scenario_from_data(_read_yaml(path), str(path), path.parent, build_topology=build_topology)
 
 
-def scenario_from_data(data: Any, source: str, base_dir: Path | None = None) -> Scenario:
+def scenario_from_data(data: Any, source: str, base_dir: Path | None = None, *, build_topology: bool = True) -> Scenario:
     """Validate a scenario given as parsed data (a mapping), as :func:`load_scenario` does.
 
     Sweeps use it to check each point of a study without writing a file.
@@ -423,6 +515,8 @@ def scenario_from_data(data: Any, source: str, base_dir: Path | None = None) -> 
         What error messages name as the file, e.g. ``"studies/x.yaml point 3"``.
     base_dir : pathlib.Path, optional
         Where relative topology paths are looked up.
+    build_topology : bool, default True
+        Build the topology's graph now (closed-form estimates need only its shape).
 
     Raises
     ------
@@ -436,7 +530,11 @@ def scenario_from_data(data: Any, source: str, base_dir: Path | None = None) -> 
     4
     """
     scenario = _validate(Scenario, data, source, {"source": source, "base_dir": base_dir})
-    topology = scenario.topology_obj  # resolves files and link overrides now
+    topology = scenario.topology_shape  # resolves files and link overrides now
+    if topology.n_devices > 1 << 16:
+        raise ScenarioError(source, "topology", f"{topology.n_devices} devices is more than netsim simulates (65536)")
+    if build_topology:
+        scenario.topology_obj  # noqa: B018  (builds the graph now)
     if scenario.input.shape is None and scenario.input.bytes_per_device is None:
         raise ScenarioError(source, "input", "give either shape (a list of sizes) or bytes_per_device (e.g. '4 MiB')")
     if scenario.input.shape is not None and scenario.input.bytes_per_device is not None:
@@ -463,6 +561,4 @@ def scenario_from_data(data: Any, source: str, base_dir: Path | None = None) -> 
         message = str(error).replace("input has", "topology has room for")
         field = next((f for prefix, f in _ARGUMENT_FIELDS if message.startswith(prefix)), "input.shape")
         raise ScenarioError(source, field, message) from None
-    if topology.n_devices > 1 << 16:
-        raise ScenarioError(source, "topology", f"{topology.n_devices} devices is more than netsim simulates (65536)")
     return scenario

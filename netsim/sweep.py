@@ -9,8 +9,11 @@ file is rewritten sorted by point, so the same study always gives the same bytes
 
 A row holds the point's index, the label of every swept field, what ran
 (collective, algorithm, topology, devices, group size, bytes), the simulated time,
-the closed-form estimate, their ratio and the regime, nccl-tests' algbw and busbw,
-whether the output was verified, and the error that stopped the point, if any.
+the closed-form estimate of :mod:`netsim.costs` for the same algorithm and layout
+(empty where there is none), their ratio, the regime (latency- or bandwidth-bound),
+the one-line reason when time and estimate differ by more than 1 %
+(:mod:`netsim.analysis`), nccl-tests' algbw and busbw, whether the output was
+verified, and the error that stopped the point, if any.
 Cells are text in the CSV: floats are written with ``repr``, so they read back bit
 for bit (:func:`read_results`).
 
@@ -57,6 +60,7 @@ RESULT_COLUMNS = (
     "estimate_s",
     "ratio",
     "regime",
+    "why",
     "algbw_Bps",
     "busbw_Bps",
     "verified",
@@ -126,6 +130,7 @@ def run_point(point: Point) -> dict[str, str]:
         return {**row, "error": _cell(str(error) or type(error).__name__)}
     except Exception as error:  # a bug: record it and go on with the other points
         return {**row, "error": _cell(f"{INTERNAL}{type(error).__name__}: {error}")}
+    analysis = result.analysis
     measured = {
         "collective": result.collective,
         "algorithm": result.algorithm,
@@ -135,6 +140,10 @@ def run_point(point: Point) -> dict[str, str]:
         "bytes_per_device": result.bytes_per_device,
         "total_bytes": result.total_bytes,
         "time_s": result.time,
+        "estimate_s": analysis.estimate.time_s if analysis.estimate is not None else None,
+        "ratio": analysis.ratio,
+        "regime": analysis.regime,
+        "why": analysis.why,
         "algbw_Bps": result.algbw,
         "busbw_Bps": result.busbw,
         "verified": result.verified,

@@ -76,11 +76,19 @@ def test_rows_are_the_simulations(small, reference):
         )
         assert row["verified"]
         assert row["algorithm"] == dict(point.labels)["algorithm"]
+        assert row["estimate_s"] == result.analysis.estimate.time_s
+        assert row["ratio"] == result.time / result.analysis.estimate.time_s
+        assert (row["why"] if isinstance(row["why"], str) else "") == result.analysis.why
     full = ok[ok["collective.axis_index_groups"] == "all"]
+    assert len(full) == 4
     for row in full.to_dict("records"):
         s = row["bytes_per_device"]
-        closed = 3 * (ALPHA + s / B) if row["algorithm"] == "ring" else 3 * (ALPHA + s / (2 * B))
-        assert row["time_s"] == pytest.approx(closed, rel=1e-9)
+        bandwidth_term = 3 * s / B if row["algorithm"] == "ring" else 3 * s / (2 * B)
+        assert row["time_s"] == pytest.approx(3 * ALPHA + bandwidth_term, rel=1e-9)
+        assert row["estimate_s"] == pytest.approx(3 * ALPHA + bandwidth_term, rel=1e-12)
+        assert row["ratio"] == pytest.approx(1.0, rel=1e-9)
+        assert row["regime"] == ("latency-bound" if bandwidth_term < 3 * ALPHA else "bandwidth-bound")
+    assert list(full["regime"]) == ["latency-bound", "bandwidth-bound", "latency-bound", "latency-bound"]
 
 
 def test_a_failing_point_is_recorded_and_the_sweep_goes_on(reference):
