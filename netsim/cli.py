@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import sys
 import time
 from pathlib import Path
@@ -184,6 +185,7 @@ def sweep(
     from netsim.sweep import sweep as run_sweep
 
     counts = [0, 0]
+    resumed: list[int] = []
     started = time.perf_counter()
     console = Console(stderr=True)
     bar = None
@@ -200,10 +202,16 @@ def sweep(
         )
 
     def progress(done: int, total: int) -> None:
+        if not resumed:
+            resumed.append(done)
         counts[:] = [done, total]
         if bar is not None:
             bar.update(task, completed=done, total=total)
 
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)  # kill (not only Ctrl-C) also keeps the finished rows
     try:
         loaded = load_study(study)
         if bar is not None:
@@ -239,6 +247,7 @@ def sweep(
         out.print(f"... {more} more rows in {output / RESULTS_FILE}")
     out.print(
         f"{len(table)} points: {len(table) - failed} ok, {failed} failed"
+        f"{f', {resumed[0]} kept from an earlier run' if resumed and resumed[0] else ''}"
         f" ({time.perf_counter() - started:.1f} s); wrote {output / RESULTS_FILE} and {len(plots)} plot{'s' if len(plots) != 1 else ''}:"
         f" {', '.join(p.path.name for p in plots) or 'none'}"
     )

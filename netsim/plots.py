@@ -140,12 +140,14 @@ def _number_axis(axis: Any) -> None:
 
 
 def _save(figure: Figure, plot: Plot, legend_outside: bool = False) -> Plot:
+    """Title, labels, grid and legend (outside the axes when long), then the PNG."""
     ax = figure.axes[0]
     ax.set_title(plot.title)
     ax.set_xlabel(plot.xlabel)
     ax.set_ylabel(plot.ylabel)
     ax.grid(True, which="major", alpha=0.3)
-    if legend_outside:
+    if legend_outside or len(ax.get_legend_handles_labels()[1]) > 6:
+        figure.set_figwidth(figure.get_figwidth() + 4)
         ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     else:
         ax.legend(fontsize="small")
@@ -242,6 +244,7 @@ def plot_results(table: pd.DataFrame, directory: str | Path, kinds: list[str] | 
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         _lines(ok, "n_devices", "time_s", key, 1e-6, True, figure, plot)
+        ax.set_xticks(sorted({float(n) for n in ok["n_devices"]}))
         _number_axis(ax.xaxis)
         _number_axis(ax.yaxis)
         plots.append(_save(figure, plot))
@@ -284,7 +287,7 @@ def _bars(table: pd.DataFrame, column: str, labels: list[str], directory: Path, 
     if facet is not None:
         stem, title = f"{stem}_at_{_safe(facet[1])}", f"{title}, {_describe(facet[0], facet[1])}"
     plot = Plot("time_by_field", directory / f"{stem}.png", title, column, "simulated time (µs)")
-    figure = Figure(figsize=(max(8, 0.6 * len(categories) * len(groups)) + 4, 5.5))
+    figure = Figure(figsize=(max(8, 0.6 * len(categories) * len(groups)), 5.5))
     ax = figure.add_subplot()
     width = 0.8 / len(groups)
     for index, (label, rows) in enumerate(groups):

@@ -30,6 +30,7 @@ import io
 import multiprocessing
 import os
 import signal
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import closing
@@ -315,9 +316,22 @@ def _finished_rows(path: Path, study: Study, header: list[str]) -> dict[int, dic
     return rows
 
 
-def _ignore_sigint() -> None:
-    """Worker processes leave Ctrl-C to the parent, which stops the sweep and keeps the rows."""
+def _worker_signals() -> None:
+    """Workers leave Ctrl-C to the parent, which stops the sweep and keeps the rows; it ends them with SIGTERM."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _start_method() -> str:
+    """fork when it is safe (a single thread, on a system that has it), else spawn.
+
+    fork starts workers at once and needs no ``if __name__ == "__main__"`` guard in the
+    user's script; it is not safe once the parent runs threads (a progress bar, a Dask
+    client), and there spawn starts clean interpreters instead.
+    """
+    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+        return "fork"
+    return "spawn"
 
 
 def _run_local(points: list[Point], workers: int) -> Iterator[dict[str, str]]:
@@ -325,14 +339,28 @@ def _run_local(points: list[Point], workers: int) -> Iterator[dict[str, str]]:
         for point in points:
             yield run_point(point)
         return
-    # spawn, not fork: the parent may run threads (the progress bar), which fork does not copy safely.
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(points)), mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_sigint)
+    context = multiprocessing.get_context(_start_method())
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(points)), mp_context=context, initializer=_worker_signals)
+    finished = False
     try:
         futures = [pool.submit(run_point, point) for point in points]
         for future in as_completed(futures):
             yield future.result()
+        finished = True
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        if not finished:
+            _stop_workers(pool)
+        pool.shutdown(wait=not finished, cancel_futures=True)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """End the workers of an interrupted sweep now, not when their current points finish."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14
+    if terminate is not None:
+        terminate()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
 
 
 def _dask_client(scheduler: Any) -> tuple[Any, bool]:

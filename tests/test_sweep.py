@@ -5,9 +5,11 @@ show the table's numbers."""
 from __future__ import annotations
 
 import re
+import signal
 import struct
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -304,3 +306,43 @@ def test_time_vs_devices_has_a_line_per_total_payload(tmp_path):
     assert [s.x for s in measured] == [[4.0, 8.0, 16.0]] * 2
     assert [s.points for s in measured] == [[0, 1, 2], [3, 4, 5]]
     assert measured[1].y == [t / 1e-6 for t in table["time_s"][3:]]
+
+
+def test_ctrl_c_on_a_real_sweep_keeps_the_rows_and_resume_finishes(tmp_path):
+    data = {
+        "name": "ctrl_c",
+        "base": {"topology": {"kind": "ring", "dims": [32]}, "collective": {"op": "all_gather"}, "input": {"bytes_per_device": "4 KiB"}},
+        "grid": {"seed": list(range(16))},
+    }
+    study, out = write_study(tmp_path, data), tmp_path / "out"
+    command = [sys.executable, "-m", "netsim", "sweep", str(study), "--output", str(out), "--workers", "2"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    results = out / RESULTS_FILE
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not results.exists() or results.read_text().count("\n") < 3):
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130
+    kept = results.read_text().splitlines(keepends=True)[1:]
+    assert 2 <= len(kept) < 16, "the sweep finished before it could be interrupted"
+    assert stderr.strip() == f"error: interrupted: {len(kept)} of 16 points kept in {results}; run again with --resume to finish"
+    assert [int(line.split(",")[0]) for line in kept] == sorted(int(line.split(",")[0]) for line in kept)
+    done = subprocess.run([*command, "--resume", "--quiet"], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"16 points: 16 ok, 0 failed, {len(kept)} kept from an earlier run" in done.stdout
+    final = read_results(results)
+    assert list(final["point"]) == list(range(16))
+    assert set(kept) <= set(results.read_text().splitlines(keepends=True))
+    assert np.allclose(final["ratio"], 1.0, rtol=1e-9, atol=0)  # every ring of 32 takes its closed form: nothing half-written
+
+
+def test_cli_runs_on_a_dask_scheduler_address(tmp_path, reference):
+    distributed = pytest.importorskip("dask.distributed")
+    csv_bytes, _ = reference
+    cluster_options = {"n_workers": 2, "threads_per_worker": 1, "processes": False, "dashboard_address": None, "protocol": "tcp", "host": "127.0.0.1"}
+    with distributed.LocalCluster(**cluster_options) as cluster:
+        assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
+        result = runner.invoke(app, ["sweep", str(write_study(tmp_path)), "-o", str(tmp_path / "out"), "--scheduler", cluster.scheduler_address, "-q"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out" / RESULTS_FILE).read_bytes() == csv_bytes
