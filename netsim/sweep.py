@@ -228,24 +228,38 @@ def sweep(
     if resume and output is None:
         raise ValueError("resume needs an output directory holding the results.csv to resume")
     header = columns(study)
-    path = None
-    finished: dict[int, dict[str, str]] = {}
-    if output is not None:
-        directory = Path(output)
-        if directory.exists() and not directory.is_dir():
-            raise ValueError(f"output {str(directory)!r} is a file, not a directory")
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / RESULTS_FILE
-        if resume:
-            finished = _finished_rows(path, study, header)
+    directory = Path(output) if output is not None else None
+    if directory is not None and directory.exists() and not directory.is_dir():
+        raise ValueError(f"output {str(directory)!r} is a file, not a directory")
+    path = directory / RESULTS_FILE if directory is not None else None
+    finished = _finished_rows(path, study, header) if path is not None and resume else {}
+    client, own = _dask_client(scheduler) if scheduler is not None else (None, False)
+    try:
+        if directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+        return _run(study, header, path, finished, workers, client, progress)
+    finally:
+        if own:
+            client.close()
+
+
+def _run(
+    study: Study,
+    header: list[str],
+    path: Path | None,
+    finished: dict[int, dict[str, str]],
+    workers: int | None,
+    client: Any,
+    progress: Progress | None,
+) -> pd.DataFrame:
+    """Run the points not finished yet, writing rows as they come; results.csv sorted at the end."""
     todo = [p for p in study.points if p.index not in finished]
     total = len(study.points)
-    client = _dask_client(scheduler) if scheduler is not None else None
     if progress is not None:
         progress(len(finished), total)
     stream = _open_results(path, header, finished)
     try:
-        runs = _run_local(todo, workers or os.cpu_count() or 1) if client is None else _run_dask(todo, *client)
+        runs = _run_local(todo, workers or os.cpu_count() or 1) if client is None else _run_dask(todo, client)
         with closing(runs):
             for row in runs:
                 finished[int(row["point"])] = row
@@ -372,11 +386,14 @@ def _dask_client(scheduler: Any) -> tuple[Any, bool]:
     if isinstance(scheduler, Client):
         return scheduler, False
     if isinstance(scheduler, str) or hasattr(scheduler, "scheduler_address"):
-        return Client(scheduler, timeout="10s"), True
+        try:
+            return Client(scheduler, timeout="10s"), True
+        except OSError as error:
+            raise OSError(f"cannot reach the Dask scheduler {getattr(scheduler, 'scheduler_address', scheduler)}: {error}") from None
     raise ValueError(f"scheduler must be an address such as 'tcp://host:8786', a dask.distributed.Client or a cluster, got {scheduler!r}")
 
 
-def _run_dask(points: list[Point], client: Any, own: bool) -> Iterator[dict[str, str]]:
+def _run_dask(points: list[Point], client: Any) -> Iterator[dict[str, str]]:
     from dask.distributed import as_completed as dask_completed
 
     futures = []
@@ -386,8 +403,6 @@ def _run_dask(points: list[Point], client: Any, own: bool) -> Iterator[dict[str,
             yield future.result()
     finally:
         client.cancel([f for f in futures if not f.done()])
-        if own:
-            client.close()
 
 
 def read_results(source: str | Path | io.StringIO) -> pd.DataFrame:

@@ -346,3 +346,21 @@ def test_cli_runs_on_a_dask_scheduler_address(tmp_path, reference):
         result = runner.invoke(app, ["sweep", str(write_study(tmp_path)), "-o", str(tmp_path / "out"), "--scheduler", cluster.scheduler_address, "-q"])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "out" / RESULTS_FILE).read_bytes() == csv_bytes
+
+
+def test_a_bug_in_a_point_is_recorded_as_internal_and_the_cli_exits_3(tmp_path, monkeypatch):
+    real = netsim.collectives.simulate
+
+    def flaky(scenario):
+        if scenario.algorithm == "bidirectional_ring":
+            raise RuntimeError("boom")
+        return real(scenario)
+
+    monkeypatch.setattr(sys.modules["netsim.sweep"], "simulate", flaky)  # the module: netsim.sweep is the function
+    result = sweep_cli(tmp_path, "-q")
+    assert result.exit_code == 3
+    table = read_results(tmp_path / "out" / RESULTS_FILE)
+    assert list(table[table["algorithm"] == "bidirectional_ring"]["error"].str[:60].unique()) == ["internal error: RuntimeError: boom", OVERLAP_ERROR[:60]]
+    assert "12 points: 4 ok, 8 failed" in result.stdout
+    csv_path = tmp_path / "out" / RESULTS_FILE
+    assert result.stderr.strip() == f"error: 4 point(s) hit an internal error in netsim (see the error column of {csv_path}); please report it"
