@@ -7,7 +7,6 @@ Exit codes: 0 success, 2 a user error (bad file, bad argument), 3 an internal er
 from __future__ import annotations
 
 import json
-import math
 import signal
 import sys
 import time
@@ -20,7 +19,7 @@ from rich.table import Table
 
 from netsim.collectives import simulate
 from netsim.engine import EngineError
-from netsim.report import device_table, estimate_rows, estimate_table, link_table, step_table, summary_rows, to_json
+from netsim.report import device_table, estimate_rows, estimate_table, estimate_to_dict, link_table, step_table, summary_rows, to_json
 from netsim.scenario import load_scenario
 
 app = typer.Typer(
@@ -74,6 +73,8 @@ def run(
             write_trace(result, trace)
     except OSError as error:
         raise _fail(f"cannot write {error.filename or output or trace}: {error.strerror}", USER_ERROR) from None
+    except ValueError as error:  # a destination changed since it was checked
+        raise _fail(str(error), USER_ERROR) from None
     if text is not None:
         print(text)
         return
@@ -123,7 +124,7 @@ def estimate(
     except (ValueError, MemoryError) as error:
         raise _fail(str(error), USER_ERROR) from None
     if json_output:
-        print(json.dumps(_estimate_json(loaded, mine, others), indent=2, allow_nan=False))
+        print(json.dumps(estimate_to_dict(loaded, mine, others), indent=2, allow_nan=False))
         return
     console = Console(highlight=False)
     table = Table(title=f"netsim estimate: {loaded.name} (closed forms, nothing simulated)", show_header=False, title_justify="left")
@@ -134,34 +135,6 @@ def estimate(
     console.print(table)
     headers, rows = estimate_table(others, loaded.algorithm)
     console.print(_grid(f"every algorithm for {mine.collective} on this layout (* = the scenario's)", headers, rows))
-
-
-def _estimate_json(loaded, mine, others) -> dict:
-    def one(c):
-        e, b = c.estimate, c.book
-        return {
-            "algorithm": c.algorithm,
-            "estimate_s": e.time_s if e else None,
-            "latency_term_s": e.latency_s if e else None,
-            "bandwidth_term_s": e.bandwidth_s if e else None,
-            "regime": e.regime if e else None,
-            "crossover_bytes_per_device": e.crossover_bytes if e and math.isfinite(e.crossover_bytes) else None,
-            "formula": e.formula if e else None,
-            "source": e.source if e else None,
-            "no_closed_form": c.note or None,
-            "book_estimate_s": b.time_s if b else None,
-            "book_formula": b.formula if b else None,
-            "bound_s": c.bound_s,
-        }
-
-    return {
-        "scenario": loaded.name,
-        "collective": loaded.collective.op,
-        "devices": loaded.topology_shape.n_devices,
-        "layout": mine.geometry.describe(),
-        **one(mine),
-        "algorithms": [one(c) for _, c in others],
-    }
 
 
 @app.command()

@@ -559,7 +559,9 @@ class Estimate:
 
     @property
     def regime(self) -> str:
-        """``"latency-bound"`` or ``"bandwidth-bound"``: which term is the larger."""
+        """``"latency-bound"`` or ``"bandwidth-bound"``: which term is the larger (``"nothing moves"`` if neither)."""
+        if self.latency_s == self.bandwidth_s == 0:
+            return "nothing moves"
         return "latency-bound" if self.latency_s > self.bandwidth_s else "bandwidth-bound"
 
     def __add__(self, other: Estimate) -> Estimate:

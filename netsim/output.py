@@ -85,7 +85,16 @@ def check_trace_path(path: str | Path) -> Path:
 
 
 def result_record(result: Result, scenario: Any) -> dict[str, Any]:
-    """What ``result.json`` holds: version, seed, the scenario as run, and the full result."""
+    """What ``result.json`` holds: version, seed, the scenario as run, and the full result.
+
+    Examples
+    --------
+    >>> import netsim
+    >>> scenario = netsim.load_scenario("scenarios/allgather_ring8.yaml")
+    >>> record = result_record(netsim.simulate(scenario), scenario)
+    >>> record["netsim_version"] == netsim.__version__, record["seed"], record["scenario_as_run"]["topology"]["dims"]
+    (True, 0, [8])
+    """
     from netsim import __version__
 
     return {
@@ -102,6 +111,14 @@ def write_output_dir(directory: str | Path, result: Result, scenario: Any) -> Pa
 
     The files are written into a temporary directory beside it first; a new directory
     is then renamed into place, or, if it exists, the files are moved in one by one.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, netsim
+    >>> scenario = netsim.load_scenario("scenarios/allgather_ring8.yaml")
+    >>> out = write_output_dir(pathlib.Path(tempfile.mkdtemp()) / "run", netsim.simulate(scenario), scenario)
+    >>> sorted(p.name for p in out.iterdir())
+    ['devices.csv', 'links.csv', 'result.json', 'scenario.yaml']
     """
     path = check_output_dir(directory)
     contents = {

@@ -20,6 +20,7 @@ __all__ = [
     "devices_csv",
     "estimate_rows",
     "estimate_table",
+    "estimate_to_dict",
     "explanation_rows",
     "format_groups",
     "link_table",
@@ -110,7 +111,9 @@ def explanation_rows(result: Result) -> list[tuple[str, str]]:
         )
         rows.append(("formula", f"{e.formula} on a {a.closed.geometry.describe()} [{e.source}]"))
         rows.append(("simulated / estimate", f"{a.ratio:.6f}" if a.ratio is not None else "-"))
-    if a.regime is not None:
+    if a.regime == "nothing moves":
+        rows.append(("regime", a.regime))
+    elif a.regime is not None:
         crossover = a.crossover_bytes
         where = (
             f"latency and bandwidth terms equal at {_payload(crossover)} per device"
@@ -172,6 +175,13 @@ def device_table(result: Result, limit: int = 16) -> tuple[list[str], list[list[
 
     ``peak`` is the most the device held at once (its chunks and receive buffers),
     ``in flight`` the most bytes on their way to it at once.
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> headers, rows = device_table(netsim.all_gather(np.zeros((4, 256), np.float32), algorithm="ring"))
+    >>> dict(zip(headers, rows[0]))["peak"]
+    '4 KiB'
     """
     headers = ["device", "sent", "received", "done at", "input", "output", "peak", "in flight"]
     rows = [
@@ -191,13 +201,23 @@ def device_table(result: Result, limit: int = 16) -> tuple[list[str], list[list[
 
 
 def step_table(result: Result, limit: int = 16) -> tuple[list[str], list[list[str]]]:
-    """Headers and rows of per-step timing: first send, first and last device done, the straggler."""
+    """Headers and rows of per-step timing: first send, first and last device done, and the
+    straggler (the device done last, when not all finished together).
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> headers, rows = step_table(netsim.all_gather(np.zeros((4, 256), np.float32), algorithm="ring"))
+    >>> len(rows), rows[0][-1]
+    (3, '- (all together)')
+    """
     stats = result.stats
     multi = len(result.leaves) > 1
     headers = (["leaf"] if multi else []) + ["step", "phase", "started", "first device done", "last device done", "straggler"]
     rows = []
     for st in stats.steps[:limit]:
-        straggler = stats.devices[st.straggler].name if 0 <= st.straggler < len(stats.devices) else "-"
+        together = st.end_s - st.first_done_s <= 1e-9 * abs(st.end_s)
+        straggler = "- (all together)" if together or not 0 <= st.straggler < len(stats.devices) else stats.devices[st.straggler].name
         row = [str(st.step), st.phase, format_seconds(st.start_s), format_seconds(st.first_done_s), format_seconds(st.end_s), straggler]
         rows.append(([str(st.leaf)] if multi else []) + row)
     return headers, rows
@@ -277,7 +297,14 @@ def links_csv(result: Result) -> str:
 
 
 def devices_csv(result: Result) -> str:
-    """Every device of the run as CSV."""
+    """Every device of the run as CSV.
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> print(devices_csv(netsim.all_gather(np.zeros((2, 4), np.float32))).splitlines()[1].split(",")[:4])
+    ['0', '0', '16', '16']
+    """
     headers = ["device", "name", "bytes_sent", "bytes_received", "finish_s", "input_bytes", "output_bytes", "peak_bytes", "peak_in_flight_bytes"]
     rows = [
         [d.device, d.name, d.bytes_sent, d.bytes_received, repr(d.finish_s), d.input_bytes, d.output_bytes, d.peak_bytes, d.peak_in_flight_bytes]
@@ -293,7 +320,12 @@ def estimate_rows(scenario: Any, mine: Any) -> list[tuple[str, str]]:
     rows = [
         ("scenario", scenario.name),
         ("collective", scenario.collective.op),
-        ("topology", f"{shape.name} ({'x'.join(map(str, shape.dims))}, {shape.n_devices} devices)"),
+        (
+            "topology",
+            f"{shape.name}: {shape.n_devices} devices"
+            if len(shape.dims) == 1
+            else f"{shape.name}: {'x'.join(map(str, shape.dims))} = {shape.n_devices} devices",
+        ),
         ("links", f"{shape.bandwidth_Bps / 1e9:.6g} GB/s one way, {format_seconds(shape.latency_s)} per hop"),
         ("group layout", mine.geometry.describe()),
         ("algorithm", scenario.algorithm),
@@ -371,3 +403,43 @@ def sweep_rows(table: Any, limit: int = 40) -> tuple[list[str], list[list[str]],
 def _text(record: dict[str, Any], column: str, form: Any = str) -> str:
     value = record.get(column)
     return "-" if value is None or value != value else form(value)
+
+
+def estimate_to_dict(scenario: Any, mine: Any, others: list[tuple[str, Any]]) -> dict[str, Any]:
+    """What ``netsim estimate --json`` prints: the scenario's closed forms and every algorithm's.
+
+    Examples
+    --------
+    >>> from netsim.analysis import estimate_scenario
+    >>> from netsim.scenario import load_scenario
+    >>> s = load_scenario("scenarios/allgather_ring8.yaml", build_topology=False)
+    >>> d = estimate_to_dict(s, *estimate_scenario(s))
+    >>> d["layout"], d["regime"], len(d["algorithms"]) > 3
+    ('ring of 8', 'bandwidth-bound', True)
+    """
+
+    def one(c: Any) -> dict[str, Any]:
+        e, b = c.estimate, c.book
+        return {
+            "algorithm": c.algorithm,
+            "estimate_s": e.time_s if e else None,
+            "latency_term_s": e.latency_s if e else None,
+            "bandwidth_term_s": e.bandwidth_s if e else None,
+            "regime": e.regime if e else None,
+            "crossover_bytes_per_device": _clean(e.crossover_bytes) if e else None,
+            "formula": e.formula if e else None,
+            "source": e.source if e else None,
+            "no_closed_form": c.note or None,
+            "book_estimate_s": b.time_s if b else None,
+            "book_formula": b.formula if b else None,
+            "bound_s": c.bound_s,
+        }
+
+    return {
+        "scenario": scenario.name,
+        "collective": scenario.collective.op,
+        "devices": scenario.topology_shape.n_devices,
+        "layout": mine.geometry.describe(),
+        **one(mine),
+        "algorithms": [one(c) for _, c in others],
+    }

@@ -38,7 +38,7 @@ from netsim.topology import LinkId, Topology
 if TYPE_CHECKING:
     from netsim.result import Result
 
-__all__ = ["CriticalPath", "DeviceStats", "LinkUsage", "RunStats", "StepSummary", "StepTiming", "run_stats"]
+__all__ = ["CriticalPath", "DeviceStats", "LinkUsage", "PathFacts", "RunStats", "StepSummary", "StepTiming", "path_facts", "run_stats"]
 
 STEP_DETAIL_LIMIT = 100_000
 """Most (step, device) timings kept; beyond it only per-step summaries are."""
@@ -178,6 +178,32 @@ class CriticalPath:
 
 
 @dataclass(frozen=True)
+class PathFacts:
+    """What explaining a run's time needs: its critical path and a few facts about its routes.
+
+    Cheaper than :class:`RunStats` (no memory or step accounting); see :func:`path_facts`.
+
+    Attributes
+    ----------
+    critical_path : CriticalPath
+    transfers : int
+    max_route_hops : int
+    multi_hop_transfers : int
+    chunk_bytes : tuple of int
+        Smallest and largest transfer, bytes.
+    longest_queue : dict
+        Link name -> most messages that waited for it at once, for links where any waited.
+    """
+
+    critical_path: CriticalPath
+    transfers: int
+    max_route_hops: int
+    multi_hop_transfers: int
+    chunk_bytes: tuple[int, int]
+    longest_queue: dict[str, int]
+
+
+@dataclass(frozen=True)
 class RunStats:
     """All statistics of one run. Build with :func:`run_stats`.
 
@@ -220,6 +246,11 @@ class RunStats:
     def busiest(self, count: int = 5) -> tuple[LinkUsage, ...]:
         """The ``count`` busiest links (by busy time, then bytes, then name)."""
         return self.links[:count]
+
+    def path_facts(self) -> PathFacts:
+        """The facts an explanation needs, from these statistics."""
+        queues = {u.name: u.longest_queue for u in self.links if u.longest_queue}
+        return PathFacts(self.critical_path, self.transfers, self.max_route_hops, self.multi_hop_transfers, self.chunk_bytes, queues)
 
 
 def _leaf_arrays(tree: Any) -> list[Any]:
@@ -432,8 +463,7 @@ def run_stats(result: Result, topology: Topology | None = None) -> RunStats:
     steps: list[StepSummary] = []
     timings: list[StepTiming] = []
     path = CriticalPath(0, 0, 0.0, 0.0, 0.0, 0.0)
-    n_transfers = transfer_bytes = hop_bytes = max_hops = multi_hop = 0
-    smallest, largest = math.inf, 0
+    transfer_bytes = hop_bytes = 0
     detail = sum(len(leaf.schedule.transfers) for leaf in result.leaves) <= STEP_DETAIL_LIMIT
     offset = 0.0
     for index, leaf in enumerate(result.leaves):
@@ -446,12 +476,7 @@ def run_stats(result: Result, topology: Topology | None = None) -> RunStats:
             sent[t.src] += nbytes
             received[t.dst] += nbytes
             finish[t.dst] = max(finish[t.dst], offset + playback.arrived_at[i])
-            route = len(playback.routes[i]) if playback.routes else hops.count[i]
-            hop_bytes += nbytes * route
-            max_hops = max(max_hops, route)
-            multi_hop += route > 1
-            smallest, largest = min(smallest, nbytes), max(largest, nbytes)
-        n_transfers += len(transfers)
+            hop_bytes += nbytes * hops.count[i]
         transfer_bytes += sum(playback.nbytes)
         for link, stats in playback.links.items():
             link_bytes[link] += stats.bytes
@@ -500,8 +525,51 @@ def run_stats(result: Result, topology: Topology | None = None) -> RunStats:
         )
         for d in range(n)
     )
-    chunks = (int(smallest), int(largest)) if n_transfers else (0, 0)
+    n_transfers, max_hops, multi_hop, chunks = _route_facts(result)
     return RunStats(time, devices, tuple(usage), tuple(steps), tuple(timings), path, n_transfers, transfer_bytes, hop_bytes, max_hops, multi_hop, chunks)
+
+
+def _route_facts(result: Result) -> tuple[int, int, int, tuple[int, int]]:
+    """(transfers, longest route, transfers over more than one link, (smallest, largest) transfer bytes)."""
+    transfers = longest = multi = 0
+    smallest, largest = math.inf, 0
+    for leaf in result.leaves:
+        playback = leaf.playback
+        lengths = [len(r) for r in playback.routes] if playback.routes else []
+        transfers += len(playback.nbytes)
+        longest = max(longest, max(lengths, default=0))
+        multi += sum(length > 1 for length in lengths)
+        if playback.nbytes:
+            smallest, largest = min(smallest, min(playback.nbytes)), max(largest, max(playback.nbytes))
+    return transfers, longest, multi, ((int(smallest), int(largest)) if transfers else (0, 0))
+
+
+def path_facts(result: Result, topology: Topology | None = None) -> PathFacts:
+    """The critical path and route facts of a run, without the full statistics.
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> facts = path_facts(netsim.all_gather(np.zeros((4, 2**18), np.float32), axis_index_groups=[[0, 2], [1, 3]], algorithm="ring"))
+    >>> facts.max_route_hops, facts.longest_queue
+    (2, {'0->1': 1, '1->2': 1, '2->3': 1, '3->0': 1})
+    """
+    topology = topology if topology is not None else getattr(result, "topology_obj", None)
+    if topology is None:
+        raise ValueError(f"result of {result.collective} on {result.topology} carries no topology; pass topology=")
+    cut_through = getattr(result, "forwarding", "cut_through") != "store_and_forward"
+    links = topology.links
+    names = {link: topology.link_name(link) for link in links}
+    latency = {link: topology.link(link)["latency_s"] for link in links}
+    path = CriticalPath(0, 0, 0.0, 0.0, 0.0, 0.0)
+    queues: dict[str, int] = {}
+    for leaf in result.leaves:
+        hops = _Hops(leaf.playback, latency, cut_through)
+        path = _add_paths(path, _critical_path(leaf.schedule, leaf.playback, hops, latency, names))
+        for link, depth in _longest_queues(leaf.playback, hops).items():
+            queues[names[link]] = max(queues.get(names[link], 0), depth)
+    transfers, longest, multi, chunks = _route_facts(result)
+    return PathFacts(path, transfers, longest, multi, chunks, {name: q for name, q in queues.items() if q})
 
 
 def _steps(leaf: int, schedule: Any, playback: Any, offset: float, detail: bool) -> tuple[list[StepSummary], list[StepTiming]]:

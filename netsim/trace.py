@@ -10,7 +10,8 @@ Layout of the trace, all read from the run's playback:
 * one process ``links`` with one thread per directed link (``(0,1)->(0,2)``), holding
   a slice per hop: the time the chunk was on that link's wire;
 * flow arrows (``s``/``t``/``f`` events) following each chunk from its send slice
-  through every hop, placed at the middle of each slice so they bind to it.
+  through every hop, placed inside each slice (the middle of a hop) so they bind to it
+  and run forward in time.
 
 Times are microseconds, as the format wants; ``displayTimeUnit`` is ``ns``.
 """
@@ -116,7 +117,9 @@ def chrome_trace(result: Result) -> dict[str, Any]:
             slices.append({"ph": "X", "cat": "transfer", "name": label, "ts": ts, "dur": dur, "pid": pid, "tid": tid, "args": args})
             if not chains[i]:
                 continue
-            flows.append({"ph": "s", "cat": "chunk", "name": "chunk", "id": flow_id, "ts": _mid(ts, dur), "pid": pid, "tid": tid})
+            first = chains[i][0]
+            start_ts = (ts + _mid((offset + first.start) * _US, (first.end - first.start) * _US)) / 2  # inside the send, before the first hop's mark
+            flows.append({"ph": "s", "cat": "chunk", "name": "chunk", "id": flow_id, "ts": start_ts, "pid": pid, "tid": tid})
             for k, hop in enumerate(chains[i]):
                 hop_ts, hop_dur = (offset + hop.start) * _US, (hop.end - hop.start) * _US
                 hop_args = {**args, "hop": k, "link": topology.link_name(hop.link)}

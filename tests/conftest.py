@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,3 +55,11 @@ def expected_psum(x, axis_index_groups):
     for g in groups_of(axis_index_groups, x.shape[0]):
         out[g] = x[g].sum(axis=0, dtype=x.dtype)
     return out
+
+
+@pytest.fixture(scope="session")
+def bundled_runs():
+    """Every bundled scenario, simulated once per test session: {name: Result}."""
+    import netsim
+
+    return {path.stem: netsim.simulate(netsim.load_scenario(path)) for path in sorted((ROOT / "scenarios").glob("*.yaml"))}

@@ -46,6 +46,12 @@ def test_bundled_scenario_table(path):
         "algbw",
         "busbw",
         "verified",
+        "estimate (closed form)",
+        "simulated / estimate",
+        "regime",
+        "book estimate",
+        "memory per device",
+        "busiest links",
     ):
         assert label in result.output
     assert "yes, equals the NumPy reference" in result.output

@@ -1,0 +1,101 @@
+"""`netsim run --output DIR`: the files, their contents, reproducing a run, and nothing written on a user error."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+import yaml
+from conftest import ROOT
+from typer.testing import CliRunner
+
+import netsim
+from netsim.cli import app
+from netsim.output import OUTPUT_FILES
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize("name", ["allgather_ring8", "psum_scatter_docs_groups", "psum_torus4x4_row"])
+def test_output_directory_holds_the_run_and_reproduces_it(tmp_path, name):
+    source = ROOT / "scenarios" / f"{name}.yaml"
+    target = tmp_path / "out"
+    out = runner.invoke(app, ["run", str(source), "--output", str(target)])
+    assert out.exit_code == 0, out.output
+    assert sorted(p.name for p in target.iterdir()) == sorted(OUTPUT_FILES)
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no staging directory left behind
+
+    record = json.loads((target / "result.json").read_text(encoding="utf-8"))
+    original = netsim.simulate(netsim.load_scenario(source))
+    assert record["netsim_version"] == netsim.__version__
+    assert record["seed"] == yaml.safe_load(source.read_text(encoding="utf-8")).get("seed", 0)
+    assert record["time_s"] == original.time
+    assert record["scenario_as_run"]["topology"]["dims"] == list(original.topology_obj.dims)
+    assert record["estimate_s"] == pytest.approx(original.analysis.estimate.time_s, rel=1e-12)
+
+    with (target / "links.csv").open(newline="", encoding="utf-8") as stream:
+        links = list(csv.DictReader(stream))
+    assert len(links) == len(original.topology_obj.links)
+    assert sum(int(row["bytes"]) for row in links) == record["totals"]["hop_bytes"]
+    with (target / "devices.csv").open(newline="", encoding="utf-8") as stream:
+        devices = list(csv.DictReader(stream))
+    assert len(devices) == original.n_devices
+    assert sum(int(row["bytes_sent"]) for row in devices) == sum(int(row["bytes_received"]) for row in devices)
+
+    again = netsim.simulate(netsim.load_scenario(target / "scenario.yaml"))  # self-contained: topology inline
+    assert again.time == original.time
+    np.testing.assert_array_equal(again.output, original.output)
+
+
+def test_output_into_an_existing_directory_replaces_only_its_files(tmp_path):
+    (tmp_path / "notes.txt").write_text("keep me", encoding="utf-8")
+    (tmp_path / "links.csv").write_text("old", encoding="utf-8")
+    out = runner.invoke(app, ["run", str(ROOT / "scenarios" / "allgather_ring8_ring.yaml"), "--output", str(tmp_path)])
+    assert out.exit_code == 0, out.output
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "keep me"
+    assert (tmp_path / "links.csv").read_text(encoding="utf-8").startswith("link,src,dst")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*OUTPUT_FILES, "notes.txt"])
+
+
+def _listing(path):
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    "scenario_text, message",
+    [
+        ("name: x\ntopology: ring8\ncollective: {op: all_gather}\ninput: {bytes_per_device: 3 B, dtype: float32}\n", "input.bytes_per_device"),
+        ("name: x\ntopology: ring9\ncollective: {op: all_gather}\ninput: {shape: [4]}\n", "topology"),
+        ("name: x\ntopology: ring8\ncollective: {op: all_gather, axis: 5}\ninput: {shape: [4]}\n", "collective.axis"),
+        ("not: [valid", "invalid YAML"),
+    ],
+)
+def test_a_user_error_writes_nothing(tmp_path, scenario_text, message):
+    scenario = tmp_path / "bad.yaml"
+    scenario.write_text(scenario_text, encoding="utf-8")
+    before = _listing(tmp_path)
+    out = runner.invoke(app, ["run", str(scenario), "--output", str(tmp_path / "out"), "--trace", str(tmp_path / "run.json")])
+    assert out.exit_code == 2
+    assert message in out.output and out.output.count("\n") == 1
+    assert "Traceback" not in out.output
+    assert _listing(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    "option, make, message",
+    [
+        ("--output", lambda p: (p / "taken").write_text("x", encoding="utf-8") and p / "taken", "exists and is not a directory"),
+        ("--output", lambda p: p / "missing" / "out", "does not exist; create it first"),
+        ("--trace", lambda p: p, "is a directory; give a file name such as run.json"),
+        ("--trace", lambda p: p / "missing" / "run.json", "does not exist"),
+    ],
+)
+def test_bad_destinations_are_refused_before_simulating(tmp_path, option, make, message):
+    target = make(tmp_path)
+    before = _listing(tmp_path)
+    out = runner.invoke(app, ["run", str(ROOT / "scenarios" / "allgather_ring8.yaml"), option, str(target)])
+    assert out.exit_code == 2
+    assert message in out.output and "Traceback" not in out.output
+    assert _listing(tmp_path) == before
