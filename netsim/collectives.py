@@ -9,22 +9,35 @@ reference in :mod:`netsim.semantics`.
 
 from __future__ import annotations
 
+import dataclasses
+import operator
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from netsim.chunks import LazyOutput, SizeOnly, shape_only
 from netsim.engine import EngineError, Playback, play
 from netsim.result import LeafRun, Result
 from netsim.schedules import DEFAULT_ALGORITHM, build_schedule
 from netsim.semantics import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
 from netsim.topology import Topology, ring
+from netsim.units import format_bytes
 
-__all__ = ["all_gather", "psum", "psum_scatter", "resolve_topology", "simulate"]
+__all__ = ["DATA_MODES", "MATERIALISE_LIMIT_BYTES", "OUTPUT_MODES", "all_gather", "psum", "psum_scatter", "resolve_topology", "simulate"]
 
 TopologyLike = Topology | str | Path | None
 Groups = Sequence[Sequence[int]] | None
+
+DATA_MODES = ("values", "none")
+"""``data=``: move the real arrays, or stand-ins that carry sizes only (same timings)."""
+OUTPUT_MODES = ("auto", "full", "lazy")
+"""``output=``: materialise the stacked output, keep it lazy, or decide by its size."""
+MATERIALISE_LIMIT_BYTES = 2 * 2**30
+"""With ``output="auto"``, outputs larger than this (all devices together) stay lazy."""
+SAMPLED_DEVICES = 4
+"""A lazy output's values are checked on this many devices (plus the first and the last)."""
 
 
 def resolve_topology(topology: TopologyLike, n_devices: int) -> Topology:
@@ -87,12 +100,16 @@ def _leaves(tree: Any) -> tuple[list[np.ndarray], Callable[[list[Any]], Any]]:
 def _matches(actual: np.ndarray, expected: np.ndarray, exact: bool, group_size: int) -> bool:
     if actual.shape != expected.shape or actual.dtype != expected.dtype:
         return False
+    # Compare a slice at a time, so the check needs no temporaries the size of the output.
+    actual, expected = actual.reshape(-1), np.ascontiguousarray(expected).reshape(-1)
+    step = 1 << 20
     if exact or not np.issubdtype(expected.dtype, np.inexact):
-        return bool(np.array_equal(actual, expected, equal_nan=np.issubdtype(expected.dtype, np.inexact)))
+        nan = np.issubdtype(expected.dtype, np.inexact)
+        return all(np.array_equal(actual[i : i + step], expected[i : i + step], equal_nan=nan) for i in range(0, expected.size, step))
     # Sums in a different order differ by rounding only: allow a few ulps per addend.
     tolerance = 4 * np.finfo(expected.dtype).eps * group_size
     scale = float(np.max(np.abs(expected), initial=1.0))
-    return bool(np.allclose(actual, expected, rtol=tolerance, atol=tolerance * scale))
+    return all(np.allclose(actual[i : i + step], expected[i : i + step], rtol=tolerance, atol=tolerance * scale) for i in range(0, expected.size, step))
 
 
 def _write(target: np.ndarray, pieces: list[np.ndarray]) -> None:
@@ -123,6 +140,66 @@ def _output(collective: str, layout: Any, playback: Playback, pieces: int, dtype
     return out
 
 
+def _row(collective: str, layout: Any, buffer: dict, device: int, pieces: int, dtype: np.dtype) -> np.ndarray:
+    """One device's output, written from the chunks it holds (for lazy outputs)."""
+    row = np.empty(layout.output_shape, dtype)
+    for block in layout.wanted(device):
+        try:
+            chunks = [buffer[(block, p)] for p in range(pieces)]
+        except KeyError as missing:
+            raise EngineError(f"{collective}: device {device} ended without chunk {missing}; this is a netsim bug, please report it") from None
+        _write(layout.slot(row, block), chunks)
+    return row
+
+
+def _size_buffers(layout: Any, pieces: int, itemsize: int, n_devices: int) -> list[dict]:
+    """Each device's starting chunks as :class:`SizeOnly` stand-ins of the sizes np.array_split gives."""
+    buffers = []
+    for held in layout.block_sizes(n_devices):
+        buffer = {}
+        for block, elements in held.items():
+            small, big = divmod(elements, pieces)
+            for p in range(pieces):
+                buffer[(block, p)] = SizeOnly((small + (p < big)) * itemsize)
+        buffers.append(buffer)
+    return buffers
+
+
+def _check_lazy(collective: str, layout: Any, leaf: np.ndarray, playback: Playback, sources: list[dict], pieces: int, output: LazyOutput) -> str:
+    """Verify a lazy output without materialising it; return what was checked.
+
+    Every device must hold every chunk its output needs; for gathers each must be
+    the very array its owner started with (so nothing was copied or mixed up),
+    in order. Values are compared with the NumPy reference on a few devices.
+    """
+    gather = layout.pattern == "gather"
+    keys_of: dict[range, list[tuple[int, int]]] = {}
+    for group in layout.groups:
+        owned: tuple | None = None
+        for device in group:
+            wanted = layout.wanted(device)
+            keys = keys_of.setdefault(wanted, [(block, p) for block in wanted for p in range(pieces)])
+            try:
+                held = list(map(playback.buffers[device].__getitem__, keys))
+            except KeyError as missing:
+                raise EngineError(f"{collective}: device {device} ended without chunk {missing}; this is a netsim bug, please report it") from None
+            if gather:
+                owned = owned or tuple(sources[group[block]][(block, p)] for block, p in keys)
+                if not all(map(operator.is_, held, owned)):
+                    raise EngineError(f"{collective}: device {device} holds a chunk that is not its owner's array; this is a netsim bug, please report it")
+    n = leaf.shape[0]
+    rng = np.random.default_rng(0)
+    sampled = sorted({0, n - 1, *rng.choice(n, size=min(n, SAMPLED_DEVICES), replace=False).tolist()})
+    exact = gather
+    for device in sampled:
+        group = next(g for g in layout.groups if device in g)
+        expected_row = next(row for d, row in dataclasses.replace(layout, groups=(group,)).reference_rows(leaf) if d == device)
+        if not _matches(output[device], expected_row, exact, len(group)):
+            raise EngineError(f"{collective}: device {device}'s simulated output differs from the NumPy reference; this is a netsim bug, please report it")
+    what = "every device holds each chunk of its output, the owner's own array, in order" if gather else "every device holds each chunk of its output"
+    return f"lazy output ({format_bytes(output.nbytes)} not materialised): {what}; values equal the NumPy reference on devices {sampled}"
+
+
 def _simulate(
     collective: str,
     x: Any,
@@ -131,7 +208,13 @@ def _simulate(
     algorithm: str | None,
     verify: bool,
     cut_through: bool = True,
+    data: str = "values",
+    output: str = "auto",
 ) -> Result:
+    if data not in DATA_MODES:
+        raise ValueError(f"data must be one of {', '.join(map(repr, DATA_MODES))}, got {data!r}")
+    if output not in OUTPUT_MODES:
+        raise ValueError(f"output must be one of {', '.join(map(repr, OUTPUT_MODES))}, got {output!r}")
     leaves, rebuild = _leaves(x)
     if not leaves:
         raise ValueError("input pytree has no arrays")
@@ -142,28 +225,47 @@ def _simulate(
     layouts = [make_layout(leaf) for leaf in leaves]
     topo = resolve_topology(topology, n_devices)
     algorithm = DEFAULT_ALGORITHM if algorithm is None else algorithm
-    outputs, runs, time = [], [], 0.0
+    outputs, runs, time, checks = [], [], 0.0, []
     for leaf, layout in zip(leaves, layouts, strict=True):
         schedule = build_schedule(layout.pattern, layout.groups, algorithm)
-        buffers = [
-            {(b, p): piece for b, block in held.items() for p, piece in enumerate(np.array_split(block, schedule.pieces))} for held in layout.blocks(leaf)
-        ]
+        if data == "none":
+            buffers = _size_buffers(layout, schedule.pieces, leaf.dtype.itemsize, n_devices)
+        else:
+            buffers = [
+                {(b, p): piece for b, block in held.items() for p, piece in enumerate(np.array_split(block, schedule.pieces))} for held in layout.blocks(leaf)
+            ]
         playback = play(topo, schedule.transfers, buffers, cut_through=cut_through)
-        output = _output(collective, layout, playback, schedule.pieces, leaf.dtype)
-        if verify:
-            exact = layout.pattern == "gather"
-            for device, expected in layout.reference_rows(leaf):
-                if not _matches(output[device], expected, exact, len(layout.groups[0])):
-                    raise EngineError(
-                        f"{collective} with {algorithm} on {topo.name}: device {device}'s simulated output differs from the NumPy reference; "
-                        "this is a netsim bug, please report it"
-                    )
-        outputs.append(output)
+        out_bytes = n_devices * int(np.prod(layout.output_shape, dtype=np.int64)) * leaf.dtype.itemsize
+        if data == "none":
+            result = None
+            checks.append("not materialised: data none, chunks carried sizes only (timings are those of the real data)")
+        elif output == "full" or (output == "auto" and out_bytes <= MATERIALISE_LIMIT_BYTES):
+            result = _output(collective, layout, playback, schedule.pieces, leaf.dtype)
+            if verify:
+                exact = layout.pattern == "gather"
+                for device, expected in layout.reference_rows(leaf):
+                    if not _matches(result[device], expected, exact, len(layout.groups[0])):
+                        raise EngineError(
+                            f"{collective} with {algorithm} on {topo.name}: device {device}'s simulated output differs from the NumPy reference; "
+                            "this is a netsim bug, please report it"
+                        )
+                checks.append("equals the NumPy reference of JAX's semantics on every device")
+        else:
+            final, pieces, dtype = playback.buffers, schedule.pieces, leaf.dtype
+            result = LazyOutput(
+                (n_devices, *layout.output_shape),
+                dtype,
+                lambda device, layout=layout, final=final, pieces=pieces, dtype=dtype: _row(collective, layout, final[device], device, pieces, dtype),
+            )
+            if verify:
+                checks.append(_check_lazy(collective, layout, leaf, playback, buffers, schedule.pieces, result))
+        outputs.append(result)
         runs.append(LeafRun(leaf.shape, str(leaf.dtype), schedule, playback))
         time += playback.time
     groups = layouts[0].groups
     n = len(groups[0])
     per_device = sum(leaf[0].nbytes for leaf in leaves)
+    verified = verify and data == "values"
     return Result(
         output=rebuild(outputs),
         time=time,
@@ -174,10 +276,11 @@ def _simulate(
         groups=groups,
         bytes_per_device=per_device,
         total_bytes=per_device * n if collective == "all_gather" else per_device,
-        verified=verify,
+        verified=verified,
         leaves=runs,
         topology_obj=topo,
         forwarding="cut_through" if cut_through else "store_and_forward",
+        verification="; ".join(dict.fromkeys(checks)) if checks else "verification off",
     )
 
 
@@ -191,6 +294,8 @@ def all_gather(
     *,
     verify: bool = True,
     cut_through: bool = True,
+    data: str = "values",
+    output: str = "auto",
 ) -> Result:
     """Simulate ``jax.lax.all_gather`` over the leading (device) axis of ``x``.
 
@@ -214,6 +319,15 @@ def all_gather(
         Check the output against the NumPy reference.
     cut_through : bool, default True
         Cut-through forwarding on multi-hop routes; False for store-and-forward.
+    data : {"values", "none"}, default "values"
+        ``"none"`` moves stand-ins that carry sizes only: the same schedule and
+        the same timings, bit for bit, without the data; ``x`` may then be
+        :func:`netsim.chunks.shape_only` and the output is None.
+    output : {"auto", "full", "lazy"}, default "auto"
+        ``"full"`` materialises the stacked output; ``"lazy"`` returns a
+        :class:`netsim.chunks.LazyOutput` that builds a device's row when read,
+        verified without materialising it (``Result.verification`` says how);
+        ``"auto"`` is full up to :data:`MATERIALISE_LIMIT_BYTES`, lazy above.
 
     Returns
     -------
@@ -248,6 +362,8 @@ def all_gather(
         algorithm,
         verify,
         cut_through,
+        data,
+        output,
     )
 
 
@@ -261,6 +377,8 @@ def psum_scatter(
     *,
     verify: bool = True,
     cut_through: bool = True,
+    data: str = "values",
+    output: str = "auto",
 ) -> Result:
     """Simulate ``jax.lax.psum_scatter`` (a reduce-scatter) over the device axis of ``x``.
 
@@ -287,6 +405,8 @@ def psum_scatter(
         algorithm,
         verify,
         cut_through,
+        data,
+        output,
     )
 
 
@@ -298,6 +418,8 @@ def psum(
     *,
     verify: bool = True,
     cut_through: bool = True,
+    data: str = "values",
+    output: str = "auto",
 ) -> Result:
     """Simulate ``jax.lax.psum`` (an all-reduce: reduce-scatter then all-gather).
 
@@ -317,6 +439,8 @@ def psum(
         algorithm,
         verify,
         cut_through,
+        data,
+        output,
     )
 
 
@@ -339,7 +463,11 @@ def simulate(scenario: Any) -> Result:
         "algorithm": scenario.algorithm,
         "cut_through": scenario.forwarding == "cut_through",
     }
-    x = scenario.make_input()
+    if scenario.data == "none":
+        options["data"] = "none"
+        x = shape_only((scenario.topology_obj.n_devices, *scenario.shape), scenario.input.dtype)
+    else:
+        x = scenario.make_input()
     if spec.op == "all_gather":
         result = all_gather(x, spec.axis, spec.tiled, spec.axis_index_groups, **options)
     elif spec.op == "psum_scatter":

@@ -1,13 +1,14 @@
 """The discrete-event engine: plays any schedule of transfers on any topology.
 
-Three kinds of actor, all driven by one :class:`simpy.Environment`:
-
+The model
+---------
 Links
-    Each directed link is a SimPy process serving a FIFO queue. A message holds
-    the link for ``bytes / bandwidth`` seconds and its tail reaches the far end
-    ``latency`` later. The next message may start as soon as the link is free,
-    while the previous one is still propagating (pipelining). Messages that want
-    a busy link wait in its queue: contention is simulated, never assumed.
+    Each directed link serves messages one at a time, first come first served.
+    A message holds the link for ``bytes / bandwidth`` seconds and its tail
+    reaches the far end ``latency`` later. The next message may start as soon as
+    the link is free, while the previous one is still propagating (pipelining).
+    A message that finds the link busy waits: contention is simulated, never
+    assumed.
 
 Forwarding
     Multi-hop messages travel hop by hop along their route. With cut-through
@@ -18,30 +19,63 @@ Forwarding
     it waits for its tail: ``h * (latency + s / bandwidth)``.
 
 Devices
-    Each device is a SimPy process holding a buffer of chunks keyed by name. It
-    sends a chunk as soon as every transfer that chunk waits for has arrived, and
-    on arrival either stores the chunk or adds it into its own copy.
+    A device holds a buffer of chunks keyed by name. It sends a chunk as soon as
+    every transfer that chunk waits for has arrived (and the device has started,
+    see ``start_s``), and on arrival either stores the chunk or adds it into its
+    own copy.
 
-Payloads are NumPy arrays and travel as references: moving a chunk never copies
-it. The engine knows nothing of which collective it is playing.
+How it runs
+-----------
+One :class:`simpy.Environment` keeps the time. The network is one SimPy process
+that sleeps until the next instant at which something happens, then handles,
+in the order they were scheduled, every *action* due at that instant: a
+message reaching the end of a link (it asks for its next link, or is
+delivered), a link starting to serve the first message of its queue or
+finishing one, a device waking up to take in what arrived and send what
+became ready. Actions are small ints in a list per instant, not SimPy events,
+and all state lives in flat lists indexed by transfer, link and device: no
+object, closure or event per message. SimPy sees one event per distinct
+instant (two per step of a ring), not 3.5 per chunk move. (The engine keeps
+the instants itself and computes every time as the straightforward model
+does; SimPy's clock follows them to within rounding.)
+
+The actions are exactly the events of the straightforward model (a SimPy
+process per link serving a FIFO queue, a process per device, as in
+``tests/reference_engine.py``), scheduled at the same moments and so handled in
+the same order, ties included: the tests check that both give the same times,
+hops and statistics, bit for bit, on random schedules full of ties.
+
+Payloads travel as references: moving a chunk never copies it, and the engine
+only asks a payload for its ``nbytes`` (a reduction also adds payloads with
+``+``), so a stand-in that carries sizes only plays the same. The engine knows
+nothing of which collective it is playing.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Hashable, Sequence
+import gc
+import heapq
+from array import array
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
 import simpy
 
 from netsim.topology import LinkId, Topology
 
-__all__ = ["EngineError", "Hop", "LinkStats", "Playback", "TransferLike", "play"]
+__all__ = ["EngineError", "Hop", "HopList", "LinkStats", "Playback", "TransferLike", "play"]
 
 
 class TransferLike(Protocol):
-    """What the engine needs to know about a transfer (see :class:`netsim.schedules.Transfer`)."""
+    """What the engine needs to know about a transfer (see :class:`netsim.schedules.Transfer`).
+
+    A sequence of transfers may also offer ``columns()``, returning the same
+    facts as whole arrays (see :func:`play`), which spares the engine from
+    reading millions of objects one by one.
+    """
 
     src: int
     dst: int
@@ -78,6 +112,55 @@ class LinkStats:
     max_queue: int = 0
 
 
+class HopList(Sequence):
+    """Every link crossing of a run, in the order they started (a read-only sequence of :class:`Hop`).
+
+    The engine records hops as columns; the :class:`Hop` objects are only built
+    when someone reads them. :attr:`columns` gives the columns themselves.
+    """
+
+    def __init__(self, transfer: np.ndarray, link: np.ndarray, start: np.ndarray, end: np.ndarray, link_ids: Sequence[LinkId]) -> None:
+        self._columns = {"transfer": transfer, "link": link, "start": start, "end": end}
+        self._link_ids = link_ids
+        self._hops: list[Hop] | None = None
+
+    @property
+    def columns(self) -> dict[str, np.ndarray]:
+        """``transfer``, ``link`` (index into :attr:`link_ids`), ``start`` and ``end`` as arrays, in hop order."""
+        return self._columns
+
+    @property
+    def link_ids(self) -> Sequence[LinkId]:
+        """The link each value of ``columns["link"]`` stands for."""
+        return self._link_ids
+
+    def _materialise(self) -> list[Hop]:
+        if self._hops is None:
+            c, ids = self._columns, self._link_ids
+            links = [ids[k] for k in c["link"].tolist()]
+            self._hops = list(map(Hop, c["transfer"].tolist(), links, c["start"].tolist(), c["end"].tolist()))
+        return self._hops
+
+    def __len__(self) -> int:
+        return len(self._columns["transfer"])
+
+    def __getitem__(self, index):
+        return self._materialise()[index]
+
+    def __iter__(self) -> Iterator[Hop]:
+        return iter(self._materialise())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (HopList, list, tuple)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"HopList({len(self)} hops)"
+
+
 @dataclass
 class Playback:
     """Everything a run produced.
@@ -90,12 +173,17 @@ class Playback:
         When the last transfer arrived, seconds.
     sent_at, arrived_at : list of float
         Per transfer: when it left its source, when its tail reached its destination.
-    hops : list of Hop
-        Every link crossing, in the order they started.
+    nbytes : list of int
+        Per transfer: size of the chunk it carried.
+    hops : HopList
+        Every link crossing (:class:`Hop`), in the order they started (ties in
+        the order they were requested).
     links : dict
         :class:`LinkStats` for every link of the topology.
     events : int
         SimPy events processed.
+    routes : list of tuple
+        Per transfer: the links it crossed.
     """
 
     buffers: list[dict[Hashable, Any]]
@@ -103,161 +191,342 @@ class Playback:
     sent_at: list[float]
     arrived_at: list[float]
     nbytes: list[int]
-    hops: list[Hop]
+    hops: Sequence[Hop]
     links: dict[LinkId, LinkStats]
     events: int = 0
     routes: list[tuple[LinkId, ...]] = field(default_factory=list)
 
 
-class _Message:
-    __slots__ = ("hop", "nbytes", "payload", "route", "tail_at", "transfer")
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Keep Python's cyclic garbage collector out of a run.
 
-    def __init__(self, transfer: int, payload: Any, route: tuple[LinkId, ...], now: float) -> None:
-        self.transfer = transfer
-        self.payload = payload
-        self.nbytes = int(payload.nbytes)
-        self.route = route
-        self.hop = 0
-        self.tail_at = now
-
-
-class _Link:
-    """A directed link: a FIFO queue served by a SimPy process."""
-
-    def __init__(self, network: _Network, link: LinkId, bandwidth_Bps: float, latency_s: float) -> None:
-        self.network = network
-        self.id = link
-        self.bandwidth_Bps = bandwidth_Bps
-        self.latency_s = latency_s
-        self.queue: deque[_Message] = deque()
-        self.stats = LinkStats()
-        self._idle: simpy.Event | None = None
-        network.env.process(self._serve())
-
-    def put(self, message: _Message) -> None:
-        self.queue.append(message)
-        self.stats.max_queue = max(self.stats.max_queue, len(self.queue))
-        if self._idle is not None and not self._idle.triggered:
-            self._idle.succeed()
-
-    def _serve(self):
-        env, network = self.network.env, self.network
-        while True:
-            while not self.queue:
-                self._idle = env.event()
-                yield self._idle
-            message = self.queue.popleft()
-            start = env.now
-            end = max(start + message.nbytes / self.bandwidth_Bps, message.tail_at)
-            self.stats.bytes += message.nbytes
-            self.stats.messages += 1
-            self.stats.busy_s += end - start
-            network.hops.append(Hop(message.transfer, self.id, start, end))
-            message.tail_at = end + self.latency_s
-            message.hop += 1
-            if message.hop < len(message.route):
-                head_delay = self.latency_s if network.cut_through else end - start + self.latency_s
-                network.after(head_delay, network.links[message.route[message.hop]].put, message)
-            else:
-                network.after(end - start + self.latency_s, network.devices[message.route[-1][1]].deliver, message)
-            yield env.timeout(end - start)
+    A run allocates millions of small objects that live until it ends; the
+    collector would walk them again and again (a fifth to two thirds of the time
+    in profiles) and find nothing to free.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
-class _Device:
-    """A device: a SimPy process that sends chunks when they are ready and takes in arrivals."""
-
-    def __init__(self, network: _Network, index: int, buffer: dict[Hashable, Any], start_s: float) -> None:
-        self.network = network
-        self.index = index
-        self.buffer = buffer
-        self.start_s = start_s
-        self.inbox: list[_Message] = []
-        self.ready: list[int] = []
-        self.expected = 0
-        self._wake: simpy.Event | None = None
-        network.env.process(self._run())
-
-    def deliver(self, message: _Message) -> None:
-        self.inbox.append(message)
-        if self._wake is not None and not self._wake.triggered:
-            self._wake.succeed()
-
-    def _run(self):
-        network = self.network
-        if self.start_s > 0:
-            yield network.env.timeout(self.start_s)
-            for message in self._drain():
-                self._take(message)
-        self._send_ready()
-        while self.expected:
-            self._wake = network.env.event()
-            yield self._wake
-            for message in self._drain():
-                self._take(message)
-            self._send_ready()
-
-    def _drain(self) -> list[_Message]:
-        inbox, self.inbox = self.inbox, []
-        self.expected -= len(inbox)
-        return inbox
-
-    def _take(self, message: _Message) -> None:
-        network = self.network
-        t = network.transfers[message.transfer]
-        network.arrived_at[message.transfer] = network.env.now
-        if t.reduce:
-            if t.key not in self.buffer:
-                raise EngineError(f"device {self.index} was sent chunk {t.key!r} to add into, but holds no such chunk")
-            self.buffer[t.key] = self.buffer[t.key] + message.payload
-        else:
-            self.buffer[t.key] = message.payload
-        for waiting in network.dependents[message.transfer]:
-            network.missing[waiting] -= 1
-            if network.missing[waiting] == 0:
-                self.ready.append(waiting)
-
-    def _send_ready(self) -> None:
-        network = self.network
-        ready, self.ready = self.ready, []
-        for index in ready:
-            t = network.transfers[index]
-            if t.key not in self.buffer:
-                raise EngineError(f"device {self.index} must send chunk {t.key!r} (transfer #{index}) but does not hold it")
-            message = _Message(index, self.buffer[t.key], network.routes[index], network.env.now)
-            network.sent_at[index] = network.env.now
-            network.nbytes[index] = message.nbytes
-            if message.route:
-                network.links[message.route[0]].put(message)
-            else:
-                network.after(0.0, network.devices[t.dst].deliver, message)
+def _columns(transfers: Sequence[TransferLike]) -> dict[str, Any]:
+    """The transfers as arrays: what ``columns()`` gives, built from the objects when they do not offer it."""
+    columns = getattr(transfers, "columns", None)
+    if callable(columns):
+        return columns()
+    src = [t.src for t in transfers]
+    dst = [t.dst for t in transfers]
+    index: dict[Hashable, int] = {}
+    key_index = [index.setdefault(t.key, len(index)) for t in transfers]
+    deps = [tuple(t.deps) for t in transfers]
+    counts = np.fromiter(map(len, deps), np.int64, len(deps))
+    return {
+        "src": np.asarray(src, np.int64),
+        "dst": np.asarray(dst, np.int64),
+        "direction": np.asarray([t.direction for t in transfers], np.int64),
+        "reduce": np.asarray([bool(t.reduce) for t in transfers], bool),
+        "key_index": np.asarray(key_index, np.int64),
+        "keys": list(index),
+        "dep_ptr": np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+        "dep_idx": np.fromiter((d for ds in deps for d in ds), np.int64, int(counts.sum())),
+    }
 
 
-class _Network:
-    def __init__(self, topology: Topology, transfers: Sequence[TransferLike], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float]) -> None:
+def _check(columns: dict[str, Any], n_devices: int) -> None:
+    """The first transfer (in order) that names a device outside the topology or waits for
+    something that is not another transfer."""
+    src, dst, ptr, idx = columns["src"], columns["dst"], columns["dep_ptr"], columns["dep_idx"]
+    n = len(src)
+    bad_device = np.flatnonzero((src < 0) | (src >= n_devices) | (dst < 0) | (dst >= n_devices))
+    owner = np.repeat(np.arange(n), np.diff(ptr))
+    bad_deps = np.unique(owner[(idx < 0) | (idx >= n) | (idx == owner)])
+    first_device = int(bad_device[0]) if len(bad_device) else n
+    first_deps = int(bad_deps[0]) if len(bad_deps) else n
+    if first_device < n and first_device <= first_deps:
+        i = first_device
+        device = int(src[i]) if not 0 <= src[i] < n_devices else int(dst[i])
+        raise ValueError(f"transfer #{i} names device {device}, but the topology has {n_devices}")
+    if first_deps < n:
+        i = first_deps
+        deps = tuple(int(d) for d in idx[ptr[i] : ptr[i + 1]])
+        raise ValueError(f"transfer #{i} waits for {deps!r}, which are not other transfers")
+
+
+class _Routes:
+    """Routes as tuples of link numbers, computed once per (src, dst, direction) of a run."""
+
+    def __init__(self, topology: Topology) -> None:
+        self.link_ids: list[LinkId] = topology.links
+        self.number = {link: k for k, link in enumerate(self.link_ids)}
+        self.topology = topology
+
+    def of(self, columns: dict[str, Any]) -> tuple[list[tuple[int, ...]], list[tuple[LinkId, ...]]]:
+        src, dst, direction = columns["src"], columns["dst"], columns["direction"]
+        n = self.topology.n_devices
+        code = (src * n + dst) * 2 + (direction > 0)
+        unique, inverse = np.unique(code, return_inverse=True)
+        as_ids, as_numbers = np.empty(len(unique), object), np.empty(len(unique), object)
+        for k, c in enumerate(unique.tolist()):
+            pair, forward = divmod(c, 2)
+            route = self.topology.route(pair // n, pair % n, 1 if forward else -1)
+            as_ids[k] = route
+            as_numbers[k] = tuple(self.number[link] for link in route)
+        inverse = inverse.reshape(-1)
+        return as_numbers[inverse].tolist(), as_ids[inverse].tolist()
+
+
+class _Run:
+    """One playback: the network process and what it keeps per transfer, link and device.
+
+    Per transfer, link and device the state lives in plain lists indexed by
+    number (no object per message). The network process handles *actions*, small
+    ints in the list of the instant they are due at:
+
+    ``i >= 0``
+        transfer i reaches the end of the link it is on: it asks for its next
+        link, or is delivered to its destination.
+    ``~d`` for a device d
+        device d wakes up (or starts): takes in its arrivals, sends what became ready.
+    ``~(n_devices + k)``
+        link k, idle until now, serves the first message of its queue.
+    ``~(n_devices + n_links + k)``
+        link k is done with a message: it serves the next one, or goes idle.
+    """
+
+    def __init__(self, topology: Topology, columns: dict[str, Any], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float]) -> None:
+        n = len(columns["src"])
+        n_devices = topology.n_devices
+        self.n_devices = n_devices
         self.env = simpy.Environment()
         self.cut_through = cut_through
-        self.transfers = transfers
-        self.hops: list[Hop] = []
-        n = len(transfers)
+        self.start_s = [float(s) for s in start_s]
+        self.dst = columns["dst"].tolist()
+        keys = columns["keys"]
+        self.key = [keys[k] for k in columns["key_index"].tolist()]
+        self.reduce = columns["reduce"].tolist()
+        routes = _Routes(topology)
+        self.link_ids = routes.link_ids
+        self.route, self.routes = routes.of(columns) if n else ([], [])
+        self.bandwidth = [float(topology.link(link)["bandwidth_Bps"]) for link in self.link_ids]
+        self.latency = [float(topology.link(link)["latency_s"]) for link in self.link_ids]
+        # missing[i]: arrivals transfer i still waits for; first/more: who waits for transfer i
+        ptr, idx = columns["dep_ptr"], columns["dep_idx"]
+        counts_in = np.diff(ptr)
+        self.missing = counts_in.tolist()
+        waiter = np.repeat(np.arange(n, dtype=np.int64), counts_in)
+        order = np.argsort(idx, kind="stable")
+        waited, waiter = idx[order], waiter[order]
+        counts = np.bincount(waited, minlength=n)
+        starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        first = np.full(n, -1, np.int64)
+        has = counts > 0
+        first[has] = waiter[starts[:-1][has]]
+        self.more: list[tuple[int, ...]] = []
+        for i in np.flatnonzero(counts > 1).tolist():
+            first[i] = -2 - len(self.more)
+            self.more.append(tuple(waiter[starts[i] : starts[i + 1]].tolist()))
+        self.first = first.tolist()
+        self.ready: list[list[int]] = [[] for _ in range(n_devices)]
+        initial = np.flatnonzero(counts_in == 0)
+        for i, s in zip(initial.tolist(), columns["src"][initial].tolist(), strict=True):
+            self.ready[s].append(i)
+
         self.sent_at = [float("nan")] * n
         self.arrived_at = [float("nan")] * n
         self.nbytes = [0] * n
-        self.routes = [topology.route(t.src, t.dst, t.direction) for t in transfers]
-        self.missing = [len(t.deps) for t in transfers]
-        self.dependents: list[list[int]] = [[] for _ in range(n)]
-        for index, t in enumerate(transfers):
-            for d in t.deps:
-                self.dependents[d].append(index)
-        self.links = {link: _Link(self, link, data["bandwidth_Bps"], data["latency_s"]) for link, data in ((lk, topology.link(lk)) for lk in topology.links)}
-        self.devices = [_Device(self, d, dict(buffers[d]), start_s[d]) for d in range(topology.n_devices)]
-        for index, t in enumerate(transfers):
-            self.devices[t.dst].expected += 1
-            if not t.deps:
-                self.devices[t.src].ready.append(index)
+        self.buffers = [dict(b) for b in buffers]
+        self.expected = np.bincount(columns["dst"], minlength=n_devices).tolist() if n else [0] * n_devices
+        self.taken = [0] * n_devices
+        self.max_queue = [0] * len(self.link_ids)
+        self.record = (array("q"), array("q"), array("d"), array("d"))  # transfer, link, start, end
+        self.events = 0
+        self.env.process(self._network(n))
 
-    def after(self, delay: float, callback, message: _Message) -> None:
-        event = self.env.timeout(delay)
-        event.callbacks.append(lambda _event: callback(message))
+    def _network(self, n: int):
+        env, cut_through, n_devices = self.env, self.cut_through, self.n_devices
+        n_links = len(self.link_ids)
+        dst, key_of, reduce, route_of, first, more, missing = self.dst, self.key, self.reduce, self.route, self.first, self.more, self.missing
+        bandwidth, latency, max_queue = self.bandwidth, self.latency, self.max_queue
+        sent_at, arrived_at, nbytes, buffers, ready, taken = self.sent_at, self.arrived_at, self.nbytes, self.buffers, self.ready, self.taken
+        payload: list[Any] = [None] * n
+        hop = [0] * n  # link of its route a transfer is on
+        tail = [0.0] * n  # when its tail reaches the end of that link
+        inbox: list[list[int]] = [[] for _ in range(n_devices)]
+        awake = [s == 0 for s in self.start_s]  # waiting for arrivals (False before start_s)
+        queue: list[list[int]] = [[] for _ in range(n_links)]
+        state = [0] * n_links  # 0 idle, 1 about to serve, 2 serving
+        serve_base, done_base = n_devices, n_devices + n_links
+        record_transfer, record_link, record_start, record_end = (c.append for c in self.record)
+        pending: dict[float, list[int]] = {}  # instant -> actions due then, in the order scheduled
+        times: list[float] = []  # the instants of pending, as a heap
+        heappush, heappop = heapq.heappush, heapq.heappop
+
+        def send(d: int, now: float, batch: list[int]) -> None:
+            sending, ready[d] = ready[d], []
+            buffer = buffers[d]
+            for i in sending:
+                key = key_of[i]
+                chunk = buffer.get(key, _ABSENT)
+                if chunk is _ABSENT:
+                    raise EngineError(f"device {d} must send chunk {key!r} (transfer #{i}) but does not hold it")
+                sent_at[i] = now
+                payload[i] = chunk
+                nbytes[i] = chunk.nbytes
+                tail[i] = now
+                route = route_of[i]
+                if route:
+                    link = route[0]
+                    waiting = queue[link]
+                    waiting.append(i)
+                    if len(waiting) > max_queue[link]:
+                        max_queue[link] = len(waiting)
+                    if not state[link]:
+                        state[link] = 1
+                        batch.append(~(serve_base + link))
+                else:
+                    batch.append(i)
+
+        def take(d: int, now: float) -> None:
+            arrived, inbox[d] = inbox[d], []
+            taken[d] += len(arrived)
+            buffer, becoming = buffers[d], ready[d]
+            for i in arrived:
+                arrived_at[i] = now
+                key = key_of[i]
+                chunk, payload[i] = payload[i], None
+                if reduce[i]:
+                    if key not in buffer:
+                        raise EngineError(f"device {d} was sent chunk {key!r} to add into, but holds no such chunk")
+                    buffer[key] = buffer[key] + chunk
+                else:
+                    buffer[key] = chunk
+                j = first[i]
+                if j >= 0:
+                    left = missing[j] - 1
+                    missing[j] = left
+                    if not left:
+                        becoming.append(j)
+                elif j < -1:
+                    for waiter in more[-2 - j]:
+                        missing[waiter] -= 1
+                        if not missing[waiter]:
+                            becoming.append(waiter)
+
+        # Start: late devices' wake-ups first, then what the others send at time 0.
+        for d, s in enumerate(self.start_s):
+            if s > 0:
+                if s in pending:
+                    pending[s].append(~d)
+                else:
+                    pending[s] = [~d]
+                    heappush(times, s)
+        at_zero: list[int] = []
+        for d in range(n_devices):
+            if awake[d]:
+                send(d, 0.0, at_zero)
+        if at_zero:
+            pending[0.0] = at_zero
+            heappush(times, 0.0)
+
+        while times:
+            now = heappop(times)
+            delay = now - env.now
+            yield env.timeout(delay if delay > 0 else 0.0)
+            batch = pending[now]
+            k = 0
+            while k < len(batch):
+                a = batch[k]
+                k += 1
+                if a >= 0:  # transfer a reaches the end of a link
+                    route = route_of[a]
+                    h = hop[a] + 1
+                    if h < len(route):
+                        hop[a] = h
+                        link = route[h]
+                        waiting = queue[link]
+                        waiting.append(a)
+                        if len(waiting) > max_queue[link]:
+                            max_queue[link] = len(waiting)
+                        if not state[link]:
+                            state[link] = 1
+                            batch.append(~(serve_base + link))
+                        continue
+                    d = dst[a]
+                    inbox[d].append(a)
+                    if awake[d]:
+                        awake[d] = False
+                        batch.append(~d)
+                    continue
+                c = ~a
+                if c < serve_base:  # device c wakes up
+                    take(c, now)
+                    awake[c] = True
+                    if ready[c]:
+                        send(c, now, batch)
+                    continue
+                link = c - serve_base if c < done_base else c - done_base
+                waiting = queue[link]
+                if not waiting:  # done, and nobody waits: idle
+                    state[link] = 0
+                    continue
+                i = waiting.pop(0)
+                state[link] = 2
+                end = now + nbytes[i] / bandwidth[link]
+                if tail[i] > end:
+                    end = tail[i]
+                span = end - now
+                lag = latency[link]
+                tail[i] = end + lag
+                record_transfer(i)
+                record_link(link)
+                record_start(now)
+                record_end(end)
+                when = now + (lag if cut_through and hop[i] + 1 < len(route_of[i]) else span + lag)
+                later = pending.get(when)
+                if later is None:
+                    pending[when] = [i]
+                    heappush(times, when)
+                else:
+                    later.append(i)
+                when = now + span
+                later = pending.get(when)
+                if later is None:
+                    pending[when] = [~(done_base + link)]
+                    heappush(times, when)
+                else:
+                    later.append(~(done_base + link))
+            del pending[now]
+
+    def run(self) -> None:
+        env = self.env
+        while True:
+            try:
+                env.step()
+            except simpy.core.EmptySchedule:
+                break
+            self.events += 1
+
+    def stats(self) -> tuple[HopList, dict[LinkId, LinkStats]]:
+        """Hops in start order and per-link statistics, from the recorded columns."""
+        transfer, link, start, end = (np.frombuffer(c, dtype=np.int64 if c.typecode == "q" else np.float64) for c in self.record)
+        n_links = len(self.link_ids)
+        size = np.asarray(self.nbytes, np.int64)[transfer]
+        total_bytes = np.bincount(link, weights=size, minlength=n_links)
+        messages = np.bincount(link, minlength=n_links)
+        busy = np.bincount(link, weights=end - start, minlength=n_links)
+        links = {
+            lk: LinkStats(int(b), int(m), float(s), int(q))
+            for lk, b, m, s, q in zip(self.link_ids, total_bytes.tolist(), messages.tolist(), busy.tolist(), self.max_queue, strict=True)
+        }
+        return HopList(transfer, link, start, end, self.link_ids), links
+
+
+_ABSENT = object()
 
 
 def play(
@@ -275,10 +544,15 @@ def play(
     topology : Topology
     transfers : sequence of Transfer
         What to move; each waits for its ``deps`` (indices into this sequence) to
-        arrive at its source before it leaves.
+        arrive at its source before it leaves. The sequence may offer a
+        ``columns()`` method returning a mapping of arrays, one entry per
+        transfer: ``src``, ``dst``, ``direction``, ``reduce``, ``key_index``
+        (into the list ``keys``), and the dependencies as ``dep_ptr`` /
+        ``dep_idx`` (transfer i waits for ``dep_idx[dep_ptr[i]:dep_ptr[i+1]]``).
     buffers : sequence of dict
         Each device's chunks at the start, keyed as the transfers' ``key``. The
-        dicts are copied; the arrays in them are not.
+        dicts are copied; the arrays in them are not. A chunk may be anything
+        with an ``nbytes`` (and ``+`` for reductions).
     cut_through : bool, default True
         Cut-through forwarding; False for store-and-forward.
     start_s : sequence of float, optional
@@ -309,37 +583,28 @@ def play(
     """
     if len(buffers) != topology.n_devices:
         raise ValueError(f"need one buffer per device: got {len(buffers)} for {topology.n_devices} devices")
-    for index, t in enumerate(transfers):
-        for d in (t.src, t.dst):
-            if not 0 <= d < topology.n_devices:
-                raise ValueError(f"transfer #{index} names device {d}, but the topology has {topology.n_devices}")
-        if any(not 0 <= d < len(transfers) or d == index for d in t.deps):
-            raise ValueError(f"transfer #{index} waits for {t.deps!r}, which are not other transfers")
     if start_s is None:
         start_s = [0.0] * topology.n_devices
-    if len(start_s) != topology.n_devices or any(not 0 <= t < float("inf") for t in start_s):
-        raise ValueError(f"start_s must give a finite time >= 0 for each of the {topology.n_devices} devices, got {list(start_s)!r}")
-    network = _Network(topology, transfers, buffers, cut_through, start_s)
-    events = 0
-    env = network.env
-    while True:
-        try:
-            env.step()
-        except simpy.core.EmptySchedule:
-            break
-        events += 1
-    waiting = [d.index for d in network.devices if d.expected]
-    if waiting:
-        stuck = [i for i, m in enumerate(network.missing) if m]
-        raise EngineError(f"deadlock: devices {waiting} still wait for chunks; transfers {stuck[:10]} never became ready")
+    with _gc_paused():
+        columns = _columns(transfers)
+        _check(columns, topology.n_devices)
+        if len(start_s) != topology.n_devices or any(not 0 <= t < float("inf") for t in start_s):
+            raise ValueError(f"start_s must give a finite time >= 0 for each of the {topology.n_devices} devices, got {list(start_s)!r}")
+        run = _Run(topology, columns, buffers, cut_through, start_s)
+        run.run()
+        waiting = [d for d in range(topology.n_devices) if run.taken[d] < run.expected[d]]
+        if waiting:
+            stuck = [i for i, m in enumerate(run.missing) if m]
+            raise EngineError(f"deadlock: devices {waiting} still wait for chunks; transfers {stuck[:10]} never became ready")
+        hops, links = run.stats()
     return Playback(
-        buffers=[d.buffer for d in network.devices],
-        time=max(network.arrived_at, default=0.0),
-        sent_at=network.sent_at,
-        arrived_at=network.arrived_at,
-        nbytes=network.nbytes,
-        hops=network.hops,
-        links={link: obj.stats for link, obj in network.links.items()},
-        events=events,
-        routes=network.routes,
+        buffers=run.buffers,
+        time=max(run.arrived_at, default=0.0),
+        sent_at=run.sent_at,
+        arrived_at=run.arrived_at,
+        nbytes=run.nbytes,
+        hops=hops,
+        links=links,
+        events=run.events,
+        routes=run.routes,
     )

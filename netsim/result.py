@@ -70,6 +70,9 @@ class Result:
         The topology it ran on (for statistics and estimates).
     forwarding : str
         ``"cut_through"`` or ``"store_and_forward"``.
+    verification : str
+        How the output was checked, or why it was not (lazy outputs are checked
+        without being materialised; ``data="none"`` runs have no output).
     """
 
     output: Any
@@ -86,6 +89,7 @@ class Result:
     scenario: str | None = None
     topology_obj: Topology | None = field(default=None, repr=False)
     forwarding: str = "cut_through"
+    verification: str = ""
 
     @property
     def group_size(self) -> int:
@@ -135,4 +139,5 @@ class Result:
             "transfers": sum(len(leaf.schedule.transfers) for leaf in self.leaves),
             "verified": self.verified,
             **(self.analysis.as_dict() if self.topology_obj is not None else {}),
+            "verification": self.verification,
         }

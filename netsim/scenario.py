@@ -22,6 +22,7 @@ A scenario::
     link: {bandwidth: 45 GB/s, latency: 1 us}   # optional: override every link
     forwarding: cut_through         # or store_and_forward
     seed: 0                         # input data
+    data: values                    # or none: chunks carry sizes only (same timings, no output)
 
 A topology::
 
@@ -237,6 +238,7 @@ class Scenario(_Strict):
     forwarding: Literal["cut_through", "store_and_forward"] = "cut_through"
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
     expected: ExpectedSpec | None = None
+    data: Literal["values", "none"] = "values"
     source: str = Field("<scenario>", exclude=True)
     base_dir: Path | None = Field(None, exclude=True)
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -110,6 +111,18 @@ def _check_stacked(x: np.ndarray, n_devices: int | None = None) -> None:
         raise ValueError(f"input has {x.shape[0]} devices on its leading axis but the topology has {n_devices}")
 
 
+def _group_sum(x: np.ndarray, group: Sequence[int]) -> np.ndarray:
+    """The sum of the group's inputs, added in group order into one array.
+
+    The same as ``np.sum([x[d] for d in group], axis=0, dtype=x.dtype)`` (which
+    also adds row after row), without first stacking the group's inputs.
+    """
+    total = np.array(x[group[0]], dtype=x.dtype)
+    for d in group[1:]:
+        np.add(total, x[d], out=total, dtype=x.dtype)
+    return total
+
+
 def _flat(a: np.ndarray) -> np.ndarray:
     """A 1-D view of a contiguous array (a copy only if it was not contiguous)."""
     return np.ascontiguousarray(a).reshape(-1)
@@ -129,6 +142,14 @@ class _Layout:
         """JAX's output for the whole stacked input, from :meth:`reference_rows`."""
         rows = dict(self.reference_rows(x))
         return np.stack([rows[d] for d in range(x.shape[0])])
+
+    def block_sizes(self, n_devices: int) -> list[dict[int, int]]:
+        """Per device, the blocks it starts with and their sizes in elements.
+
+        What :meth:`blocks` would hold, without touching any data (for runs that
+        carry sizes only).
+        """
+        raise NotImplementedError
 
     def reference_rows(self, x: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
         """``(device, expected output)`` pairs, one group at a time.
@@ -190,6 +211,20 @@ class AllGatherLayout(_Layout):
             for j, device in enumerate(group):
                 held[device][j] = _flat(x[device])
         return held
+
+    def block_sizes(self, n_devices: int) -> list[dict[int, int]]:
+        """Member j starts with block j: one device's whole input.
+
+        Examples
+        --------
+        >>> AllGatherLayout.check(np.zeros((2, 3)), 0, False, None).block_sizes(2)
+        [{0: 3}, {1: 3}]
+        """
+        sizes: list[dict[int, int]] = [{} for _ in range(n_devices)]
+        for group in self.groups:
+            for j, device in enumerate(group):
+                sizes[device][j] = math.prod(self.block_shape)
+        return sizes
 
     def slot(self, row: np.ndarray, block: int) -> np.ndarray:
         """The view of one device's output where block ``block`` belongs."""
@@ -253,6 +288,11 @@ class ReduceScatterLayout(_Layout):
         n = len(self.groups[0])
         return [{k: _flat(part) for k, part in enumerate(np.split(x[d], n, axis=self.scatter_dimension))} for d in range(x.shape[0])]
 
+    def block_sizes(self, n_devices: int) -> list[dict[int, int]]:
+        """Every device contributes to every block; blocks are equal."""
+        n = len(self.groups[0])
+        return [dict.fromkeys(range(n), math.prod(self.block_shape)) for _ in range(n_devices)]
+
     def slot(self, row: np.ndarray, block: int) -> np.ndarray:
         """A device's output is the one block it owns."""
         return row
@@ -265,7 +305,7 @@ class ReduceScatterLayout(_Layout):
     def reference_rows(self, x: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
         n, dim = len(self.groups[0]), self.scatter_dimension
         for group in self.groups:
-            total = np.sum([x[d] for d in group], axis=0, dtype=x.dtype)
+            total = _group_sum(x, group)
             size = total.shape[dim] // n
             for k, d in enumerate(group):
                 part = np.take(total, np.arange(k * size, (k + 1) * size), axis=dim)
@@ -295,9 +335,18 @@ class AllReduceLayout(_Layout):
         """Shape of one device's output."""
         return self.shape
 
-    def _bounds(self) -> np.ndarray:
+    @cached_property
+    def _bounds(self) -> list[int]:
+        """Where each block starts and ends in the flattened input (np.array_split's rule)."""
         n, size = len(self.groups[0]), math.prod(self.shape)
-        return np.cumsum([0] + [len(b) for b in np.array_split(np.empty(size, np.uint8), n)])
+        small, big = divmod(size, n)
+        return [k * small + min(k, big) for k in range(n + 1)]
+
+    def block_sizes(self, n_devices: int) -> list[dict[int, int]]:
+        """Every device contributes to every block of the flattened input."""
+        bounds = self._bounds
+        sizes = {k: bounds[k + 1] - bounds[k] for k in range(len(bounds) - 1)}
+        return [dict(sizes) for _ in range(n_devices)]
 
     def blocks(self, x: np.ndarray) -> list[dict[int, np.ndarray]]:
         """Per device, its contribution to every block (flat views)."""
@@ -306,12 +355,12 @@ class AllReduceLayout(_Layout):
 
     def slot(self, row: np.ndarray, block: int) -> np.ndarray:
         """Block ``block`` is a run of the flattened output."""
-        bounds = self._bounds()
+        bounds = self._bounds
         return row.reshape(-1)[bounds[block] : bounds[block + 1]]
 
     def reference_rows(self, x: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
         for group in self.groups:
-            total = np.sum([x[d] for d in group], axis=0, dtype=x.dtype)
+            total = _group_sum(x, group)
             for d in group:
                 yield d, total
 

@@ -40,7 +40,7 @@ CASES = [
     (replace("  dtype: int32", "  dtype: int32\n  colour: red"), "input.colour: unknown field; allowed here: shape, bytes_per_device, dtype, values"),
     (
         replace("name: t", "name: t\nalgoritm: ring"),
-        "algoritm: unknown field; allowed here: name, description, topology, collective, input, algorithm, link, forwarding, seed, expected",
+        "algoritm: unknown field; allowed here: name, description, topology, collective, input, algorithm, link, forwarding, seed, expected, data",
     ),
     (
         replace("  op: all_gather", "  op: all_gather\n  scatter_dimension: 0"),

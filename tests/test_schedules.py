@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from netsim.schedules import ALGORITHMS, build_schedule
+from netsim.schedules import ALGORITHMS, Transfer, build_schedule
 
 
 def replay(schedule, n_blocks):
@@ -98,3 +98,62 @@ def test_unknown_names():
         build_schedule("gather", [[0, 1]], "tree")
     with pytest.raises(ValueError, match=r"^unknown pattern 'scan'; expected one of gather, reduce_scatter, all_reduce$"):
         build_schedule("scan", [[0, 1]], "ring")
+
+
+def straightforward_schedule(pattern, groups, algorithm):
+    """The spine's way of planning, kept as a reference: Python loops over the moves, a
+    dictionary of arrivals per (device, chunk), one Transfer object at a time."""
+    plan = ALGORITHMS[algorithm]
+    phases = []
+    if pattern in ("reduce_scatter", "all_reduce"):
+        phases.append(("reduce_scatter", plan.reduce_scatter))
+    if pattern in ("gather", "all_reduce"):
+        phases.append(("gather", plan.gather))
+    rows, offset = [], 0
+    for phase, moves in phases:
+        last = -1
+        for group in groups:
+            for step, i, j, block, piece, direction in moves(len(group)):
+                rows.append((offset + step, group[i], group[j], (block, piece), phase == "reduce_scatter", direction, phase))
+                last = max(last, step)
+        offset += last + 1
+    rows.sort(key=lambda r: r[0])
+    arrivals, out = {}, []
+    for step in sorted({r[0] for r in rows}):
+        now = [(index, r) for index, r in enumerate(rows) if r[0] == step]
+        for _index, (s, src, dst, key, reduce, direction, phase) in now:
+            out.append(Transfer(s, src, dst, key, reduce, direction, tuple(arrivals.get((src, key), ())), phase))
+        for index, (_, _, dst, key, *_) in now:
+            arrivals.setdefault((dst, key), []).append(index)
+    return tuple(out)
+
+
+@pytest.mark.parametrize("algorithm", list(ALGORITHMS))
+@pytest.mark.parametrize("pattern", ["gather", "reduce_scatter", "all_reduce"])
+@pytest.mark.parametrize(
+    "groups",
+    [[[0]], [[0, 1]], [[2, 0, 1]], [[0, 2], [3, 1]], [list(range(8))], [[5, 4, 3, 2, 1, 0, 6]], [[0, 1, 2], [3, 4], [5]], [[7, 0, 3, 9, 1], [2, 8, 4, 6, 5]]],
+)
+def test_vectorised_planning_equals_the_straightforward_one(algorithm, pattern, groups):
+    s = build_schedule(pattern, groups, algorithm)
+    assert tuple(s.transfers) == straightforward_schedule(pattern, groups, algorithm)
+    assert s.transfers == straightforward_schedule(pattern, groups, algorithm)  # a TransferTable compares as its transfers
+
+
+@pytest.mark.parametrize("algorithm", list(ALGORITHMS))
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 8, 33])
+def test_move_arrays_equal_the_move_generators(algorithm, n):
+    plan = ALGORITHMS[algorithm]
+    for generate, vectorised in ((plan.gather, plan.gather_array), (plan.reduce_scatter, plan.reduce_scatter_array)):
+        assert vectorised(n).tolist() == [list(move) for move in generate(n)]
+
+
+def test_transfer_table_columns_describe_its_transfers():
+    table = build_schedule("all_reduce", [[0, 2, 1], [3, 5, 4]], "bidirectional_ring").transfers
+    columns = table.columns()
+    assert len(table) == len(columns["src"]) == 48
+    for i, t in enumerate(table):
+        assert (t.src, t.dst, t.direction, t.reduce) == (columns["src"][i], columns["dst"][i], columns["direction"][i], columns["reduce"][i])
+        assert t.key == columns["keys"][columns["key_index"][i]]
+        assert t.deps == tuple(columns["dep_idx"][columns["dep_ptr"][i] : columns["dep_ptr"][i + 1]].tolist())
+    assert table[-1] is table[47] and table[1:3] == tuple(table)[1:3]

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+import numpy as np
+
 from netsim.schedules import Algorithm, Move, register
 
 
@@ -64,6 +66,70 @@ def _both_ways(one_way: Callable[[int, int, int], Iterator[Move]]) -> Callable[[
     return moves
 
 
-register("ring", Algorithm(1, lambda n: _ring_gather(n, 1, 0), lambda n: _ring_reduce_scatter(n, 1, 0), "one direction, one block per step"))
-register("bidirectional_ring", Algorithm(2, _both_ways(_ring_gather), _both_ways(_ring_reduce_scatter), "half of each block each way round"))
-register("bidirectional_halfway", Algorithm(1, _halfway_gather, _halfway_reduce_scatter, "every block both ways, each copy half way round"))
+# The same moves as arrays [moves, 6], in the same order, for large groups.
+
+
+def _ring_array(n: int, steps: int, direction: int, piece: int, block_shift: int) -> np.ndarray:
+    """Moves of ``steps`` ring steps: at step t member i sends block (i - direction (t + shift)) to i + direction."""
+    t, i = np.divmod(np.arange(steps * n, dtype=np.int64), n)
+    moves = np.empty((steps * n, 6), np.int64)
+    moves[:, 0], moves[:, 1], moves[:, 2] = t, i, (i + direction) % n
+    moves[:, 3], moves[:, 4], moves[:, 5] = (i - direction * (t + block_shift)) % n, piece, direction
+    return moves
+
+
+def _ring_gather_array(n: int, direction: int = 1, piece: int = 0) -> np.ndarray:
+    return _ring_array(n, n - 1, direction, piece, 0)
+
+
+def _ring_reduce_scatter_array(n: int, direction: int = 1, piece: int = 0) -> np.ndarray:
+    return _ring_array(n, n - 1, direction, piece, 1)
+
+
+def _both_ways_array(one_way: Callable[[int, int, int], np.ndarray]) -> Callable[[int], np.ndarray]:
+    return lambda n: np.concatenate([one_way(n, 1, 0), one_way(n, -1, 1)])
+
+
+def _halfway_gather_array(n: int) -> np.ndarray:
+    forward, backward = n // 2, (n + 1) // 2 - 1
+    return np.concatenate([_ring_array(n, forward, 1, 0, 0), _ring_array(n, backward, -1, 0, 0)])
+
+
+def _halfway_reduce_scatter_array(n: int) -> np.ndarray:
+    forward, backward = n // 2, (n + 1) // 2 - 1
+    return np.concatenate([_ring_array(n, forward, 1, 0, -forward), _ring_array(n, backward, -1, 0, -backward)])
+
+
+register(
+    "ring",
+    Algorithm(
+        1,
+        lambda n: _ring_gather(n, 1, 0),
+        lambda n: _ring_reduce_scatter(n, 1, 0),
+        "one direction, one block per step",
+        _ring_gather_array,
+        _ring_reduce_scatter_array,
+    ),
+)
+register(
+    "bidirectional_ring",
+    Algorithm(
+        2,
+        _both_ways(_ring_gather),
+        _both_ways(_ring_reduce_scatter),
+        "half of each block each way round",
+        _both_ways_array(_ring_gather_array),
+        _both_ways_array(_ring_reduce_scatter_array),
+    ),
+)
+register(
+    "bidirectional_halfway",
+    Algorithm(
+        1,
+        _halfway_gather,
+        _halfway_reduce_scatter,
+        "every block both ways, each copy half way round",
+        _halfway_gather_array,
+        _halfway_reduce_scatter_array,
+    ),
+)

@@ -1,0 +1,139 @@
+"""Timing-only runs (data="none"), lazy outputs, and memory: chunks move without copies."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+from conftest import ROOT, expected_all_gather, expected_psum, expected_psum_scatter
+
+import netsim.collectives as collectives
+from netsim.chunks import LazyOutput, SizeOnly, shape_only
+from netsim.collectives import all_gather, psum, psum_scatter, simulate
+from netsim.engine import EngineError
+from netsim.scenario import load_scenario
+from netsim.semantics import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
+from netsim.topology import torus
+
+PAIRS = [[0, 5], [1, 4], [2, 7], [3, 6]]
+CASES = [
+    (all_gather, {"axis": 1, "tiled": True}, lambda x: expected_all_gather(x, 1, True, None)),
+    (
+        all_gather,
+        {"axis": 0, "axis_index_groups": [[0, 5], [1, 4], [2, 7], [3, 6]]},
+        lambda x: expected_all_gather(x, 0, False, [[0, 5], [1, 4], [2, 7], [3, 6]]),
+    ),
+    (psum_scatter, {"scatter_dimension": 1, "tiled": True}, lambda x: expected_psum_scatter(x, 1, True, None)),
+    (psum, {"axis_index_groups": [[0, 1, 2, 3], [4, 5, 6, 7]]}, lambda x: expected_psum(x, [[0, 1, 2, 3], [4, 5, 6, 7]])),
+]
+
+
+@pytest.mark.parametrize(("collective", "kwargs", "expected"), CASES)
+@pytest.mark.parametrize("algorithm", ["ring", "bidirectional_ring", "bidirectional_halfway"])
+def test_timing_only_runs_take_the_same_time_bit_for_bit(collective, kwargs, expected, algorithm):
+    x = np.random.default_rng(3).integers(-50, 50, (8, 5, 16)).astype(np.int32)
+    topo = torus((2, 4), True, 45e9, 1e-6)
+    real = collective(x, topology=topo, algorithm=algorithm, **kwargs)
+    for stand_in in (x, shape_only(x.shape, x.dtype)):
+        sizes = collective(stand_in, topology=topo, algorithm=algorithm, data="none", **kwargs)
+        assert sizes.time == real.time
+        a, b = sizes.leaves[0].playback, real.leaves[0].playback
+        assert (a.sent_at, a.arrived_at, a.nbytes) == (b.sent_at, b.arrived_at, b.nbytes)
+        assert sizes.output is None and sizes.verified is False
+        assert sizes.verification.startswith("not materialised: data none")
+    np.testing.assert_array_equal(real.output, expected(x))
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "scenarios").glob("*.yaml")), ids=lambda p: p.stem)
+def test_scenarios_with_data_none_give_the_same_time(path):
+    scenario = load_scenario(path)
+    timing_only = scenario.model_copy(update={"data": "none"})
+    result = simulate(timing_only)
+    assert result.time == simulate(scenario).time
+    assert result.output is None and "not materialised" in result.verification
+
+
+def test_data_none_scenario_field_is_validated(tmp_path):
+    text = (ROOT / "scenarios" / "allgather_ring8.yaml").read_text() + "data: nothing\n"
+    (tmp_path / "s.yaml").write_text(text)
+    with pytest.raises(ValueError, match=r"data: .*'values' or 'none'"):
+        load_scenario(tmp_path / "s.yaml")
+
+
+@pytest.mark.parametrize(("collective", "kwargs", "expected"), CASES)
+def test_lazy_outputs_equal_the_materialised_ones(collective, kwargs, expected):
+    x = np.random.default_rng(4).standard_normal((8, 4, 8)).astype(np.float32)
+    full = collective(x, output="full", **kwargs)
+    lazy = collective(x, output="lazy", **kwargs)
+    assert isinstance(lazy.output, LazyOutput) and lazy.verified
+    assert lazy.output.shape == full.output.shape and lazy.output.dtype == full.output.dtype
+    assert lazy.verification.startswith("lazy output (") and "values equal the NumPy reference on devices [0," in lazy.verification
+    for d in range(8):
+        np.testing.assert_array_equal(lazy.output[d], full.output[d])
+    np.testing.assert_array_equal(np.asarray(lazy.output), full.output)
+    np.testing.assert_array_equal(lazy.output[2:5, 1], full.output[2:5, 1])
+    assert lazy.time == full.time
+
+
+def test_outputs_above_the_limit_stay_lazy(monkeypatch):
+    x = np.arange(4 * 6, dtype=np.int64).reshape(4, 6)
+    monkeypatch.setattr(collectives, "MATERIALISE_LIMIT_BYTES", 4 * 4 * 6 * 8 - 1)
+    assert isinstance(all_gather(x).output, LazyOutput)
+    monkeypatch.setattr(collectives, "MATERIALISE_LIMIT_BYTES", 4 * 4 * 6 * 8)
+    assert isinstance(all_gather(x).output, np.ndarray)
+
+
+def test_lazy_check_catches_a_copied_chunk(monkeypatch):
+    real_play = collectives.play
+
+    def play_then_copy(*args, **kwargs):
+        run = real_play(*args, **kwargs)
+        run.buffers[2][(1, 0)] = run.buffers[2][(1, 0)].copy()  # same values, but not the owner's array
+        return run
+
+    monkeypatch.setattr(collectives, "play", play_then_copy)
+    with pytest.raises(EngineError, match=r"all_gather: device 2 holds a chunk that is not its owner's array"):
+        all_gather(np.arange(12).reshape(4, 3), output="lazy")
+
+
+def test_bad_modes_are_value_errors():
+    with pytest.raises(ValueError, match=r"^data must be one of 'values', 'none', got 'sizes'$"):
+        all_gather(np.arange(4), data="sizes")
+    with pytest.raises(ValueError, match=r"^output must be one of 'auto', 'full', 'lazy', got 'later'$"):
+        psum(np.arange(4), output="later")
+    with pytest.raises(ValueError, match=r"^cannot add chunks of 8 and 4 bytes$"):
+        SizeOnly(8) + SizeOnly(4)
+
+
+@pytest.mark.parametrize(
+    ("shape", "make"),
+    [
+        ((6, 3, 5), lambda x: AllGatherLayout.check(x, 1, True, [[0, 2], [1, 3], [5, 4]])),
+        ((6, 3, 12), lambda x: ReduceScatterLayout.check(x, 1, True, None)),
+        ((3, 3, 5), lambda x: ReduceScatterLayout.check(x, 0, False, None)),
+        ((6, 7, 5), lambda x: AllReduceLayout.check(x, None)),
+        ((4, 3), lambda x: AllReduceLayout.check(x, [[0, 1, 2, 3]])),
+    ],
+)
+def test_block_sizes_are_the_sizes_of_the_blocks(shape, make):
+    x = np.zeros(shape)
+    layout = make(x)
+    assert layout.block_sizes(shape[0]) == [{b: a.size for b, a in held.items()} for held in layout.blocks(x)]
+
+
+@pytest.mark.parametrize("n", [4, 8])
+def test_moving_chunks_never_copies_them(n):
+    # Peak memory within 1.3 x (input + output): the chunks are views of the input, the
+    # output is written once, and checking it holds one group's reference row at a time.
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        x = np.random.default_rng(0).integers(0, 255, (n, 16 * 2**20 // n), dtype=np.uint8)
+        result = all_gather(x, output="full")
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert result.verified
+    assert peak <= 1.3 * (x.nbytes + result.output.nbytes), peak / (x.nbytes + result.output.nbytes)
+    assert all(result.leaves[0].playback.buffers[d][(0, 0)].base is x for d in range(n))  # views of the input, never copies

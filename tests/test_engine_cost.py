@@ -1,0 +1,58 @@
+"""What a run costs, counted rather than timed, so an accidental slowdown of the engine fails here.
+
+Wall times are for bench/ (they depend on the machine and its load). These count
+things that do not: SimPy events per chunk move and bytes allocated per transfer.
+The spine's engine, a SimPy event per queue operation and an object per message
+and per hop, had 3.5 events per chunk move and kept about 530 bytes per transfer
+(tests/reference_engine.py); the bounds below fail for anything like it.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import reference_engine
+
+from netsim.engine import play
+from netsim.schedules import build_schedule
+from netsim.topology import ring, torus
+
+
+def ring_all_gather(n):
+    schedule = build_schedule("gather", [list(range(n))], "bidirectional_ring")
+    x = np.zeros((n, 64), np.uint8)
+    buffers = [{(d, p): piece for p, piece in enumerate(np.array_split(x[d], 2))} for d in range(n)]
+    return ring(n), schedule, buffers
+
+
+def test_simpy_sees_a_few_events_per_step_not_one_per_chunk_move():
+    topo, schedule, buffers = ring_all_gather(64)
+    run = play(topo, schedule.transfers, buffers)
+    assert len(run.hops) == 2 * 64 * 63
+    assert run.events <= 4 * schedule.n_steps  # an event per distinct instant: arrivals and links freeing up
+    assert reference_engine.play(topo, schedule.transfers, buffers).events > len(run.hops)  # what the bound guards against
+
+
+def test_under_contention_at_most_two_events_per_chunk_move():
+    topo = torus((4, 4), True, 45e9, 1e-6)
+    groups = [[0, 10, 5, 15], [1, 11, 6, 12], [2, 8, 7, 13], [3, 9, 4, 14]]  # members 2 to 4 hops apart: routes share links
+    schedule = build_schedule("all_reduce", groups, "bidirectional_ring")
+    buffers = [{(b, p): np.zeros(100 + b) for b in range(4) for p in range(2)} for _ in range(16)]
+    run = play(topo, schedule.transfers, buffers)
+    assert max(s.max_queue for s in run.links.values()) > 1  # links really are contended
+    assert run.events <= 2 * len(run.hops)
+
+
+def test_memory_per_transfer_stays_small():
+    topo, schedule, buffers = ring_all_gather(128)
+    schedule.transfers.columns()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        run = play(topo, schedule.transfers, buffers)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert len(run.sent_at) == 2 * 128 * 127
+    assert peak / len(run.sent_at) < 400  # bytes per transfer, payloads excluded (they are views of x)
