@@ -77,9 +77,14 @@ class Plot:
     series: list[Series] = field(default_factory=list)
 
 
+_TIMING_NEUTRAL = ("data",)
+"""Swept fields that do not change a time (``data: none`` runs the same schedule with sizes only):
+never a line or a bar of their own."""
+
+
 def _labels(table: pd.DataFrame) -> list[str]:
     """The swept fields' label columns that are not measured columns too."""
-    return [c for c in table.columns if c != "point" and c not in RESULT_COLUMNS]
+    return [c for c in table.columns if c != "point" and c not in RESULT_COLUMNS and c not in _TIMING_NEUTRAL]
 
 
 def _varies(table: pd.DataFrame, column: str) -> bool:
@@ -93,14 +98,19 @@ def _determined(table: pd.DataFrame, by: list[str], column: str) -> bool:
     return bool((table.groupby(by, sort=False, dropna=False)[column].nunique(dropna=False) <= 1).all())
 
 
-def _key(table: pd.DataFrame, x: str, labels: list[str], measured: list[str]) -> list[str]:
+def _key(table: pd.DataFrame, x: str, labels: list[str], measured: list[str], leading: tuple[str, ...] = ()) -> list[str]:
     """Columns that tell the series apart.
 
     A swept field's labels split series when they vary and are not set by the fields
     already chosen; a measured column (algorithm, S, ...) does when it is not set by
-    those and ``x`` either (the topology's name is set by the device count).
+    those and ``x`` either (the topology's name is set by the device count). The
+    ``leading`` measured columns are tried first (S names a line better than a field
+    zipped with it).
     """
     key: list[str] = []
+    for column in leading:
+        if _varies(table, column) and not _determined(table, [x], column):
+            key.append(column)
     for column in labels:
         if column not in key and _varies(table, column) and not _determined(table, key, column):
             key.append(column)
@@ -129,7 +139,7 @@ def _groups(table: pd.DataFrame, key: list[str]) -> list[tuple[str, pd.DataFrame
 
 
 def _bytes_axis(axis: Any) -> None:
-    axis.set_major_locator(LogLocator(base=4))
+    axis.set_major_locator(LogLocator(base=4, numticks=20))
     axis.set_minor_formatter(NullFormatter())
     axis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v)))
 
@@ -237,7 +247,7 @@ def plot_results(table: pd.DataFrame, directory: str | Path, kinds: list[str] | 
         ax.set_ylim(bottom=0)
         plots.append(_save(figure, plot))
     if (wanted is None and _varies(ok, "n_devices")) or (wanted is not None and "time_vs_devices" in wanted):
-        key = _key(ok, "n_devices", [c for c in labels if not c.startswith(("input.", "topology"))], ["collective", "algorithm", "total_bytes"])
+        key = _key(ok, "n_devices", [c for c in labels if not c.startswith(("input.", "topology"))], ["collective", "algorithm"], leading=("total_bytes",))
         plot = Plot("time_vs_devices", directory / "time_vs_devices.png", f"{name}: simulated time vs devices", "devices (n)", "simulated time (µs)")
         figure = Figure(figsize=(8, 5.5))
         ax = figure.add_subplot()

@@ -149,9 +149,9 @@ def load_study(path: str | Path) -> Study:
     --------
     >>> study = load_study("scenarios/studies/ring_algorithms.yaml")
     >>> study.fields
-    ('algorithm', 'input.bytes_per_device')
+    ('algorithm', 'input.bytes_per_device', 'data')
     >>> study.points[0].labels
-    (('algorithm', 'ring'), ('input.bytes_per_device', '128 B'))
+    (('algorithm', 'ring'), ('input.bytes_per_device', '128 B'), ('data', 'values'))
     """
     path = Path(path)
     return study_from_data(_read_yaml(path), str(path), path.parent)

@@ -91,8 +91,8 @@ def columns(study: Study) -> list[str]:
 
     Examples
     --------
-    >>> columns(load_study("scenarios/studies/ring_algorithms.yaml"))[:4]
-    ['point', 'algorithm', 'input.bytes_per_device', 'collective']
+    >>> columns(load_study("scenarios/studies/ring_algorithms.yaml"))[:5]
+    ['point', 'algorithm', 'input.bytes_per_device', 'data', 'collective']
     """
     return ["point", *study.fields, *(c for c in RESULT_COLUMNS if c not in study.fields)]
 

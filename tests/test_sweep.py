@@ -295,10 +295,12 @@ def test_time_vs_devices_has_a_line_per_total_payload(tmp_path):
         "grid": {
             "topology": ["ring4", "ring8", "ring16", "ring4", "ring8", "ring16"],
             "input.bytes_per_device": ["64 B", "32 B", "16 B", "256 KiB", "128 KiB", "64 KiB"],
+            "data": ["values"] * 3 + ["none"] * 3,  # timing-only: no line of its own
         },
         "zip": True,
     }
     table = netsim.sweep(data, workers=1)
+    assert list(table["verified"]) == [True] * 3 + [False] * 3
     plots = plot_results(table, tmp_path, kinds=["time_vs_devices"], name="scaling")
     assert [p.kind for p in plots] == ["time_vs_devices"]
     measured = [s for s in plots[0].series if not s.closed_form]
