@@ -144,7 +144,7 @@ def sweep(
     resume: Annotated[bool, typer.Option("--resume", help="Keep the rows already in DIR/results.csv and run only the others.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar (there is none either when stderr is not a terminal).")] = False,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="Run on a Dask cluster, e.g. tcp://host:8786 (needs the cluster extra).")] = None,
-    workers: Annotated[int | None, typer.Option("--workers", "-j", min=1, help="Local worker processes (default: all cores).")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", "-j", help="Local worker processes (default: all cores).")] = None,
 ) -> None:
     """Run every point of a study: results.csv, plots and a summary table."""
     from concurrent.futures.process import BrokenProcessPool

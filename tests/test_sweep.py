@@ -366,3 +366,10 @@ def test_a_bug_in_a_point_is_recorded_as_internal_and_the_cli_exits_3(tmp_path, 
     assert "12 points: 4 ok, 8 failed" in result.stdout
     csv_path = tmp_path / "out" / RESULTS_FILE
     assert result.stderr.strip() == f"error: 4 point(s) hit an internal error in netsim (see the error column of {csv_path}); please report it"
+
+
+def test_cli_bad_workers_is_one_line(tmp_path):
+    result = runner.invoke(app, ["sweep", str(write_study(tmp_path)), "-o", str(tmp_path / "out"), "--workers", "0"])
+    assert result.exit_code == 2
+    assert result.output.strip() == "error: workers must be a whole number >= 1, got 0"
+    assert not (tmp_path / "out").exists()
