@@ -20,6 +20,8 @@ from netsim.presets import tpu_slice
 from netsim.result import Result
 from netsim.scenario import ScenarioError, load_scenario, load_topology
 from netsim.schedules import ALGORITHMS, Schedule, build_schedule
+from netsim.study import Study, load_study
+from netsim.sweep import sweep
 from netsim.topology import Topology, UnreachableError, mesh, ring, torus
 
 __version__ = "0.1.0"
@@ -33,6 +35,7 @@ __all__ = [
     "Result",
     "ScenarioError",
     "Schedule",
+    "Study",
     "Topology",
     "UnreachableError",
     "__version__",
@@ -40,6 +43,7 @@ __all__ = [
     "all_to_all",
     "build_schedule",
     "load_scenario",
+    "load_study",
     "load_topology",
     "mesh",
     "mlx",
@@ -48,6 +52,7 @@ __all__ = [
     "psum_scatter",
     "ring",
     "simulate",
+    "sweep",
     "torus",
     "tpu_slice",
 ]

@@ -7,7 +7,10 @@ Exit codes: 0 success, 2 a user error (bad file, bad argument), 3 an internal er
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import time
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -203,6 +206,97 @@ def timeline(
     except ValueError as error:
         raise _fail(str(error), USER_ERROR) from None
     print(f"wrote {path}")
+
+
+@app.command()
+def sweep(
+    study: Annotated[str, typer.Argument(help="Study YAML file, e.g. scenarios/studies/allgather_scaling.yaml")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Directory for results.csv and the PNG plots.")],
+    resume: Annotated[bool, typer.Option("--resume", help="Keep the rows already in DIR/results.csv and run only the others.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar (there is none either when stderr is not a terminal).")] = False,
+    scheduler: Annotated[str | None, typer.Option("--scheduler", help="Run on a Dask cluster, e.g. tcp://host:8786 (needs the cluster extra).")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", "-j", help="Local worker processes (default: all cores).")] = None,
+) -> None:
+    """Run every point of a study: results.csv, plots and a summary table."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from netsim.plots import plot_results
+    from netsim.report import sweep_rows
+    from netsim.study import load_study
+    from netsim.sweep import INTERNAL, RESULTS_FILE
+    from netsim.sweep import sweep as run_sweep
+
+    counts = [0, 0]
+    resumed: list[int] = []
+    started = time.perf_counter()
+    console = Console(stderr=True)
+    bar = None
+    if not quiet and console.is_terminal:
+        bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("points"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+        )
+
+    def progress(done: int, total: int) -> None:
+        if not resumed:
+            resumed.append(done)
+        counts[:] = [done, total]
+        if bar is not None:
+            bar.update(task, completed=done, total=total)
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)  # kill (not only Ctrl-C) also keeps the finished rows
+    try:
+        loaded = load_study(study)
+        if bar is not None:
+            task = bar.add_task(f"sweep {loaded.name}", total=len(loaded.points))
+            bar.start()
+        try:
+            table = run_sweep(loaded, output=output, resume=resume, workers=workers, scheduler=scheduler, progress=progress)
+        finally:
+            if bar is not None:
+                bar.stop()
+        plots = plot_results(table, output, loaded.plots, loaded.name)
+    except KeyboardInterrupt:
+        kept = f"{counts[0]} of {counts[1]} points kept in {output / RESULTS_FILE}" if counts[1] else "no points run"
+        raise _fail(f"interrupted: {kept}; run again with --resume to finish", 130) from None
+    except BrokenProcessPool as error:
+        message = f"a worker process died ({error}); out of memory? Finished rows are in {output / RESULTS_FILE}; --resume continues"
+        raise _fail(message, INTERNAL_ERROR) from None
+    except (ValueError, ImportError, OSError) as error:
+        raise _fail(str(error), USER_ERROR) from None
+    header, rows, more = sweep_rows(table)
+    summary = Table(title=f"netsim sweep: {loaded.name}", title_justify="left")
+    for name in header:
+        summary.add_column(name, overflow="fold")
+    for row in rows:
+        summary.add_row(*row)
+    out = Console(highlight=False)
+    if not out.is_terminal:
+        out = Console(highlight=False, width=400)  # a file or a pipe: no wrapping at 80 columns
+    out.print(summary)
+    failed = int(table["error"].notna().sum())
+    internal = int(table["error"].str.startswith(INTERNAL, na=False).sum())
+    if more:
+        out.print(f"... {more} more rows in {output / RESULTS_FILE}")
+    out.print(
+        f"{len(table)} points: {len(table) - failed} ok, {failed} failed"
+        f"{f', {resumed[0]} kept from an earlier run' if resumed and resumed[0] else ''}"
+        f" ({time.perf_counter() - started:.1f} s); wrote {output / RESULTS_FILE} and {len(plots)} plot{'s' if len(plots) != 1 else ''}:"
+        f" {', '.join(p.path.name for p in plots) or 'none'}"
+    )
+    if internal:
+        raise _fail(f"{internal} point(s) hit an internal error in netsim (see the error column of {output / RESULTS_FILE}); please report it", INTERNAL_ERROR)
 
 
 def main() -> None:

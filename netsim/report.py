@@ -27,6 +27,7 @@ __all__ = [
     "links_csv",
     "step_table",
     "summary_rows",
+    "sweep_rows",
     "to_dict",
     "to_json",
     "what_if_rows",
@@ -391,6 +392,49 @@ def estimate_table(others: list[tuple[str, Any]], chosen: str) -> tuple[list[str
         else:
             rows.append([label, format_seconds(e.time_s), format_seconds(e.latency_s), format_seconds(e.bandwidth_s), e.regime, e.formula])
     return headers, rows
+
+
+def sweep_rows(table: Any, limit: int = 40) -> tuple[list[str], list[list[str]], int]:
+    """Header and rows of the summary table of ``netsim sweep``, and how many rows were left out.
+
+    ``table`` is a sweep's results table (:func:`netsim.sweep.read_results`).
+
+    Examples
+    --------
+    >>> import io
+    >>> from netsim.sweep import read_results
+    >>> table = read_results(io.StringIO("point,algorithm,time_s,estimate_s,ratio,regime,busbw_Bps,error\\n0,ring,2.5e-05,2.5e-05,1.0,latency,4.5e10,\\n"))
+    >>> header, rows, left_out = sweep_rows(table)
+    >>> header
+    ['point', 'algorithm', 'time', 'estimate', 'ratio', 'regime', 'busbw', 'status']
+    >>> rows
+    [['0', 'ring', '25 us', '25 us', '1.000000', 'latency', '45.000 GB/s', 'ok']]
+    """
+    from netsim.sweep import RESULT_COLUMNS
+
+    fields = [c for c in table.columns if c != "point" and (c not in RESULT_COLUMNS or c in ("algorithm", "topology"))]
+    header = ["point", *fields, "time", "estimate", "ratio", "regime", "busbw", "status"]
+    rows = []
+    for record in table.head(limit).to_dict("records"):
+        status = "ok" if _text(record, "error") == "-" else f"failed: {record['error']}"
+        rows.append(
+            [
+                str(record["point"]),
+                *(_text(record, f) for f in fields),
+                _text(record, "time_s", format_seconds),
+                _text(record, "estimate_s", format_seconds),
+                _text(record, "ratio", lambda r: f"{r:.6f}"),
+                _text(record, "regime"),
+                _text(record, "busbw_Bps", lambda b: f"{b / 1e9:.3f} GB/s"),
+                status,
+            ]
+        )
+    return header, rows, max(0, len(table) - limit)
+
+
+def _text(record: dict[str, Any], column: str, form: Any = str) -> str:
+    value = record.get(column)
+    return "-" if value is None or value != value else form(value)
 
 
 def estimate_to_dict(scenario: Any, mine: Any, others: list[tuple[str, Any]]) -> dict[str, Any]:

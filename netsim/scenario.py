@@ -67,7 +67,7 @@ from netsim.schedules import ALGORITHMS, DEFAULT_AXES_ALGORITHM, check_algorithm
 from netsim.semantics import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
 from netsim.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, UnreachableError, torus
 
-__all__ = ["TOPOLOGY_DIRS", "Scenario", "ScenarioError", "TopologyShape", "load_scenario", "load_topology", "topology_names"]
+__all__ = ["TOPOLOGY_DIRS", "Scenario", "ScenarioError", "TopologyShape", "load_scenario", "load_topology", "scenario_from_data", "topology_names"]
 
 
 class ScenarioError(ValueError):
@@ -806,8 +806,37 @@ def load_scenario(path: str | Path, *, build_topology: bool = True) -> Scenario:
     ('all_gather', 8)
     """
     path = Path(path)
-    source = str(path)
-    scenario = _validate(Scenario, _read_yaml(path), source, {"source": source, "base_dir": path.parent})
+    return scenario_from_data(_read_yaml(path), str(path), path.parent, build_topology=build_topology)
+
+
+def scenario_from_data(data: Any, source: str, base_dir: Path | None = None, *, build_topology: bool = True) -> Scenario:
+    """Validate a scenario given as parsed data (a mapping), as :func:`load_scenario` does.
+
+    Sweeps use it to check each point of a study without writing a file.
+
+    Parameters
+    ----------
+    data : dict
+        The scenario's fields, as a YAML scenario file holds them.
+    source : str
+        What error messages name as the file, e.g. ``"studies/x.yaml point 3"``.
+    base_dir : pathlib.Path, optional
+        Where relative topology paths are looked up.
+    build_topology : bool, default True
+        Build the topology's graph now (closed-form estimates need only its shape).
+
+    Raises
+    ------
+    ScenarioError
+        Naming ``source``, the field and what is expected.
+
+    Examples
+    --------
+    >>> data = {"name": "t", "topology": "ring4", "collective": {"op": "psum"}, "input": {"shape": [2]}}
+    >>> scenario_from_data(data, "inline").topology_obj.n_devices
+    4
+    """
+    scenario = _validate(Scenario, data, source, {"source": source, "base_dir": base_dir})
     topology = scenario.topology_shape  # resolves files and link overrides now
     if topology.n_devices > MAX_DEVICES:
         raise ScenarioError(source, "topology", f"{topology.n_devices} devices is more than netsim simulates ({MAX_DEVICES})")
@@ -851,7 +880,12 @@ def load_scenario(path: str | Path, *, build_topology: bool = True) -> Scenario:
 
 
 def _check_memory(scenario: Scenario, source: str) -> None:
-    """Refuse, before anything is allocated, a scenario the machine has no memory for."""
+    """Refuse, before anything is allocated, a scenario the machine has no memory for.
+
+    A timing-only run (``data: none``) allocates no data, so it is never refused.
+    """
+    if scenario.data == "none":
+        return
     input_bytes = math.prod(scenario.shape) * np.dtype(scenario.input.dtype).itemsize
     pieces = pieces_of(ALGORITHMS.get(scenario.algorithm))
     estimate = estimate_memory(scenario.collective.op, scenario.topology_shape.n_devices, scenario._group_size, input_bytes, pieces)
