@@ -15,6 +15,34 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def shuffled_groups(size: int, n_groups: int, seed: int) -> list[list[int]]:
+    """n_groups groups of ``size`` devices, devices and members in random order."""
+    order = np.random.default_rng(seed).permutation(size * n_groups).tolist()
+    return [order[i * size : (i + 1) * size] for i in range(n_groups)]
+
+
+def make_input(n_devices: int, shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:
+    """Random stacked input: int32 in [-1000, 1000) or standard normal float32."""
+    rng = np.random.default_rng(seed)
+    if dtype == "int32":
+        return rng.integers(-1000, 1000, size=(n_devices, *shape), dtype=np.int32)
+    return rng.standard_normal((n_devices, *shape)).astype(np.float32)
+
+
+def runnable(pattern: str, group_size: int) -> list[str]:
+    """The algorithms that can play a pattern on groups of this size (some need a power of two)."""
+    from netsim.schedules import ALGORITHMS, check_algorithm
+
+    names = []
+    for name in sorted(ALGORITHMS):
+        try:
+            check_algorithm(pattern, group_size, name)
+        except ValueError:
+            continue
+        names.append(name)
+    return names
+
+
 def groups_of(axis_index_groups, n_devices):
     return [list(range(n_devices))] if axis_index_groups is None else [list(g) for g in axis_index_groups]
 

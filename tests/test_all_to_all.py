@@ -7,7 +7,7 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from conftest import expected_all_to_all
+from conftest import expected_all_to_all, make_input, shuffled_groups
 
 import netsim
 
@@ -15,18 +15,6 @@ B = 45e9
 ALPHA = 1e-6
 SMALL = (2, 3)
 LARGE = (4, 5, 8, 16)
-
-
-def shuffled_groups(size: int, n_groups: int, seed: int) -> list[list[int]]:
-    order = np.random.default_rng(seed).permutation(size * n_groups).tolist()
-    return [order[i * size : (i + 1) * size] for i in range(n_groups)]
-
-
-def make_input(n_devices: int, shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    if dtype == "int32":
-        return rng.integers(-1000, 1000, size=(n_devices, *shape), dtype=np.int32)
-    return rng.standard_normal((n_devices, *shape)).astype(np.float32)
 
 
 def shape_for(rank: int, split: int, n: int, tiled: bool) -> tuple[int, ...]:

@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
-from conftest import expected_all_gather, expected_psum, expected_psum_scatter
+from conftest import expected_all_gather, expected_psum, expected_psum_scatter, make_input, shuffled_groups
 
 import netsim
 from netsim.schedules import ALGORITHMS
@@ -19,19 +19,6 @@ ALGOS = ("ring", "bidirectional_ring", "bidirectional_halfway")  # the spine's r
 def algorithms_for(pattern: str, n: int) -> tuple[str, ...]:
     """Every registered algorithm that runs ``pattern`` on groups of n (power-of-two ones only where n is one)."""
     return tuple(a for a, plan in ALGORITHMS.items() if plan.runs(pattern) and (not plan.power_of_two or n & (n - 1) == 0))
-
-
-def shuffled_groups(size: int, n_groups: int, seed: int) -> list[list[int]]:
-    """n_groups groups of ``size`` devices, devices and members in random order."""
-    order = np.random.default_rng(seed).permutation(size * n_groups).tolist()
-    return [order[i * size : (i + 1) * size] for i in range(n_groups)]
-
-
-def make_input(n_devices: int, shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    if dtype == "int32":
-        return rng.integers(-1000, 1000, size=(n_devices, *shape), dtype=np.int32)
-    return rng.standard_normal((n_devices, *shape)).astype(np.float32)
 
 
 def check(actual: np.ndarray, expected: np.ndarray) -> None:

@@ -8,13 +8,13 @@ import textwrap
 import networkx as nx
 import numpy as np
 import pytest
-from conftest import ROOT, expected_all_gather, expected_psum, expected_psum_scatter
+from conftest import ROOT, expected_all_gather, expected_psum, expected_psum_scatter, runnable
 from typer.testing import CliRunner
 
 import netsim
 from netsim.cli import app
 from netsim.engine import EngineError
-from netsim.schedules import Schedule, Transfer, check_algorithm
+from netsim.schedules import Schedule, Transfer
 from netsim.semantics import all_to_all_reference, ppermute_reference
 from netsim.topology import UnreachableError
 
@@ -78,18 +78,6 @@ def test_degrade_latency_and_absolute_bandwidth():
 
 
 # Down links ------------------------------------------------------------------------------
-
-
-def runnable(pattern: str, group_size: int) -> list[str]:
-    """The algorithms that can play a pattern on groups of this size."""
-    names = []
-    for name in sorted(netsim.ALGORITHMS):
-        try:
-            check_algorithm(pattern, group_size, name)
-        except ValueError:
-            continue
-        names.append(name)
-    return names
 
 
 def every_collective(x, topology):

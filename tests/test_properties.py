@@ -11,12 +11,11 @@ import math
 
 import numpy as np
 import pytest
-from conftest import expected_all_gather, expected_psum, expected_psum_scatter
+from conftest import expected_all_gather, expected_psum, expected_psum_scatter, runnable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import netsim
-from netsim.schedules import check_algorithm
 from netsim.semantics import all_to_all_reference, ppermute_reference
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -25,14 +24,7 @@ DTYPES = ("int8", "uint16", "int32", "int64", "float16", "float32", "float64")
 
 def algorithms(pattern: str, group_size: int) -> st.SearchStrategy[str]:
     """The algorithms that can play the pattern on groups of this size (some need a power of two)."""
-    names = []
-    for name in sorted(netsim.ALGORITHMS):
-        try:
-            check_algorithm(pattern, group_size, name)
-        except ValueError:
-            continue
-        names.append(name)
-    return st.sampled_from(names)
+    return st.sampled_from(runnable(pattern, group_size))
 
 
 @st.composite

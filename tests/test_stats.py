@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import runnable
 
 import netsim
 from netsim.engine import play
 from netsim.result import LeafRun, Result
-from netsim.schedules import ALGORITHMS, build_schedule, check_algorithm
+from netsim.schedules import ALGORITHMS, build_schedule
 from netsim.stats import run_stats
 from netsim.topology import mesh, ring, torus
 
@@ -19,25 +20,17 @@ def runs():
     """A spread of runs: every collective and algorithm, groups, tori, meshes, store-and-forward, pytrees."""
     x = np.arange(8 * 64, dtype=np.float32).reshape(8, 64)
     for algorithm in ALGORITHMS:
-        if runs_on("gather", 8, algorithm):
+        if algorithm in runnable("gather", 8):
             yield netsim.all_gather(x, algorithm=algorithm)
-        if runs_on("reduce_scatter", 8, algorithm):
+        if algorithm in runnable("reduce_scatter", 8):
             yield netsim.psum_scatter(x.reshape(8, 8, 8), algorithm=algorithm)
-        if runs_on("all_reduce", 4, algorithm):
+        if algorithm in runnable("all_reduce", 4):
             yield netsim.psum(x, algorithm=algorithm, axis_index_groups=[[0, 2, 4, 6], [1, 3, 5, 7]])
     y = np.arange(16 * 32, dtype=np.int32).reshape(16, 32)
     yield netsim.all_gather(y, topology=torus((4, 4)))
     yield netsim.psum(y, topology=mesh((4, 4)), algorithm="bidirectional_halfway")
     yield netsim.all_gather(x, topology=mesh((8,)), algorithm="ring", cut_through=False)
     yield netsim.all_gather({"a": x, "b": x[:, :3]}, algorithm="ring")
-
-
-def runs_on(pattern: str, group_size: int, algorithm: str) -> bool:
-    try:
-        check_algorithm(pattern, group_size, algorithm)
-    except ValueError:
-        return False
-    return True
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +82,7 @@ def test_utilisation_is_busy_time_over_the_run(all_runs):
 def test_all_gather_multiplies_memory_by_the_group_size():
     for n in (2, 4, 8):
         x = np.zeros((n, 1024), np.float32)
-        for algorithm in (a for a in ALGORITHMS if runs_on("gather", x.shape[0], a)):
+        for algorithm in (a for a in ALGORITHMS if a in runnable("gather", x.shape[0])):
             stats = run_stats(netsim.all_gather(x, algorithm=algorithm))
             for d in stats.devices:
                 assert d.input_bytes == 4096
