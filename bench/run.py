@@ -2,7 +2,7 @@
 
     PYTHONPATH=$PWD python bench/run.py                 # everything (several minutes)
     PYTHONPATH=$PWD python bench/run.py --quick         # N <= 256, no naive run above 256
-    PYTHONPATH=$PWD python bench/run.py --only ring     # or memory, torus
+    PYTHONPATH=$PWD python bench/run.py --only ring     # or memory, torus, pod
 
 Wall times are the best of ``--repeat`` runs (default 3) of netsim, one after
 another in this process, with the CPU time of that run beside it; the naive
@@ -32,6 +32,7 @@ import naive
 
 from netsim.chunks import shape_only
 from netsim.collectives import all_gather
+from netsim.device_mesh import Mesh
 from netsim.schedules import ALGORITHMS
 from netsim.topology import ring, torus
 from netsim.units import format_bytes
@@ -177,20 +178,41 @@ def axis_groups(dims: tuple[int, ...], axis: int) -> list[list[int]]:
     return np.moveaxis(ids, axis, -1).reshape(-1, dims[axis]).tolist()
 
 
+def bench_pod(repeat: int, quick: bool) -> None:
+    """The all_gather over all three axes at once (the default ``multiaxis`` algorithm), timing only."""
+    print("\n## pod: all_gather over all three mesh axes at once (multiaxis), 1 GiB in total, 45 GB/s, 1 us, timing only (data none)")
+    pieces = ALGORITHMS["multiaxis"].pieces(3)
+    per_transfer_s = None
+    for dims in ((4, 4, 4),) if quick else ((4, 4, 4), (8, 8, 8)):
+        n = math.prod(dims)
+        topo = torus(dims, True, BANDWIDTH_BPS, LATENCY_S)
+        mesh = Mesh({"x": dims[0], "y": dims[1], "z": dims[2]}, topo)
+        x = shape_only((n, GiB // n // 4), "float32")
+        runs_here = repeat if n <= 64 else 1
+        result, wall, cpu, runs = best_of(runs_here, all_gather, x, axis_index_groups=mesh.groups(("x", "y", "z")), data="none")
+        transfers = len(result.leaves[0].schedule.transfers)
+        if transfers != n * (n - 1) * pieces:
+            raise AssertionError(f"{dims}: {transfers} transfers, expected n(n-1)*pieces = {n * (n - 1) * pieces}")
+        per_transfer_s = wall / transfers
+        print(
+            f"  {'x'.join(map(str, dims))} ({n} devices, {result.algorithm}): {wall:.2f} s wall ({cpu:.2f} cpu; runs {'/'.join(f'{w:.2f}' for w in runs)}), "
+            f"{transfers:,} transfers, {transfers / wall:,.0f} transfers/s, simulated {result.time * 1e3:.3f} ms  {load()}"
+        )
+        result = None
+    n = 16**3
+    transfers = n * (n - 1) * pieces
+    print(
+        f"  16x16x16 ({n} devices): NOT RUN, out of reach: {transfers:,} transfers (n(n-1)*{pieces} pieces); at the last measured "
+        f"{per_transfer_s * 1e6:.1f} us per transfer that is about {transfers * per_transfer_s / 60:.0f} min, if the cost per transfer did not grow"
+    )
+
+
 def bench_torus(repeat: int, quick: bool) -> None:
     print("\n## torus: TPU v4 pod slices, 3D torus with wraparound, 45 GB/s, 1 us, all_gather of 1 GiB in total")
-    multi_axis = [name for name in ALGORITHMS if "axis" in name or "torus" in name]
     for dims in ((8, 8, 8),) if quick else ((8, 8, 8), (16, 16, 16)):
         n = math.prod(dims)
         topo = torus(dims, True, BANDWIDTH_BPS, LATENCY_S)
-        print(f"torus {'x'.join(map(str, dims))} ({n} devices):")
-        # TODO(issue 3): the all_gather over all three axes at once needs the multi-axis algorithm
-        # (another session is writing it). Benchmark it here when it lands: 1 GiB total, data
-        # values with a lazy output; targets <= 10 s on 16x16x16 and <= 2 s on 8x8x8.
-        if multi_axis:
-            print(f"  multi-axis algorithms registered ({', '.join(multi_axis)}): not benchmarked yet, see TODO(issue 3) in bench/run.py")
-        else:
-            print("  all_gather over all three axes at once: NOT AVAILABLE YET (needs the multi-axis algorithm of issue 3)")
+        print(f"torus {'x'.join(map(str, dims))} ({n} devices), axis after axis (the all-axes run is in the pod section):")
         # What exists: the dimension-by-dimension all_gather, one bidirectional ring per axis
         # group, axis after axis, each phase gathering what the previous one produced.
         per_device = GiB // n
@@ -222,16 +244,18 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs of netsim per figure (best is shown)")
     parser.add_argument("--sizes", type=lambda s: [int(v) for v in s.split(",")], default=None, help="ring sizes, e.g. 64,256,1024")
     parser.add_argument("--naive-max", type=int, default=None, help="largest N the naive reference runs at (default: all, 256 with --quick)")
-    parser.add_argument("--only", choices=["ring", "memory", "torus"], action="append", help="run only these benchmarks")
+    parser.add_argument("--only", choices=["ring", "memory", "torus", "pod"], action="append", help="run only these benchmarks")
     args = parser.parse_args()
     sizes = args.sizes or ([64, 128, 256] if args.quick else [64, 128, 256, 512, 1024])
     naive_max = args.naive_max if args.naive_max is not None else (256 if args.quick else max(sizes))
-    only = set(args.only or ["ring", "memory", "torus"])
+    only = set(args.only or ["ring", "memory", "torus", "pod"])
     print(f"netsim benchmarks, {time.strftime('%Y-%m-%d %H:%M')}, Python {platform.python_version()}, {os.cpu_count()} cores, {load()}")
     if "ring" in only:
         bench_ring(sizes, args.repeat, naive_max)
     if "torus" in only:
         bench_torus(args.repeat, args.quick)
+    if "pod" in only:
+        bench_pod(args.repeat, args.quick)
     if "memory" in only:
         bench_memory(args.quick)
 

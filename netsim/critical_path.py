@@ -17,11 +17,13 @@ link or a late device shows up on it exactly when it decided the time.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from netsim.engine import Playback, TransferLike
+import numpy as np
+
+from netsim.engine import Playback, TransferLike, _columns
 from netsim.topology import LinkId, Topology
 from netsim.units import format_seconds
 
@@ -191,50 +193,85 @@ def critical_path(
     if n == 0:
         return CriticalPath((), None, 0.0, playback.time)
     start_s = [0.0] * topology.n_devices if start_s is None else list(start_s)
-    hops = playback.hops
+    columns = _columns(transfers)
+    src, dst, dep_ptr, dep_idx = (np.asarray(columns[name], np.int64) for name in ("src", "dst", "dep_ptr", "dep_idx"))
+    hop_transfer, hop_link, hop_start, hop_end, link_of = _hop_arrays(playback.hops)
     # For every crossing: the same message's crossing before it, and the crossing before it on its link.
-    before_in_message = [-1] * len(hops)
-    before_on_link = [-1] * len(hops)
-    last_of_message = [-1] * n
-    last_on_link: dict[LinkId, int] = {}
-    for h, hop in enumerate(hops):
-        before_in_message[h] = last_of_message[hop.transfer]
-        last_of_message[hop.transfer] = h
-        before_on_link[h] = last_on_link.get(hop.link, -1)
-        last_on_link[hop.link] = h
+    before_in_message = _previous_in_group(hop_transfer)
+    before_on_link = _previous_in_group(hop_link)
+    last_of_message = np.full(n, -1, np.int64)
+    order = np.argsort(hop_transfer, kind="stable")
+    ends = np.ones(len(order), bool)
+    ends[:-1] = hop_transfer[order[1:]] != hop_transfer[order[:-1]]
+    last_of_message[hop_transfer[order[ends]]] = order[ends]
     arrived, sent = playback.arrived_at, playback.sent_at
-    last = max(range(n), key=lambda t: (arrived[t], -t))
-    i, h = last, last_of_message[last]
+    last = max(range(n), key=lambda t: (arrived[t], -t)) if np.isnan(np.asarray(arrived, float)).any() else _first_latest(arrived)
+    i, h = last, int(last_of_message[last])
     steps: list[PathStep] = []
     if h < 0:
         steps.append(PathStep(i, None, "local", sent[i], arrived[i], "data"))
     while True:
         if h < 0:
-            src = transfers[i].src
-            deps = [d for d in transfers[i].deps if transfers[d].dst == src]
-            late_start = start_s[src] > 0 and _not_after(sent[i], start_s[src])
+            source = int(src[i])
+            deps = [d for d in dep_idx[dep_ptr[i] : dep_ptr[i + 1]].tolist() if dst[d] == source]
+            late_start = start_s[source] > 0 and _not_after(sent[i], start_s[source])
             if deps and not late_start:
                 j = max(deps, key=lambda d: (arrived[d], -d))
                 if _not_after(sent[i], arrived[j]):
-                    i, h = j, last_of_message[j]
+                    i, h = j, int(last_of_message[j])
                     if h < 0:
                         steps.append(PathStep(i, None, "local", sent[i], arrived[i], "data"))
                     continue
-            origin = (src, start_s[src])
+            origin = (source, start_s[source])
             break
-        hop = hops[h]
-        previous = before_in_message[h]
+        link = link_of(int(hop_link[h]))
+        start, end = float(hop_start[h]), float(hop_end[h])
+        previous = int(before_in_message[h])
         if previous < 0:
             ready = sent[i]
         else:
-            earlier = hops[previous]
-            ready = (earlier.start if cut_through else earlier.end) + topology.link(earlier.link)["latency_s"]
-        blocker = before_on_link[h]
-        if blocker >= 0 and not _not_after(hop.start, ready):
-            steps.append(PathStep(i, hop.link, topology.link_name(hop.link), hop.start, hop.end, "link"))
-            i, h = hops[blocker].transfer, blocker
+            earlier = float(hop_start[previous] if cut_through else hop_end[previous])
+            ready = earlier + topology.link(link_of(int(hop_link[previous])))["latency_s"]
+        blocker = int(before_on_link[h])
+        if blocker >= 0 and not _not_after(start, ready):
+            steps.append(PathStep(i, link, topology.link_name(link), start, end, "link"))
+            i, h = int(hop_transfer[blocker]), blocker
         else:
-            steps.append(PathStep(i, hop.link, topology.link_name(hop.link), hop.start, hop.end, "data"))
+            steps.append(PathStep(i, link, topology.link_name(link), start, end, "data"))
             h = previous
     steps.reverse()
     return CriticalPath(tuple(steps), origin[0], origin[1], arrived[last])
+
+
+def _first_latest(arrived: Sequence[float]) -> int:
+    """The first transfer to arrive last (``max`` by (arrival, -index)), for arrivals without NaN."""
+    return int(np.argmax(np.asarray(arrived, float)))
+
+
+def _hop_arrays(hops: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Callable[[int], LinkId]]:
+    """Hops as arrays: transfer, link (a number), start, end, and the link id of each number.
+
+    Read from the columns of a :class:`~netsim.engine.HopList`, or from the :class:`~netsim.engine.Hop` objects.
+    """
+    columns = getattr(hops, "columns", None)
+    if isinstance(columns, dict) and hasattr(hops, "link_ids"):
+        ids = hops.link_ids
+        as_array = (np.asarray(columns[name]) for name in ("transfer", "link", "start", "end"))
+        return (*as_array, ids.__getitem__)  # type: ignore[return-value]
+    numbers: dict[LinkId, int] = {}
+    h = len(hops)
+    transfer = np.fromiter((hop.transfer for hop in hops), np.int64, h)
+    link = np.fromiter((numbers.setdefault(hop.link, len(numbers)) for hop in hops), np.int64, h)
+    start = np.fromiter((hop.start for hop in hops), float, h)
+    end = np.fromiter((hop.end for hop in hops), float, h)
+    return transfer, link, start, end, list(numbers).__getitem__
+
+
+def _previous_in_group(group: np.ndarray) -> np.ndarray:
+    """For each position, the last earlier position with the same value (-1 if none)."""
+    order = np.argsort(group, kind="stable")
+    previous = np.full(len(group), -1, np.int64)
+    if len(group) > 1:
+        same = group[order[1:]] == group[order[:-1]]
+        previous[order[1:][same]] = order[:-1][same]
+    return previous

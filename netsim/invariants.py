@@ -30,6 +30,7 @@ All checks are linear in the number of transfers and link crossings.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
@@ -127,18 +128,29 @@ def check_playback(
     _check_link_bytes(playback, arrays)
     _check_device_bytes(transfers, buffers, playback, arrays)
     if pattern in _PATTERNS and groups is not None and wanted is not None:
-        _check_chunks(transfers, buffers, playback, groups, pattern, wanted)
+        _check_chunks(arrays, buffers, groups, pattern, wanted)
 
 
 class _Arrays:
-    """The playback and the transfers as NumPy arrays, built once for every check."""
+    """The playback and the transfers as NumPy arrays, built once for every check.
+
+    Read from ``transfers.columns()`` and ``playback.hops.columns`` when they offer
+    them (a :class:`~netsim.schedules.TransferTable`, a :class:`~netsim.engine.HopList`),
+    from the objects otherwise (plain sequences, as the tests corrupt them).
+    """
 
     def __init__(self, topology: Topology, transfers: Sequence[TransferLike], playback: Playback) -> None:
         n = len(transfers)
         if not (len(playback.sent_at) == len(playback.arrived_at) == len(playback.nbytes) == len(playback.routes) == n):
             raise InvariantError("drained", f"the playback records {len(playback.arrived_at)} arrivals and {len(playback.routes)} routes for {n} transfers")
-        self.src = np.fromiter((t.src for t in transfers), np.int64, n)
-        self.dst = np.fromiter((t.dst for t in transfers), np.int64, n)
+        columns = _transfer_columns(transfers)
+        self.src = np.asarray(columns["src"], np.int64)
+        self.dst = np.asarray(columns["dst"], np.int64)
+        self.reduce = np.asarray(columns["reduce"], bool)
+        self.key_index = np.asarray(columns["key_index"], np.int64)
+        self.keys: list[Hashable] = list(columns["keys"])
+        self.dep_ptr = np.asarray(columns["dep_ptr"], np.int64)
+        self.dep_idx = np.asarray(columns["dep_idx"], np.int64)
         self.sent = np.asarray(playback.sent_at, dtype=float)
         self.arrived = np.asarray(playback.arrived_at, dtype=float)
         self.nbytes = np.asarray(playback.nbytes, dtype=np.int64)
@@ -147,30 +159,85 @@ class _Arrays:
         self.link_u = np.fromiter((u for u, _, _ in self.links), np.int64, len(self.links))
         self.link_v = np.fromiter((v for _, v, _ in self.links), np.int64, len(self.links))
         hops = playback.hops
-        h = len(hops)
-        self.hop_transfer = np.fromiter((hop.transfer for hop in hops), np.int64, h)
-        self.hop_link = np.fromiter((index.get(hop.link, -1) for hop in hops), np.int64, h)
-        self.hop_start = np.fromiter((hop.start for hop in hops), float, h)
-        self.hop_end = np.fromiter((hop.end for hop in hops), float, h)
-        self.route_length = np.fromiter(map(len, playback.routes), np.int64, n)
-        total = int(self.route_length.sum())
-        self.route_link = np.fromiter((index.get(link, -1) for route in playback.routes for link in route), np.int64, total)
+        hop_columns = getattr(hops, "columns", None)
+        if isinstance(hop_columns, dict) and hasattr(hops, "link_ids"):
+            link_ids = list(hops.link_ids)
+            renumber = np.fromiter((index.get(link, -1) for link in link_ids), np.int64, len(link_ids))
+            raw_link = np.asarray(hop_columns["link"], np.int64)
+            self.hop_transfer = np.asarray(hop_columns["transfer"], np.int64)
+            self.hop_link = renumber[raw_link] if len(raw_link) else np.zeros(0, np.int64)
+            self.hop_start = np.asarray(hop_columns["start"], float)
+            self.hop_end = np.asarray(hop_columns["end"], float)
+            self.hop_link_id: Callable[[int], Any] = lambda k: link_ids[int(raw_link[k])]
+        else:
+            h = len(hops)
+            self.hop_transfer = np.fromiter((hop.transfer for hop in hops), np.int64, h)
+            self.hop_link = np.fromiter((index.get(hop.link, -1) for hop in hops), np.int64, h)
+            self.hop_start = np.fromiter((hop.start for hop in hops), float, h)
+            self.hop_end = np.fromiter((hop.end for hop in hops), float, h)
+            self.hop_link_id = lambda k: hops[k].link
+        self.route_length, self.route_link = _route_arrays(playback.routes, index)
         self.topology = topology
-        self.hops = hops
+
+
+def _transfer_columns(transfers: Sequence[TransferLike]) -> dict[str, Any]:
+    """``transfers.columns()`` when offered, else the same arrays read from the objects."""
+    columns = getattr(transfers, "columns", None)
+    if callable(columns):
+        return columns()
+    n = len(transfers)
+    index: dict[Hashable, int] = {}
+    key_index = np.fromiter((index.setdefault(t.key, len(index)) for t in transfers), np.int64, n)
+    counts = np.fromiter((len(t.deps) for t in transfers), np.int64, n)
+    dep_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=dep_ptr[1:])
+    return {
+        "src": np.fromiter((t.src for t in transfers), np.int64, n),
+        "dst": np.fromiter((t.dst for t in transfers), np.int64, n),
+        "reduce": np.fromiter((bool(t.reduce) for t in transfers), bool, n),
+        "key_index": key_index,
+        "keys": list(index),
+        "dep_ptr": dep_ptr,
+        "dep_idx": np.fromiter((d for t in transfers for d in t.deps), np.int64, int(dep_ptr[-1])),
+    }
+
+
+def _route_arrays(routes: Sequence[Sequence[Any]], index: dict[Any, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Per transfer its route's length, and all routes' links (as numbers in ``index``, -1 if absent) end to end.
+
+    The engine hands out one tuple object per distinct route, shared by every
+    transfer taking it: each distinct object is read once.
+    """
+    n = len(routes)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    identity = np.fromiter(map(id, routes), np.uint64, n)
+    _, first, inverse = np.unique(identity, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    distinct = [routes[int(k)] for k in first]
+    lengths = np.fromiter(map(len, distinct), np.int64, len(distinct))
+    links = np.fromiter((index.get(link, -1) for route in distinct for link in route), np.int64, int(lengths.sum()))
+    route_length = lengths[inverse]
+    starts = np.zeros(len(distinct), np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(route_length, out=ptr[1:])
+    positions = np.repeat(starts[inverse] - ptr[:-1], route_length)
+    positions += np.arange(int(ptr[-1]))
+    return route_length, links[positions]
 
 
 def _check_drained(transfers: Sequence[TransferLike], playback: Playback, a: _Arrays) -> None:
     lost = np.flatnonzero(~(np.isfinite(a.sent) & np.isfinite(a.arrived)))
     if lost.size:
-        devices = sorted({transfers[i].dst for i in lost[:100]})
+        devices = sorted(set(a.dst[lost[:100]].tolist()))
         raise InvariantError("drained", f"transfers {lost[:10].tolist()} never arrived: devices {devices[:10]} did not finish")
     early = (a.sent > a.arrived + _slack(a.sent, a.arrived)) | (a.sent < 0)
     if early.any():
         i = _first(early)
         raise InvariantError("drained", f"transfer #{i} arrived at {a.arrived[i]:.9g} s, before it was sent at {a.sent[i]:.9g} s")
-    count = sum(len(t.deps) for t in transfers)
-    waiting = np.fromiter((i for i, t in enumerate(transfers) for _ in t.deps), np.int64, count)
-    awaited = np.fromiter((d for t in transfers for d in t.deps), np.int64, count)
+    waiting = np.repeat(np.arange(len(a.src), dtype=np.int64), np.diff(a.dep_ptr))
+    awaited = a.dep_idx
     jumped = a.arrived[awaited] > a.sent[waiting] + _slack(a.arrived[awaited], a.sent[waiting])
     if jumped.any():
         i, d = waiting[_first(jumped)], awaited[_first(jumped)]
@@ -198,7 +265,7 @@ def _check_delivery(transfers: Sequence[TransferLike], groups: Sequence[Sequence
             bad[a.hop_transfer[order][_first(wrong_link)]] = True
     if bad.any():
         i = _first(bad)
-        links = [topology.link_name(hop.link) for hop in a.hops if hop.transfer == i]
+        links = [topology.link_name(a.hop_link_id(k)) for k in np.flatnonzero(a.hop_transfer == i).tolist()]
         route = [topology.link_name(link) for link in _route_of(a, i)]
         raise InvariantError(
             "delivery", f"transfer #{i} ({a.src[i]}->{a.dst[i]}) crossed {len(links)} link(s) {links[:6]} but its route is {len(route)} link(s) {route[:6]}"
@@ -256,8 +323,8 @@ def _route_of(a: _Arrays, i: int) -> list[Any]:
 
 def _check_link_bytes(playback: Playback, a: _Arrays) -> None:
     if (a.hop_link < 0).any():
-        hop = a.hops[_first(a.hop_link < 0)]
-        raise InvariantError("link bytes", f"transfer #{hop.transfer} crossed link {hop.link}, which is not in the topology")
+        k = _first(a.hop_link < 0)
+        raise InvariantError("link bytes", f"transfer #{a.hop_transfer[k]} crossed link {a.hop_link_id(k)}, which is not in the topology")
     m = len(a.links)
     carried = np.bincount(a.hop_link, weights=a.nbytes[a.hop_transfer].astype(float), minlength=m)
     messages = np.bincount(a.hop_link, minlength=m)
@@ -292,11 +359,12 @@ def _check_device_bytes(transfers: Sequence[TransferLike], buffers: Sequence[dic
         for key, chunk in held.items():
             if hasattr(chunk, "nbytes"):  # payload-free (timing-only) chunks have no size to compare
                 size.setdefault(key, int(chunk.nbytes))
-    expected = np.fromiter((size.get(t.key, -1) for t in transfers), np.int64, len(transfers))
+    key_size = np.fromiter((size.get(key, -1) for key in a.keys), np.int64, len(a.keys))
+    expected = key_size[a.key_index] if len(a.keys) else np.full(len(a.key_index), -1, np.int64)
     wrong = (expected >= 0) & (expected != a.nbytes)
     if wrong.any():
         i = _first(wrong)
-        raise InvariantError("device bytes", f"transfer #{i} carried {a.nbytes[i]} B of chunk {transfers[i].key!r}, which is {expected[i]} B")
+        raise InvariantError("device bytes", f"transfer #{i} carried {a.nbytes[i]} B of chunk {a.keys[a.key_index[i]]!r}, which is {expected[i]} B")
     n = a.topology.n_devices
     counted = np.fromiter((s.bytes for s in playback.links.values()), np.int64, len(a.links))
     link_out = np.bincount(a.link_u, weights=counted, minlength=n)
@@ -320,9 +388,8 @@ _PATTERNS = ("gather", "reduce_scatter", "all_reduce", "all_to_all", "permute")
 
 
 def _check_chunks(
-    transfers: Sequence[TransferLike],
+    a: _Arrays,
     buffers: Sequence[dict[Hashable, Any]],
-    playback: Playback,
     groups: Sequence[Sequence[int]],
     pattern: str,
     wanted: Callable[[int], Iterable[int]],
@@ -331,67 +398,213 @@ def _check_chunks(
 
     A gather's block b must come from member b, an all_to_all's block s*n + j from
     member s, a reduction's from every member, a ppermute's from its pair's source
-    (pairs overlap, so there a chunk is just 1: there or not). Written to allocate
-    few objects: on big runs Python's garbage collector would otherwise cost more
-    than the replay.
+    (pairs overlap, so there a chunk is just 1: there or not).
+
+    When nothing adds (gathers, all_to_all, ppermute) every mask has at most one
+    bit, and the replay runs on whole arrays (:func:`_chunks_placed`); reductions
+    replay one transfer at a time (:func:`_chunks_folded`). Both raise the same
+    error on the same first fault.
     """
     permute = pattern == "permute"
     position = {} if permute else {d: k for members in groups for k, d in enumerate(members)}
     size = len(groups[0]) if groups else 1
-
-    def add(state: int, j: int, device: int, key: Hashable) -> int:
-        payload = carried[j]
-        if transfers[j].reduce:
-            if state & payload:
-                raise InvariantError("chunks", f"device {device}, chunk {key!r}: transfer #{j} adds the data of member(s) {_bits(state & payload)} again")
-            return state | payload
-        if payload and payload == state and transfers[j].src != transfers[j].dst:  # a device may copy a chunk to itself
-            raise InvariantError("chunks", f"device {device}, chunk {key!r}: transfer #{j} delivers a chunk that is already there a second time")
-        return payload
-
-    arrived = playback.arrived_at
-    carried = [0] * len(transfers)
-    for i in _dependency_order(transfers):
-        t = transfers[i]
-        src, key = t.src, t.key
-        state = (1 if permute else 1 << position[src]) if key in buffers[src] else 0
-        feeding = [d for d in t.deps if transfers[d].dst == src and transfers[d].key == key]
-        if len(feeding) > 1:
-            feeding.sort(key=lambda j: (arrived[j], j))
-        for j in feeding:
-            state = add(state, j, src, key)
-        carried[i] = state
-    # What every device holds at the end: fold the arrivals into each (device, chunk), in arrival order.
+    order = _dependency_order(a)
+    # The chunks each device starts with, as numbers into key_ids (every key any device holds).
     key_ids: dict[Hashable, int] = {}
     for held in buffers:
         for key in held:
             key_ids.setdefault(key, len(key_ids))
-    keys = list(key_ids)
-    n = len(transfers)
-    key_id = np.fromiter((key_ids.get(t.key, -1) for t in transfers), np.int64, n)
+    held_codes = np.fromiter((d * len(key_ids) + key_ids[key] for d, held in enumerate(buffers) for key in held), np.int64)
+    # Each transfer's key as a number into key_ids (-1 if no device started with it).
+    key_id = np.fromiter((key_ids.get(key, -1) for key in a.keys), np.int64, len(a.keys))[a.key_index] if len(a.keys) else np.zeros(0, np.int64)
+    placed_only = pattern in ("gather", "all_to_all", "permute") and not a.reduce.any()
+    if placed_only and (permute or all(d in position for d, held in enumerate(buffers) if held)):
+        _chunks_placed(a, buffers, order, position, size, pattern, wanted, key_ids, key_id, held_codes)
+    else:
+        _chunks_folded(a, buffers, order, position, size, pattern, wanted, key_ids, key_id)
+
+
+def _feeding(a: _Arrays) -> tuple[np.ndarray, np.ndarray]:
+    """Per transfer, the arrivals of its own chunk at its source it waits for, by arrival (then index):
+    transfer i's are ``fed[ptr[i]:ptr[i+1]]``."""
+    n = len(a.src)
+    owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(a.dep_ptr))
+    dep = a.dep_idx
+    same = (a.dst[dep] == a.src[owner]) & (a.key_index[dep] == a.key_index[owner])
+    owner, dep = owner[same], dep[same]
+    order = np.lexsort((dep, a.arrived[dep], owner))
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(owner, minlength=n), out=ptr[1:])
+    return ptr, dep[order]
+
+
+def _chunks_folded(
+    a: _Arrays,
+    buffers: Sequence[dict[Hashable, Any]],
+    order: Iterable[int],
+    position: dict[int, int],
+    size: int,
+    pattern: str,
+    wanted: Callable[[int], Iterable[int]],
+    key_ids: dict[Hashable, int],
+    key_id: np.ndarray,
+) -> None:
+    """The replay one transfer at a time, with masks as Python ints (any pattern).
+
+    Written to allocate few objects: on big runs Python's garbage collector would
+    otherwise cost more than the replay.
+    """
+    permute = pattern == "permute"
+    src, dst, kidx, reduce = a.src.tolist(), a.dst.tolist(), a.key_index.tolist(), a.reduce.tolist()
+    keys_of = a.keys
+
+    def add(state: int, j: int, device: int, key: Hashable) -> int:
+        payload = carried[j]
+        if reduce[j]:
+            if state & payload:
+                raise InvariantError("chunks", f"device {device}, chunk {key!r}: transfer #{j} adds the data of member(s) {_bits(state & payload)} again")
+            return state | payload
+        if payload and payload == state and src[j] != dst[j]:  # a device may copy a chunk to itself
+            raise InvariantError("chunks", f"device {device}, chunk {key!r}: transfer #{j} delivers a chunk that is already there a second time")
+        return payload
+
+    n = len(src)
+    feed_ptr, fed = (v.tolist() for v in _feeding(a))
+    carried = [0] * n
+    for i in order:
+        s, key = src[i], keys_of[kidx[i]]
+        state = (1 if permute else 1 << position[s]) if key in buffers[s] else 0
+        for j in fed[feed_ptr[i] : feed_ptr[i + 1]]:
+            state = add(state, j, s, key)
+        carried[i] = state
+    # What every device holds at the end: fold the arrivals into each (device, chunk), in arrival order.
     if (key_id < 0).any():
         i = _first(key_id < 0)
-        raise InvariantError("chunks", f"transfer #{i} carries chunk {transfers[i].key!r}, which no device started with")
-    code = np.fromiter((t.dst for t in transfers), np.int64, n) * len(keys) + key_id
-    order = np.lexsort((np.arange(n), np.asarray(arrived, dtype=float), code)).tolist()
+        raise InvariantError("chunks", f"transfer #{i} carries chunk {keys_of[kidx[i]]!r}, which no device started with")
+    code = a.dst * len(key_ids) + key_id
     final: dict[int, int] = {}
-    for i in order:
-        t = transfers[i]
-        c = t.dst * len(keys) + key_ids[t.key]
-        state = final[c] if c in final else ((1 if permute else 1 << position[t.dst]) if t.key in buffers[t.dst] else 0)
-        final[c] = add(state, i, t.dst, t.key)
-    pieces = 1 + max((key[1] for key in keys), default=0)
+    for i in np.lexsort((np.arange(n), a.arrived, code)).tolist():
+        d, key = dst[i], keys_of[kidx[i]]
+        c = d * len(key_ids) + key_ids[key]
+        state = final[c] if c in final else ((1 if permute else 1 << position[d]) if key in buffers[d] else 0)
+        final[c] = add(state, i, d, key)
+    pieces = 1 + max((key[1] for key in key_ids), default=0)
     for d in range(len(buffers)):
         for block in wanted(d):
             expected = _whose(pattern, block, size)
             for piece in range(pieces):
                 key = (block, piece)
-                c = d * len(keys) + key_ids[key] if key in key_ids else -1
+                c = d * len(key_ids) + key_ids[key] if key in key_ids else -1
                 got = final[c] if c in final else ((1 if permute else 1 << position[d]) if key in buffers[d] else 0)
                 if got != expected:
                     lost = expected & ~got
                     detail = f"without the data of group member(s) {_bits(lost)}" if lost else f"with the data of member(s) {_bits(got & ~expected)}"
                     raise InvariantError("chunks", f"device {d} ends with chunk {key!r} {detail}")
+
+
+def _chunks_placed(
+    a: _Arrays,
+    buffers: Sequence[dict[Hashable, Any]],
+    order: Iterable[int],
+    position: dict[int, int],
+    size: int,
+    pattern: str,
+    wanted: Callable[[int], Iterable[int]],
+    key_ids: dict[Hashable, int],
+    key_id: np.ndarray,
+    held_codes: np.ndarray,
+) -> None:
+    """The same replay on whole arrays when no transfer adds: a mask is then one bit or none,
+    kept as the bit's number (-1 for none), and a chunk carries what the last arrival it
+    waited for brought (or its source's own data)."""
+    permute = pattern == "permute"
+    n, n_keys = len(a.src), len(key_ids)
+    n_devices = len(buffers)
+    own = np.full(max(n_devices, int(a.src.max(initial=-1)) + 1, int(a.dst.max(initial=-1)) + 1), -1, np.int64)
+    for d in range(n_devices):
+        own[d] = 0 if permute else position.get(d, -1)
+    held_codes = np.sort(held_codes)
+
+    def starting(device: np.ndarray, kid: np.ndarray) -> np.ndarray:
+        """The bit a device's own copy of a chunk carries at the start (-1: it holds none)."""
+        code = device * n_keys + kid
+        spot = np.minimum(np.searchsorted(held_codes, code), max(len(held_codes) - 1, 0))
+        has = (kid >= 0) & (len(held_codes) > 0) & (held_codes[spot] == code if len(held_codes) else False)
+        return np.where(has, own[device], -1)
+
+    # The replay in dependency order: each transfer carries what its last feeding arrival brought.
+    feed_ptr, fed = _feeding(a)
+    initial = starting(a.src, key_id)
+    count = np.diff(feed_ptr)
+    root = np.arange(n, dtype=np.int64)
+    has_feed = count > 0
+    root[has_feed] = fed[feed_ptr[1:][has_feed] - 1]
+    while True:
+        further = root[root]
+        if np.array_equal(further, root):
+            break
+        root = further
+    carried = initial[root]
+    owner = np.repeat(np.arange(n, dtype=np.int64), count)
+    before = np.empty(len(fed), np.int64)
+    before[1:] = carried[fed[:-1]]
+    firsts = feed_ptr[:-1][has_feed]
+    before[firsts] = initial[has_feed]
+    again = (carried[fed] >= 0) & (carried[fed] == before) & (a.src[fed] != a.dst[fed])
+    if again.any():
+        bad = np.flatnonzero(again)
+        if isinstance(order, range):
+            e = int(bad[0])
+        else:
+            rank = np.empty(n, np.int64)
+            rank[np.asarray(order, np.int64)] = np.arange(n)
+            e = int(bad[np.lexsort((bad, rank[owner[bad]]))[0]])
+        i, j = int(owner[e]), int(fed[e])
+        raise InvariantError(
+            "chunks", f"device {a.src[i]}, chunk {a.keys[a.key_index[i]]!r}: transfer #{j} delivers a chunk that is already there a second time"
+        )
+    # What every device holds at the end: each (device, chunk) keeps its last arrival.
+    if (key_id < 0).any():
+        i = _first(key_id < 0)
+        raise InvariantError("chunks", f"transfer #{i} carries chunk {a.keys[a.key_index[i]]!r}, which no device started with")
+    code = a.dst * n_keys + key_id
+    by_arrival = np.lexsort((np.arange(n), a.arrived, code))
+    code = code[by_arrival]
+    got = carried[by_arrival]
+    first = np.ones(n, bool)
+    first[1:] = code[1:] != code[:-1]
+    before = np.empty(n, np.int64)
+    before[1:] = got[:-1]
+    before[first] = starting(a.dst[by_arrival][first], key_id[by_arrival][first])
+    again = (got >= 0) & (got == before) & (a.src[by_arrival] != a.dst[by_arrival])
+    if again.any():
+        i = int(by_arrival[_first(again)])
+        raise InvariantError(
+            "chunks", f"device {a.dst[i]}, chunk {a.keys[a.key_index[i]]!r}: transfer #{i} delivers a chunk that is already there a second time"
+        )
+    last = np.ones(n, bool)
+    last[:-1] = code[1:] != code[:-1]
+    final_code, final = code[last], got[last]
+    # Every block every device wants, each piece: the bit it ends with against the one it must.
+    blocks = [[int(b) for b in wanted(d)] for d in range(n_devices)]
+    device = np.repeat(np.arange(n_devices, dtype=np.int64), [len(b) for b in blocks])
+    block = np.fromiter(itertools.chain.from_iterable(blocks), np.int64, len(device))
+    pieces = 1 + max((key[1] for key in key_ids), default=0)
+    piece = np.tile(np.arange(pieces, dtype=np.int64), len(device))
+    device, block = np.repeat(device, pieces), np.repeat(block, pieces)
+    distinct = np.unique(block)
+    table = np.array([[key_ids.get((int(b), p), -1) for p in range(pieces)] for b in distinct.tolist()], np.int64).reshape(len(distinct), pieces)
+    kid = table[np.searchsorted(distinct, block), piece] if len(block) else np.zeros(0, np.int64)
+    code = device * n_keys + kid
+    spot = np.minimum(np.searchsorted(final_code, code), max(len(final_code) - 1, 0))
+    arrived = (kid >= 0) & (final_code[spot] == code) if len(final_code) else np.zeros(len(code), bool)
+    ends = np.where(arrived, final[spot] if len(final) else -1, starting(device, kid))
+    expected = np.zeros_like(block) if permute else (block // size if pattern == "all_to_all" else block)
+    wrong = ends != expected
+    if wrong.any():
+        k = _first(wrong)
+        key = (int(block[k]), int(piece[k]))
+        raise InvariantError("chunks", f"device {device[k]} ends with chunk {key!r} without the data of group member(s) {[int(expected[k])]}")
 
 
 def _whose(pattern: str, block: int, size: int) -> int:
@@ -403,22 +616,23 @@ def _whose(pattern: str, block: int, size: int) -> int:
     return 1 << (block // size if pattern == "all_to_all" else block)
 
 
-def _dependency_order(transfers: Sequence[TransferLike]) -> Iterable[int]:
+def _dependency_order(a: _Arrays) -> Sequence[int]:
     """Indices with every transfer after the ones it waits for (index order when that already holds)."""
-    if all(d < i for i, t in enumerate(transfers) for d in t.deps):
-        return range(len(transfers))
-    missing = [len(t.deps) for t in transfers]
-    dependents: list[list[int]] = [[] for _ in transfers]
-    for i, t in enumerate(transfers):
-        for d in t.deps:
-            dependents[d].append(i)
+    n = len(a.src)
+    waiting = np.repeat(np.arange(n, dtype=np.int64), np.diff(a.dep_ptr))
+    if (a.dep_idx < waiting).all():
+        return range(n)
+    missing = np.diff(a.dep_ptr).tolist()
+    dependents: list[list[int]] = [[] for _ in range(n)]
+    for i, d in zip(waiting.tolist(), a.dep_idx.tolist(), strict=True):
+        dependents[d].append(i)
     order = [i for i, m in enumerate(missing) if m == 0]
     for i in order:
         for j in dependents[i]:
             missing[j] -= 1
             if missing[j] == 0:
                 order.append(j)
-    if len(order) < len(transfers):
+    if len(order) < n:
         cycle = [i for i, m in enumerate(missing) if m][:10]
         raise InvariantError("drained", f"transfers {cycle} wait for each other in a cycle, yet the run finished")
     return order

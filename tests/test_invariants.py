@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import netsim
 from netsim.cli import app
 from netsim.engine import play
-from netsim.invariants import InvariantError, _Arrays, _check_device_bytes, check_playback
+from netsim.invariants import InvariantError, _Arrays, _check_device_bytes, _chunks_folded, _chunks_placed, check_playback
 from netsim.schedules import Schedule, build_schedule
 from netsim.topology import ring, torus
 
@@ -290,3 +290,50 @@ def test_a_corrupted_playback_inside_a_run_is_an_internal_error(tmp_path, monkey
     result = runner.invoke(app, ["run", str(path)])
     assert result.exit_code == 3
     assert "invariant 'delivery' violated" in result.output and "(scenario" in result.output and "seed 3)" in result.output
+
+
+# The two replays of the chunks check -----------------------------------------------------
+
+
+def chunk_errors(replay, topology, schedule, buffers, run, groups, wanted):
+    """What one replay of the chunks check says: None, or the message it raises."""
+    from netsim.invariants import _dependency_order
+
+    a = _Arrays(topology, schedule.transfers, run)
+    key_ids: dict = {}
+    for held in buffers:
+        for key in held:
+            key_ids.setdefault(key, len(key_ids))
+    key_id = np.array([key_ids.get(a.keys[k], -1) for k in a.key_index.tolist()], np.int64)
+    position = {d: k for members in groups for k, d in enumerate(members)}
+    size = len(groups[0])
+    args = [a, buffers, _dependency_order(a), position, size, schedule.pattern, wanted, key_ids, key_id]
+    if replay is _chunks_placed:
+        args.append(np.array([d * len(key_ids) + key_ids[k] for d, held in enumerate(buffers) for k in held], np.int64))
+    try:
+        replay(*args)
+    except InvariantError as error:
+        return str(error)
+    return None
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "bidirectional_ring", "recursive_doubling", "direct", "multiaxis"])
+@pytest.mark.parametrize("corruption", ["none", "drop", "twice", "regroup", "swap"])
+def test_the_array_replay_says_what_the_step_by_step_replay_says(algorithm, corruption):
+    pattern = "all_to_all" if algorithm == "direct" else "gather"
+    schedule = build_schedule(pattern, [(0, 1, 2, 3)], algorithm)
+    transfers = list(schedule.transfers)
+    if corruption == "drop":
+        transfers = transfers[:-1]
+    elif corruption == "twice":
+        transfers = [*transfers, transfers[-1], transfers[0]]
+    short = replace(schedule, transfers=tuple(transfers))
+    topology = ring(4)
+    buffers = start_buffers(short, 4)
+    run = play(topology, short.transfers, buffers)
+    groups = {"regroup": ((1, 0, 2, 3),), "swap": ((0, 1, 3, 2),)}.get(corruption, short.groups)
+    wanted = wanted_of(short)
+    placed = chunk_errors(_chunks_placed, topology, short, buffers, run, groups, wanted)
+    folded = chunk_errors(_chunks_folded, topology, short, buffers, run, groups, wanted)
+    assert placed == folded
+    assert (placed is None) == (corruption == "none")
