@@ -275,6 +275,7 @@ class AllToAllSpec(_Strict):
     concat_axis: int = 0
     tiled: bool = False
     axis_index_groups: Groups = None
+    axes: Axes = None
 
 
 class PpermuteSpec(_Strict):

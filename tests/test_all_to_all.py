@@ -97,7 +97,7 @@ def test_pytree_leaves_each_exchange():
         ),
         (
             lambda: netsim.all_to_all(np.zeros((4, 4)), 0, 0, algorithm="ring"),
-            "algorithm 'ring' does not run the all_to_all pattern; algorithms that do: direct",
+            "algorithm 'ring' does not run the all_to_all pattern; algorithms that do: direct, dimension_ordered",
         ),
         (lambda: netsim.all_to_all(np.zeros((4, 4)), 0, 0, topology="ring8"), "input has 4 devices on its leading axis but topology ring8 has 8"),
     ],

@@ -117,7 +117,7 @@ CASES = [
         replace("  op: all_gather", "  op: all_to_all\n  tiled: true\n  axis_index_groups: [[0, 1], [2, 3]]").replace(
             "name: t", "name: t\nalgorithm: recursive_doubling"
         ),
-        "algorithm: algorithm 'recursive_doubling' does not run the all_to_all pattern; algorithms that do: direct",
+        "algorithm: algorithm 'recursive_doubling' does not run the all_to_all pattern; algorithms that do: direct, dimension_ordered",
     ),
     (replace("  op: all_gather", "  op: ppermute"), "collective.perm: required field is missing"),
     (

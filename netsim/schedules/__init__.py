@@ -37,7 +37,7 @@ Algorithms live in the modules of this package and register themselves in
 all_to_all); :mod:`netsim.schedules.recursive_doubling`,
 :mod:`netsim.schedules.recursive_halving` and :mod:`netsim.schedules.rabenseifner`
 have the algorithms of those names; :mod:`netsim.schedules.torus` has ``multiaxis``
-and ``dimension_ordered``.
+and ``dimension_ordered`` (which also runs all_to_all, axis by axis).
 
 Groups with a shape
     A group laid over several mesh axes (see :mod:`netsim.device_mesh`) has a shape,
@@ -343,24 +343,31 @@ class AxesAlgorithm:
         ``all_reduce`` is reduce_scatter then gather.
     description : str
         One line for reports.
+    all_to_all : callable or None
+        ``f(shape, wraparound)``: moves of the all_to_all pattern (block ``i*n + j``
+        goes from i to j, possibly through other members), or None if the
+        algorithm does not run it.
     """
 
     pieces: Callable[[int], int]
     gather: AxesMoves
     reduce_scatter: AxesMoves
     description: str = ""
+    all_to_all: AxesMoves | None = None
     power_of_two = False
     one_message_per_step = False
 
     def runs(self, pattern: str) -> bool:
-        """Whether the algorithm can play ``pattern``: gathers and reductions, not all_to_all.
+        """Whether the algorithm can play ``pattern``: gathers, reductions and, if it has moves for it, all_to_all.
 
         Examples
         --------
         >>> ALGORITHMS["multiaxis"].runs("all_reduce"), ALGORITHMS["multiaxis"].runs("all_to_all")
         (True, False)
+        >>> ALGORITHMS["dimension_ordered"].runs("all_to_all")
+        True
         """
-        return pattern in ("gather", "reduce_scatter", "all_reduce")
+        return pattern in ("gather", "reduce_scatter", "all_reduce") or (pattern == "all_to_all" and self.all_to_all is not None)
 
 
 ALGORITHMS: dict[str, Algorithm | AxesAlgorithm] = {}
@@ -464,7 +471,8 @@ def build_schedule(
     shape, wraps = _check_shape(groups, group_shape, wraparound)
     if isinstance(plan, AxesAlgorithm):
         pieces = plan.pieces(len(shape))
-        plan = Algorithm(pieces, partial(_shaped, plan.gather, shape, wraps), partial(_shaped, plan.reduce_scatter, shape, wraps))
+        all_to_all = None if plan.all_to_all is None else partial(_shaped, plan.all_to_all, shape, wraps)
+        plan = Algorithm(pieces, partial(_shaped, plan.gather, shape, wraps), partial(_shaped, plan.reduce_scatter, shape, wraps), all_to_all=all_to_all)
     phases: list[tuple[str, MoveFn]] = []
     if pattern in ("reduce_scatter", "all_reduce") and plan.reduce_scatter is not None:
         phases.append(("reduce_scatter", plan.reduce_scatter))

@@ -43,6 +43,13 @@ Along one axis
         T ~= (n_{k-1} - 1)/n_{k-1} * V / W_ici,
 
     1.6 times the multiaxis time on a 4x4 torus and 2.29 times on 4x4x4.
+
+    It also runs all_to_all (:func:`dimension_ordered_all_to_all`): block i -> j
+    goes along a_0 to the member with j's coordinate there, which forwards it
+    along a_1, and so on; each stage is a direct all_to_all within the lines of
+    one axis. The links carry what ``direct``'s dimension-order routes put on
+    them; the stages overlap, so the time lies between the busiest link plus a
+    hop and the stages in turn (see :func:`netsim.costs.dimension_ordered_all_to_all`).
 """
 
 from __future__ import annotations
@@ -52,8 +59,10 @@ import math
 from collections.abc import Callable, Iterator
 
 from netsim.schedules import ALGORITHMS, AxesAlgorithm, Move, register
+from netsim.schedules.direct import HALVES
+from netsim.schedules.direct import _order as _farthest_first
 
-__all__ = ["line_gather", "line_reduce_scatter"]
+__all__ = ["dimension_ordered_all_to_all", "line_gather", "line_reduce_scatter"]
 
 OneAxis = Callable[[int], Iterator[Move]]
 
@@ -154,6 +163,63 @@ def _in_order(k: int) -> list[tuple[int, ...]]:
     return [tuple(range(k))]
 
 
+def _axis_order(d: int, c: int, ring: bool) -> list[int]:
+    """Coordinates a member at ``c`` on an axis of ``d`` sends to, farthest first (as ``direct`` does)."""
+    if ring:
+        return list(_farthest_first(d, c))
+    return sorted((t for t in range(d) if t != c), key=lambda t: (-abs(t - c), t))
+
+
+def _distance(d: int, a: int, b: int, ring: bool) -> int:
+    """Hops between coordinates a and b on an axis of d (the shorter way on a ring)."""
+    return min(abs(a - b), d - abs(a - b)) if ring else abs(a - b)
+
+
+def _offset(strides: tuple[int, ...], coords: list[int], axes: range, values: tuple[int, ...]) -> int:
+    """Position change from moving the ``axes`` coordinates from ``coords`` to ``values``."""
+    return sum((v - coords[a]) * strides[a] for a, v in zip(axes, values, strict=True))
+
+
+def dimension_ordered_all_to_all(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> Iterator[Move]:
+    """All_to_all one axis after the other: a direct all_to_all within the lines of each axis.
+
+    Block ``i*n + j`` goes first along axis 0, to the member with j's coordinate on
+    axis 0 and i's on the others, then along axis 1, and so on, each step placing it
+    at the member reached, which passes it on. Before the step along axis a a member
+    holds the blocks whose source agrees with it on axes a.. and whose destination
+    agrees with it on axes ..a-1; it sends to every other member of its line of a
+    the n/n_a of them whose destination has that member's coordinate on a. Each block
+    goes in two halves with opposite tie directions, as in ``direct``: a member half
+    way round a ring gets one half each way. Destinations farthest first and, to
+    each, the blocks with the most hops still to go on later axes first (so they
+    reach the next axis's links early); on one axis this is exactly ``direct``.
+
+    Examples
+    --------
+    >>> # member 0 sends block 0->3 (to forward) before block 0->2 (which stays at 2)
+    >>> [(t, i, j, b) for t, i, j, b, piece, _ in dimension_ordered_all_to_all((2, 2), (True, True)) if piece == 0][:6]
+    [(0, 0, 2, 3), (0, 0, 2, 2), (0, 1, 3, 6), (0, 1, 3, 7), (0, 2, 0, 9), (0, 2, 0, 8)]
+    """
+    n = math.prod(shape)
+    strides = _strides(shape)
+    for axis, (d, ring) in enumerate(zip(shape, wraps, strict=True)):
+        stride = strides[axis]
+        before, after = range(axis), range(axis + 1, len(shape))
+        for m in range(n):
+            coords = [m // strides[a] % shape[a] for a in range(len(shape))]
+            # sources: m's coordinates on axes axis.., any on ..axis-1
+            sources = [m + _offset(strides, coords, before, values) for values in itertools.product(*(range(shape[a]) for a in before))]
+            for t in _axis_order(d, coords[axis], ring):
+                to = m + (t - coords[axis]) * stride
+                # destinations: m's coordinates on ..axis-1, t on axis, any on axis+1..
+                targets = [to + _offset(strides, coords, after, values) for values in itertools.product(*(range(shape[a]) for a in after))]
+                targets.sort(key=lambda j: -sum(_distance(shape[a], j // strides[a] % shape[a], coords[a], wraps[a]) for a in after))
+                for i in sources:
+                    for j in targets:
+                        for piece, direction in HALVES:
+                            yield axis, m, to, i * n + j, piece, direction
+
+
 register(
     "multiaxis",
     AxesAlgorithm(
@@ -170,5 +236,6 @@ register(
         _axis_by_axis("gather", _in_order),
         _axis_by_axis("reduce_scatter", _in_order),
         "whole blocks, one axis after the other in the order given",
+        all_to_all=dimension_ordered_all_to_all,
     ),
 )
