@@ -317,7 +317,10 @@ def _simulate(
     pieces = pieces_of(ALGORITHMS.get(algorithm))
     group_size = len(layouts[0].groups[0]) if layouts[0].groups else 1
     if data == "values":
-        check_memory(estimate_memory(collective, n_devices, group_size, sum(leaf[0].nbytes for leaf in leaves), pieces, input_exists=True))
+        out_bytes = max(n_devices * math.prod(layout.output_shape) * leaf.dtype.itemsize for leaf, layout in zip(leaves, layouts, strict=True))
+        materialised = output == "full" or (output == "auto" and out_bytes <= MATERIALISE_LIMIT_BYTES)
+        input_bytes = sum(leaf[0].nbytes for leaf in leaves)
+        check_memory(estimate_memory(collective, n_devices, group_size, input_bytes, pieces, input_exists=True, materialised=materialised))
     outputs, runs, time, checks = [], [], 0.0, []
     for leaf, layout in zip(leaves, layouts, strict=True):
         schedule = build_schedule(layout.pattern, layout.groups, algorithm, **shape) if plan is None else plan(layout)

@@ -76,6 +76,7 @@ def estimate_memory(
     pieces: int = 2,
     *,
     input_exists: bool = False,
+    materialised: bool = True,
 ) -> MemoryEstimate:
     """Estimate the memory a collective will need, from sizes alone (nothing is allocated).
 
@@ -92,6 +93,9 @@ def estimate_memory(
         Pieces each block is cut into (the algorithm's).
     input_exists : bool, default False
         True when the caller already holds the input (the Python API).
+    materialised : bool, default True
+        False when the output stays lazy (built a row at a time when read), so
+        it takes no memory up front.
 
     Examples
     --------
@@ -111,7 +115,7 @@ def estimate_memory(
     transfers = n_devices * max(group_size - 1, 0) * pieces * (2 if collective == "psum" else 1)
     return MemoryEstimate(
         inputs=0 if input_exists else n_devices * input_bytes,
-        outputs=n_devices * output,
+        outputs=n_devices * output if materialised else 0,
         partial_sums=n_devices * input_bytes if reduces else 0,
         reference=group_size * input_bytes + 4 * output,
         schedule=transfers * BYTES_PER_TRANSFER,

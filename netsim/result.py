@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from netsim.chunks import LazyOutput
 from netsim.critical_path import CriticalPath
 from netsim.engine import Playback
 from netsim.schedules import Schedule
@@ -142,6 +143,11 @@ class Result:
         for leaf in _arrays(self.output):
             if leaf is None:  # nothing materialised
                 digest.update(b"None;")
+                continue
+            if isinstance(leaf, LazyOutput):  # row by row: never the whole output at once
+                digest.update(f"{leaf.shape}{leaf.dtype.str};".encode())
+                for device in range(leaf.shape[0]):
+                    digest.update(np.ascontiguousarray(leaf.row(device)).reshape(-1).view(np.uint8))
                 continue
             array = np.asarray(leaf)
             digest.update(f"{array.shape}{array.dtype.str};".encode())

@@ -887,9 +887,14 @@ def _check_memory(scenario: Scenario, source: str) -> None:
     """
     if scenario.data == "none":
         return
-    input_bytes = math.prod(scenario.shape) * np.dtype(scenario.input.dtype).itemsize
+    from netsim.collectives import MATERIALISE_LIMIT_BYTES
+
+    itemsize = np.dtype(scenario.input.dtype).itemsize
+    input_bytes = math.prod(scenario.shape) * itemsize
+    n_devices = scenario.topology_shape.n_devices
+    materialised = n_devices * math.prod(scenario.layout().output_shape) * itemsize <= MATERIALISE_LIMIT_BYTES  # bigger outputs stay lazy
     pieces = pieces_of(ALGORITHMS.get(scenario.algorithm))
-    estimate = estimate_memory(scenario.collective.op, scenario.topology_shape.n_devices, scenario._group_size, input_bytes, pieces)
+    estimate = estimate_memory(scenario.collective.op, n_devices, scenario._group_size, input_bytes, pieces, materialised=materialised)
     try:
         check_memory(estimate)
     except MemoryLimitError as error:
