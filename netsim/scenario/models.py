@@ -1,0 +1,319 @@
+"""The scenario model: input, mesh, faults, expected result, and :class:`Scenario` itself."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import BeforeValidator, Field, field_validator, model_validator
+
+from netsim import units
+from netsim.device_mesh import AxisGroups, Mesh
+from netsim.presets import is_slice_name, parse_slice
+from netsim.scenario.collective_spec import AllGatherSpec, AllToAllSpec, PpermuteSpec, PsumScatterSpec, PsumSpec
+from netsim.scenario.errors import ScenarioError
+from netsim.scenario.fields import Bytes, Duration, _Strict
+from netsim.scenario.topology_spec import LinkSpec, TopologyShape, TopologySpec, _build_topology, _find_topology, load_topology, topology_names
+from netsim.scenario.yaml_files import _read_yaml, _validate
+from netsim.schedules import ALGORITHMS, DEFAULT_AXES_ALGORITHM, default_algorithm
+from netsim.semantics import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
+from netsim.topology import Topology, UnreachableError
+
+
+def _mesh_shorthand(value: Any) -> Any:
+    """``mesh: {data: 4, model: 4}`` is short for ``mesh: {shape: {data: 4, model: 4}}``."""
+    if isinstance(value, dict) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value.values()):
+        return {"shape": value}
+    return value
+
+
+class MeshSpec(_Strict):
+    """Named mesh axes and how they lie on the topology (see :mod:`netsim.device_mesh`)."""
+
+    shape: dict[str, Annotated[int, Field(ge=1)]] = Field(min_length=1)
+    devices: list[int] | None = None
+    axis_dims: dict[str, int | list[int]] | None = None
+
+
+class InputSpec(_Strict):
+    """Per-device input: a shape, or a payload size for a 1-D array, and a dtype."""
+
+    shape: list[Annotated[int, Field(ge=0, le=1 << 40)]] | None = Field(None, max_length=8)
+    bytes_per_device: Bytes | None = None
+    dtype: str = "float32"
+    values: Literal["random", "arange"] = "random"
+
+    @field_validator("dtype")
+    @classmethod
+    def _known_dtype(cls, value: str) -> str:
+        try:
+            dtype = np.dtype(value)
+        except TypeError:
+            raise ValueError(f"unknown dtype {value!r}; use e.g. float32, int32, float16") from None
+        if dtype.kind not in "iuf":
+            raise ValueError(f"dtype {value!r} is not a numeric type; use an int, uint or float type")
+        return dtype.name
+
+
+Endpoint = Annotated[int, Field(ge=0)] | Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1, max_length=3)]
+
+
+class FaultSpec(_Strict):
+    """A link that is down or degraded: ``{link: [3, 4], bandwidth: 10%}``, ``{link: [5, 6], state: down}``.
+
+    ``link`` names the two neighbours it joins, by device index or, on a torus,
+    by coordinates (``[[0, 1], [0, 2]]``). ``bandwidth`` is a percentage of the
+    link's own or a bandwidth; ``latency`` replaces its latency. Both directions
+    change unless ``direction: one-way`` (then only first -> second).
+    """
+
+    link: Annotated[list[Endpoint], Field(min_length=2, max_length=2)]
+    state: Literal["up", "down"] = "up"
+    bandwidth: str | None = None
+    latency: Duration | None = None
+    direction: Literal["both", "one-way"] = "both"
+
+    @field_validator("bandwidth")
+    @classmethod
+    def _bandwidth_or_percent(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        if value.strip().endswith("%"):
+            fraction = units.parse_percent(value)
+            if fraction <= 0:
+                raise ValueError(f"a link at {value} carries nothing; write state: down instead")
+            if fraction > 1e6:
+                raise ValueError(f"{value} is not a plausible change of bandwidth")
+        else:
+            bandwidth = units.parse_bandwidth(value)
+            if bandwidth < 1:
+                raise ValueError(f"{value} is below 1 B/s; write state: down for a dead link")
+        return value
+
+    @model_validator(mode="after")
+    def _something_changes(self) -> FaultSpec:
+        if self.state == "down" and (self.bandwidth is not None or self.latency is not None):
+            raise ValueError("a link that is down has no bandwidth or latency; give state: down alone")
+        if self.state == "up" and self.bandwidth is None and self.latency is None:
+            raise ValueError("nothing changes: give bandwidth (e.g. 10% or '4.5 GB/s'), latency, or state: down")
+        return self
+
+    def apply(self, topology: Topology) -> Topology:
+        """The topology with this fault (ValueError naming the link if it does not fit)."""
+        src, dst = (_device(topology, end) for end in self.link)
+        both = self.direction == "both"
+        if self.state == "down":
+            return topology.fail_link(src, dst, both_ways=both)
+        factor = bandwidth = None
+        if self.bandwidth is not None and self.bandwidth.strip().endswith("%"):
+            factor = units.parse_percent(self.bandwidth)
+        elif self.bandwidth is not None:
+            bandwidth = units.parse_bandwidth(self.bandwidth)
+        return topology.degrade_link(src, dst, bandwidth_factor=factor, bandwidth_Bps=bandwidth, latency_s=self.latency, both_ways=both)
+
+
+def _device(topology: Topology, end: int | list[int]) -> int:
+    if isinstance(end, int):
+        if end >= topology.n_devices:
+            raise ValueError(f"device {end} is not on {topology.name} (devices 0..{topology.n_devices - 1})")
+        return end
+    if len(end) != len(topology.dims) or any(c >= size for c, size in zip(end, topology.dims, strict=True)):
+        raise ValueError(f"coordinates {end} are not on {topology.name} (dims {list(topology.dims)})")
+    return topology.device(end)
+
+
+class ExpectedSpec(_Strict):
+    """What a bundled scenario is known to produce (checked by the test suite)."""
+
+    time_s: float
+
+
+class Scenario(_Strict):
+    """A validated scenario. Build one with :func:`load_scenario`."""
+
+    name: str
+    description: str | None = None
+    topology: str | TopologySpec
+    collective: Annotated[AllGatherSpec | PsumScatterSpec | PsumSpec | AllToAllSpec | PpermuteSpec, Field(discriminator="op")]
+    input: InputSpec
+    algorithm: str | None = None
+    link: LinkSpec | None = None
+    forwarding: Literal["cut_through", "store_and_forward"] = "cut_through"
+    seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
+    expected: ExpectedSpec | None = None
+    mesh: Annotated[MeshSpec | None, BeforeValidator(_mesh_shorthand)] = None
+    faults: list[FaultSpec] = Field(default_factory=list, max_length=1 << 16)
+    stragglers: dict[Annotated[int, Field(ge=0, strict=False)], Duration] = Field(default_factory=dict)  # "2" as well: JSON keys are text
+    data: Literal["values", "none"] = "values"
+    source: str = Field("<scenario>", exclude=True)
+    base_dir: Path | None = Field(None, exclude=True)
+
+    @field_validator("algorithm")
+    @classmethod
+    def _known_algorithm(cls, value: str | None) -> str | None:
+        if value is not None and value not in ALGORITHMS:
+            raise ValueError(f"unknown algorithm {value!r}; expected one of {', '.join(ALGORITHMS)}")
+        return value
+
+    @cached_property
+    def topology_obj(self) -> Topology:
+        """The topology with the scenario's link overrides applied."""
+        if isinstance(self.topology, TopologySpec):
+            topo = _build_topology(self.topology, self.source, "topology", self.name)
+        else:
+            try:
+                topo = load_topology(self.topology, base_dir=self.base_dir)
+            except ScenarioError as error:
+                if error.source != self.topology:
+                    raise  # the topology file itself is malformed: name that file
+                raise ScenarioError(self.source, "topology", error.problem) from None
+        if self.link is not None:
+            topo = topo.with_links(self.link.bandwidth, self.link.latency)
+        for index, fault in enumerate(self.faults):
+            try:
+                topo = fault.apply(topo)
+            except ValueError as error:
+                raise ScenarioError(self.source, f"faults.{index}.link", str(error)) from None
+        return topo
+
+    @cached_property
+    def topology_shape(self) -> TopologyShape:
+        """The topology's axes and links (with the link overrides), without building its graph."""
+        if isinstance(self.topology, TopologySpec):
+            spec, source, field, stem = self.topology, self.source, "topology", self.name
+        elif is_slice_name(self.topology) and not (Path(self.topology).is_file() or (self.base_dir and (self.base_dir / self.topology).is_file())):
+            try:
+                generation, dims = parse_slice(self.topology)
+            except ValueError as error:
+                raise ScenarioError(self.source, "topology", str(error)) from None
+            shape = TopologyShape(self.topology, dims, generation.wraps(dims), generation.bandwidth_Bps, generation.latency_s)
+            return self._with_link_overrides(shape)
+        else:
+            try:
+                path = _find_topology(self.topology, self.base_dir)
+            except FileNotFoundError:
+                problem = f"no topology file {self.topology!r}; bundled ones are: {', '.join(topology_names())}"
+                raise ScenarioError(self.source, "topology", problem) from None
+            spec, source, field, stem = _validate(TopologySpec, _read_yaml(path), str(path)), str(path), "", path.stem
+        try:
+            shape = spec.shape(stem)
+        except ValueError as error:
+            raise ScenarioError(source, field or "dims", str(error)) from None
+        return self._with_link_overrides(shape)
+
+    def _with_link_overrides(self, shape: TopologyShape) -> TopologyShape:
+        if self.link is None:
+            return shape
+        bandwidth = self.link.bandwidth if self.link.bandwidth is not None else shape.bandwidth_Bps
+        latency = self.link.latency if self.link.latency is not None else shape.latency_s
+        return TopologyShape(shape.name, shape.dims, shape.wraparound, bandwidth, latency)
+
+    def as_run(self) -> dict[str, Any]:
+        """The scenario as it runs, self-contained: defaults filled in, the topology inline.
+
+        Written back as YAML it loads to the same scenario and gives the same numbers.
+
+        Examples
+        --------
+        >>> from netsim.scenario import load_scenario
+        >>> load_scenario("scenarios/allgather_ring8.yaml").as_run()["topology"]["link"]
+        {'bandwidth': '45 GB/s', 'latency': '1 us'}
+        """
+        data = self.model_dump(mode="json", exclude_none=True)
+        data["topology"] = self.topology_shape.as_spec()
+        data.pop("link", None)  # folded into the inline topology
+        return data
+
+    @property
+    def resolved_algorithm(self) -> str:
+        """The algorithm that runs: the one named, or the collective's default."""
+        if self.algorithm is not None:
+            return self.algorithm
+        pattern = self.layout().pattern
+        if pattern == "permute":
+            return "direct"
+        if getattr(self.collective, "axes", None) is not None and ALGORITHMS[DEFAULT_AXES_ALGORITHM].runs(pattern):
+            return DEFAULT_AXES_ALGORITHM
+        return default_algorithm(pattern)
+
+    @cached_property
+    def mesh_obj(self) -> Mesh | None:
+        """The mesh laid on the topology, or None without ``mesh``."""
+        if self.mesh is None:
+            return None
+        try:
+            return Mesh(self.mesh.shape, self.topology_obj, devices=self.mesh.devices, axis_dims=self.mesh.axis_dims)
+        except ValueError as error:
+            message = str(error)
+            field = next((f"mesh.{f}" for f in ("devices", "axis_dims") if message.startswith(f)), "mesh")
+            raise ScenarioError(self.source, "faults" if isinstance(error, UnreachableError) else field, message) from None
+
+    @cached_property
+    def groups(self) -> AxisGroups | list[list[int]] | None:
+        """The collective's groups: from its mesh axes, or its axis_index_groups."""
+        spec = self.collective
+        if getattr(spec, "axes", None) is None:
+            return getattr(spec, "axis_index_groups", None)
+        if spec.axis_index_groups is not None:
+            raise ScenarioError(self.source, "collective.axes", "give axes or axis_index_groups, not both")
+        mesh = self.mesh_obj
+        if mesh is None:
+            raise ScenarioError(self.source, "collective.axes", "naming mesh axes needs a mesh: add e.g. mesh: {data: 4, model: 4} to the scenario")
+        try:
+            return mesh.groups(spec.axes)
+        except ValueError as error:
+            raise ScenarioError(self.source, "faults" if isinstance(error, UnreachableError) else "collective.axes", str(error)) from None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Per-device input shape."""
+        if self.input.shape is not None:
+            return tuple(self.input.shape)
+        count = self.input.bytes_per_device // np.dtype(self.input.dtype).itemsize
+        if self._splits_into_group_rows:
+            return (self._group_size, count // self._group_size)
+        return (count,)
+
+    @property
+    def _splits_into_group_rows(self) -> bool:
+        """An untiled psum_scatter or all_to_all: bytes_per_device becomes [group size, rest]."""
+        return isinstance(self.collective, (PsumScatterSpec, AllToAllSpec)) and not self.collective.tiled
+
+    @property
+    def _group_size(self) -> int:
+        groups = self.groups
+        return len(groups[0]) if groups else self.topology_shape.n_devices
+
+    def make_input(self) -> np.ndarray:
+        """The stacked input ``[n_devices, *shape]``, drawn from the scenario's seed.
+
+        ``values: random``: integers uniform in [-100, 100) (or [0, 100) unsigned)
+        so sums stay exact, floats standard normal. ``values: arange``:
+        ``np.arange`` over the whole stacked array, as in the jax.lax docs examples.
+        """
+        rng = np.random.default_rng(self.seed)
+        shape = (self.topology_obj.n_devices, *self.shape)
+        dtype = np.dtype(self.input.dtype)
+        if self.input.values == "arange":
+            return np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape)
+        if dtype.kind in "iu":
+            low = 0 if dtype.kind == "u" else max(-100, int(np.iinfo(dtype).min))
+            return rng.integers(low, min(100, int(np.iinfo(dtype).max)), size=shape, dtype=dtype)
+        native = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float32)
+        return rng.standard_normal(shape, dtype=native).astype(dtype, copy=False)
+
+    def layout(self):
+        """Check the collective's arguments against the input shape; return its layout."""
+        proxy = np.broadcast_to(np.zeros((), self.input.dtype), (self.topology_shape.n_devices, *self.shape))
+        spec = self.collective
+        if isinstance(spec, AllGatherSpec):
+            return AllGatherLayout.check(proxy, spec.axis, spec.tiled, self.groups)
+        if isinstance(spec, PsumScatterSpec):
+            return ReduceScatterLayout.check(proxy, spec.scatter_dimension, spec.tiled, self.groups)
+        if isinstance(spec, AllToAllSpec):
+            return AllToAllLayout.check(proxy, spec.split_axis, spec.concat_axis, spec.tiled, self.groups)
+        if isinstance(spec, PpermuteSpec):
+            return PermuteLayout.check(proxy, spec.perm)
+        return AllReduceLayout.check(proxy, self.groups)

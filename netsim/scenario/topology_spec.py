@@ -1,0 +1,185 @@
+"""Topology files and inline topologies: their model, their shape, and finding them by name."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from netsim import units
+from netsim.presets import is_slice_name, tpu_slice
+from netsim.scenario.errors import ScenarioError
+from netsim.scenario.fields import Bandwidth, Duration, _Strict
+from netsim.scenario.yaml_files import _read_yaml, _validate
+from netsim.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, torus
+
+
+def _package_root() -> Path:
+    """The ``netsim`` package's folder (this module lives in ``netsim/scenario/``)."""
+    return Path(__file__).resolve().parent.parent
+
+
+TOPOLOGY_DIRS = (_package_root().parent / "topologies", _package_root() / "topologies")
+"""Where named topologies are looked up: the project's ``topologies/`` (editable
+installs) and the copy shipped inside the package (wheels)."""
+
+
+class LinkSpec(_Strict):
+    """Link parameters: one-way bandwidth per direction and per-hop latency."""
+
+    bandwidth: Bandwidth | None = None
+    latency: Duration | None = None
+
+
+@dataclass(frozen=True)
+class TopologyShape:
+    """A topology's axes and links without its graph: enough for closed-form estimates of any size.
+
+    Examples
+    --------
+    >>> TopologyShape("pod", (16, 16, 16), (True, True, True), 45e9, 1e-6).n_devices
+    4096
+    """
+
+    name: str
+    dims: tuple[int, ...]
+    wraparound: tuple[bool, ...]
+    bandwidth_Bps: float
+    latency_s: float
+
+    @property
+    def n_devices(self) -> int:
+        """Number of devices."""
+        return math.prod(self.dims)
+
+    def as_spec(self) -> dict[str, Any]:
+        """The topology as an inline scenario mapping (``kind: torus`` covers rings and meshes)."""
+        return {
+            "name": self.name,
+            "kind": "torus",
+            "dims": list(self.dims),
+            "wraparound": list(self.wraparound),
+            "link": {
+                "bandwidth": _human(self.bandwidth_Bps, units.parse_bandwidth, ("GB/s", 1e9), ("MB/s", 1e6), ("B/s", 1.0)),
+                "latency": _human(self.latency_s, units.parse_duration, ("us", 1e-6), ("ns", 1e-9), ("ms", 1e-3), ("s", 1.0)),
+            },
+        }
+
+
+def _human(value: float, parse: Any, *candidates: tuple[str, float]) -> str | float:
+    """``value`` written with a unit when that reads back exactly, else the number itself."""
+    for unit, scale in candidates:
+        text = f"{value / scale:.12g} {unit}"
+        try:
+            if parse(text) == value:
+                return text
+        except ValueError:
+            continue
+    return value
+
+
+class TopologySpec(_Strict):
+    """A ring, torus or mesh, as written in a topology file or inline in a scenario."""
+
+    name: str | None = None
+    description: str | None = None
+    kind: Literal["ring", "torus", "mesh"]
+    dims: list[Annotated[int, Field(ge=1, le=1 << 16)]] = Field(min_length=1, max_length=3)
+    wraparound: bool | list[bool] = True
+    link: LinkSpec = LinkSpec()
+
+    def build(self, default_name: str) -> Topology:
+        shape = self.shape(default_name)
+        return torus(shape.dims, shape.wraparound, shape.bandwidth_Bps, shape.latency_s, name=shape.name)
+
+    def shape(self, default_name: str) -> TopologyShape:
+        """The checked axes and links, without building the graph."""
+        if math.prod(self.dims) > MAX_DEVICES:
+            raise ValueError(f"{math.prod(self.dims)} devices is more than netsim simulates ({MAX_DEVICES})")
+        if self.kind == "ring" and len(self.dims) != 1:
+            raise ValueError(f"a ring has one axis; got dims {self.dims}")
+        if self.kind == "mesh" and self.wraparound not in (False, True) and any(self.wraparound):
+            raise ValueError("a mesh has no wraparound; use kind: torus for wrapped axes")
+        wraps = False if self.kind == "mesh" else self.wraparound
+        if isinstance(wraps, list) and len(wraps) != len(self.dims):
+            raise ValueError(f"wraparound has {len(wraps)} flags for {len(self.dims)} axes")
+        return TopologyShape(
+            self.name or default_name,
+            tuple(self.dims),
+            tuple(wraps) if isinstance(wraps, list) else (wraps,) * len(self.dims),
+            self.link.bandwidth if self.link.bandwidth is not None else DEFAULT_BANDWIDTH_BPS,
+            self.link.latency if self.link.latency is not None else DEFAULT_LATENCY_S,
+        )
+
+
+MAX_DEVICES = 1 << 16
+"""The most devices a topology may have."""
+
+
+def topology_names() -> list[str]:
+    """Names of the bundled topologies.
+
+    Examples
+    --------
+    >>> "ring8" in topology_names()
+    True
+    """
+    names = set()
+    for directory in TOPOLOGY_DIRS:
+        if directory.is_dir():
+            names.update(p.stem for p in directory.glob("*.yaml"))
+    return sorted(names)
+
+
+def _find_topology(name: str, base_dir: Path | None) -> Path:
+    candidates = [Path(name)]
+    if base_dir is not None:
+        candidates.append(base_dir / name)
+    stem = name[:-5] if name.endswith(".yaml") else name
+    candidates += [d / f"{stem}.yaml" for d in TOPOLOGY_DIRS]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise FileNotFoundError(name)
+
+
+def load_topology(name: str | Path, *, base_dir: Path | None = None) -> Topology:
+    """Read a topology file, by name (from ``topologies/``) or by path.
+
+    A name ``GENERATION:SHAPE`` such as ``tpu-v5e:8x16`` is a TPU slice
+    (:mod:`netsim.presets`), built without a file.
+
+    Raises
+    ------
+    ScenarioError
+        If there is no such topology, or the file is malformed.
+
+    Examples
+    --------
+    >>> load_topology("torus4x4").dims
+    (4, 4)
+    >>> load_topology("tpu-v4:4x4x4").wraparound
+    (True, True, True)
+    """
+    if isinstance(name, str) and is_slice_name(name) and not Path(name).is_file():
+        try:
+            return tpu_slice(name)
+        except ValueError as error:
+            raise ScenarioError(name, "topology", str(error)) from None
+    try:
+        path = _find_topology(str(name), base_dir)
+    except FileNotFoundError:
+        raise ScenarioError(str(name), "topology", f"no topology file {str(name)!r}; bundled ones are: {', '.join(topology_names())}") from None
+    data = _read_yaml(path)
+    spec = _validate(TopologySpec, data, str(path))
+    return _build_topology(spec, str(path), "", path.stem)
+
+
+def _build_topology(spec: TopologySpec, source: str, field: str, default_name: str) -> Topology:
+    try:
+        return spec.build(default_name)
+    except ValueError as error:
+        raise ScenarioError(source, field or "dims", str(error)) from None

@@ -1,0 +1,151 @@
+"""Reading YAML files safely (bounded size and nesting, no Python objects, no key twice)
+and turning pydantic's errors into one line naming the file, the field and the fix."""
+
+from __future__ import annotations
+
+import re
+import reprlib
+import stat
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from netsim.scenario.collective_spec import _OPS
+from netsim.scenario.errors import ScenarioError
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (YAML would keep the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+            except TypeError:
+                continue  # an unhashable key: SafeLoader itself says so
+            if duplicate:
+                raise yaml.constructor.ConstructorError(None, None, f"found the key {key!r} twice in one mapping", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+MAX_FILE_BYTES = 16 * 2**20
+"""The largest scenario or topology file read."""
+MAX_NESTING = 64
+"""The deepest nesting of YAML flow collections read (PyYAML's scanner is quadratic in it)."""
+_QUOTED_OR_COMMENT = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'|(?:^|(?<=\s))#[^\n]*", re.MULTILINE)
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise ScenarioError(str(path), "", "not a regular file")
+        with path.open("rb") as file:
+            data = file.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise ScenarioError(str(path), "", "no such file") from None
+    except OSError as error:
+        raise ScenarioError(str(path), "", f"cannot read: {error.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ScenarioError(str(path), "", f"larger than {MAX_FILE_BYTES // 2**20} MiB; a scenario or topology file is a few lines of YAML")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ScenarioError(str(path), "", "not a text file (expected UTF-8 YAML)") from None
+    if _nesting(text) > MAX_NESTING:
+        raise ScenarioError(str(path), "", f"invalid YAML: the document is nested too deeply (more than {MAX_NESTING} levels of [ ] or {{ }})")
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader: no Python objects
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ScenarioError(str(path), "", f"invalid YAML{where}: {error.problem}") from None
+    except RecursionError:
+        raise ScenarioError(str(path), "", "invalid YAML: the document is nested too deeply") from None
+    except yaml.YAMLError as error:
+        raise ScenarioError(str(path), "", f"invalid YAML: {type(error).__name__}") from None
+
+
+def _nesting(text: str) -> int:
+    """How deep ``[`` and ``{`` nest outside quotes and comments (an upper bound is enough)."""
+    codes = np.frombuffer(_QUOTED_OR_COMMENT.sub("", text).encode("utf-8"), np.uint8)
+    step = np.isin(codes, (ord("["), ord("{"))).astype(np.int64) - np.isin(codes, (ord("]"), ord("}")))
+    return int(np.cumsum(step).max(initial=0))
+
+
+_UNION_TAGS = set(_OPS)
+
+
+_TYPE_TAG = re.compile(r"(function-[a-z-]+|constrained-[a-z]+|list|int|str|bool|float|dict|tuple|union|nullable)(\[.*\])?|\[key\]")
+"""Pydantic's names for the member of a union or validator that failed: not fields, left out of paths."""
+
+
+def _validate(model: type[BaseModel], data: Any, source: str, extra: dict[str, Any] | None = None) -> Any:
+    if not isinstance(data, dict):
+        raise ScenarioError(source, "", f"expected a mapping of fields at the top level, got {type(data).__name__}")
+    try:
+        return model.model_validate({**data, **(extra or {})})
+    except ValidationError as error:
+        errors = error.errors(include_url=False)
+        first = errors[0]
+        if first["type"].endswith("_type"):
+            # A union (e.g. a topology name or mapping): when the value has the other
+            # member's type, that member's error says what is wrong inside it.
+            deeper = [e for e in errors if len(_field_path(e)) > len(_field_path(first)) and _field_path(e)[: len(_field_path(first))] == _field_path(first)]
+            first = deeper[0] if deeper else first
+        loc = _field_path(first)
+        message = first["msg"].removeprefix("Value error, ")
+        if first["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            loc.append("op")
+            message = f"expected one of {', '.join(_OPS)}"
+        if first["type"] == "extra_forbidden":
+            allowed = _allowed_fields(model, loc[:-1], data)
+            message = f"unknown field; allowed here: {', '.join(allowed)}" if allowed else "unknown field"
+        elif first["type"] == "missing":
+            message = "required field is missing"
+        elif "input" in first and "op" not in loc[-1:]:
+            message = f"{message} (got {_short(first['input'])})"
+        raise ScenarioError(source, ".".join(loc), message) from None
+    except RecursionError:
+        raise ScenarioError(source, "", "document is nested too deeply") from None
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 3, 4, 4, 50, 50, 40
+
+
+def _field_path(error: Any) -> list[str]:
+    """The fields an error's location goes through, without pydantic's union and validator tags."""
+    return [str(p) for p in error["loc"] if p not in _UNION_TAGS and not _TYPE_TAG.fullmatch(str(p))]
+
+
+def _short(value: Any) -> str:
+    """A short repr, bounded however big the value (YAML aliases can make it huge)."""
+    text = _REPR.repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _allowed_fields(model: type[BaseModel], path: list[str], data: Any) -> list[str]:
+    for part in path:
+        if part.isdigit() or model is None:
+            return []
+        info = model.model_fields.get(part)
+        if info is None:
+            return []
+        annotation = info.annotation
+        if part == "collective" and isinstance(data, dict) and isinstance(data.get("collective"), dict):
+            op = data["collective"].get("op")
+            model = _OPS.get(op)
+            continue
+        candidates = [a for a in getattr(annotation, "__args__", (annotation,)) if isinstance(a, type) and issubclass(a, BaseModel)]
+        model = candidates[0] if candidates else None
+    if model is None:
+        return []
+    return [name for name, info in model.model_fields.items() if not info.exclude]
