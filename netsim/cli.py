@@ -10,8 +10,9 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -28,6 +29,8 @@ app = typer.Typer(
     help="netsim: simulate collectives (all_gather, psum_scatter, psum) on TPU-style interconnects.",
     pretty_exceptions_enable=False,
 )
+
+T = TypeVar("T")
 
 USER_ERROR = 2
 INTERNAL_ERROR = 3
@@ -59,20 +62,10 @@ def run(
             check_trace_path(trace)
         if output is not None:
             check_output_dir(output)
-        loaded = load_scenario(scenario)
-        result = simulate(loaded)
-        text = to_json(result) if json_output else None
-    except EngineError as error:
-        raise _fail(f"internal error in netsim while running {scenario}: {error}", INTERNAL_ERROR) from None
-    except MemoryError as error:
-        hint = "run it timing-only with `data: none`, or use fewer devices or a smaller input"
-        raise _fail(f"{scenario}: ran out of memory ({error or 'MemoryError'}); {hint}", USER_ERROR) from None
     except ValueError as error:
         raise _fail(str(error), USER_ERROR) from None
-    except Exception as error:  # a bug in netsim: report it, never a traceback
-        raise _fail(
-            f"internal error in netsim while running {scenario}: {type(error).__name__}: {error}; this is a bug in netsim, please report it", INTERNAL_ERROR
-        ) from None
+    loaded, result = _simulated(scenario)
+    text = _guarded(scenario, to_json, result) if json_output else None
     try:
         if output is not None:
             write_output_dir(output, result, loaded)
@@ -144,14 +137,39 @@ def estimate(
     console.print(_grid(f"every algorithm for {mine.collective} on this layout (* = the scenario's)", headers, rows))
 
 
-def _simulated(scenario: str):
-    """Load and run a scenario, turning failures into the CLI's exit codes."""
+def _guarded(scenario: str, work: Callable[..., T], *args: Any) -> T:
+    """Run ``work(*args)`` for a scenario, turning every failure into one line and the CLI's exit code."""
     try:
-        return simulate(load_scenario(scenario))
+        return work(*args)
     except EngineError as error:
         raise _fail(f"internal error in netsim while running {scenario}: {error}", INTERNAL_ERROR) from None
-    except (ValueError, MemoryError) as error:
+    except MemoryError as error:
+        hint = "run it timing-only with `data: none`, or use fewer devices or a smaller input"
+        raise _fail(f"{scenario}: ran out of memory ({error or 'MemoryError'}); {hint}", USER_ERROR) from None
+    except ValueError as error:
         raise _fail(str(error), USER_ERROR) from None
+    except Exception as error:  # a bug in netsim: report it, never a traceback
+        raise _fail(
+            f"internal error in netsim while running {scenario}: {type(error).__name__}: {error}; this is a bug in netsim, please report it", INTERNAL_ERROR
+        ) from None
+
+
+def _load_and_simulate(scenario: str) -> tuple[Any, Any]:
+    loaded = load_scenario(scenario)
+    return loaded, simulate(loaded)
+
+
+def _simulated(scenario: str) -> tuple[Any, Any]:
+    """Load and run a scenario: (the scenario, its result), or exit with one line."""
+    return _guarded(scenario, _load_and_simulate, scenario)
+
+
+def _drawn(scenario: str, output: str, suffixes: tuple[str, ...], draw: Callable[[Any], Any]) -> tuple[Any, Any]:
+    """Check the file name, run the scenario and ``draw(result)`` into ``output``: (result, path written)."""
+    if not output.lower().endswith(suffixes):
+        raise _fail(f"--output {output!r}: the file name must end in {', '.join(suffixes)}", USER_ERROR)
+    _, result = _simulated(scenario)
+    return result, _guarded(scenario, draw, result)
 
 
 @app.command()
@@ -161,12 +179,8 @@ def explain(
     """Explain the algorithm step by step: who sends what to whom, who holds what, and what each step costs."""
     from netsim.explain import explain as explain_text
 
-    result = _simulated(scenario)
-    try:
-        text = explain_text(result)
-    except ValueError as error:
-        raise _fail(str(error), USER_ERROR) from None
-    print(text)
+    _, result = _simulated(scenario)
+    print(_guarded(scenario, explain_text, result))
 
 
 @app.command()
@@ -180,13 +194,7 @@ def animate(
     from netsim.animate import FORMATS
     from netsim.animate import animate as make_animation
 
-    if not output.lower().endswith(FORMATS):
-        raise _fail(f"--output {output!r}: the file name must end in {', '.join(FORMATS)}", USER_ERROR)
-    result = _simulated(scenario)
-    try:
-        path = make_animation(result, frames=frames, fps=fps).save(output)
-    except ValueError as error:
-        raise _fail(str(error), USER_ERROR) from None
+    result, path = _drawn(scenario, output, FORMATS, lambda r: make_animation(r, frames=frames, fps=fps).save(output))
     print(f"wrote {path} ({frames} frames, {result.time * 1e6:.6g} us simulated)")
 
 
@@ -198,13 +206,7 @@ def timeline(
     """Draw a Gantt chart of a scenario: one row per link, one bar per message on it."""
     from netsim.timeline import save_timeline
 
-    if not output.lower().endswith((".png", ".svg", ".pdf")):
-        raise _fail(f"--output {output!r}: the file name must end in .png, .svg or .pdf", USER_ERROR)
-    result = _simulated(scenario)
-    try:
-        path = save_timeline(result, output)
-    except ValueError as error:
-        raise _fail(str(error), USER_ERROR) from None
+    _, path = _drawn(scenario, output, (".png", ".svg", ".pdf"), lambda r: save_timeline(r, output))
     print(f"wrote {path}")
 
 

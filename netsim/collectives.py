@@ -26,7 +26,7 @@ from netsim.invariants import InvariantError, check_playback
 from netsim.presets import is_slice_name, tpu_slice
 from netsim.resources import MemoryLimitError, check_memory, estimate_memory, pieces_of
 from netsim.result import LeafRun, Result
-from netsim.schedules import ALGORITHMS, DEFAULT_AXES_ALGORITHM, Schedule, build_schedule, check_algorithm
+from netsim.schedules import ALGORITHMS, Schedule, build_schedule, check_algorithm, default_algorithm
 from netsim.schedules.direct import permutation
 from netsim.semantics import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
 from netsim.topology import Topology, UnreachableError, ring
@@ -308,8 +308,8 @@ def _simulate(
     if axes is not None:
         if (topo.dims, topo.wraparound) != (axes.topology.dims, axes.topology.wraparound):
             raise ValueError(f"axis_index_groups come from a mesh on {axes.topology.name} but the topology is {topo.name}; pass the mesh's topology or none")
-        if algorithm is None and ALGORITHMS[DEFAULT_AXES_ALGORITHM].runs(layouts[0].pattern):
-            algorithm = DEFAULT_AXES_ALGORITHM
+        if algorithm is None:
+            algorithm = default_algorithm(layouts[0].pattern, over_mesh_axes=True)
         shape = {"group_shape": axes.shape, "wraparound": axes.wraparound}
     if plan is None:
         algorithm = check_algorithm(layouts[0].pattern, len(layouts[0].groups[0]), algorithm)

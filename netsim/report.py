@@ -265,6 +265,7 @@ def _clean(value: Any) -> Any:
 def to_dict(result: Result) -> dict[str, Any]:
     """The summary, the estimates and all statistics as plain JSON-ready values."""
     data: dict[str, Any] = result.summary()
+    data["output_sha256"] = result.output_digest  # hashes every output byte: only for JSON, not the table
     if result.topology_obj is None:
         return data
     stats = result.stats

@@ -210,7 +210,6 @@ class Result:
             "faults": list(self.faults),
             "stragglers": {str(d): t for d, t in self.stragglers.items()},
             "critical_links": self.critical_path.describe(),
-            "output_sha256": self.output_digest,
             **(self.analysis.as_dict() if self.topology_obj is not None else {}),
             "verification": self.verification,
         }

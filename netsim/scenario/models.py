@@ -17,7 +17,7 @@ from netsim.scenario.errors import ScenarioError
 from netsim.scenario.fields import Bytes, Duration, _Strict
 from netsim.scenario.topology_spec import LinkSpec, TopologyShape, TopologySpec, _build_topology, _find_topology, load_topology, topology_names
 from netsim.scenario.yaml_files import _read_yaml, _validate
-from netsim.schedules import ALGORITHMS, DEFAULT_AXES_ALGORITHM, default_algorithm
+from netsim.schedules import ALGORITHMS, default_algorithm
 from netsim.semantics import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
 from netsim.topology import Topology, UnreachableError
 
@@ -231,12 +231,7 @@ class Scenario(_Strict):
         """The algorithm that runs: the one named, or the collective's default."""
         if self.algorithm is not None:
             return self.algorithm
-        pattern = self.layout().pattern
-        if pattern == "permute":
-            return "direct"
-        if getattr(self.collective, "axes", None) is not None and ALGORITHMS[DEFAULT_AXES_ALGORITHM].runs(pattern):
-            return DEFAULT_AXES_ALGORITHM
-        return default_algorithm(pattern)
+        return default_algorithm(self.layout().pattern, over_mesh_axes=getattr(self.collective, "axes", None) is not None)
 
     @cached_property
     def mesh_obj(self) -> Mesh | None:

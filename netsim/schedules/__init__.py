@@ -81,7 +81,7 @@ PATTERNS = ("gather", "reduce_scatter", "all_reduce", "all_to_all")
 DEFAULT_ALGORITHM = "bidirectional_ring"
 DEFAULT_AXES_ALGORITHM = "multiaxis"
 """The default for a collective over mesh axes (groups from :meth:`netsim.Mesh.groups`)."""
-_DEFAULTS = {"all_to_all": "direct"}
+_DEFAULTS = {"all_to_all": "direct", "permute": "direct"}
 
 Key = tuple[int, int]
 
@@ -382,14 +382,21 @@ def register(name: str, algorithm: Algorithm | AxesAlgorithm) -> Algorithm | Axe
     return algorithm
 
 
-def default_algorithm(pattern: str) -> str:
+def default_algorithm(pattern: str, over_mesh_axes: bool = False) -> str:
     """The algorithm a pattern uses when none is named.
+
+    Over mesh axes (groups from :meth:`netsim.Mesh.groups`) that is
+    :data:`DEFAULT_AXES_ALGORITHM` wherever it can play the pattern.
 
     Examples
     --------
-    >>> default_algorithm("gather"), default_algorithm("all_to_all")
-    ('bidirectional_ring', 'direct')
+    >>> default_algorithm("gather"), default_algorithm("all_to_all"), default_algorithm("permute")
+    ('bidirectional_ring', 'direct', 'direct')
+    >>> default_algorithm("gather", over_mesh_axes=True), default_algorithm("all_to_all", over_mesh_axes=True)
+    ('multiaxis', 'direct')
     """
+    if over_mesh_axes and pattern in PATTERNS and ALGORITHMS[DEFAULT_AXES_ALGORITHM].runs(pattern):
+        return DEFAULT_AXES_ALGORITHM
     return _DEFAULTS.get(pattern, DEFAULT_ALGORITHM)
 
 
