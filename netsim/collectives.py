@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from netsim.chunks import LazyOutput, SizeOnly, shape_only
+from netsim.chunks import LazyOutput, SizeOnly, shape_only, unbundled
 from netsim.critical_path import critical_path
 from netsim.device_mesh import AxisGroups
 from netsim.engine import EngineError, Playback, play
@@ -185,13 +185,20 @@ def _write(target: np.ndarray, pieces: list[np.ndarray]) -> None:
         target[...] = np.concatenate(pieces).reshape(target.shape)
 
 
+def _held(playback: Playback, device: int) -> dict:
+    """The chunks a device ends with, its bundles opened (the buffer itself when there are none)."""
+    buffer = playback.buffers[device]
+    return unbundled(buffer, playback.bundles) if playback.bundles else buffer
+
+
 def _output(collective: str, layout: Any, playback: Playback, pieces: int, dtype: np.dtype) -> np.ndarray:
     """JAX's stacked output, written straight from the chunks each device holds at the end.
 
     Devices that want no block (ppermute's non-destinations) keep zeros.
     """
     out = np.zeros((len(playback.buffers), *layout.output_shape), dtype)
-    for device, buffer in enumerate(playback.buffers):
+    for device in range(len(playback.buffers)):
+        buffer = _held(playback, device)
         for block in layout.wanted(device):
             try:
                 chunks = [buffer[(block, p)] for p in range(pieces)]
@@ -245,7 +252,7 @@ def _check_lazy(collective: str, layout: Any, leaf: np.ndarray, playback: Playba
             if keys is None:
                 keys = keys_of[wanted] = [(block, p) for block in wanted for p in range(pieces)]
             try:
-                held = list(map(playback.buffers[device].__getitem__, keys))
+                held = list(map(_held(playback, device).__getitem__, keys))
             except KeyError as missing:
                 raise EngineError(f"{collective}: device {device} ended without chunk {missing}; this is a netsim bug, please report it") from None
             if gather:
@@ -262,7 +269,7 @@ def _check_lazy(collective: str, layout: Any, leaf: np.ndarray, playback: Playba
             if device not in members:
                 continue
             # Block by block, straight from the chunks: no simulated row is materialised.
-            buffer = playback.buffers[device]
+            buffer = _held(playback, device)
             for block in layout.wanted(device):
                 chunks = [buffer[(block, p)] for p in range(pieces)]
                 expected = np.ascontiguousarray(layout.slot(expected_row, block)).reshape(-1)
@@ -347,11 +354,11 @@ def _simulate(
                         raise InvariantError("output", f"{where}: device {device}'s simulated output differs from the NumPy reference")
                 checks.append("equals the NumPy reference of JAX's semantics on every device")
         else:
-            final, pieces, dtype = playback.buffers, schedule.pieces, leaf.dtype
+            final, pieces, dtype = playback, schedule.pieces, leaf.dtype
             result = LazyOutput(
                 (n_devices, *layout.output_shape),
                 dtype,
-                lambda device, layout=layout, final=final, pieces=pieces, dtype=dtype: _row(collective, layout, final[device], device, pieces, dtype),
+                lambda device, layout=layout, final=final, pieces=pieces, dtype=dtype: _row(collective, layout, _held(final, device), device, pieces, dtype),
             )
             if verify:
                 checks.append(_check_lazy(collective, layout, leaf, playback, buffers, schedule.pieces, result))

@@ -45,6 +45,15 @@ process per link serving a FIFO queue, a process per device, as in
 the same order, ties included: the tests check that both give the same times,
 hops and statistics, bit for bit, on random schedules full of ties.
 
+Messages of several chunks
+    A schedule may name *bundles* (``columns()["bundles"]``: bundle key -> the
+    keys of its parts). A device told to send a bundle it was never sent makes
+    it from the parts it holds (parts may be bundles it makes in turn) as a
+    :class:`netsim.chunks.Bundle`: one message, of the parts' total size, that
+    carries references to them. Receivers keep the bundle whole;
+    :func:`netsim.chunks.unbundled` opens it. A bundle a device makes is not
+    added to its chunks (it holds nothing new).
+
 Payloads travel as references: moving a chunk never copies it, and the engine
 only asks a payload for its ``nbytes`` (a reduction also adds payloads with
 ``+``), so a stand-in that carries sizes only plays the same. The engine knows
@@ -65,6 +74,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import simpy
 
+from netsim.chunks import Bundle
 from netsim.topology import LinkId, Topology
 
 __all__ = ["EngineError", "Hop", "HopList", "LinkStats", "Playback", "TransferLike", "play"]
@@ -189,6 +199,8 @@ class Playback:
         Discrete events the engine handled: messages reaching the end of a link,
         links starting and finishing messages, devices waking up (the events of
         the straightforward SimPy model, which would have as many SimPy events).
+    bundles : dict
+        Bundle key -> part keys, as the schedule named them (empty if none).
     """
 
     buffers: list[dict[Hashable, Any]]
@@ -201,6 +213,7 @@ class Playback:
     events: int = 0
     routes: list[tuple[LinkId, ...]] = field(default_factory=list)
     actions: int = 0
+    bundles: dict[Hashable, tuple[Hashable, ...]] = field(default_factory=dict)
 
 
 @contextmanager
@@ -336,6 +349,7 @@ class _Run:
         self.dst = _shared(np.arange(n_devices))[columns["dst"]].tolist()
         self.key = _shared(columns["keys"])[columns["key_index"]].tolist()
         self.reduce = bytearray(np.asarray(columns["reduce"], np.uint8).tobytes())
+        self.bundles = columns.get("bundles") or {}
         routes = _Routes.of_topology(topology)
         self.link_ids = routes.link_ids
         self.route, self.routes = routes.of(topology, columns) if n else ([], [])
@@ -458,7 +472,7 @@ class _Run:
                         key = key_of[i]
                         chunk = buffer.get(key, _ABSENT)
                         if chunk is _ABSENT:
-                            raise EngineError(f"device {c} must send chunk {key!r} (transfer #{i}) but does not hold it")
+                            chunk = _made(buffer, key, self.bundles, c, i)
                         sent_at[i] = now
                         payload[i] = chunk
                         nbytes[i] = chunk.nbytes
@@ -571,6 +585,18 @@ class _Run:
 _ABSENT = object()
 
 
+def _made(buffer: dict, key: Hashable, bundles: dict, device: int, transfer: int) -> Any:
+    """The bundle ``key``, made from the parts ``buffer`` holds (or makes in turn)."""
+    parts = bundles.get(key)
+    if parts is None:
+        raise EngineError(f"device {device} must send chunk {key!r} (transfer #{transfer}) but does not hold it")
+    held = []
+    for part in parts:
+        chunk = buffer.get(part, _ABSENT)
+        held.append(_made(buffer, part, bundles, device, transfer) if chunk is _ABSENT else chunk)
+    return Bundle(held)
+
+
 def _shared(values: Sequence[Any] | np.ndarray) -> np.ndarray:
     """The values as a NumPy object array of Python objects, to index into lists that share them."""
     values = values.tolist() if isinstance(values, np.ndarray) else values
@@ -667,4 +693,5 @@ def play(
         events=run.events,
         routes=run.routes,
         actions=run.actions,
+        bundles=run.bundles,
     )

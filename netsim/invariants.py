@@ -23,7 +23,10 @@ reports as an internal error (exit code 3).
     Replaying the schedule symbolically (each chunk as the set of group members whose
     data it carries), every device ends with every block it should hold, carrying
     each member's contribution exactly once: the owner's block for a gather, the
-    whole group's for a reduction.
+    whole group's for a reduction. For schedules that send bundles (gathers): every
+    transfer leaves a source that holds its chunk or bundle by then (or all the
+    parts it makes the bundle from), nothing reaches a device twice, and opening
+    the bundles each device ends with gives every chunk it wants, once.
 
 All checks are linear in the number of transfers and link crossings.
 """
@@ -37,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from netsim.chunks import made_of
 from netsim.engine import EngineError, Playback, TransferLike
 from netsim.topology import Topology
 
@@ -151,6 +155,7 @@ class _Arrays:
         self.keys: list[Hashable] = list(columns["keys"])
         self.dep_ptr = np.asarray(columns["dep_ptr"], np.int64)
         self.dep_idx = np.asarray(columns["dep_idx"], np.int64)
+        self.bundles: dict[Hashable, tuple[Hashable, ...]] = columns.get("bundles") or {}
         self.sent = np.asarray(playback.sent_at, dtype=float)
         self.arrived = np.asarray(playback.arrived_at, dtype=float)
         self.nbytes = np.asarray(playback.nbytes, dtype=np.int64)
@@ -408,6 +413,9 @@ def _check_chunks(
     permute = pattern == "permute"
     position = {} if permute else {d: k for members in groups for k, d in enumerate(members)}
     size = len(groups[0]) if groups else 1
+    if a.bundles:
+        _chunks_bundled(a, buffers, position, pattern, wanted)
+        return
     order = _dependency_order(a)
     # The chunks each device starts with, as numbers into key_ids (every key any device holds).
     key_ids: dict[Hashable, int] = {}
@@ -605,6 +613,73 @@ def _chunks_placed(
         k = _first(wrong)
         key = (int(block[k]), int(piece[k]))
         raise InvariantError("chunks", f"device {device[k]} ends with chunk {key!r} without the data of group member(s) {[int(expected[k])]}")
+
+
+def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position: dict[int, int], pattern: str, wanted: Callable[[int], Iterable[int]]) -> None:
+    """The ``chunks`` check for a gather that sends bundles, key by key.
+
+    A chunk ``(block, piece)`` must start only at member ``block`` (so whoever
+    holds it holds that member's data); every transfer must leave a source that
+    holds what it carries; no device may be handed a key twice; and at the end
+    each device, its bundles opened, must hold each piece of every block it
+    wants exactly once, and no other chunk.
+    """
+    if pattern != "gather" or a.reduce.any():
+        raise InvariantError("chunks", f"bundles are only played in gathers, not in a {pattern}")
+    bundles = a.bundles
+    for d, held in enumerate(buffers):
+        for key in held:
+            if key in bundles or key[0] != position.get(d):
+                raise InvariantError("chunks", f"device {d} starts with chunk {key!r}, which is not its own block")
+    n, n_keys = len(a.src), len(a.keys)
+    key_number = {key: k for k, key in enumerate(a.keys)}
+    start = {d * n_keys + key_number[key] for d, held in enumerate(buffers) for key in held if key in key_number}
+    # Each (device, key) is delivered at most once, and never where it started.
+    code = a.dst * n_keys + a.key_index
+    order = np.argsort(code, kind="stable")
+    twice = np.flatnonzero(code[order][1:] == code[order][:-1])
+    again = np.isin(code, np.fromiter(start, np.int64, len(start)))
+    if len(twice) or again.any():
+        i = int(order[twice[0] + 1]) if len(twice) else _first(again)
+        raise InvariantError("chunks", f"device {a.dst[i]}, chunk {a.keys[a.key_index[i]]!r}: transfer #{i} delivers a chunk that is already there a second time")
+    arrived = dict(zip(code.tolist(), a.arrived.tolist(), strict=True))
+    # Every transfer leaves once its source holds what it carries (or makes it from what it holds).
+    for i in range(n):
+        s, key = int(a.src[i]), a.keys[a.key_index[i]]
+        leaving = a.sent[i] + _slack(a.sent[i : i + 1], a.sent[i : i + 1])[0]
+        base = s * n_keys
+        needs = [key] if key not in bundles or base + a.key_index[i] in arrived else made_of(key, bundles, lambda part: base + key_number.get(part, -1) in arrived)
+        for part in needs:
+            c = base + key_number.get(part, -1)
+            if c in start or arrived.get(c, np.inf) <= leaving:
+                continue
+            what = "makes its bundle" if part != key else "leaves"
+            raise InvariantError("chunks", f"transfer #{i} {what} from device {s} before chunk {part!r} is there")
+    # What each device ends with, bundles opened: each wanted piece once, nothing else.
+    pieces = sorted({key[1] for held in buffers for key in held})
+    final: list[list[Hashable]] = [list(held) for held in buffers]
+    for i, d in enumerate(a.dst.tolist()):
+        final[d].append(a.keys[a.key_index[i]])
+    for d, keys in enumerate(final):
+        got = sorted(_opened(keys, bundles))
+        want = sorted((int(b), p) for b in wanted(d) for p in pieces)
+        if got != want:
+            extra = sorted(set(got) - set(want)) or [k for k, m in itertools.pairwise(got) if k == m]
+            detail = f"without chunk {sorted(set(want) - set(got))[0]!r}" if set(want) - set(got) else f"with chunk {extra[0]!r} too many times"
+            raise InvariantError("chunks", f"device {d} ends {detail}")
+
+
+def _opened(keys: Iterable[Hashable], bundles: dict[Hashable, tuple[Hashable, ...]]) -> list[Hashable]:
+    """The chunk keys the keys carry, every bundle opened."""
+    out: list[Hashable] = []
+    stack = list(keys)
+    while stack:
+        key = stack.pop()
+        if key in bundles:
+            stack.extend(bundles[key])
+        else:
+            out.append(key)
+    return out
 
 
 def _whose(pattern: str, block: int, size: int) -> int:

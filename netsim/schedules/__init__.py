@@ -30,6 +30,14 @@ One message per step
     arrive exactly when one message of m*s bytes would (h*alpha + m*s/B with
     cut-through forwarding), so the times match the closed forms.
 
+Messages of several chunks (bundles)
+    An algorithm may send a chunk made of other chunks as one message: a
+    *bundle*, named by a key of its own, ``(block, piece)`` with ``block`` at or
+    above the group size. The schedule's ``bundles`` maps each bundle key to its
+    parts' keys (parts may be bundles). The member that first sends a bundle
+    makes it from the parts it holds, so that transfer waits for their arrivals
+    there; the members it reaches forward it whole. See ``multiaxis_bundled``.
+
 Algorithms live in the modules of this package and register themselves in
 :data:`ALGORITHMS`: :mod:`netsim.schedules.rings` has ``ring``,
 ``bidirectional_ring`` (the default) and ``bidirectional_halfway``;
@@ -37,7 +45,9 @@ Algorithms live in the modules of this package and register themselves in
 all_to_all); :mod:`netsim.schedules.recursive_doubling`,
 :mod:`netsim.schedules.recursive_halving` and :mod:`netsim.schedules.rabenseifner`
 have the algorithms of those names; :mod:`netsim.schedules.torus` has ``multiaxis``
-and ``dimension_ordered`` (which also runs all_to_all, axis by axis).
+and ``dimension_ordered`` (which also runs all_to_all, axis by axis);
+:mod:`netsim.schedules.bundled` has ``multiaxis_bundled`` (multiaxis sending
+bundles, one message per ring step).
 
 Groups with a shape
     A group laid over several mesh axes (see :mod:`netsim.device_mesh`) has a shape,
@@ -59,6 +69,8 @@ from numbers import Integral
 from typing import Any
 
 import numpy as np
+
+from netsim.chunks import made_of
 
 __all__ = [
     "ALGORITHMS",
@@ -146,10 +158,12 @@ class TransferTable(Sequence):
         phase: np.ndarray,
         dep_ptr: np.ndarray,
         dep_idx: np.ndarray,
+        bundles: dict[Key, tuple[Key, ...]] | None = None,
     ) -> None:
         self.step, self.src, self.dst, self.block, self.piece = step, src, dst, block, piece
         self.reduce, self.direction, self.phase = reduce, direction, phase
         self.dep_ptr, self.dep_idx = dep_ptr, dep_idx
+        self.bundles: dict[Key, tuple[Key, ...]] = bundles or {}
         self._items: tuple[Transfer, ...] | None = None
         self._columns: dict[str, Any] | None = None
 
@@ -168,6 +182,7 @@ class TransferTable(Sequence):
                 "keys": [(int(b), int(p)) for b, p in keys],
                 "dep_ptr": self.dep_ptr,
                 "dep_idx": self.dep_idx,
+                "bundles": self.bundles,
             }
         return self._columns
 
@@ -222,6 +237,11 @@ class Schedule:
     group_shape : tuple of int or None
         The groups' shape over mesh axes, when the algorithm used one.
     """
+
+    @property
+    def bundles(self) -> dict[Key, tuple[Key, ...]]:
+        """Bundle key -> its parts' keys, for algorithms that send bundles (see the module docstring)."""
+        return getattr(self.transfers, "bundles", None) or {}
 
     algorithm: str
     pattern: str
@@ -347,13 +367,25 @@ class AxesAlgorithm:
         ``f(shape, wraparound)``: moves of the all_to_all pattern (block ``i*n + j``
         goes from i to j, possibly through other members), or None if the
         algorithm does not run it.
+    gather_array : callable, optional
+        ``f(shape, wraparound)``: the gather's moves as an int array ``[moves, 6]``
+        (planned without a Python tuple per move; used instead of ``gather``).
+    bundles : callable, optional
+        ``f(shape, wraparound)``: bundle key -> part keys, for algorithms whose
+        moves send bundles (see the module docstring).
+    patterns : tuple of str, optional
+        Restricts the patterns it plays (default: gathers, reductions and,
+        with moves for it, all_to_all).
     """
 
     pieces: Callable[[int], int]
-    gather: AxesMoves
-    reduce_scatter: AxesMoves
+    gather: AxesMoves | None
+    reduce_scatter: AxesMoves | None
     description: str = ""
     all_to_all: AxesMoves | None = None
+    gather_array: Callable[[tuple[int, ...], tuple[bool, ...]], np.ndarray] | None = None
+    bundles: Callable[[tuple[int, ...], tuple[bool, ...]], dict[Key, tuple[Key, ...]]] | None = None
+    patterns: tuple[str, ...] | None = None
     power_of_two = False
     one_message_per_step = False
 
@@ -367,6 +399,8 @@ class AxesAlgorithm:
         >>> ALGORITHMS["dimension_ordered"].runs("all_to_all")
         True
         """
+        if self.patterns is not None:
+            return pattern in self.patterns
         return pattern in ("gather", "reduce_scatter", "all_reduce") or (pattern == "all_to_all" and self.all_to_all is not None)
 
 
@@ -476,10 +510,14 @@ def build_schedule(
     algorithm = check_algorithm(pattern, len(groups[0]) if groups else 1, algorithm)
     plan = ALGORITHMS[algorithm]
     shape, wraps = _check_shape(groups, group_shape, wraparound)
+    bundles: dict[Key, tuple[Key, ...]] = {}
     if isinstance(plan, AxesAlgorithm):
         pieces = plan.pieces(len(shape))
-        all_to_all = None if plan.all_to_all is None else partial(_shaped, plan.all_to_all, shape, wraps)
-        plan = Algorithm(pieces, partial(_shaped, plan.gather, shape, wraps), partial(_shaped, plan.reduce_scatter, shape, wraps), all_to_all=all_to_all)
+        bundles = plan.bundles(shape, wraps) if plan.bundles is not None else {}
+        gather, reduce_scatter, all_to_all = (
+            None if moves is None else partial(_shaped, moves, shape, wraps) for moves in (plan.gather_array or plan.gather, plan.reduce_scatter, plan.all_to_all)
+        )
+        plan = Algorithm(pieces, gather, reduce_scatter, all_to_all=all_to_all)
     phases: list[tuple[str, MoveFn]] = []
     if pattern in ("reduce_scatter", "all_reduce") and plan.reduce_scatter is not None:
         phases.append(("reduce_scatter", plan.reduce_scatter))
@@ -493,7 +531,7 @@ def build_schedule(
         transfers: Sequence[Transfer] = _planned_with_rows(phases, groups)
     else:
         shaped = isinstance(ALGORITHMS[algorithm], AxesAlgorithm)
-        transfers = _planned_with_arrays(algorithm, phases, groups, shaped)
+        transfers = _planned_with_arrays(algorithm, phases, groups, shaped, bundles)
     return Schedule(algorithm, pattern, groups, plan.pieces, transfers, used_shape)
 
 
@@ -515,10 +553,13 @@ def _planned_with_rows(phases: list[tuple[str, MoveFn]], groups: tuple[tuple[int
     return _with_deps_per_step(rows)
 
 
-def _planned_with_arrays(algorithm: str, phases: list[tuple[str, MoveFn]], groups: tuple[tuple[int, ...], ...], shaped: bool) -> TransferTable:
+def _planned_with_arrays(
+    algorithm: str, phases: list[tuple[str, MoveFn]], groups: tuple[tuple[int, ...], ...], shaped: bool, bundles: dict[Key, tuple[Key, ...]] | None = None
+) -> TransferTable:
     """Transfers as columns: the moves of one group, copied for every group with NumPy.
 
     Columns in the order phase, group, move; then a stable sort by step (as the plan reads).
+    Keys are group positions, so every group shares ``bundles``.
     """
     names = ("step", "src", "dst", "block", "piece", "direction", "phase")
     parts: dict[str, list[np.ndarray]] = {name: [] for name in names}
@@ -544,9 +585,11 @@ def _planned_with_arrays(algorithm: str, phases: list[tuple[str, MoveFn]], group
     del order
     step, src, dst, block, piece = (columns[name] for name in ("step", "src", "dst", "block", "piece"))
     dep_ptr, dep_idx = _with_deps(step, src, dst, block, piece)
+    if bundles:
+        dep_ptr, dep_idx = _with_parts(step, src, dst, block, piece, dep_ptr, dep_idx, bundles)
     phase_code = columns["phase"].astype(np.int8)
     reduce = phase_code == PHASES.index("reduce_scatter")
-    return TransferTable(step, src, dst, block, piece, reduce, columns["direction"], phase_code, dep_ptr, dep_idx)
+    return TransferTable(step, src, dst, block, piece, reduce, columns["direction"], phase_code, dep_ptr, dep_idx, bundles)
 
 
 PHASES = ("reduce_scatter", "gather", "all_to_all", "permute")
@@ -583,7 +626,8 @@ def _by_group(algorithm: str, phase: str, groups: tuple[tuple[int, ...], ...], s
         if shaped_moves is None:
             yield members, _moves(algorithm, phase, n)
         else:
-            yield members, np.array(list(shaped_moves(n)), np.int64).reshape(-1, 6)
+            moves = shaped_moves(n)
+            yield members, moves if isinstance(moves, np.ndarray) else np.array(list(moves), np.int64).reshape(-1, 6)
         start = stop
 
 
@@ -634,6 +678,66 @@ def _with_deps_per_step(rows: list[tuple[int, int, int, Key, bool, int, str]]) -
             latest[dst][1].append(index)
         start = stop
     return tuple(transfers)
+
+
+def _with_parts(
+    step: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    block: np.ndarray,
+    piece: np.ndarray,
+    dep_ptr: np.ndarray,
+    dep_idx: np.ndarray,
+    bundles: dict[Key, tuple[Key, ...]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Make each transfer that sends a bundle its source was never sent wait for the parts.
+
+    Such a transfer makes the bundle: it waits for every arrival at its source, at
+    an earlier step, of each part; a part that never arrives there but is a bundle
+    itself stands for its own parts, and so on (a part that is neither was there
+    from the start). Other transfers keep the dependencies they have.
+    """
+    n = len(step)
+    pieces = 1 + max(int(piece.max()), max((p for key in bundles for _, p in (key, *bundles[key])), default=0))
+    code = block.astype(np.int64) * pieces + piece
+    steps = int(step.max()) + 1
+    n_codes = 1 + max(int(code.max()), max((b * pieces + p for b, p in bundles), default=0))
+    bundle_codes = np.fromiter((b * pieces + p for b, p in bundles), np.int64, len(bundles))
+    makes = np.flatnonzero(np.isin(code, bundle_codes) & (np.diff(dep_ptr) == 0))
+    if not len(makes):
+        return dep_ptr, dep_idx
+    # Arrivals by (device, key, step), to find those of a part at a source before a step.
+    arrival = (dst.astype(np.int64) * n_codes + code) * steps + step
+    by_arrival = np.argsort(arrival, kind="stable")
+    arrival = arrival[by_arrival]
+    arrives = set((arrival // steps).tolist())
+    parts_of = {b * pieces + p: [c * pieces + q for c, q in parts] for (b, p), parts in bundles.items()}
+    owner: list[int] = []
+    part_code: list[int] = []
+    for i, d, c in zip(makes.tolist(), src[makes].tolist(), code[makes].tolist(), strict=True):
+        taken = made_of(c, parts_of, lambda part, d=d: d * n_codes + part in arrives)
+        owner.extend([i] * len(taken))
+        part_code.extend(taken)
+    owner_a = np.asarray(owner, np.int64)
+    base = (src[owner_a].astype(np.int64) * n_codes + np.asarray(part_code, np.int64)) * steps
+    lo = np.searchsorted(arrival, base)
+    hi = np.searchsorted(arrival, base + step[owner_a])
+    counts = hi - lo
+    positions = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) + np.arange(int(counts.sum()))
+    new_owner = np.repeat(owner_a, counts)
+    new_dep = by_arrival[positions]
+    # Merge: the old dependencies, plus the new ones (the makers had none), sorted per transfer.
+    old_owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(dep_ptr))
+    all_owner = np.concatenate([old_owner, new_owner])
+    all_dep = np.concatenate([dep_idx, new_dep])
+    order = np.lexsort((all_dep, all_owner))
+    all_owner, all_dep = all_owner[order], all_dep[order]
+    keep = np.ones(len(all_dep), bool)
+    keep[1:] = (all_owner[1:] != all_owner[:-1]) | (all_dep[1:] != all_dep[:-1])
+    all_owner, all_dep = all_owner[keep], all_dep[keep]
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(all_owner, minlength=n), out=ptr[1:])
+    return ptr, all_dep
 
 
 def _stable_order(values: np.ndarray) -> np.ndarray:
@@ -708,5 +812,5 @@ def _with_deps(step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.nda
 
 
 # The algorithm modules register themselves on import, in this order (the order of ALGORITHMS).
-for _module in ("rings", "direct", "recursive_doubling", "recursive_halving", "rabenseifner", "torus"):
+for _module in ("rings", "direct", "recursive_doubling", "recursive_halving", "rabenseifner", "torus", "bundled"):
     importlib.import_module(f"netsim.schedules.{_module}")
