@@ -4,9 +4,6 @@
   The engine only asks a chunk for ``nbytes`` (and adds chunks for
   reductions), so a schedule played with stand-ins takes exactly the same time
   as with real arrays (``data: none``), without allocating the data.
-* :class:`Bundle` is a message made of several chunks (or bundles): it carries
-  references to its parts, never copies, and weighs what they weigh together.
-  :func:`unbundled` opens a device's bundles back into its chunks.
 * :func:`shape_only` is an input stand-in: an array of the right shape and
   dtype that occupies one element of memory, for timing-only runs.
 * :class:`LazyOutput` is an output that is not materialised: it knows its shape
@@ -16,12 +13,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["Bundle", "LazyOutput", "SizeOnly", "made_of", "shape_only", "unbundled"]
+__all__ = ["LazyOutput", "SizeOnly", "shape_only"]
 
 
 class SizeOnly:
@@ -50,94 +46,6 @@ class SizeOnly:
 
     def __repr__(self) -> str:
         return f"SizeOnly({self.nbytes})"
-
-
-class Bundle:
-    """Several chunks sent as one message: the parts, by reference, and their total size.
-
-    A schedule names what a bundle holds (``bundles``: bundle key -> part keys);
-    the device that first sends it makes it from the parts it holds, and
-    whoever receives it holds the same parts, not copies.
-
-    Examples
-    --------
-    >>> a, b = np.zeros(3, np.float32), np.ones(5, np.float32)
-    >>> bundle = Bundle((a, b))
-    >>> bundle.nbytes, bundle.parts[1] is b
-    (32, True)
-    >>> Bundle((bundle, SizeOnly(8)))
-    Bundle(2 parts, 40 bytes)
-    """
-
-    __slots__ = ("nbytes", "parts")
-
-    def __init__(self, parts: Sequence[Any]) -> None:
-        self.parts = tuple(parts)
-        self.nbytes = sum(int(part.nbytes) for part in self.parts)
-
-    def __repr__(self) -> str:
-        return f"Bundle({len(self.parts)} parts, {self.nbytes} bytes)"
-
-
-def unbundled(buffer: Mapping[Hashable, Any], bundles: Mapping[Hashable, Sequence[Hashable]]) -> dict[Hashable, Any]:
-    """A device's chunks with every bundle opened (recursively) into the chunks it carries.
-
-    Parameters
-    ----------
-    buffer : mapping
-        Key -> chunk, where some keys may be bundles.
-    bundles : mapping
-        Bundle key -> the keys of its parts, in the order of ``Bundle.parts``.
-
-    Raises
-    ------
-    ValueError
-        If two bundles (or a bundle and the buffer) carry the same chunk.
-
-    Examples
-    --------
-    >>> held = {"a": SizeOnly(1), "bc": Bundle((SizeOnly(2), SizeOnly(3)))}
-    >>> sorted((k, c.nbytes) for k, c in unbundled(held, {"bc": ("b", "c")}).items())
-    [('a', 1), ('b', 2), ('c', 3)]
-    """
-    if not bundles:
-        return dict(buffer)
-    out: dict[Hashable, Any] = {}
-    stack = list(buffer.items())
-    while stack:
-        key, chunk = stack.pop()
-        parts = bundles.get(key)
-        if parts is not None:
-            stack.extend(zip(parts, chunk.parts, strict=True))
-        elif key in out:
-            raise ValueError(f"chunk {key!r} is held twice")
-        else:
-            out[key] = chunk
-    return out
-
-
-def made_of(key: Hashable, bundles: Mapping[Hashable, Sequence[Hashable]], is_sent: Callable[[Hashable], bool]) -> list[Hashable]:
-    """What a device takes to make the bundle ``key``: the keys it must hold by then.
-
-    Each part the device is sent (``is_sent(part)``) or that is no bundle (a
-    chunk it holds from the start); a part that is a bundle it is never sent,
-    it makes in turn, from that bundle's own parts.
-
-    Examples
-    --------
-    >>> table = {"abc": ("ab", "c"), "ab": ("a", "b")}
-    >>> made_of("abc", table, lambda key: key == "c")  # "ab" is made again from a and b
-    ['a', 'b', 'c']
-    >>> made_of("abc", table, lambda key: key in ("ab", "c"))
-    ['ab', 'c']
-    """
-    out: list[Hashable] = []
-    for part in bundles[key]:
-        if part in bundles and not is_sent(part):
-            out.extend(made_of(part, bundles, is_sent))
-        else:
-            out.append(part)
-    return out
 
 
 def shape_only(shape: Sequence[int], dtype: np.dtype | str) -> np.ndarray:

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from netsim.chunks import LazyOutput, SizeOnly, shape_only, unbundled
+from netsim.bundles import unbundled
+from netsim.chunks import LazyOutput, SizeOnly, shape_only
 from netsim.critical_path import critical_path
 from netsim.device_mesh import AxisGroups
 from netsim.engine import EngineError, Playback, play

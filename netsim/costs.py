@@ -60,6 +60,7 @@ __all__ = [
     "hops_between",
     "lookup",
     "multiaxis",
+    "multiaxis_bundled",
     "point_to_point",
     "rabenseifner_all_reduce",
     "recursive_doubling_all_gather",
@@ -316,6 +317,40 @@ def multiaxis(dims: Sequence[int], s: float, alpha: float, B: float) -> AlphaBet
     """
     N, k = math.prod(dims), len(dims)
     return AlphaBeta(sum(d - 1 for d in dims) * alpha, (N - 1) * s / (2 * k * B) if k else 0.0)
+
+
+def multiaxis_bundled(dims: Sequence[int], s: float, alpha: float, B: float) -> AlphaBeta:
+    """All_gather over k torus axes at once, one message per ring step: the slowest part's stages.
+
+    Part i goes along axes i, i+1, ... (wrapping round). At its stage along an axis
+    of d devices it runs d−1 ring steps, each sending one bundle of P blocks' shares
+    s/(2k) each way, P the product of the axes it gathered before; a stage starts
+    when the last has ended. So part i takes Σ_stages (d−1)·(α + P·s/(2kB)) and the
+    collective the slowest part. With equal axes this is Σ(d_i−1)·α + (N−1)·s/(2kB),
+    the :func:`multiaxis` form, exactly: every step pays its α (``multiaxis``
+    overlaps chunks and hides some). With unequal axes parts can meet on an axis,
+    so it is an estimate there.
+
+    Examples
+    --------
+    >>> ab = multiaxis_bundled((4, 4), 45000, 1e-6, 45e9)
+    >>> round(ab.latency_s * 1e6, 9), round(ab.bandwidth_s * 1e6, 9)
+    (6.0, 3.75)
+    """
+    k = len(dims)
+    if not k:
+        return AlphaBeta(0.0, 0.0)
+    slowest = None
+    for i in range(k):
+        gathered, latency, bandwidth = 1, 0.0, 0.0
+        for stage in range(k):
+            d = dims[(i + stage) % k]
+            latency += (d - 1) * alpha
+            bandwidth += (d - 1) * gathered * s / (2 * k * B)
+            gathered *= d
+        if slowest is None or latency + bandwidth > slowest.time_s:
+            slowest = AlphaBeta(latency, bandwidth)
+    return slowest
 
 
 def dimension_ordered(dims: Sequence[int], s: float, alpha: float, B: float) -> AlphaBeta:
@@ -701,6 +736,7 @@ def _models() -> tuple[CostModel, ...]:
             CostModel("psum_scatter", name, grids, text + ", s = input/N", BOOK, _grid(fn, per_block=True)),
             CostModel("psum", name, grids, "2·(" + text + "), s = input/N", BOOK, _grid(fn, per_block=True, times=2)),
         ]
+    models.append(CostModel("all_gather", "multiaxis_bundled", wrapped, "max over parts Σ_stages (d−1)·(α + P·s/(2kB))", BOOK, _grid(multiaxis_bundled)))
     models.append(
         CostModel("ppermute", "direct", anywhere, "h·α + s/B, h = the longest route", BOOK, lambda g, b, alpha, B: point_to_point(g.hops or 0, b, alpha, B)),
     )

@@ -49,9 +49,9 @@ Messages of several chunks
     A schedule may name *bundles* (``columns()["bundles"]``: bundle key -> the
     keys of its parts). A device told to send a bundle it was never sent makes
     it from the parts it holds (parts may be bundles it makes in turn) as a
-    :class:`netsim.chunks.Bundle`: one message, of the parts' total size, that
+    :class:`netsim.bundles.Bundle`: one message, of the parts' total size, that
     carries references to them. Receivers keep the bundle whole;
-    :func:`netsim.chunks.unbundled` opens it. A bundle a device makes is not
+    :func:`netsim.bundles.unbundled` opens it. A bundle a device makes is not
     added to its chunks (it holds nothing new).
 
 Payloads travel as references: moving a chunk never copies it, and the engine
@@ -66,6 +66,7 @@ import gc
 import heapq
 import weakref
 from array import array
+from collections import deque
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -74,7 +75,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import simpy
 
-from netsim.chunks import Bundle
+from netsim.bundles import Bundle
 from netsim.topology import LinkId, Topology
 
 __all__ = ["EngineError", "Hop", "HopList", "LinkStats", "Playback", "TransferLike", "play"]
@@ -368,10 +369,10 @@ class _Run:
         first = np.full(n, -1, np.int64)
         has = counts > 0
         first[has] = waiter[starts[:-1][has]]
-        self.more: list[tuple[int, ...]] = []
-        for i in np.flatnonzero(counts > 1).tolist():
-            first[i] = -2 - len(self.more)
-            self.more.append(tuple(waiter[starts[i] : starts[i + 1]].tolist()))
+        several = np.flatnonzero(counts > 1)
+        first[several] = -2 - np.arange(len(several))
+        waiters, bounds = waiter.tolist(), starts.tolist()
+        self.more: list[tuple[int, ...]] = [tuple(waiters[bounds[i] : bounds[i + 1]]) for i in several.tolist()]
         self.first = array("q", first.astype(np.int64).tobytes())
         self.ready: list[list[int]] = [[] for _ in range(n_devices)]
         initial = np.flatnonzero(counts_in == 0)
@@ -401,7 +402,7 @@ class _Run:
         tail = [0.0] * n  # when its tail reaches the end of that link (multi-hop routes)
         inbox: list[list[int]] = [[] for _ in range(n_devices)]
         awake = [False] * n_devices  # waiting for arrivals (from its start on)
-        queue: list[list[int]] = [[] for _ in range(n_links)]  # messages waiting for a busy link
+        queue: list[deque[int]] = [deque() for _ in range(n_links)]  # messages waiting for a busy link
         state = [0] * n_links  # 0 idle, 1 about to serve a message (not in queue), 2 serving
         serve_base, forward_base, done_base = n_devices, n_devices + n, n_devices + 2 * n
         record_transfer, record_link, record_start, record_end = (c.append for c in self.record)
@@ -519,7 +520,7 @@ class _Run:
                     if not waiting:
                         state[link] = 0
                         continue
-                    i = waiting.pop(0)
+                    i = waiting.popleft()
                     route = route_of[i]
                     h = hop[i]
                 state[link] = 2

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from netsim.chunks import made_of
+from netsim.bundles import as_table, made_of_arrays, opened_codes
 from netsim.engine import EngineError, Playback, TransferLike
 from netsim.topology import Topology
 
@@ -616,13 +616,13 @@ def _chunks_placed(
 
 
 def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position: dict[int, int], pattern: str, wanted: Callable[[int], Iterable[int]]) -> None:
-    """The ``chunks`` check for a gather that sends bundles, key by key.
+    """The ``chunks`` check for a gather that sends bundles, key by key, on whole arrays.
 
     A chunk ``(block, piece)`` must start only at member ``block`` (so whoever
     holds it holds that member's data); every transfer must leave a source that
-    holds what it carries; no device may be handed a key twice; and at the end
-    each device, its bundles opened, must hold each piece of every block it
-    wants exactly once, and no other chunk.
+    holds what it carries (or all it makes that bundle from); no device may be
+    handed a key twice; and at the end each device, its bundles opened, must
+    hold each piece of every block it wants exactly once, and no other chunk.
     """
     if pattern != "gather" or a.reduce.any():
         raise InvariantError("chunks", f"bundles are only played in gathers, not in a {pattern}")
@@ -631,55 +631,100 @@ def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position
         for key in held:
             if key in bundles or key[0] != position.get(d):
                 raise InvariantError("chunks", f"device {d} starts with chunk {key!r}, which is not its own block")
-    n, n_keys = len(a.src), len(a.keys)
     key_number = {key: k for k, key in enumerate(a.keys)}
-    start = {d * n_keys + key_number[key] for d, held in enumerate(buffers) for key in held if key in key_number}
+    for held in buffers:
+        for key in held:
+            key_number.setdefault(key, len(key_number))
+    n_codes = len(key_number)
+    start = np.unique(np.fromiter((d * n_codes + key_number[key] for d, held in enumerate(buffers) for key in held), np.int64))
     # Each (device, key) is delivered at most once, and never where it started.
-    code = a.dst * n_keys + a.key_index
+    code = a.dst * n_codes + a.key_index
     order = np.argsort(code, kind="stable")
-    twice = np.flatnonzero(code[order][1:] == code[order][:-1])
-    again = np.isin(code, np.fromiter(start, np.int64, len(start)))
+    by_code = code[order]
+    twice = np.flatnonzero(by_code[1:] == by_code[:-1])
+    again = _member(code, start)
     if len(twice) or again.any():
         i = int(order[twice[0] + 1]) if len(twice) else _first(again)
-        raise InvariantError("chunks", f"device {a.dst[i]}, chunk {a.keys[a.key_index[i]]!r}: transfer #{i} delivers a chunk that is already there a second time")
-    arrived = dict(zip(code.tolist(), a.arrived.tolist(), strict=True))
-    # Every transfer leaves once its source holds what it carries (or makes it from what it holds).
-    for i in range(n):
-        s, key = int(a.src[i]), a.keys[a.key_index[i]]
-        leaving = a.sent[i] + _slack(a.sent[i : i + 1], a.sent[i : i + 1])[0]
-        base = s * n_keys
-        needs = [key] if key not in bundles or base + a.key_index[i] in arrived else made_of(key, bundles, lambda part: base + key_number.get(part, -1) in arrived)
-        for part in needs:
-            c = base + key_number.get(part, -1)
-            if c in start or arrived.get(c, np.inf) <= leaving:
-                continue
-            what = "makes its bundle" if part != key else "leaves"
-            raise InvariantError("chunks", f"transfer #{i} {what} from device {s} before chunk {part!r} is there")
+        raise InvariantError(
+            "chunks", f"device {a.dst[i]}, chunk {a.keys[a.key_index[i]]!r}: transfer #{i} delivers a chunk that is already there a second time"
+        )
+    arrived_at = a.arrived[order]
+
+    def held_by(device_key: np.ndarray, when: np.ndarray) -> np.ndarray:
+        """Whether each (device * n_codes + key) is held at the time beside it: from the start, or arrived by then."""
+        spot = np.minimum(np.searchsorted(by_code, device_key), max(len(by_code) - 1, 0))
+        came = (by_code[spot] == device_key) & (arrived_at[spot] <= when + _slack(when, arrived_at[spot]))
+        return came | _member(device_key, start)
+
+    # Every transfer leaves once its source holds what it carries, or, making a bundle,
+    # once it holds all it makes it from. Keys as numbers: a.keys, then the starting ones.
+    table = as_table(bundles)
+    pieces = sorted({key[1] for held in buffers for key in held} | {int(p) for p in table.key_array[:, 1]})
+    width = len(pieces)
+    key_code, ptr, part_code = table.codes(width)
+    block_piece = np.array(list(key_number), np.int64).reshape(-1, 2) @ np.array([width, 1])  # number -> code
+    number = np.full(1 + max(int(block_piece.max(initial=0)), int(key_code.max(initial=0)), int(part_code.max(initial=0))), -1, np.int64)
+    number[block_piece] = np.arange(len(block_piece))
+    codes = (number[key_code], ptr, number[part_code])
+    leaving = a.src * n_codes + a.key_index
+    makes = np.isin(a.key_index, codes[0]) & ~_member(leaving, by_code)
+    plain = np.flatnonzero(~makes)
+    bad = plain[~held_by(leaving[plain], a.sent[plain])]
+    first_bad = (int(bad[0]), int(a.key_index[bad[0]])) if len(bad) else None
+    made = np.flatnonzero(makes)
+    which, part = made_of_arrays(codes, a.src[made], a.key_index[made], lambda d, c: _member(d * n_codes + c, by_code))
+    owner = made[which]
+    missing = np.flatnonzero(~held_by(a.src[owner] * n_codes + part, a.sent[owner]))
+    if len(missing) and (first_bad is None or owner[missing[0]] < first_bad[0]):
+        first_bad = (int(owner[missing[0]]), int(part[missing[0]]))
+    if first_bad is not None:
+        i, number = first_bad
+        key = next((key for key, m in key_number.items() if m == number), "?")
+        raise InvariantError("chunks", f"transfer #{i} leaves device {a.src[i]} before chunk {key!r} is there")
     # What each device ends with, bundles opened: each wanted piece once, nothing else.
-    pieces = sorted({key[1] for held in buffers for key in held})
-    final: list[list[Hashable]] = [list(held) for held in buffers]
-    for i, d in enumerate(a.dst.tolist()):
-        final[d].append(a.keys[a.key_index[i]])
-    for d, keys in enumerate(final):
-        got = sorted(_opened(keys, bundles))
-        want = sorted((int(b), p) for b in wanted(d) for p in pieces)
-        if got != want:
-            extra = sorted(set(got) - set(want)) or [k for k, m in itertools.pairwise(got) if k == m]
-            detail = f"without chunk {sorted(set(want) - set(got))[0]!r}" if set(want) - set(got) else f"with chunk {extra[0]!r} too many times"
-            raise InvariantError("chunks", f"device {d} ends {detail}")
+    flat_ptr, flat_codes = opened_codes(codes, np.arange(n_codes, dtype=np.int64))
+    lengths = np.diff(flat_ptr)
+    flat_codes = block_piece[flat_codes]  # as block * pieces + piece
+    final_device = np.concatenate([a.dst, np.fromiter((d for d, held in enumerate(buffers) for _ in held), np.int64)])
+    final_key = np.concatenate([a.key_index, np.fromiter((key_number[key] for held in buffers for key in held), np.int64)])
+    wants: dict[Any, np.ndarray] = {}
+    want_of = []
+    for d in range(len(buffers)):
+        blocks = wanted(d)
+        codes_d = wants.get(blocks)
+        if codes_d is None:
+            codes_d = wants[blocks] = (np.asarray(list(blocks), np.int64).reshape(-1, 1) * width + np.asarray(pieces, np.int64)).reshape(-1)
+        want_of.append(codes_d)
+    n_base = 1 + max([int(flat_codes.max(initial=0))] + [int(c.max()) for c in wants.values() if len(c)])
+    by_device = np.argsort(final_device, kind="stable")
+    final_device, final_key = final_device[by_device], final_key[by_device]
+    device_ptr = np.searchsorted(final_device, np.arange(len(buffers) + 1))
+    batch = max(1, 2**22 // n_base)
+    for lo in range(0, len(buffers), batch):
+        hi = min(len(buffers), lo + batch)
+        keys = final_key[device_ptr[lo] : device_ptr[hi]]
+        counts = lengths[keys]
+        starts = np.zeros(len(counts), np.int64)
+        np.cumsum(counts[:-1], out=starts[1:])
+        at = np.repeat(flat_ptr[keys] - starts, counts) + np.arange(int(counts.sum()))
+        got = np.bincount(np.repeat(final_device[device_ptr[lo] : device_ptr[hi]] - lo, counts) * n_base + flat_codes[at], minlength=(hi - lo) * n_base)
+        want = np.zeros((hi - lo, n_base), np.int64)
+        for d in range(lo, hi):
+            want[d - lo, want_of[d]] = 1
+        wrong = np.flatnonzero(got != want.reshape(-1))
+        if len(wrong):
+            d, chunk = divmod(int(wrong[0]), n_base)
+            key = divmod(chunk, width)
+            detail = f"without chunk {key!r}" if got[wrong[0]] == 0 else f"with chunk {key!r} {'twice' if want.reshape(-1)[wrong[0]] else 'it should not hold'}"
+            raise InvariantError("chunks", f"device {lo + d} ends {detail}")
 
 
-def _opened(keys: Iterable[Hashable], bundles: dict[Hashable, tuple[Hashable, ...]]) -> list[Hashable]:
-    """The chunk keys the keys carry, every bundle opened."""
-    out: list[Hashable] = []
-    stack = list(keys)
-    while stack:
-        key = stack.pop()
-        if key in bundles:
-            stack.extend(bundles[key])
-        else:
-            out.append(key)
-    return out
+def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """Whether each value is in the sorted array."""
+    if not len(sorted_set):
+        return np.zeros(len(values), bool)
+    spot = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    return sorted_set[spot] == values
 
 
 def _whose(pattern: str, block: int, size: int) -> int:

@@ -46,12 +46,12 @@ def ones(*shape):
         (
             lambda: netsim.all_gather(ones(4, 4), algorithm="recursive_halving"),
             "algorithm 'recursive_halving' does not run the gather pattern; "
-            "algorithms that do: ring, bidirectional_ring, bidirectional_halfway, direct, recursive_doubling, multiaxis, dimension_ordered",
+            "algorithms that do: ring, bidirectional_ring, bidirectional_halfway, direct, recursive_doubling, multiaxis, dimension_ordered, multiaxis_bundled",
         ),
         (
             lambda: netsim.all_gather(ones(4, 4), algorithm="rabenseifner"),
             "algorithm 'rabenseifner' does not run the gather pattern; "
-            "algorithms that do: ring, bidirectional_ring, bidirectional_halfway, direct, recursive_doubling, multiaxis, dimension_ordered",
+            "algorithms that do: ring, bidirectional_ring, bidirectional_halfway, direct, recursive_doubling, multiaxis, dimension_ordered, multiaxis_bundled",
         ),
         (
             lambda: netsim.psum(ones(4, 4), algorithm="recursive_doubling"),

@@ -52,7 +52,7 @@ CASES = [
     (
         replace("name: t", "name: t\nalgorithm: tree"),
         "algorithm: unknown algorithm 'tree'; expected one of ring, bidirectional_ring, bidirectional_halfway, "
-        "direct, recursive_doubling, recursive_halving, rabenseifner, multiaxis, dimension_ordered (got 'tree')",
+        "direct, recursive_doubling, recursive_halving, rabenseifner, multiaxis, dimension_ordered, multiaxis_bundled (got 'tree')",
     ),
     (replace("name: t", "name: t\nlink: {bandwidth: 0 GB/s}"), "link.bandwidth: Input should be greater than 0 (got '0 GB/s')"),
     (

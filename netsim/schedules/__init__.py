@@ -62,7 +62,7 @@ from __future__ import annotations
 import importlib
 import itertools
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from numbers import Integral
@@ -70,7 +70,7 @@ from typing import Any
 
 import numpy as np
 
-from netsim.chunks import made_of
+from netsim.bundles import BundleTable, as_table, made_of_arrays
 
 __all__ = [
     "ALGORITHMS",
@@ -158,12 +158,12 @@ class TransferTable(Sequence):
         phase: np.ndarray,
         dep_ptr: np.ndarray,
         dep_idx: np.ndarray,
-        bundles: dict[Key, tuple[Key, ...]] | None = None,
+        bundles: Mapping[Key, Sequence[Key]] | None = None,
     ) -> None:
         self.step, self.src, self.dst, self.block, self.piece = step, src, dst, block, piece
         self.reduce, self.direction, self.phase = reduce, direction, phase
         self.dep_ptr, self.dep_idx = dep_ptr, dep_idx
-        self.bundles: dict[Key, tuple[Key, ...]] = bundles or {}
+        self.bundles: Mapping[Key, Sequence[Key]] = bundles if bundles is not None and len(bundles) else {}
         self._items: tuple[Transfer, ...] | None = None
         self._columns: dict[str, Any] | None = None
 
@@ -239,7 +239,7 @@ class Schedule:
     """
 
     @property
-    def bundles(self) -> dict[Key, tuple[Key, ...]]:
+    def bundles(self) -> Mapping[Key, Sequence[Key]]:
         """Bundle key -> its parts' keys, for algorithms that send bundles (see the module docstring)."""
         return getattr(self.transfers, "bundles", None) or {}
 
@@ -371,8 +371,9 @@ class AxesAlgorithm:
         ``f(shape, wraparound)``: the gather's moves as an int array ``[moves, 6]``
         (planned without a Python tuple per move; used instead of ``gather``).
     bundles : callable, optional
-        ``f(shape, wraparound)``: bundle key -> part keys, for algorithms whose
-        moves send bundles (see the module docstring).
+        ``f(shape, wraparound)``: bundle key -> part keys (a mapping, best a
+        :class:`netsim.bundles.BundleTable`), for algorithms whose moves send
+        bundles (see the module docstring).
     patterns : tuple of str, optional
         Restricts the patterns it plays (default: gathers, reductions and,
         with moves for it, all_to_all).
@@ -384,7 +385,7 @@ class AxesAlgorithm:
     description: str = ""
     all_to_all: AxesMoves | None = None
     gather_array: Callable[[tuple[int, ...], tuple[bool, ...]], np.ndarray] | None = None
-    bundles: Callable[[tuple[int, ...], tuple[bool, ...]], dict[Key, tuple[Key, ...]]] | None = None
+    bundles: Callable[[tuple[int, ...], tuple[bool, ...]], Mapping[Key, Sequence[Key]]] | None = None
     patterns: tuple[str, ...] | None = None
     power_of_two = False
     one_message_per_step = False
@@ -510,12 +511,13 @@ def build_schedule(
     algorithm = check_algorithm(pattern, len(groups[0]) if groups else 1, algorithm)
     plan = ALGORITHMS[algorithm]
     shape, wraps = _check_shape(groups, group_shape, wraparound)
-    bundles: dict[Key, tuple[Key, ...]] = {}
+    bundles: BundleTable | None = None
     if isinstance(plan, AxesAlgorithm):
         pieces = plan.pieces(len(shape))
-        bundles = plan.bundles(shape, wraps) if plan.bundles is not None else {}
+        bundles = None if plan.bundles is None else as_table(plan.bundles(shape, wraps))
         gather, reduce_scatter, all_to_all = (
-            None if moves is None else partial(_shaped, moves, shape, wraps) for moves in (plan.gather_array or plan.gather, plan.reduce_scatter, plan.all_to_all)
+            None if moves is None else partial(_shaped, moves, shape, wraps)
+            for moves in (plan.gather_array or plan.gather, plan.reduce_scatter, plan.all_to_all)
         )
         plan = Algorithm(pieces, gather, reduce_scatter, all_to_all=all_to_all)
     phases: list[tuple[str, MoveFn]] = []
@@ -554,7 +556,7 @@ def _planned_with_rows(phases: list[tuple[str, MoveFn]], groups: tuple[tuple[int
 
 
 def _planned_with_arrays(
-    algorithm: str, phases: list[tuple[str, MoveFn]], groups: tuple[tuple[int, ...], ...], shaped: bool, bundles: dict[Key, tuple[Key, ...]] | None = None
+    algorithm: str, phases: list[tuple[str, MoveFn]], groups: tuple[tuple[int, ...], ...], shaped: bool, bundles: BundleTable | None = None
 ) -> TransferTable:
     """Transfers as columns: the moves of one group, copied for every group with NumPy.
 
@@ -688,7 +690,7 @@ def _with_parts(
     piece: np.ndarray,
     dep_ptr: np.ndarray,
     dep_idx: np.ndarray,
-    bundles: dict[Key, tuple[Key, ...]],
+    bundles: BundleTable,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Make each transfer that sends a bundle its source was never sent wait for the parts.
 
@@ -698,34 +700,34 @@ def _with_parts(
     from the start). Other transfers keep the dependencies they have.
     """
     n = len(step)
-    pieces = 1 + max(int(piece.max()), max((p for key in bundles for _, p in (key, *bundles[key])), default=0))
+    pieces = 1 + max(int(piece.max()), int(bundles.key_array[:, 1].max(initial=0)), int(bundles.part_array[:, 1].max(initial=0)))
+    codes = bundles.codes(pieces)
     code = block.astype(np.int64) * pieces + piece
     steps = int(step.max()) + 1
-    n_codes = 1 + max(int(code.max()), max((b * pieces + p for b, p in bundles), default=0))
-    bundle_codes = np.fromiter((b * pieces + p for b, p in bundles), np.int64, len(bundles))
-    makes = np.flatnonzero(np.isin(code, bundle_codes) & (np.diff(dep_ptr) == 0))
+    n_codes = 1 + max(int(code.max()), int(codes[0].max(initial=0)), int(codes[2].max(initial=0)))
+    makes = np.flatnonzero(np.isin(code, codes[0]) & (np.diff(dep_ptr) == 0))
     if not len(makes):
         return dep_ptr, dep_idx
     # Arrivals by (device, key, step), to find those of a part at a source before a step.
     arrival = (dst.astype(np.int64) * n_codes + code) * steps + step
     by_arrival = np.argsort(arrival, kind="stable")
     arrival = arrival[by_arrival]
-    arrives = set((arrival // steps).tolist())
-    parts_of = {b * pieces + p: [c * pieces + q for c, q in parts] for (b, p), parts in bundles.items()}
-    owner: list[int] = []
-    part_code: list[int] = []
-    for i, d, c in zip(makes.tolist(), src[makes].tolist(), code[makes].tolist(), strict=True):
-        taken = made_of(c, parts_of, lambda part, d=d: d * n_codes + part in arrives)
-        owner.extend([i] * len(taken))
-        part_code.extend(taken)
-    owner_a = np.asarray(owner, np.int64)
-    base = (src[owner_a].astype(np.int64) * n_codes + np.asarray(part_code, np.int64)) * steps
+    arrives = arrival // steps  # sorted: keep the first of each run
+    arrives = arrives[np.concatenate([[True], arrives[1:] != arrives[:-1]])]
+
+    def is_sent(device: np.ndarray, part: np.ndarray) -> np.ndarray:
+        wanted = device * n_codes + part
+        return arrives[np.minimum(np.searchsorted(arrives, wanted), len(arrives) - 1)] == wanted
+
+    which, part = made_of_arrays(codes, src[makes].astype(np.int64), code[makes], is_sent)
+    owner = makes[which]
+    base = (src[owner].astype(np.int64) * n_codes + part) * steps
     lo = np.searchsorted(arrival, base)
-    hi = np.searchsorted(arrival, base + step[owner_a])
-    counts = hi - lo
-    positions = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) + np.arange(int(counts.sum()))
-    new_owner = np.repeat(owner_a, counts)
-    new_dep = by_arrival[positions]
+    counts = np.searchsorted(arrival, base + step[owner]) - lo
+    starts = np.zeros(len(counts), np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    new_owner = np.repeat(owner, counts)
+    new_dep = by_arrival[np.repeat(lo - starts, counts) + np.arange(int(counts.sum()))]
     # Merge: the old dependencies, plus the new ones (the makers had none), sorted per transfer.
     old_owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(dep_ptr))
     all_owner = np.concatenate([old_owner, new_owner])

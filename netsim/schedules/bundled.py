@@ -43,7 +43,8 @@ import math
 
 import numpy as np
 
-from netsim.schedules import AxesAlgorithm, Key, register
+from netsim.bundles import BundleTable
+from netsim.schedules import AxesAlgorithm, register
 from netsim.schedules.torus import _one_axis, _rotations, _strides
 
 __all__ = ["bundles", "gather_array"]
@@ -69,10 +70,10 @@ def gather_array(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> np.ndarray:
     >>> moves = gather_array((2, 2), (True, True))
     >>> len(moves)  # 2 parts x 2 stages x 2 lines x 1 step x 2 members x 2 halves
     32
-    >>> moves[:4].tolist()  # part 0, stage 0 along axis 0: members swap their own blocks
-    [[0, 0, 2, 0, 0, 1], [0, 2, 0, 2, 0, 1], [0, 0, 2, 0, 1, -1], [0, 2, 0, 2, 1, -1]]
-    >>> moves[8:10].tolist()  # stage 1 along axis 1: member 0 sends its bundle (block 4 + 0)
-    [[1, 0, 1, 4, 0, 1], [1, 1, 0, 5, 0, 1]]
+    >>> moves[:4].tolist()  # step 0, member 0: its own block, halves of parts 0 and 1
+    [[0, 0, 2, 0, 0, 1], [0, 0, 2, 0, 1, -1], [0, 0, 1, 0, 2, 1], [0, 0, 1, 0, 3, -1]]
+    >>> moves[16:18].tolist()  # step 1 (stage 1), member 0 sends its part-0 bundle (block 4 + 0) along axis 1
+    [[1, 0, 1, 4, 0, 1], [1, 0, 1, 4, 1, -1]]
     """
     n = math.prod(shape)
     strides = _strides(shape)
@@ -92,10 +93,15 @@ def gather_array(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> np.ndarray:
             moves[..., 5] = one[:, 5]
             out.append(moves.reshape(-1, 6))
             offset += 1 + int(one[:, 0].max(initial=-1))
-    return np.concatenate(out) if out else np.empty((0, 6), np.int64)
+    if not out:
+        return np.empty((0, 6), np.int64)
+    moves = np.concatenate(out)
+    # By step, then sender: the engine handles a member's sends together, and neighbouring
+    # transfers in memory play several times faster on big runs than scattered ones.
+    return moves[np.lexsort((moves[:, 1], moves[:, 0]))]
 
 
-def bundles(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> dict[Key, tuple[Key, ...]]:
+def bundles(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> BundleTable:
     """Bundle key -> part keys, for every bundle :func:`gather_array`'s moves send.
 
     Examples
@@ -108,18 +114,24 @@ def bundles(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> dict[Key, tuple[
     """
     n = math.prod(shape)
     strides = _strides(shape)
-    table: dict[Key, tuple[Key, ...]] = {}
+    members = np.arange(n, dtype=np.int64)
+    keys, parts = [], []
     for part, order in enumerate(_rotations(len(shape))):
         for stage in range(1, len(order)):
             axis = order[stage - 1]
             stride, size = strides[axis], shape[axis]
-            for member in range(n):
-                start = member - (member // stride % size) * stride
-                line = [start + k * stride for k in range(size)]
-                for half in (0, 1):
-                    piece = 2 * part + half
-                    table[(_key_block(stage, member, n), piece)] = tuple((_key_block(stage - 1, m, n), piece) for m in line)
-    return table
+            line = (members - members // stride % size * stride)[:, None] + np.arange(size) * stride  # [member, k]
+            for half in (0, 1):
+                piece = 2 * part + half
+                keys.append(np.stack([_key_block(stage, members, n), np.full(n, piece)], axis=1))
+                parts.append(np.stack([_key_block(stage - 1, line, n), np.full_like(line, piece)], axis=2).reshape(-1, 2))
+    if not keys:
+        return BundleTable(np.zeros((0, 2), np.int64), np.zeros(1, np.int64), np.zeros((0, 2), np.int64))
+    keys_a = np.concatenate(keys)
+    sizes = np.concatenate([np.full(n, shape[order[stage - 1]]) for order in _rotations(len(shape)) for stage in range(1, len(order)) for _ in (0, 1)])
+    ptr = np.zeros(len(keys_a) + 1, np.int64)
+    np.cumsum(sizes, out=ptr[1:])
+    return BundleTable(keys_a, ptr, np.concatenate(parts))
 
 
 register(
