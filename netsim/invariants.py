@@ -682,11 +682,11 @@ def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position
         key = next((key for key, m in key_number.items() if m == number), "?")
         raise InvariantError("chunks", f"transfer #{i} leaves device {a.src[i]} before chunk {key!r} is there")
     # What each device ends with, bundles opened: each wanted piece once, nothing else.
-    flat_ptr, flat_codes = opened_codes(codes, np.arange(n_codes, dtype=np.int64))
-    lengths = np.diff(flat_ptr)
-    flat_codes = block_piece[flat_codes]  # as block * pieces + piece
     final_device = np.concatenate([a.dst, np.fromiter((d for d, held in enumerate(buffers) for _ in held), np.int64)])
     final_key = np.concatenate([a.key_index, np.fromiter((key_number[key] for held in buffers for key in held), np.int64)])
+    by_device = np.argsort(final_device, kind="stable")
+    final_device, final_key = final_device[by_device], final_key[by_device]
+    device_ptr = np.searchsorted(final_device, np.arange(len(buffers) + 1))
     wants: dict[Any, np.ndarray] = {}
     want_of = []
     for d in range(len(buffers)):
@@ -695,28 +695,70 @@ def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position
         if codes_d is None:
             codes_d = wants[blocks] = (np.asarray(list(blocks), np.int64).reshape(-1, 1) * width + np.asarray(pieces, np.int64)).reshape(-1)
         want_of.append(codes_d)
-    n_base = 1 + max([int(flat_codes.max(initial=0))] + [int(c.max()) for c in wants.values() if len(c)])
-    by_device = np.argsort(final_device, kind="stable")
-    final_device, final_key = final_device[by_device], final_key[by_device]
-    device_ptr = np.searchsorted(final_device, np.arange(len(buffers) + 1))
-    batch = max(1, 2**22 // n_base)
-    for lo in range(0, len(buffers), batch):
-        hi = min(len(buffers), lo + batch)
-        keys = final_key[device_ptr[lo] : device_ptr[hi]]
-        counts = lengths[keys]
-        starts = np.zeros(len(counts), np.int64)
-        np.cumsum(counts[:-1], out=starts[1:])
-        at = np.repeat(flat_ptr[keys] - starts, counts) + np.arange(int(counts.sum()))
-        got = np.bincount(np.repeat(final_device[device_ptr[lo] : device_ptr[hi]] - lo, counts) * n_base + flat_codes[at], minlength=(hi - lo) * n_base)
-        want = np.zeros((hi - lo, n_base), np.int64)
-        for d in range(lo, hi):
-            want[d - lo, want_of[d]] = 1
-        wrong = np.flatnonzero(got != want.reshape(-1))
-        if len(wrong):
-            d, chunk = divmod(int(wrong[0]), n_base)
-            key = divmod(chunk, width)
-            detail = f"without chunk {key!r}" if got[wrong[0]] == 0 else f"with chunk {key!r} {'twice' if want.reshape(-1)[wrong[0]] else 'it should not hold'}"
-            raise InvariantError("chunks", f"device {lo + d} ends {detail}")
+    # First by fingerprints: a random 64-bit number per chunk, a key's the sum of its chunks'
+    # (and their count); a device whose sums differ from its wanted chunks' is then compared
+    # chunk by chunk, which names what is wrong. (Equal sums with different chunks: odds 2^-64.)
+    size = 1 + max(int(block_piece.max(initial=0)), *(int(c.max(initial=0)) for c in wants.values()))
+    chunk_print = np.random.default_rng(20261121).integers(0, 2**63, size, dtype=np.int64).astype(np.uint64) * np.uint64(2) + np.uint64(1)
+    key_print, key_count = _fingerprints(codes, block_piece, chunk_print)
+    counts = np.diff(device_ptr)
+    got_count = np.bincount(final_device, weights=key_count[final_key], minlength=len(buffers)).astype(np.int64)
+    got_print = np.zeros(len(buffers), np.uint64)
+    some = np.flatnonzero(counts)
+    if len(some):
+        got_print[some] = np.add.reduceat(key_print[final_key], device_ptr[:-1][some])
+    sums = {id(c): (np.add.reduce(chunk_print[c], dtype=np.uint64), len(c)) for c in wants.values()}
+    want_print = np.fromiter((sums[id(c)][0] for c in want_of), np.uint64, len(buffers))
+    want_count = np.fromiter((sums[id(c)][1] for c in want_of), np.int64, len(buffers))
+    suspects = np.flatnonzero((got_print != want_print) | (got_count != want_count))
+    for d in suspects.tolist():
+        keys = final_key[device_ptr[d] : device_ptr[d + 1]]
+        _, flat = opened_codes(codes, keys)
+        got = np.sort(block_piece[flat[flat >= 0]]) if len(flat) else flat
+        want = np.sort(want_of[d])
+        lost = np.setdiff1d(want, got)
+        twice = got[1:][got[1:] == got[:-1]]
+        if len(lost):
+            detail = f"without chunk {divmod(int(lost[0]), width)!r}"
+        elif len(twice):
+            detail = f"with chunk {divmod(int(twice[0]), width)!r} twice"
+        else:
+            extra = np.setdiff1d(got, want)
+            detail = f"with chunk {divmod(int(extra[0]), width)!r} it should not hold" if len(extra) else "with a chunk no device started with"
+        raise InvariantError("chunks", f"device {d} ends {detail}")
+
+
+def _fingerprints(codes: tuple[np.ndarray, np.ndarray, np.ndarray], block_piece: np.ndarray, chunk_print: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per key number: the sum (wrapping) of the fingerprints of the chunks it carries, and their count.
+
+    ``codes`` is the bundle table with keys and parts as key numbers (-1: a part no
+    transfer or device names); a bundle with such a part gets count -1 (never equal).
+    """
+    bundle, ptr, part = codes
+    n = len(block_piece)
+    known = np.ones(n, bool)
+    known[bundle] = False
+    prints = np.where(known, chunk_print[block_piece], np.uint64(0))
+    count = known.astype(np.int64)
+    starts = ptr[:-1]
+    nonempty = np.flatnonzero(np.diff(ptr) > 0)
+    safe = np.where(part >= 0, part, 0)
+    for _ in range(len(bundle) + 1):
+        ready = np.ones(len(bundle), bool)
+        if len(nonempty):
+            ready[nonempty] = np.logical_and.reduceat(known[safe] & (part >= 0), starts[nonempty])
+        new = np.flatnonzero(ready & ~known[bundle])
+        if not len(new):
+            break
+        total = np.zeros(len(bundle), np.uint64)
+        many = np.zeros(len(bundle), np.int64)
+        if len(nonempty):
+            total[nonempty] = np.add.reduceat(prints[safe], starts[nonempty])
+            many[nonempty] = np.add.reduceat(count[safe], starts[nonempty])
+        prints[bundle[new]], count[bundle[new]] = total[new], many[new]
+        known[bundle[new]] = True
+    count[~known] = -1
+    return prints, count
 
 
 def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:

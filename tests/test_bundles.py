@@ -201,18 +201,42 @@ def test_timing_only_equals_the_real_run_bit_for_bit():
 # --- the invariants catch a wrong bundle table ------------------------------------------
 
 
-def test_a_bundle_that_lacks_a_part_leaves_a_device_without_it():
+@pytest.mark.parametrize(
+    ("parts", "detail"),
+    [
+        (((0, 0),), r"without chunk \(2, 0\)"),  # member 0's bundle forgets the block of member 2
+        (((0, 0), (2, 0), (0, 0)), r"with chunk \(0, 0\) twice"),  # ... or carries its own twice
+    ],
+)
+def test_the_invariants_open_the_bundles_a_device_ends_with(parts, detail):
     dims = (2, 2)
     s = build_schedule("gather", [list(range(4))], "multiaxis_bundled", group_shape=dims)
     t = s.transfers
     table = dict(s.bundles)
-    table[(4, 0)] = table[(4, 0)][:1]  # member 0's bundle forgets the block of member 2
+    table[(4, 0)] = parts
     wrong = TransferTable(t.step, t.src, t.dst, t.block, t.piece, t.reduce, t.direction, t.phase, t.dep_ptr, t.dep_idx, BundleTable.from_dict(table))
     start = [{(m, p): SizeOnly(8) for p in range(4)} for m in range(4)]
     topo = mesh_of(dims).topology
     run = play(topo, wrong, start)
-    with pytest.raises(InvariantError, match=r"^invariant 'chunks' violated: device 1 ends without chunk \(2, 0\); this is a bug in netsim"):
+    with pytest.raises(InvariantError, match=rf"^invariant 'chunks' violated: device 1 ends {detail}; this is a bug in netsim"):
         check_playback(topo, wrong, start, run, groups=s.groups, pattern="gather", wanted=lambda d: range(4))
+    check_playback(topo, t, start, play(topo, t, start), groups=s.groups, pattern="gather", wanted=lambda d: range(4))  # the right table passes
+
+
+def test_a_transfer_that_leaves_before_its_chunk_is_there_is_caught():
+    dims = (2, 2)
+    s = build_schedule("gather", [list(range(4))], "multiaxis_bundled", group_shape=dims)
+    t = s.transfers
+    start = [{(m, p): SizeOnly(8) for p in range(4)} for m in range(4)]
+    topo = mesh_of(dims).topology
+    run = play(topo, t, start)
+    maker = next(i for i, tr in enumerate(t) if tr.key in s.bundles)
+    # A schedule without the waits for parts, and a run in which member 0 made its bundle at 0 s
+    ptr, idx = _with_deps(t.step, t.src, t.dst, t.block, t.piece)
+    bare = TransferTable(t.step, t.src, t.dst, t.block, t.piece, t.reduce, t.direction, t.phase, ptr, idx, s.bundles)
+    run.sent_at[maker] = 0.0
+    with pytest.raises(InvariantError, match=rf"^invariant 'chunks' violated: transfer #{maker} leaves device 0 before chunk \(2, 0\) is there"):
+        check_playback(topo, bare, start, run, groups=s.groups, pattern="gather", wanted=lambda d: range(4))
 
 
 def test_bundles_are_refused_outside_gathers():
