@@ -730,13 +730,10 @@ def _with_parts(
     new_dep = by_arrival[np.repeat(lo - starts, counts) + np.arange(int(counts.sum()))]
     # Merge: the old dependencies, plus the new ones (the makers had none), sorted per transfer.
     old_owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(dep_ptr))
-    all_owner = np.concatenate([old_owner, new_owner])
-    all_dep = np.concatenate([dep_idx, new_dep])
-    order = np.lexsort((all_dep, all_owner))
-    all_owner, all_dep = all_owner[order], all_dep[order]
-    keep = np.ones(len(all_dep), bool)
-    keep[1:] = (all_owner[1:] != all_owner[:-1]) | (all_dep[1:] != all_dep[:-1])
-    all_owner, all_dep = all_owner[keep], all_dep[keep]
+    pairs = np.concatenate([old_owner * n + dep_idx, new_owner * n + new_dep])  # (waiter, awaited) as one int
+    pairs.sort()
+    pairs = pairs[np.concatenate([[True], pairs[1:] != pairs[:-1]])]
+    all_owner, all_dep = np.divmod(pairs, n)
     ptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(all_owner, minlength=n), out=ptr[1:])
     return ptr, all_dep
