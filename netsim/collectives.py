@@ -25,7 +25,7 @@ from netsim.device_mesh import AxisGroups
 from netsim.engine import EngineError, Playback, play
 from netsim.invariants import InvariantError, check_playback
 from netsim.presets import is_slice_name, tpu_slice
-from netsim.resources import MemoryLimitError, check_memory, estimate_memory, pieces_of
+from netsim.resources import MemoryLimitError, check_memory, estimate_memory, pieces_of, transfers_of
 from netsim.result import LeafRun, Result
 from netsim.schedules import ALGORITHMS, Schedule, build_schedule, check_algorithm, default_algorithm
 from netsim.schedules.direct import permutation
@@ -328,7 +328,8 @@ def _simulate(
         out_bytes = max(n_devices * math.prod(layout.output_shape) * leaf.dtype.itemsize for leaf, layout in zip(leaves, layouts, strict=True))
         materialised = output == "full" or (output == "auto" and out_bytes <= MATERIALISE_LIMIT_BYTES)
         input_bytes = sum(leaf[0].nbytes for leaf in leaves)
-        check_memory(estimate_memory(collective, n_devices, group_size, input_bytes, pieces, input_exists=True, materialised=materialised))
+        transfers = transfers_of(ALGORITHMS.get(algorithm), n_devices, axes.shape if axes is not None else None)
+        check_memory(estimate_memory(collective, n_devices, group_size, input_bytes, pieces, input_exists=True, materialised=materialised, transfers=transfers))
     outputs, runs, time, checks = [], [], 0.0, []
     for leaf, layout in zip(leaves, layouts, strict=True):
         schedule = build_schedule(layout.pattern, layout.groups, algorithm, **shape) if plan is None else plan(layout)

@@ -11,6 +11,7 @@ operating system half way through.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 
 from netsim.units import format_bytes
 
-__all__ = ["BYTES_PER_TRANSFER", "MemoryEstimate", "MemoryLimitError", "available_memory", "check_memory", "estimate_memory", "pieces_of"]
+__all__ = ["BYTES_PER_TRANSFER", "MemoryEstimate", "MemoryLimitError", "available_memory", "check_memory", "estimate_memory", "pieces_of", "transfers_of"]
 
 BYTES_PER_TRANSFER = 1536
 """Schedule, playback and engine state per transfer, measured with tracemalloc (~1.1 KB) plus a margin."""
@@ -68,6 +69,24 @@ def pieces_of(algorithm: Any) -> int:
     return int(pieces(3) if callable(pieces) else pieces)
 
 
+def transfers_of(algorithm: Any, n_devices: int, group_shape: tuple[int, ...] | None) -> int | None:
+    """Transfers an algorithm (an entry of :data:`netsim.schedules.ALGORITHMS`) plans for
+    ``n_devices`` in groups of ``group_shape``, if it says (None otherwise).
+
+    Examples
+    --------
+    >>> from netsim.schedules import ALGORITHMS
+    >>> transfers_of(ALGORITHMS["multiaxis_bundled"], 4096, (16, 16, 16))  # one group: the whole pod
+    1105920
+    >>> transfers_of(ALGORITHMS["multiaxis"], 4096, (16, 16, 16)) is None
+    True
+    """
+    count = getattr(algorithm, "transfers", None)
+    if count is None or group_shape is None:
+        return None
+    return n_devices // max(math.prod(group_shape), 1) * count(tuple(group_shape))
+
+
 def estimate_memory(
     collective: str,
     n_devices: int,
@@ -77,6 +96,7 @@ def estimate_memory(
     *,
     input_exists: bool = False,
     materialised: bool = True,
+    transfers: int | None = None,
 ) -> MemoryEstimate:
     """Estimate the memory a collective will need, from sizes alone (nothing is allocated).
 
@@ -96,6 +116,10 @@ def estimate_memory(
     materialised : bool, default True
         False when the output stays lazy (built a row at a time when read), so
         it takes no memory up front.
+    transfers : int, optional
+        The transfers the schedule will have, when the algorithm knows (see
+        :func:`transfers_of`); default n_devices (group_size - 1) pieces, one per
+        block piece and device (twice for psum).
 
     Examples
     --------
@@ -112,7 +136,8 @@ def estimate_memory(
     else:
         output = input_bytes
     reduces = collective in ("psum", "psum_scatter")
-    transfers = n_devices * max(group_size - 1, 0) * pieces * (2 if collective == "psum" else 1)
+    if transfers is None:
+        transfers = n_devices * max(group_size - 1, 0) * pieces * (2 if collective == "psum" else 1)
     return MemoryEstimate(
         inputs=0 if input_exists else n_devices * input_bytes,
         outputs=n_devices * output if materialised else 0,

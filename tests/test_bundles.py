@@ -13,7 +13,8 @@ from netsim.bundles import Bundle, BundleTable, made_of, made_of_arrays, opened_
 from netsim.chunks import SizeOnly
 from netsim.engine import EngineError, play
 from netsim.invariants import InvariantError, check_playback
-from netsim.schedules import TransferTable, _with_deps, build_schedule
+from netsim.resources import transfers_of
+from netsim.schedules import ALGORITHMS, TransferTable, _with_deps, build_schedule
 from netsim.schedules.bundled import bundles as bundle_table
 from netsim.schedules.bundled import gather_array
 from netsim.topology import torus
@@ -112,6 +113,14 @@ def test_bundled_plan_has_one_transfer_per_step_per_link_direction_and_part(dims
     assert len(moves) == k * sum(n * (d - 1) * 2 for d in dims)
     # the array is ordered by step, then sender
     assert np.all(np.diff(moves[:, 0] * n + moves[:, 1]) >= 0)
+
+
+@pytest.mark.parametrize(("dims", "axes"), [((4, 4, 4), ("x", "y", "z")), ((4, 4, 4), ("x", "y")), ((2, 3, 4), ("z", "x"))])
+def test_the_memory_estimate_counts_the_transfers_the_plan_makes(dims, axes):
+    mesh = mesh_of(dims)
+    groups = mesh.groups(axes)
+    s = build_schedule("gather", groups, "multiaxis_bundled", group_shape=groups.shape, wraparound=groups.wraparound)
+    assert transfers_of(ALGORITHMS["multiaxis_bundled"], math.prod(dims), groups.shape) == len(s.transfers)
 
 
 def test_a_member_makes_its_bundle_only_once_its_parts_have_arrived():

@@ -9,7 +9,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from netsim.resources import MemoryLimitError, check_memory, estimate_memory, pieces_of
+from netsim.resources import MemoryLimitError, check_memory, estimate_memory, pieces_of, transfers_of
 from netsim.scenario.errors import ScenarioError
 from netsim.scenario.models import Scenario
 from netsim.scenario.topology_spec import MAX_DEVICES
@@ -151,7 +151,11 @@ def _check_memory(scenario: Scenario, source: str) -> None:
     except ValueError:  # bad arguments: the layout check right after this one names them
         materialised = True
     pieces = pieces_of(ALGORITHMS.get(scenario.algorithm))
-    estimate = estimate_memory(scenario.collective.op, n_devices, scenario._group_size, input_bytes, pieces, materialised=materialised)
+    axes = getattr(scenario.collective, "axes", None)
+    known = scenario.mesh.shape if scenario.mesh is not None else {}
+    group_shape = tuple(known[a] for a in axes) if axes is not None and all(a in known for a in axes) else None
+    transfers = transfers_of(ALGORITHMS.get(scenario.algorithm), n_devices, group_shape)
+    estimate = estimate_memory(scenario.collective.op, n_devices, scenario._group_size, input_bytes, pieces, materialised=materialised, transfers=transfers)
     try:
         check_memory(estimate)
     except MemoryLimitError as error:

@@ -377,6 +377,9 @@ class AxesAlgorithm:
     patterns : tuple of str, optional
         Restricts the patterns it plays (default: gathers, reductions and,
         with moves for it, all_to_all).
+    transfers : callable, optional
+        ``f(shape)``: how many transfers one group of that shape makes (for
+        memory estimates made before planning).
     """
 
     pieces: Callable[[int], int]
@@ -387,6 +390,7 @@ class AxesAlgorithm:
     gather_array: Callable[[tuple[int, ...], tuple[bool, ...]], np.ndarray] | None = None
     bundles: Callable[[tuple[int, ...], tuple[bool, ...]], Mapping[Key, Sequence[Key]]] | None = None
     patterns: tuple[str, ...] | None = None
+    transfers: Callable[[tuple[int, ...]], int] | None = None
     power_of_two = False
     one_message_per_step = False
 

@@ -144,5 +144,6 @@ register(
         gather_array=gather_array,
         bundles=bundles,
         patterns=("gather",),
+        transfers=lambda shape: len(shape) * sum(2 * (d - 1) for d in shape) * math.prod(shape),
     ),
 )
