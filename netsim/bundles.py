@@ -79,6 +79,8 @@ class BundleTable(Mapping):
         if len(self.ptr) != len(self.key_array) + 1 or self.ptr[-1] != len(self.part_array):
             raise ValueError(f"ptr must have {len(self.key_array) + 1} entries ending at {len(self.part_array)}")
         self._row: dict[Key, int] | None = None
+        self._parts: list[Key] | None = None
+        self._bounds: list[int] = []
 
     @classmethod
     def from_dict(cls, table: Mapping[Key, Sequence[Key]]) -> BundleTable:
@@ -96,8 +98,19 @@ class BundleTable(Mapping):
         return self._row
 
     def __getitem__(self, key: Hashable) -> tuple[Key, ...]:
-        k = self._rows()[key]
-        return tuple(map(tuple, self.part_array[self.ptr[k] : self.ptr[k + 1]].tolist()))
+        parts = self.get(key, _MISSING)
+        if parts is _MISSING:
+            raise KeyError(key)
+        return parts
+
+    def get(self, key: Hashable, default: Any = None) -> tuple[Key, ...] | Any:
+        """The parts of bundle ``key``, or ``default`` if it is none (fast: the engine asks for every bundle it makes)."""
+        k = self._rows().get(key)
+        if k is None:
+            return default
+        if self._parts is None:
+            self._parts, self._bounds = list(map(tuple, self.part_array.tolist())), self.ptr.tolist()
+        return tuple(self._parts[self._bounds[k] : self._bounds[k + 1]])
 
     def __contains__(self, key: object) -> bool:
         return key in self._rows()
@@ -111,6 +124,9 @@ class BundleTable(Mapping):
     def codes(self, pieces: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(key_code, ptr, part_code)``, keys as ``block * pieces + piece``."""
         return self.key_array @ np.array([pieces, 1]), self.ptr, self.part_array @ np.array([pieces, 1])
+
+
+_MISSING = object()
 
 
 def as_table(bundles: Mapping[Hashable, Sequence[Hashable]]) -> BundleTable:

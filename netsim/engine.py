@@ -351,6 +351,7 @@ class _Run:
         self.key = _shared(columns["keys"])[columns["key_index"]].tolist()
         self.reduce = bytearray(np.asarray(columns["reduce"], np.uint8).tobytes())
         self.bundles = columns.get("bundles") or {}
+        self.made: dict[tuple[int, Hashable], Any] = {}  # bundles devices made, by (device, key)
         routes = _Routes.of_topology(topology)
         self.link_ids = routes.link_ids
         self.route, self.routes = routes.of(topology, columns) if n else ([], [])
@@ -473,7 +474,7 @@ class _Run:
                         key = key_of[i]
                         chunk = buffer.get(key, _ABSENT)
                         if chunk is _ABSENT:
-                            chunk = _made(buffer, key, self.bundles, c, i)
+                            chunk = _made(buffer, key, self.bundles, c, i, self.made)
                         sent_at[i] = now
                         payload[i] = chunk
                         nbytes[i] = chunk.nbytes
@@ -586,16 +587,24 @@ class _Run:
 _ABSENT = object()
 
 
-def _made(buffer: dict, key: Hashable, bundles: dict, device: int, transfer: int) -> Any:
-    """The bundle ``key``, made from the parts ``buffer`` holds (or makes in turn)."""
+def _made(buffer: dict, key: Hashable, bundles: Any, device: int, transfer: int, made: dict) -> Any:
+    """The bundle ``key``, made from the parts ``buffer`` holds (or makes in turn).
+
+    What a device makes is kept in ``made`` (by device and key), not in its buffer:
+    it holds nothing new, and a bundle made again inside a bigger one is the same object.
+    """
+    bundle = made.get((device, key))
+    if bundle is not None:
+        return bundle
     parts = bundles.get(key)
     if parts is None:
         raise EngineError(f"device {device} must send chunk {key!r} (transfer #{transfer}) but does not hold it")
     held = []
     for part in parts:
         chunk = buffer.get(part, _ABSENT)
-        held.append(_made(buffer, part, bundles, device, transfer) if chunk is _ABSENT else chunk)
-    return Bundle(held)
+        held.append(_made(buffer, part, bundles, device, transfer, made) if chunk is _ABSENT else chunk)
+    bundle = made[(device, key)] = Bundle(held)
+    return bundle
 
 
 def _shared(values: Sequence[Any] | np.ndarray) -> np.ndarray:
