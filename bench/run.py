@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import naive
 
 from netsim.chunks import shape_only
-from netsim.collectives import all_gather
+from netsim.collectives import all_gather, psum, psum_scatter
 from netsim.device_mesh import Mesh
 from netsim.topology import ring, torus
 from netsim.units import format_bytes
@@ -48,6 +48,11 @@ def load() -> str:
 def ring_input(n: int, total_bytes: int = 64 * MiB) -> np.ndarray:
     """64 MiB in total of random bytes (seed 0), stacked [n, total / n]."""
     return np.random.default_rng(0).integers(0, 256, total_bytes, dtype=np.uint8).reshape(n, total_bytes // n)
+
+
+def float_input(n: int, total_bytes: int = 64 * MiB) -> np.ndarray:
+    """64 MiB in total of standard normal float32 (seed 0), stacked [n, total / 4 / n]."""
+    return np.random.default_rng(0).standard_normal(total_bytes // 4, dtype=np.float32).reshape(n, total_bytes // 4 // n)
 
 
 def timed(fn, *args, **kwargs) -> tuple[object, float, float]:
@@ -151,6 +156,19 @@ def bench_memory(quick: bool) -> None:
         case = f"all_gather ring {n}, 64 MiB, output full"
         print(f"{case:<48} {format_bytes(size):>9} {format_bytes(out):>12} {format_bytes(peak):>10} {peak / (size + out):>17.2f}")
         result = None
+    for name, collective, kwargs in (("psum", psum, {}), ("psum_scatter", psum_scatter, {"tiled": True})):
+        for n in (2, 4, 8):
+
+            def reduction(n=n, collective=collective, kwargs=kwargs):
+                return collective(float_input(n), topology=ring(n), output="full", **kwargs)
+
+            result, peak = traced_peak(reduction)
+            size, out = 64 * MiB, result.output.nbytes
+            if not result.verified:
+                raise AssertionError(f"{name} ring {n}: output not verified")
+            case = f"{name} ring {n}, 64 MiB float32, output full"
+            print(f"{case:<48} {format_bytes(size):>9} {format_bytes(out):>12} {format_bytes(peak):>10} {peak / (size + out):>17.2f}")
+            result = None
     for n in (256,) if quick else (256, 1024):
 
         def lazy(n=n):

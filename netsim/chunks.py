@@ -9,15 +9,21 @@
 * :class:`LazyOutput` is an output that is not materialised: it knows its shape
   and dtype and builds a device's row when someone reads it. A 4096-chip
   all_gather of 1 GiB would otherwise need 4 TiB.
+* :func:`bounded_slices` cuts an array into views of bounded size, so that
+  writing and checking big outputs needs temporaries of that size only.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["LazyOutput", "SizeOnly", "shape_only"]
+__all__ = ["SLICE_ELEMENTS", "LazyOutput", "SizeOnly", "bounded_slices", "shape_only"]
+
+SLICE_ELEMENTS = 1 << 18
+"""Elements per piece when big arrays are written, summed or compared a piece at a time."""
 
 
 class SizeOnly:
@@ -60,6 +66,46 @@ def shape_only(shape: Sequence[int], dtype: np.dtype | str) -> np.ndarray:
     ((4096, 65536), 1073741824, 4)
     """
     return np.broadcast_to(np.zeros((), dtype), tuple(shape))
+
+
+def bounded_slices(shape: Sequence[int], max_elements: int) -> Iterator[tuple[int | slice, ...]]:
+    """Basic indices that cut an array of ``shape`` into pieces of at most ``max_elements`` elements.
+
+    Each piece is a run of the array's C-order flattening, and the pieces come
+    in order, so together they are the flattened array, each element once.
+    Indexing an array with them gives views, never copies. Whole slabs along
+    the first axis are taken while they fit; otherwise each index of the first
+    axis is cut further.
+
+    Raises
+    ------
+    ValueError
+        If ``max_elements`` is below 1.
+
+    Examples
+    --------
+    >>> list(bounded_slices((5,), 2))
+    [(slice(0, 2, None),), (slice(2, 4, None),), (slice(4, 5, None),)]
+    >>> [np.arange(12).reshape(2, 6)[i].tolist() for i in bounded_slices((2, 6), 4)]
+    [[0, 1, 2, 3], [4, 5], [6, 7, 8, 9], [10, 11]]
+    >>> list(bounded_slices((3, 2), 6)), list(bounded_slices((), 1))
+    ([()], [()])
+    """
+    if max_elements < 1:
+        raise ValueError(f"max_elements must be at least 1, got {max_elements}")
+    shape = tuple(int(s) for s in shape)
+    if math.prod(shape) <= max_elements:
+        yield ()
+        return
+    inner = math.prod(shape[1:])
+    if inner <= max_elements:
+        step = max_elements // inner
+        for start in range(0, shape[0], step):
+            yield (slice(start, min(start + step, shape[0])),)
+        return
+    for i in range(shape[0]):
+        for rest in bounded_slices(shape[1:], max_elements):
+            yield (i, *rest)
 
 
 class LazyOutput:

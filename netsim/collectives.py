@@ -9,7 +9,9 @@ reference in :mod:`netsim.semantics`.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import itertools
 import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
@@ -19,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from netsim.bundles import unbundled
-from netsim.chunks import LazyOutput, SizeOnly, shape_only
+from netsim.chunks import SLICE_ELEMENTS, LazyOutput, SizeOnly, bounded_slices, shape_only
 from netsim.critical_path import critical_path
 from netsim.device_mesh import AxisGroups
 from netsim.engine import EngineError, Playback, play
@@ -156,19 +158,91 @@ def _leaves(tree: Any) -> tuple[list[np.ndarray], Callable[[list[Any]], Any]]:
     return [leaf for leaves, _ in parts for leaf in leaves], rebuild
 
 
-def _matches(actual: np.ndarray, expected: np.ndarray, exact: bool, group_size: int) -> bool:
+def _matches(actual: np.ndarray, expected: np.ndarray, exact: bool, group_size: int, scale: float) -> bool:
+    """Whether ``actual`` equals ``expected``: exactly, or for sums of floats within a few ulps per addend.
+
+    ``scale`` is the largest magnitude in the whole reference ``expected`` is part
+    of (at least 1); it sets the absolute tolerance. Compared a slice at a time,
+    so the check needs no temporaries the size of the output.
+    """
     if actual.shape != expected.shape or actual.dtype != expected.dtype:
         return False
-    # Compare a slice at a time, so the check needs no temporaries the size of the output.
-    actual, expected = actual.reshape(-1), np.ascontiguousarray(expected).reshape(-1)
-    step = 1 << 20
+    slices = bounded_slices(expected.shape, SLICE_ELEMENTS)
     if exact or not np.issubdtype(expected.dtype, np.inexact):
         nan = np.issubdtype(expected.dtype, np.inexact)
-        return all(np.array_equal(actual[i : i + step], expected[i : i + step], equal_nan=nan) for i in range(0, expected.size, step))
+        return all(np.array_equal(actual[i], expected[i], equal_nan=nan) for i in slices)
     # Sums in a different order differ by rounding only: allow a few ulps per addend.
     tolerance = 4 * np.finfo(expected.dtype).eps * group_size
-    scale = float(np.max(np.abs(expected), initial=1.0))
-    return all(np.allclose(actual[i : i + step], expected[i : i + step], rtol=tolerance, atol=tolerance * scale) for i in range(0, expected.size, step))
+    return all(np.allclose(actual[i], expected[i], rtol=tolerance, atol=tolerance * scale) for i in slices)
+
+
+def _largest(expected: np.ndarray, scale: float = 1.0) -> float:
+    """The larger of ``scale`` and the largest magnitude in ``expected`` (NaN if there is one), a slice at a time."""
+    for i in bounded_slices(np.shape(expected), SLICE_ELEMENTS):
+        scale = np.maximum(scale, np.max(np.abs(expected[i]), initial=1.0))
+    return float(scale)
+
+
+def _first_difference(layout: Any, leaf: np.ndarray, output: np.ndarray, exact: bool, group_size: int) -> int | None:
+    """The first device, in the reference's order, whose output differs from the NumPy reference; None if none does.
+
+    The reference comes a part of a row at a time (``layout.reference_parts``),
+    never a whole row. The tolerance for sums of floats depends on the largest
+    value of a device's whole reference, known only at the end: each part is
+    compared with the largest value seen so far (a part that matches then also
+    matches with the final, larger tolerance), and the devices with a part that
+    did not are compared again with the final one.
+    """
+    strict = exact or not np.issubdtype(leaf.dtype, np.inexact)
+    scale: dict[int, float] = {}
+    differ: set[int] = set()
+    for device, index, expected in layout.reference_parts(leaf):
+        scale[device] = 1.0 if strict else _largest(expected, scale.get(device, 1.0))
+        if device not in differ and not _matches(output[device, ...][index], expected, exact, group_size, scale[device]):
+            differ.add(device)
+    if differ and not strict:
+        suspects, differ = differ, set()
+        for device, index, expected in layout.reference_parts(leaf, devices=suspects):
+            if device not in differ and not _matches(output[device, ...][index], expected, exact, group_size, scale[device]):
+                differ.add(device)
+    return next((device for device in scale if device in differ), None)
+
+
+def _flat_range(chunks: list[np.ndarray], starts: list[int], start: int, stop: int) -> np.ndarray:
+    """Elements ``start:stop`` of the flat chunks laid end to end (``starts``: where each begins).
+
+    A view when they lie in one chunk; otherwise a copy of those elements only.
+    """
+    i = bisect.bisect_right(starts, start, hi=len(chunks)) - 1
+    first = chunks[i][start - starts[i] : stop - starts[i]]
+    if first.size == stop - start:
+        return first
+    parts, got = [first], first.size
+    while got < stop - start:
+        i += 1
+        parts.append(chunks[i][: stop - start - got])
+        got += parts[-1].size
+    return np.concatenate(parts)
+
+
+def _chunks_match(chunks: list[np.ndarray], expected: np.ndarray, exact: bool, group_size: int) -> bool:
+    """Whether a block's flat chunks, in order, hold ``expected`` (a view into a reference row) in C order.
+
+    Compared a slice at a time, without joining the chunks (as :func:`_matches`
+    would compare them joined, the tolerance set by the whole block).
+    """
+    sizes = [chunk.size for chunk in chunks]
+    if sum(sizes) != expected.size:
+        return False
+    scale = 1.0 if exact or not np.issubdtype(expected.dtype, np.inexact) else _largest(expected)
+    starts, position = list(itertools.accumulate(sizes, initial=0)), 0
+    for index in bounded_slices(expected.shape, SLICE_ELEMENTS):
+        part = expected[index]
+        size = np.size(part)
+        if not _matches(_flat_range(chunks, starts, position, position + size), np.reshape(part, -1), exact, group_size, scale):
+            return False
+        position += size
+    return True
 
 
 def _write(target: np.ndarray, pieces: list[np.ndarray]) -> None:
@@ -183,7 +257,12 @@ def _write(target: np.ndarray, pieces: list[np.ndarray]) -> None:
             flat[offset : offset + piece.size] = piece
             offset += piece.size
     else:
-        target[...] = np.concatenate(pieces).reshape(target.shape)
+        # A strided view: written a slice at a time, copying only slices that straddle two pieces.
+        starts, position = list(itertools.accumulate((p.size for p in pieces), initial=0)), 0
+        for index in bounded_slices(target.shape, SLICE_ELEMENTS):
+            part = target[index]
+            part[...] = _flat_range(pieces, starts, position, position + part.size).reshape(part.shape)
+            position += part.size
 
 
 def _held(playback: Playback, device: int) -> dict:
@@ -240,8 +319,9 @@ def _check_lazy(collective: str, layout: Any, leaf: np.ndarray, playback: Playba
     Every device must hold every chunk its output needs; for gathers each must be
     the very array its owner started with (so nothing was copied or mixed up),
     in order. Values are compared with the NumPy reference on a few devices,
-    block by block: the check holds one group's reference row at a time, never a
-    simulated row.
+    block by block, straight from the chunks: the check holds one device's
+    reference row at a time (built from ``layout.reference_parts``, whose sums
+    take a slice at a time), never a simulated row.
     """
     gather = layout.pattern == "gather"
     keys_of: dict[range, list[tuple[int, int]]] = {}
@@ -262,20 +342,19 @@ def _check_lazy(collective: str, layout: Any, leaf: np.ndarray, playback: Playba
                     raise EngineError(f"{collective}: device {device} holds a chunk that is not its owner's array; this is a netsim bug, please report it")
     n = leaf.shape[0]
     sampled = sorted({0, n - 1, *np.random.default_rng(0).choice(n, size=min(n, SAMPLED_DEVICES), replace=False).tolist()})
+    expected_row = np.empty(layout.output_shape, leaf.dtype)  # one device's answer at a time, in the same array
     for group in layout.groups:
         members = [d for d in group if d in sampled]
         if not members:
             continue
-        for device, expected_row in dataclasses.replace(layout, groups=(group,)).reference_rows(leaf):
-            if device not in members:
-                continue
-            # Block by block, straight from the chunks: no simulated row is materialised.
+        single = dataclasses.replace(layout, groups=(group,))
+        for device in members:
+            for _, index, part in single.reference_parts(leaf, devices=(device,)):
+                expected_row[index] = part
             buffer = _held(playback, device)
             for block in layout.wanted(device):
                 chunks = [buffer[(block, p)] for p in range(pieces)]
-                expected = np.ascontiguousarray(layout.slot(expected_row, block)).reshape(-1)
-                actual = chunks[0].reshape(-1) if len(chunks) == 1 else np.concatenate(chunks)
-                if not _matches(actual, expected, gather, len(group)):
+                if not _chunks_match(chunks, layout.slot(expected_row, block), gather, len(group)):
                     raise EngineError(
                         f"{collective}: device {device}'s simulated output differs from the NumPy reference in block {block}; "
                         "this is a netsim bug, please report it"
@@ -350,10 +429,10 @@ def _simulate(
         elif output == "full" or (output == "auto" and out_bytes <= MATERIALISE_LIMIT_BYTES):
             result = _output(collective, layout, playback, schedule.pieces, leaf.dtype)
             if verify:
-                for device, expected in layout.reference_rows(leaf):
-                    if not _matches(result[device], expected, exact, len(layout.groups[0]) if layout.groups else 1):
-                        where = f"{collective} with {algorithm} on {topo.name}"
-                        raise InvariantError("output", f"{where}: device {device}'s simulated output differs from the NumPy reference")
+                device = _first_difference(layout, leaf, result, exact, len(layout.groups[0]) if layout.groups else 1)
+                if device is not None:
+                    where = f"{collective} with {algorithm} on {topo.name}"
+                    raise InvariantError("output", f"{where}: device {device}'s simulated output differs from the NumPy reference")
                 checks.append("equals the NumPy reference of JAX's semantics on every device")
         else:
             final, pieces, dtype = playback, schedule.pieces, leaf.dtype

@@ -11,12 +11,15 @@ Two things live here:
   algorithm moves (``blocks``), and say where each block a device holds at the
   end goes in JAX's output (``output_shape`` and ``slot``). They are what the
   simulation uses.
-* **References** (each layout's ``reference_rows``, and the functions
+* **References** (each layout's ``reference_rows`` and ``reference_parts``, and the functions
   :func:`all_gather_reference`, :func:`psum_scatter_reference`,
   :func:`psum_reference`, :func:`all_to_all_reference`,
   :func:`ppermute_reference`) compute JAX's answer straight from the definition, with
   no blocks, pieces or schedules, so that a simulated output can be checked
-  against something that did not come from the same code.
+  against something that did not come from the same code. ``reference_parts``
+  gives a device's answer a region of its output at a time (views of the input
+  for gathers, sums of bounded slices for reductions), so that checking a big
+  output needs no memory for a whole row of the answer.
 
 axis_index_groups
     A list of groups of device indices; every index appears exactly once and all
@@ -29,11 +32,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
+
+from netsim.chunks import SLICE_ELEMENTS, bounded_slices
 
 __all__ = [
     "AllGatherLayout",
@@ -130,6 +135,14 @@ def _group_sum(x: np.ndarray, group: Sequence[int]) -> np.ndarray:
     return total
 
 
+def _part_sum(x: np.ndarray, group: Sequence[int], block: tuple, index: tuple) -> np.ndarray:
+    """``_group_sum(x, group)[block][index]``, adding only those slices of the inputs (same order, same rounding)."""
+    total = np.array(x[group[0], ...][block][index], dtype=x.dtype)
+    for d in group[1:]:
+        np.add(total, x[d, ...][block][index], out=total, dtype=x.dtype)
+    return total
+
+
 def _flat(a: np.ndarray) -> np.ndarray:
     """A 1-D view of a contiguous array (a copy only if it was not contiguous)."""
     return np.ascontiguousarray(a).reshape(-1)
@@ -165,6 +178,22 @@ class _Layout:
         memory for one group's answer, not for every device's.
         """
         raise NotImplementedError
+
+    def reference_parts(
+        self, x: np.ndarray, devices: Collection[int] | None = None, max_elements: int = SLICE_ELEMENTS
+    ) -> Iterator[tuple[int, tuple, np.ndarray]]:
+        """``(device, index, expected)``: JAX's answer for ``output_row[index]`` of a device.
+
+        For each device, the indices (basic indexing into one device's output)
+        cover its output exactly once; parts come group by group, as in
+        :meth:`reference_rows`, and a device's first part comes in the same order.
+        ``devices`` restricts the parts to these devices. Layouts that can say
+        more precisely (gathers: views of the input; reductions: sums of at most
+        ``max_elements`` elements) override this; the default gives whole rows.
+        """
+        for device, row in self.reference_rows(x):
+            if devices is None or device in devices:
+                yield device, (), row
 
 
 @dataclass(frozen=True)
@@ -248,6 +277,32 @@ class AllGatherLayout(_Layout):
             for d in group:
                 yield d, gathered
 
+    def reference_parts(
+        self, x: np.ndarray, devices: Collection[int] | None = None, max_elements: int = SLICE_ELEMENTS
+    ) -> Iterator[tuple[int, tuple, np.ndarray]]:
+        """Member j's input, as it is (a view), is what ``np.stack`` puts at index j of ``axis``
+        (``np.concatenate``: the j-th run of ``shape[axis]`` along it).
+
+        Examples
+        --------
+        >>> x = np.arange(12).reshape(2, 2, 3)
+        >>> layout = AllGatherLayout.check(x, 1, True, None)
+        >>> layout.output_shape
+        (2, 6)
+        >>> for d, index, part in layout.reference_parts(x, devices=[1]):
+        ...     print(d, index, np.shares_memory(part, x))
+        1 (slice(None, None, None), slice(0, 3, None)) True
+        1 (slice(None, None, None), slice(3, 6, None)) True
+        """
+        lead = (slice(None),) * self.axis
+        size = self.block_shape[self.axis] if self.tiled else 0
+        for group in self.groups:
+            for d in group:
+                if devices is not None and d not in devices:
+                    continue
+                for j, member in enumerate(group):
+                    yield d, (*lead, slice(j * size, (j + 1) * size) if self.tiled else j), x[member, ...]
+
 
 @dataclass(frozen=True)
 class ReduceScatterLayout(_Layout):
@@ -318,6 +373,29 @@ class ReduceScatterLayout(_Layout):
                 part = np.take(total, np.arange(k * size, (k + 1) * size), axis=dim)
                 yield d, part if self.tiled else np.squeeze(part, axis=dim)
 
+    def reference_parts(
+        self, x: np.ndarray, devices: Collection[int] | None = None, max_elements: int = SLICE_ELEMENTS
+    ) -> Iterator[tuple[int, tuple, np.ndarray]]:
+        """Member k's output, a slice of at most ``max_elements`` at a time: the group's sum
+        of that slice of block k (the k-th of n runs along ``scatter_dimension``; untiled, index k).
+
+        Examples
+        --------
+        >>> x = np.arange(16).reshape(4, 4)
+        >>> [(d, part.tolist()) for d, _, part in ReduceScatterLayout.check(x, 0, True, [[0, 1], [2, 3]]).reference_parts(x, max_elements=1)]
+        [(0, [4]), (0, [6]), (1, [8]), (1, [10]), (2, [20]), (2, [22]), (3, [24]), (3, [26])]
+        """
+        n, dim = len(self.groups[0]), self.scatter_dimension
+        lead = (slice(None),) * dim
+        size = x.shape[1 + dim] // n
+        for group in self.groups:
+            for k, d in enumerate(group):
+                if devices is not None and d not in devices:
+                    continue
+                block = (*lead, slice(k * size, (k + 1) * size) if self.tiled else k)
+                for index in bounded_slices(self.block_shape, max_elements):
+                    yield d, index, _part_sum(x, group, block, index)
+
 
 @dataclass(frozen=True)
 class AllReduceLayout(_Layout):
@@ -370,6 +448,26 @@ class AllReduceLayout(_Layout):
             total = _group_sum(x, group)
             for d in group:
                 yield d, total
+
+    def reference_parts(
+        self, x: np.ndarray, devices: Collection[int] | None = None, max_elements: int = SLICE_ELEMENTS
+    ) -> Iterator[tuple[int, tuple, np.ndarray]]:
+        """The group's sum, a slice of at most ``max_elements`` at a time, shared by the members.
+
+        Examples
+        --------
+        >>> x = np.arange(12).reshape(2, 2, 3)
+        >>> [(d, part.tolist()) for d, _, part in AllReduceLayout.check(x, None).reference_parts(x, max_elements=4)]
+        [(0, [[6, 8, 10]]), (1, [[6, 8, 10]]), (0, [[12, 14, 16]]), (1, [[12, 14, 16]])]
+        """
+        for group in self.groups:
+            members = [d for d in group if devices is None or d in devices]
+            if not members:
+                continue
+            for index in bounded_slices(self.shape, max_elements):
+                total = _part_sum(x, group, (), index)
+                for d in members:
+                    yield d, index, total
 
 
 @dataclass(frozen=True)

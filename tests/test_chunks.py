@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import tracemalloc
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 from conftest import ROOT, expected_all_gather, expected_psum, expected_psum_scatter
 
 import netsim.collectives as collectives
-from netsim.chunks import LazyOutput, SizeOnly, shape_only
+from netsim.chunks import SLICE_ELEMENTS, LazyOutput, SizeOnly, bounded_slices, shape_only
 from netsim.collectives import all_gather, psum, psum_scatter, simulate
 from netsim.engine import EngineError
 from netsim.scenario import load_scenario
@@ -129,10 +130,11 @@ def test_block_sizes_are_the_sizes_of_the_blocks(shape, make):
     assert layout.block_sizes(shape[0]) == [{b: a.size for b, a in held.items()} for held in layout.blocks(x)]
 
 
-@pytest.mark.parametrize("n", [4, 8])
+@pytest.mark.parametrize("n", [2, 4, 8])
 def test_moving_chunks_never_copies_them(n):
     # Peak memory within 1.3 x (input + output): the chunks are views of the input, the
-    # output is written once, and checking it holds one group's reference row at a time.
+    # output is written once, and checking it takes the reference a block at a time (views
+    # of the input), never a row (with 2 devices a row is as big as the whole input).
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
@@ -144,3 +146,66 @@ def test_moving_chunks_never_copies_them(n):
     assert result.verified
     assert peak <= 1.3 * (x.nbytes + result.output.nbytes), peak / (x.nbytes + result.output.nbytes)
     assert all(result.leaves[0].playback.buffers[d][(0, 0)].base is x for d in range(n))  # views of the input, never copies
+
+
+@pytest.mark.parametrize(("shape", "limit"), [((5,), 2), ((2, 6), 4), ((3, 2), 6), ((3, 4, 5), 7), ((3, 4, 5), 20), ((2, 3), 1), ((0, 4), 3), ((), 1)])
+def test_bounded_slices_cut_an_array_into_views_in_order(shape, limit):
+    a = np.arange(math.prod(shape)).reshape(shape)
+    pieces = [a[index] for index in bounded_slices(shape, limit)]
+    np.testing.assert_array_equal(np.concatenate([np.reshape(p, -1) for p in pieces]), a.reshape(-1))
+    assert all(np.size(p) <= limit for p in pieces)
+    assert all(np.shares_memory(p, a) for p in pieces if a.ndim and a.size)
+    with pytest.raises(ValueError, match=r"^max_elements must be at least 1, got 0$"):
+        next(bounded_slices(shape, 0))
+
+
+@pytest.mark.parametrize("output", ["full", "lazy"])
+def test_checking_an_output_never_builds_a_whole_reference_row(monkeypatch, output):
+    # The check takes the reference a part at a time: views of the input for gathers, sums
+    # of at most SLICE_ELEMENTS elements for reductions; never reference_rows.
+    parts = []
+
+    def no_rows(self, x):
+        raise AssertionError(f"{type(self).__name__}.reference_rows built a whole row")
+
+    for cls in (AllGatherLayout, ReduceScatterLayout, AllReduceLayout):
+        monkeypatch.setattr(cls, "reference_rows", no_rows)
+
+        def recording(self, x, devices=None, max_elements=SLICE_ELEMENTS, real=cls.reference_parts):
+            for device, index, part in real(self, x, devices, max_elements):
+                parts.append((type(self), part))
+                yield device, index, part
+
+        monkeypatch.setattr(cls, "reference_parts", recording)
+    x = np.random.default_rng(5).integers(-100, 100, (4, 6 * SLICE_ELEMENTS), dtype=np.int8)  # rows of several slices
+    for result in (all_gather(x, output=output), psum(x, output=output), psum_scatter(x, tiled=True, output=output)):
+        assert result.verified
+    gathered = [p for cls, p in parts if cls is AllGatherLayout]
+    summed = [p for cls, p in parts if cls is not AllGatherLayout]
+    assert gathered and all(np.shares_memory(p, x) for p in gathered)
+    assert len(summed) > 2 * 6 and all(p.size <= SLICE_ELEMENTS for p in summed)
+
+
+@pytest.mark.parametrize("output", ["full", "lazy"])
+def test_strided_blocks_are_written_and_checked_a_slice_at_a_time(output):
+    # Untiled along axis 1, each block is a strided view of the output row, longer than a
+    # slice, and the two pieces of the bidirectional ring meet inside a slice.
+    x = np.random.default_rng(6).integers(0, 100, (2, 3, SLICE_ELEMENTS + 5), dtype=np.int8)
+    result = all_gather(x, axis=1, output=output)
+    assert result.verified and result.leaves[0].schedule.pieces == 2
+    np.testing.assert_array_equal(np.asarray(result.output), expected_all_gather(x, 1, False, None))
+
+
+def test_the_tolerance_of_a_float_sum_is_set_by_its_whole_row():
+    # The largest value comes in the row's last slice. An error in the first slice within
+    # the tolerance it sets passes, as np.allclose over the whole row does; 20 times it does not.
+    x = np.zeros((2, SLICE_ELEMENTS + 1), np.float32)
+    x[:, -1] = 500.0
+    layout = AllReduceLayout.check(x, None)
+    expected = layout.reference(x)
+    tolerance = 4 * np.finfo(np.float32).eps * 2
+    for error, whole_row_matches in ((500 * tolerance, True), (20 * 1000 * tolerance, False)):
+        output = expected.copy()
+        output[1, 0] += error
+        assert np.allclose(output[1], expected[1], rtol=tolerance, atol=tolerance * 1000.0) is whole_row_matches
+        assert collectives._first_difference(layout, x, output, False, 2) == (None if whole_row_matches else 1)
