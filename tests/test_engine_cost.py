@@ -56,3 +56,15 @@ def test_memory_per_transfer_stays_small():
         tracemalloc.stop()
     assert len(run.sent_at) == 2 * 128 * 127
     assert peak / len(run.sent_at) < 300  # bytes per transfer, payloads excluded (they are views of x)
+
+
+def test_a_pod_all_gather_is_a_few_engine_events_per_ring_step_message():
+    # multiaxis_bundled sends one message per ring step, link direction and part; each costs
+    # the engine at most 3.5 actions (start on a link, arrival, link free, a share of a wake-up).
+    dims = (4, 4, 4)
+    schedule = build_schedule("gather", [list(range(64))], "multiaxis_bundled", group_shape=dims)
+    buffers = [{(d, p): np.zeros(10, np.uint8) for p in range(6)} for d in range(64)]
+    run = play(torus(dims), schedule.transfers, buffers)
+    assert len(schedule.transfers) == 3 * sum(2 * (d - 1) for d in dims) * 64  # not 64 * 63 * 6 block pieces
+    assert run.actions <= 3.5 * len(schedule.transfers)
+    assert run.events <= 4 * schedule.n_steps
