@@ -313,6 +313,39 @@ def _size_buffers(layout: Any, pieces: int, itemsize: int, n_devices: int) -> li
     return buffers
 
 
+def _check_bundled_sources(collective: str, layout: Any, playback: Playback, sources: list[dict], pieces: int) -> None:
+    """:func:`_check_lazy`'s first check when bundles travelled, without opening every device's.
+
+    Devices share the bundle objects they were sent, so each distinct (object, key)
+    is opened once: its parts must be the bundles and chunks its key names, every
+    chunk its owner's own array. Each device must then carry as many chunks as its
+    output needs (which ones, exactly, the invariants checked).
+    """
+    bundles, group_of = playback.bundles, {d: g for g in layout.groups for d in g}
+    count: dict[tuple[int, Any], int] = {}
+
+    def chunks_in(key: Any, chunk: Any, group: tuple[int, ...]) -> int:
+        seen = count.get((id(chunk), key))
+        if seen is None:
+            parts = bundles.get(key)
+            if parts is None:
+                block, _ = key
+                if chunk is not sources[group[block]].get(key):
+                    raise EngineError(f"{collective}: a device holds a chunk that is not its owner's array; this is a netsim bug, please report it")
+                seen = 1
+            else:
+                seen = sum(chunks_in(part, inner, group) for part, inner in zip(parts, chunk.parts, strict=True))
+            count[(id(chunk), key)] = seen
+        return seen
+
+    for device, buffer in enumerate(playback.buffers):
+        group = group_of.get(device, ())
+        held = sum(chunks_in(key, chunk, group) for key, chunk in buffer.items())
+        needed = len(layout.wanted(device)) * pieces
+        if held != needed:
+            raise EngineError(f"{collective}: device {device} ended with {held} chunks, not {needed}; this is a netsim bug, please report it")
+
+
 def _check_lazy(collective: str, layout: Any, leaf: np.ndarray, playback: Playback, sources: list[dict], pieces: int, output: LazyOutput) -> str:
     """Verify a lazy output without materialising it; return what was checked.
 
@@ -325,7 +358,9 @@ def _check_lazy(collective: str, layout: Any, leaf: np.ndarray, playback: Playba
     """
     gather = layout.pattern == "gather"
     keys_of: dict[range, list[tuple[int, int]]] = {}
-    for group in layout.groups:
+    if playback.bundles:
+        _check_bundled_sources(collective, layout, playback, sources, pieces)
+    for group in () if playback.bundles else layout.groups:
         owned: tuple | None = None
         for device in group:
             wanted = layout.wanted(device)

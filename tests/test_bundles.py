@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import netsim
-from netsim import Mesh, costs
+from netsim import Mesh, collectives, costs
 from netsim.bundles import Bundle, BundleTable, made_of, made_of_arrays, opened_codes, unbundled
 from netsim.chunks import SizeOnly
 from netsim.engine import EngineError, play
@@ -17,6 +17,7 @@ from netsim.resources import transfers_of
 from netsim.schedules import ALGORITHMS, TransferTable, _with_deps, build_schedule
 from netsim.schedules.bundled import bundles as bundle_table
 from netsim.schedules.bundled import gather_array
+from netsim.semantics import AllGatherLayout
 from netsim.topology import torus
 
 ALPHA, B = 1e-6, 45e9
@@ -171,6 +172,25 @@ def test_lazy_output_holds_the_owners_own_arrays():
     result = netsim.all_gather(x, axis_index_groups=mesh.groups(NAMES), algorithm="multiaxis_bundled", output="lazy")
     assert "the owner's own array" in result.verification
     assert np.array_equal(result.output[5], x) and np.array_equal(np.asarray(result.output), reference_all_gather(x, [tuple(range(8))]))
+
+
+def test_the_lazy_check_finds_a_copied_chunk_inside_a_bundle():
+    mesh = mesh_of((2, 2))
+    x = np.arange(4 * 40, dtype=np.int32).reshape(4, 40)
+    result = netsim.all_gather(x, axis_index_groups=mesh.groups(("x", "y")), algorithm="multiaxis_bundled", output="lazy")
+    run = result.leaves[0].playback
+    layout = AllGatherLayout.check(x, axis=0, tiled=False, axis_index_groups=None)
+    sources = [{(d, p): piece for p, piece in enumerate(np.array_split(x[d], 4))} for d in range(4)]
+    with pytest.raises(EngineError, match=r"^all_gather: a device holds a chunk that is not its owner's array; this is a netsim bug"):
+        collectives._check_bundled_sources("all_gather", layout, run, sources, 4)  # not the arrays the run moved
+    sources = [{key: chunk for key, chunk in held.items() if key not in run.bundles} for held in run.buffers]  # each device's own
+    sources = [{(d, p): sources[d][(d, p)] for p in range(4)} for d in range(4)]
+    collectives._check_bundled_sources("all_gather", layout, run, sources, 4)  # as it ran: fine
+    device, key = next((d, k) for d, held in enumerate(run.buffers) for k in held if k in run.bundles)
+    bundle = run.buffers[device][key]
+    run.buffers[device][key] = Bundle([part.copy() for part in bundle.parts])  # same values, not the owners' arrays
+    with pytest.raises(EngineError, match=r"^all_gather: a device holds a chunk that is not its owner's array; this is a netsim bug"):
+        collectives._check_bundled_sources("all_gather", layout, run, sources, 4)
 
 
 @pytest.mark.parametrize("dims", [(2, 2), (4, 4), (3, 3), (2, 2, 2), (4, 4, 4), (3, 3, 3)])
