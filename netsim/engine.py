@@ -358,7 +358,8 @@ class _Run:
         attributes = {(u, v, key): data for u, v, key, data in topology.graph.edges(keys=True, data=True)}
         self.bandwidth = [float(attributes[link]["bandwidth_Bps"]) for link in self.link_ids]
         self.latency = [float(attributes[link]["latency_s"]) for link in self.link_ids]
-        # missing[i]: arrivals transfer i still waits for; first/more: who waits for transfer i
+        # missing[i]: arrivals transfer i still waits for. Who waits for transfer i: first[i] and,
+        # if it is >= 0, second[i] (-1: nobody); first[i] < -1: the tuple more[-2 - first[i]].
         ptr, idx = columns["dep_ptr"], columns["dep_idx"]
         counts_in = np.diff(ptr)
         self.missing = counts_in.tolist()
@@ -370,11 +371,15 @@ class _Run:
         first = np.full(n, -1, np.int64)
         has = counts > 0
         first[has] = waiter[starts[:-1][has]]
-        several = np.flatnonzero(counts > 1)
+        second = np.full(n, -1, np.int64)
+        two = counts == 2
+        second[two] = waiter[starts[:-1][two] + 1]
+        several = np.flatnonzero(counts > 2)
         first[several] = -2 - np.arange(len(several))
         waiters, bounds = waiter.tolist(), starts.tolist()
         self.more: list[tuple[int, ...]] = [tuple(waiters[bounds[i] : bounds[i + 1]]) for i in several.tolist()]
         self.first = array("q", first.astype(np.int64).tobytes())
+        self.second = array("q", second.tobytes())
         self.ready: list[list[int]] = [[] for _ in range(n_devices)]
         initial = np.flatnonzero(counts_in == 0)
         for i, s in zip(initial.tolist(), columns["src"][initial].tolist(), strict=True):
@@ -382,12 +387,14 @@ class _Run:
 
         self.sent_at = [float("nan")] * n
         self.arrived_at = [float("nan")] * n
-        self.nbytes = array("q", bytes(8 * n))
+        self.nbytes = [0] * n
         self.buffers = [dict(b) for b in buffers]
         self.expected = np.bincount(columns["dst"], minlength=n_devices).tolist() if n else [0] * n_devices
         self.taken = [0] * n_devices
         self.max_queue = [0] * len(self.link_ids)
-        self.record = (array("i"), array("i"), array("d"), array("d"))  # transfer, link, start, end
+        # transfer, link, start, end of every hop: lists, whose append is cheaper than an array's
+        # (which parses its argument), holding objects the run has anyway but the end times.
+        self.record: tuple[list[int], list[int], list[float], list[float]] = ([], [], [], [])
         self.events = 0
         self.actions = 0
         self.env.process(self._network(n))
@@ -395,7 +402,16 @@ class _Run:
     def _network(self, n: int):
         env, cut_through, n_devices = self.env, self.cut_through, self.n_devices
         n_links = len(self.link_ids)
-        dst, key_of, reduce, route_of, first, more, missing = self.dst, self.key, self.reduce, self.route, self.first, self.more, self.missing
+        dst, key_of, reduce, route_of, first, second, more, missing = (
+            self.dst,
+            self.key,
+            self.reduce,
+            self.route,
+            self.first,
+            self.second,
+            self.more,
+            self.missing,
+        )
         bandwidth, latency, max_queue = self.bandwidth, self.latency, self.max_queue
         sent_at, arrived_at, nbytes, buffers, ready, taken = self.sent_at, self.arrived_at, self.nbytes, self.buffers, self.ready, self.taken
         payload: list[Any] = [None] * n
@@ -459,6 +475,12 @@ class _Run:
                                 missing[j] = left
                                 if not left:
                                     becoming.append(j)
+                                j = second[i]
+                                if j >= 0:
+                                    left = missing[j] - 1
+                                    missing[j] = left
+                                    if not left:
+                                        becoming.append(j)
                             elif j < -1:
                                 for waiter in more[-2 - j]:
                                     missing[waiter] -= 1
@@ -570,10 +592,10 @@ class _Run:
 
     def stats(self) -> tuple[HopList, dict[LinkId, LinkStats]]:
         """Hops in start order and per-link statistics, from the recorded columns."""
-        transfer, link = (np.frombuffer(c, dtype=np.int32).astype(np.int64) for c in self.record[:2])
-        start, end = (np.frombuffer(c, dtype=np.float64) for c in self.record[2:])
+        transfer, link = (np.array(c, dtype=np.int64) for c in self.record[:2])
+        start, end = (np.array(c, dtype=np.float64) for c in self.record[2:])
         n_links = len(self.link_ids)
-        size = np.frombuffer(self.nbytes, np.int64)[transfer]
+        size = np.array(self.nbytes, np.int64)[transfer]
         total_bytes = np.bincount(link, weights=size, minlength=n_links)
         messages = np.bincount(link, minlength=n_links)
         busy = np.bincount(link, weights=end - start, minlength=n_links)
@@ -697,7 +719,7 @@ def play(
         time=max(run.arrived_at, default=0.0),
         sent_at=run.sent_at,
         arrived_at=run.arrived_at,
-        nbytes=_shared_ints(np.frombuffer(run.nbytes, np.int64)),
+        nbytes=_shared_ints(np.array(run.nbytes, np.int64)),
         hops=hops,
         links=links,
         events=run.events,
