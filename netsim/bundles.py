@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Bundle", "BundleTable", "made_of", "made_of_arrays", "opened_codes", "unbundled"]
+__all__ = ["Bundle", "BundleTable", "leaves", "made_of", "made_of_arrays", "opened_codes", "unbundled"]
 
 Key = tuple[int, int]
 
@@ -162,6 +162,18 @@ def unbundled(buffer: Mapping[Hashable, Any], bundles: Mapping[Hashable, Sequenc
         else:
             out[key] = chunk
     return out
+
+
+def leaves(key: Hashable, bundles: Mapping[Hashable, Sequence[Hashable]]) -> list[Hashable]:
+    """The chunk keys ``key`` carries: itself if it is no bundle, else its parts', every bundle opened.
+
+    Examples
+    --------
+    >>> leaves("abc", {"abc": ("ab", "c"), "ab": ("a", "b")}), leaves("a", {})
+    (['a', 'b', 'c'], ['a'])
+    """
+    parts = bundles.get(key)
+    return [key] if parts is None else [leaf for part in parts for leaf in leaves(part, bundles)]
 
 
 def made_of(key: Hashable, bundles: Mapping[Hashable, Sequence[Hashable]], is_sent: Callable[[Hashable], bool]) -> list[Hashable]:

@@ -18,6 +18,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from netsim.bundles import leaves
 from netsim.replay import Holdings, Replay
 from netsim.result import LeafRun, Result
 from netsim.schedules import ALGORITHMS, Schedule, Transfer
@@ -180,8 +181,11 @@ def _what(run: _Run, index: int) -> tuple[str, str]:
         if came is not None:
             return "passes on", "its partial sum (what it received last step plus its own share)"
         return "passes on", "a partial sum"
+    bundled = key in run.schedule.bundles
     if came is not None and not came.reduce:
-        return "forwards", "the block it received last step"
+        return "forwards", "the bundle it received last step" if bundled else "the block it received last step"
+    if bundled:
+        return "sends", "everything it has gathered so far as one bundle"
     if len(carried) == run.n and len(carried) > 1:
         return "sends", "its fully summed block"
     if carried == frozenset({t.src}):
@@ -356,6 +360,10 @@ def _transfer_line(run: _Run, index: int) -> str:
         what = f"partial sum of block {block} (the part device {owner} ends up with), shares of {', '.join(map(str, sorted(carried)))}; {t.dst} adds it in"
     elif len(carried) > 1:
         what = f"block {block}, summed over devices {', '.join(map(str, sorted(carried)))}"
+    elif t.key in run.schedule.bundles:
+        blocks = sorted({b for b, _ in leaves(t.key, run.schedule.bundles)})
+        shown = ", ".join(map(str, blocks[:4])) + (", ..." if len(blocks) > 4 else "")
+        what = f"bundle of {len(blocks)} blocks ({shown})"
     else:
         what = f"block {block} (device {next(iter(carried))}'s data)"
     part = _piece(run, piece).replace(" halves", " half").replace("pieces", "piece")

@@ -281,3 +281,14 @@ def test_bundles_are_refused_outside_gathers():
 def test_multiaxis_bundled_plays_gathers_only():
     with pytest.raises(ValueError, match=r"^algorithm 'multiaxis_bundled' does not run the all_reduce pattern"):
         netsim.psum(np.ones((4, 4)), axis_index_groups=mesh_of((2, 2)).groups(("x", "y")), algorithm="multiaxis_bundled")
+
+
+def test_explain_says_what_a_bundle_carries():
+    from netsim.explain import explain
+
+    mesh = mesh_of((2, 2))
+    x = np.arange(4 * 8, dtype=np.int32).reshape(4, 8)
+    text = explain(netsim.all_gather(x, axis_index_groups=mesh.groups(("x", "y")), algorithm="multiaxis_bundled"))
+    # step 2 (stage 1): member 0 sends its line along axis 0 (members 0 and 2) as one message along axis 1
+    assert "every device sends everything it has gathered so far as one bundle" in text
+    assert "0 → 1   bundle of 2 blocks (0, 2)" in text
