@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from netsim.columnar import stable_order
 from netsim.engine import Playback, TransferLike, _columns
 from netsim.topology import LinkId, Topology
 from netsim.units import format_seconds
@@ -195,17 +196,23 @@ def critical_path(
     start_s = [0.0] * topology.n_devices if start_s is None else list(start_s)
     columns = _columns(transfers)
     src, dst, dep_ptr, dep_idx = (np.asarray(columns[name], np.int64) for name in ("src", "dst", "dep_ptr", "dep_idx"))
-    hop_transfer, hop_link, hop_start, hop_end, link_of = _hop_arrays(playback.hops)
+    hops = playback.hops
+    hop_transfer, hop_link, hop_start, hop_end, link_of = _hop_arrays(hops)
     # For every crossing: the same message's crossing before it, and the crossing before it on its link.
-    before_in_message = _previous_in_group(hop_transfer)
-    before_on_link = _previous_in_group(hop_link)
+    shared = getattr(hops, "order", None)  # a HopList keeps its orders (the invariant checks used them)
+    by_transfer = shared("transfer") if callable(shared) else stable_order(hop_transfer)
+    by_link = shared("link") if callable(shared) else stable_order(hop_link)
+    before_in_message = _previous_in_group(hop_transfer, by_transfer)
+    before_on_link = _previous_in_group(hop_link, by_link)
     last_of_message = np.full(n, -1, np.int64)
-    order = np.argsort(hop_transfer, kind="stable")
-    ends = np.ones(len(order), bool)
-    ends[:-1] = hop_transfer[order[1:]] != hop_transfer[order[:-1]]
-    last_of_message[hop_transfer[order[ends]]] = order[ends]
+    is_last = np.ones(len(hop_transfer), bool)  # no later crossing of the same message
+    is_last[before_in_message[before_in_message >= 0]] = False
+    last_of_message[hop_transfer[is_last]] = np.flatnonzero(is_last)
+    del is_last
     arrived, sent = playback.arrived_at, playback.sent_at
-    last = max(range(n), key=lambda t: (arrived[t], -t)) if np.isnan(np.asarray(arrived, float)).any() else _first_latest(arrived)
+    arrival = np.asarray(arrived, float)
+    last = max(range(n), key=lambda t: (arrived[t], -t)) if np.isnan(arrival).any() else int(np.argmax(arrival))
+    del arrival
     i, h = last, int(last_of_message[last])
     steps: list[PathStep] = []
     if h < 0:
@@ -243,11 +250,6 @@ def critical_path(
     return CriticalPath(tuple(steps), origin[0], origin[1], arrived[last])
 
 
-def _first_latest(arrived: Sequence[float]) -> int:
-    """The first transfer to arrive last (``max`` by (arrival, -index)), for arrivals without NaN."""
-    return int(np.argmax(np.asarray(arrived, float)))
-
-
 def _hop_arrays(hops: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Callable[[int], LinkId]]:
     """Hops as arrays: transfer, link (a number), start, end, and the link id of each number.
 
@@ -267,11 +269,11 @@ def _hop_arrays(hops: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return transfer, link, start, end, list(numbers).__getitem__
 
 
-def _previous_in_group(group: np.ndarray) -> np.ndarray:
-    """For each position, the last earlier position with the same value (-1 if none)."""
-    order = np.argsort(group, kind="stable")
+def _previous_in_group(group: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """For each position, the last earlier position with the same value (-1 if none); ``order`` sorts ``group`` stably."""
     previous = np.full(len(group), -1, np.int64)
     if len(group) > 1:
-        same = group[order[1:]] == group[order[:-1]]
+        values = group[order]
+        same = values[1:] == values[:-1]
         previous[order[1:][same]] = order[:-1][same]
     return previous
