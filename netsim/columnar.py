@@ -51,10 +51,10 @@ def stable_order(values: np.ndarray) -> np.ndarray:
 
 
 def factorize(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(codes, return_inverse=True)`` for non-negative ints (inverse flat, int64).
+    """``np.unique(codes, return_inverse=True)`` for non-negative ints (inverse flat).
 
     When the codes span a range not much wider than their number, a table over
-    the range replaces the sort.
+    the range replaces the sort (and the inverse is int32, half the memory).
 
     Examples
     --------
@@ -72,6 +72,6 @@ def factorize(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     present = np.zeros(high + 1, bool)
     present[codes] = True
     unique = np.flatnonzero(present).astype(codes.dtype, copy=False)
-    rank = np.cumsum(present, dtype=np.int64)
+    rank = np.cumsum(present, dtype=np.int32 if high < 2**31 else np.int64)
     rank -= 1
     return unique, rank[codes]

@@ -151,10 +151,10 @@ class _Arrays:
         if not (len(playback.sent_at) == len(playback.arrived_at) == len(playback.nbytes) == len(playback.routes) == n):
             raise InvariantError("drained", f"the playback records {len(playback.arrived_at)} arrivals and {len(playback.routes)} routes for {n} transfers")
         columns = _transfer_columns(transfers)
-        self.src = np.asarray(columns["src"], np.int64)
-        self.dst = np.asarray(columns["dst"], np.int64)
+        self.src = _integers(columns["src"])  # (int32 from a TransferTable: products go through int64 below)
+        self.dst = _integers(columns["dst"])
         self.reduce = np.asarray(columns["reduce"], bool)
-        self.key_index = np.asarray(columns["key_index"], np.int64)
+        self.key_index = _integers(columns["key_index"])
         self.keys: list[Hashable] = list(columns["keys"])
         self.dep_ptr = np.asarray(columns["dep_ptr"], np.int64)
         self.dep_idx = np.asarray(columns["dep_idx"], np.int64)
@@ -168,6 +168,7 @@ class _Arrays:
         hops = playback.hops
         hop_columns = getattr(hops, "columns", None)
         self._orders: dict[str, np.ndarray] = {}
+        self._shared_order: Callable[[str], np.ndarray] | None = None  # a HopList's, for the columns it numbers alike
         if isinstance(hop_columns, dict) and hasattr(hops, "link_ids"):
             link_ids = list(hops.link_ids)
             renumber = np.fromiter((index.get(link, -1) for link in link_ids), np.int64, len(link_ids))
@@ -179,10 +180,8 @@ class _Arrays:
             self.hop_end = np.asarray(hop_columns["end"], float)
             self.hop_link_id: Callable[[int], Any] = lambda k: link_ids[int(raw_link[k])]
             order = getattr(hops, "order", None)
-            if callable(order):  # a HopList sorts once for the checks and the critical path
-                self._orders["transfer"] = order("transfer")
-                if same_numbers:
-                    self._orders["link"] = order("link")
+            if callable(order) and same_numbers:  # a HopList sorts once for the checks and the critical path
+                self._shared_order = order
         else:
             h = len(hops)
             self.hop_transfer = np.fromiter((hop.transfer for hop in hops), np.int64, h)
@@ -198,7 +197,8 @@ class _Arrays:
         """Hop positions sorted stably by ``"transfer"`` or ``"link"``."""
         order = self._orders.get(column)
         if order is None:
-            order = self._orders[column] = stable_order(self.hop_transfer if column == "transfer" else self.hop_link)
+            sort = self._shared_order or (lambda name: stable_order(self.hop_transfer if name == "transfer" else self.hop_link))
+            order = self._orders[column] = sort(column)
         return order
 
     @functools.cached_property
@@ -224,6 +224,12 @@ class _Arrays:
     def waiting(self) -> np.ndarray:
         """Per dependency (entry of ``dep_idx``), the transfer that waits for it."""
         return np.repeat(np.arange(len(self.src), dtype=np.int64), np.diff(self.dep_ptr))
+
+
+def _integers(values: Any) -> np.ndarray:
+    """An array of signed ints as it is (int32 or int64), anything else as int64."""
+    values = np.asarray(values)
+    return values if values.dtype.kind == "i" else values.astype(np.int64)
 
 
 def _transfer_columns(transfers: Sequence[TransferLike]) -> dict[str, Any]:
@@ -537,7 +543,7 @@ def _check_chunks(
             key_ids.setdefault(key, len(key_ids))
     held_codes = np.fromiter((d * len(key_ids) + key_ids[key] for d, held in enumerate(buffers) for key in held), np.int64)
     # Each transfer's key as a number into key_ids (-1 if no device started with it).
-    key_id = np.fromiter((key_ids.get(key, -1) for key in a.keys), np.int64, len(a.keys))[a.key_index] if len(a.keys) else np.zeros(0, np.int64)
+    key_id = np.fromiter((key_ids.get(key, -1) for key in a.keys), np.int32, len(a.keys))[a.key_index] if len(a.keys) else np.zeros(0, np.int32)
     placed_only = pattern in ("gather", "all_to_all", "permute") and not a.reduce.any()
     if placed_only and (permute or all(d in position for d, held in enumerate(buffers) if held)):
         _chunks_placed(a, buffers, order, position, size, pattern, wanted, key_ids, key_id, held_codes)
@@ -588,7 +594,8 @@ def _chunks_folded(
     if (key_id < 0).any():
         i = _first(key_id < 0)
         raise InvariantError("chunks", f"transfer #{i} carries chunk {keys_of[kidx[i]]!r}, which no device started with")
-    code = a.dst * len(key_ids) + key_id
+    code = np.multiply(a.dst, len(key_ids), dtype=np.int64)
+    code += key_id
     final: dict[int, int] = {}
     for i in np.lexsort((np.arange(n), a.arrived, code)).tolist():
         d, key = dst[i], keys_of[kidx[i]]
@@ -630,19 +637,24 @@ def _feeding(a: _Arrays) -> tuple[np.ndarray, np.ndarray]:
 class _Starts:
     """The bit each device's own copy of a chunk carries at the start (-1: it holds none),
     looked up by (device, key id); in a table over every (device, key) when that is not
-    much bigger than the run, else by binary search in the sorted codes."""
+    much bigger than the run (int32, like the bits), else by binary search in the sorted codes."""
 
     def __init__(self, own: np.ndarray, n_keys: int, held_codes: np.ndarray, n_transfers: int) -> None:
         self.own, self.n_keys = own, n_keys
         self.dense = len(own) * n_keys <= 4 * n_transfers + (1 << 16)
         if self.dense:
-            self.table = np.full(len(own) * n_keys, -1, np.int64)
+            self.table = np.full(len(own) * n_keys, -1, np.int32)
             self.table[held_codes] = own[held_codes // max(n_keys, 1)]
         else:
             self.held_codes = np.sort(held_codes)
 
+    def code(self, device: np.ndarray, kid: np.ndarray) -> np.ndarray:
+        """``device * n_keys + kid`` (int32 when it indexes the table, which is small enough)."""
+        code = np.multiply(device, self.n_keys, dtype=np.int32 if self.dense else np.int64)
+        return np.add(code, kid, dtype=code.dtype, casting="unsafe")
+
     def __call__(self, device: np.ndarray, kid: np.ndarray) -> np.ndarray:
-        code = device * self.n_keys + kid
+        code = self.code(device, kid)  # (device may be a column, kid a table)
         if self.dense:
             bit = self.table[code]
             bit[kid < 0] = -1
@@ -683,41 +695,48 @@ def _chunks_placed(
     count = np.diff(feed_ptr)
     has_feed = count > 0
     one_each = len(fed) == int(np.count_nonzero(has_feed))  # one feed each: every feed is its transfer's first (and last)
-    last_feed = np.full(n, -1, np.int64)
+    last_feed = np.full(n, -1, np.int32 if n < 2**31 else np.int64)
     last_feed[has_feed] = fed if one_each else fed[feed_ptr[1:][has_feed] - 1]
     carried = _carried_along(last_feed, initial)
-    del last_feed
-    fed_carried = carried[fed]
-    if one_each:
-        before = initial[has_feed]
+    # A feed that brings its transfer's source the data it already holds delivers it a second time.
+    if one_each:  # the feed's data is what its transfer carries, and it meets the source's own copy
+        again = carried == initial
+        again &= carried >= 0
+        again &= has_feed
+        suspects = np.flatnonzero(again)
+        del again
+        suspects = suspects[apart[last_feed[suspects]]]
+        owners, feeds = suspects, last_feed[suspects]
     else:
-        before = np.empty(len(fed), np.int64)
+        fed_carried = carried[fed]
+        before = np.empty(len(fed), fed_carried.dtype)
         before[1:] = fed_carried[:-1]
         before[feed_ptr[:-1][has_feed]] = initial[has_feed]
-    again = fed_carried >= 0
-    again &= fed_carried == before
-    again &= apart[fed]
-    del before, fed_carried
-    if again.any():
+        again = fed_carried >= 0
+        again &= fed_carried == before
+        again &= apart[fed]
+        del before, fed_carried
         bad = np.flatnonzero(again)
-        owner = np.repeat(np.arange(n, dtype=np.int64), count)
+        owners, feeds = np.repeat(np.arange(n, dtype=np.int64), count)[bad], fed[bad]
+    del last_feed
+    if len(owners):
         if isinstance(order, range):
-            e = int(bad[0])
+            e = 0
         else:
             rank = np.empty(n, np.int64)
             rank[np.asarray(order, np.int64)] = np.arange(n)
-            e = int(bad[np.lexsort((bad, rank[owner[bad]]))[0]])
-        i, j = int(owner[e]), int(fed[e])
+            e = int(np.lexsort((np.arange(len(owners)), rank[owners]))[0])
+        i, j = int(owners[e]), int(feeds[e])
         raise InvariantError(
             "chunks", f"device {a.src[i]}, chunk {a.keys[a.key_index[i]]!r}: transfer #{j} delivers a chunk that is already there a second time"
         )
-    del again, initial
+    del initial
     # What every device holds at the end: each (device, chunk) keeps its last arrival.
     if (key_id < 0).any():
         i = _first(key_id < 0)
         raise InvariantError("chunks", f"transfer #{i} carries chunk {a.keys[a.key_index[i]]!r}, which no device started with")
-    code = a.dst * n_keys + key_id
-    if starting.dense and (n == 0 or int(np.bincount(code).max()) <= 1):
+    code = starting.code(a.dst, key_id)
+    if starting.dense and _all_different(code, len(starting.table)):
         # Each (device, chunk) receives at most once: its arrival meets the device's own copy.
         before = starting.table[code]
         again = carried >= 0
@@ -735,7 +754,7 @@ def _chunks_placed(
         del code, carried
 
         def ends_with(device: np.ndarray, kid: np.ndarray) -> np.ndarray:
-            bit = holding[device * n_keys + kid]
+            bit = holding[starting.code(device, kid)]
             bit[kid < 0] = -1
             return bit
 
@@ -745,7 +764,7 @@ def _chunks_placed(
         got = carried[by_arrival]
         first = np.ones(n, bool)
         first[1:] = code[1:] != code[:-1]
-        before = np.empty(n, np.int64)
+        before = np.empty(n, got.dtype)
         before[1:] = got[:-1]
         before[first] = starting(a.dst[by_arrival][first], key_id[by_arrival][first])
         again = (got >= 0) & (got == before) & apart[by_arrival]
@@ -777,6 +796,13 @@ def _chunks_placed(
         row, piece = divmod(_first(wrong.reshape(-1)), pieces)
         key = (int(block[row]), piece)
         raise InvariantError("chunks", f"device {device[row]} ends with chunk {key!r} without the data of group member(s) {[int(expected[row])]}")
+
+
+def _all_different(codes: np.ndarray, size: int) -> bool:
+    """Whether no two codes (ints in ``range(size)``) are equal."""
+    seen = np.zeros(size, bool)
+    seen[codes] = True
+    return int(np.count_nonzero(seen)) == len(codes)
 
 
 def _carried_along(last_feed: np.ndarray, initial: np.ndarray, window: int = 1 << 14) -> np.ndarray:
