@@ -434,18 +434,22 @@ class _Run:
         counts_in = np.diff(ptr)
         self.missing = counts_in.tolist()
         waiter = np.repeat(np.arange(n, dtype=np.int64), counts_in)
-        order = np.argsort(idx, kind="stable")
-        waited, waiter = idx[order], waiter[order]
-        counts = np.bincount(waited, minlength=n)
-        starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        counts = np.bincount(idx, minlength=n)
         first = np.full(n, -1, np.int64)
-        has = counts > 0
-        first[has] = waiter[starts[:-1][has]]
         self.more: list[tuple[int, ...]] = []
-        for i in np.flatnonzero(counts > 1).tolist():
-            first[i] = -2 - len(self.more)
-            self.more.append(tuple(waiter[starts[i] : starts[i + 1]].tolist()))
-        self.first = array("q", first.astype(np.int64).tobytes())
+        if len(idx) and int(counts.max()) > 1:  # some transfers have several waiting: their waiters in order
+            waiter = waiter[stable_order(idx)]  # grouped by the transfer waited for
+            starts = np.zeros(n + 1, np.int64)
+            np.cumsum(counts, out=starts[1:])
+            has = counts > 0
+            first[has] = waiter[starts[:-1][has]]
+            for i in np.flatnonzero(counts > 1).tolist():
+                first[i] = -2 - len(self.more)
+                self.more.append(tuple(waiter[starts[i] : starts[i + 1]].tolist()))
+        else:  # each transfer has at most one waiting
+            first[idx] = waiter
+        del waiter, counts
+        self.first = array("q", first.tobytes())
         self.ready: list[list[int]] = [[] for _ in range(n_devices)]
         initial = np.flatnonzero(counts_in == 0)
         for i, s in zip(initial.tolist(), columns["src"][initial].tolist(), strict=True):

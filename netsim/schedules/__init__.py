@@ -529,16 +529,18 @@ def _planned_with_arrays(algorithm: str, phases: list[tuple[str, MoveFn]], group
         last = -1
         for members, moves in _by_group(algorithm, phase, groups, None if not shaped else generate):
             copies = len(members)
-            parts["step"].append(np.tile((moves[:, 0] + offset).astype(np.int32), copies))
+            step = np.array(moves[:, 0], dtype=np.int32)
+            step += offset
+            parts["step"].append(_copied(step, copies))
             parts["src"].append(members[:, moves[:, 1]].reshape(-1))
             parts["dst"].append(members[:, moves[:, 2]].reshape(-1))
             for name, column in (("block", 3), ("piece", 4), ("direction", 5)):
-                parts[name].append(np.tile(moves[:, column].astype(np.int32), copies))
+                parts[name].append(_copied(np.ascontiguousarray(moves[:, column], dtype=np.int32), copies))
             parts["phase"].append(np.full(len(moves) * copies, PHASES.index(phase), np.int8))
             if len(moves):
                 last = max(last, int(moves[:, 0].max()))
         offset += last + 1
-    columns = {name: np.concatenate(parts[name]) if parts[name] else np.empty(0, np.int32) for name in names}
+    columns = {name: (parts[name][0] if len(parts[name]) == 1 else np.concatenate(parts[name])) if parts[name] else np.empty(0, np.int32) for name in names}
     parts.clear()
     order = _stable_order(columns["step"])
     for name in names:
@@ -549,6 +551,11 @@ def _planned_with_arrays(algorithm: str, phases: list[tuple[str, MoveFn]], group
     phase_code = columns["phase"].astype(np.int8)
     reduce = phase_code == PHASES.index("reduce_scatter")
     return TransferTable(step, src, dst, block, piece, reduce, columns["direction"], phase_code, dep_ptr, dep_idx)
+
+
+def _copied(column: np.ndarray, copies: int) -> np.ndarray:
+    """The column once per group (as it is, for one group)."""
+    return column if copies == 1 else np.tile(column, copies)
 
 
 PHASES = ("reduce_scatter", "gather", "all_to_all", "permute")
