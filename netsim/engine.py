@@ -214,8 +214,11 @@ class HopList(Sequence):
         orders = self.__dict__.setdefault("_orders", {})
         order = orders.get(column)
         if order is None:
-            order = orders[column] = stable_order(self._columns[column])
+            order = stable_order(self._columns[column])
+            if len(order) < 2**31:  # kept with the playback: half the memory
+                order = order.astype(np.int32)
             order.flags.writeable = False
+            orders[column] = order
         return order
 
     def _materialise(self) -> list[Hop]:

@@ -656,9 +656,7 @@ class _Starts:
     def __call__(self, device: np.ndarray, kid: np.ndarray) -> np.ndarray:
         code = self.code(device, kid)  # (device may be a column, kid a table)
         if self.dense:
-            bit = self.table[code]
-            bit[kid < 0] = -1
-            return bit
+            return _none_where_absent(self.table[code], kid)
         held_codes = self.held_codes
         spot = np.minimum(np.searchsorted(held_codes, code), max(len(held_codes) - 1, 0))
         has = (kid >= 0) & (len(held_codes) > 0) & (held_codes[spot] == code if len(held_codes) else False)
@@ -692,8 +690,7 @@ def _chunks_placed(
     # The replay in dependency order: each transfer carries what its last feeding arrival brought.
     feed_ptr, fed = _feeding(a)
     initial = starting(a.src, key_id)
-    count = np.diff(feed_ptr)
-    has_feed = count > 0
+    has_feed = feed_ptr[1:] != feed_ptr[:-1]
     one_each = len(fed) == int(np.count_nonzero(has_feed))  # one feed each: every feed is its transfer's first (and last)
     last_feed = np.full(n, -1, np.int32 if n < 2**31 else np.int64)
     last_feed[has_feed] = fed if one_each else fed[feed_ptr[1:][has_feed] - 1]
@@ -717,7 +714,7 @@ def _chunks_placed(
         again &= apart[fed]
         del before, fed_carried
         bad = np.flatnonzero(again)
-        owners, feeds = np.repeat(np.arange(n, dtype=np.int64), count)[bad], fed[bad]
+        owners, feeds = np.repeat(np.arange(n, dtype=np.int64), np.diff(feed_ptr))[bad], fed[bad]
     del last_feed
     if len(owners):
         if isinstance(order, range):
@@ -754,9 +751,7 @@ def _chunks_placed(
         del code, carried
 
         def ends_with(device: np.ndarray, kid: np.ndarray) -> np.ndarray:
-            bit = holding[starting.code(device, kid)]
-            bit[kid < 0] = -1
-            return bit
+            return _none_where_absent(holding[starting.code(device, kid)], kid)
 
     else:
         by_arrival = np.lexsort((np.arange(n), a.arrived, code))
@@ -784,18 +779,40 @@ def _chunks_placed(
             return np.where(arrived, final[spot] if len(final) else -1, starting(device, kid))
 
     # Every block every device wants, each piece: the bit it ends with against the one it must.
-    device, block = _wanted_blocks(wanted, n_devices)
     pieces = 1 + max((key[1] for key in key_ids), default=0)
-    distinct, inverse = factorize(block)
-    table = np.array([[key_ids.get((int(b), p), -1) for p in range(pieces)] for b in distinct.tolist()], np.int64).reshape(len(distinct), pieces)
-    kid = table[inverse]  # [wanted blocks, pieces]
-    ends = ends_with(device[:, None], kid)
+    sets = [wanted(d) for d in range(n_devices)]
+    if sets and all(type(s) is range and s == sets[0] for s in sets):  # all want the same blocks (gathers)
+        device = None
+        block = np.arange(sets[0].start, sets[0].stop, sets[0].step, dtype=np.int64)
+        ends = ends_with(np.arange(n_devices, dtype=np.int64)[:, None, None], _key_ids_of(key_ids, block, pieces)[None])  # [device, block, piece]
+    else:
+        device, block = _wanted_blocks(sets)
+        ends = ends_with(device[:, None], _key_ids_of(key_ids, block, pieces))  # [wanted block, piece]
     expected = np.zeros_like(block) if permute else (block // size if pattern == "all_to_all" else block)
     wrong = ends != expected[:, None]
     if wrong.any():
-        row, piece = divmod(_first(wrong.reshape(-1)), pieces)
+        k = _first(wrong.reshape(-1))
+        if device is None:
+            d, k = divmod(k, len(block) * pieces)
+        row, piece = divmod(k, pieces)
+        d = d if device is None else device[row]
         key = (int(block[row]), piece)
-        raise InvariantError("chunks", f"device {device[row]} ends with chunk {key!r} without the data of group member(s) {[int(expected[row])]}")
+        raise InvariantError("chunks", f"device {d} ends with chunk {key!r} without the data of group member(s) {[int(expected[row])]}")
+
+
+def _key_ids_of(key_ids: dict[Hashable, int], block: np.ndarray, pieces: int) -> np.ndarray:
+    """The key id of each (block, piece), -1 for keys nobody started with: ``[blocks, pieces]``."""
+    distinct, inverse = factorize(block)
+    table = np.array([[key_ids.get((int(b), p), -1) for p in range(pieces)] for b in distinct.tolist()], np.int64).reshape(len(distinct), pieces)
+    return table[inverse]
+
+
+def _none_where_absent(bit: np.ndarray, kid: np.ndarray) -> np.ndarray:
+    """``bit`` with -1 where the key id (broadcast to it) is -1: no such chunk."""
+    absent = kid < 0
+    if absent.any():
+        bit[np.broadcast_to(absent, bit.shape)] = -1
+    return bit
 
 
 def _all_different(codes: np.ndarray, size: int) -> bool:
@@ -852,12 +869,12 @@ def _carried_by_jumping(last_feed: np.ndarray, initial: np.ndarray) -> np.ndarra
     return initial[root]
 
 
-def _wanted_blocks(wanted: Callable[[int], Iterable[int]], n_devices: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every (device, block) a device must hold at the end, as two arrays in device order.
+def _wanted_blocks(sets: Sequence[Iterable[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Every (device, block) a device must hold at the end (device d wants ``sets[d]``), as two arrays in device order.
 
     Layouts give ranges (every block, or every n-th): those are spelled out with NumPy.
     """
-    sets = [wanted(d) for d in range(n_devices)]
+    n_devices = len(sets)
     if sets and all(type(s) is range for s in sets):
         lengths = np.fromiter(map(len, sets), np.int64, n_devices)
         if all(s == sets[0] for s in sets):
