@@ -729,12 +729,13 @@ def _with_one_arrival_each(
     code = dst.astype(np.int64)
     code *= chunks
     code += chunk
-    index = np.arange(n, dtype=np.int64)
-    arrival = np.full(size, -1, np.int64)
-    arrival[code] = index
-    if not np.array_equal(arrival[code], index):  # some (device, chunk) receives twice
+    seen = np.zeros(size, bool)
+    seen[code] = True
+    if int(np.count_nonzero(seen)) != n:  # some (device, chunk) receives twice
         return None
-    del index
+    del seen
+    arrival = np.full(size, -1, np.int64)
+    arrival[code] = np.arange(n, dtype=np.int64)
     np.multiply(src, chunks, out=code, dtype=np.int64)
     code += chunk
     del chunk
