@@ -66,7 +66,6 @@ import gc
 import heapq
 import weakref
 from array import array
-from collections import deque
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -482,14 +481,15 @@ class _Run:
 
         self.sent_at = [float("nan")] * n
         self.arrived_at = [float("nan")] * n
-        self.nbytes = [0] * n
+        self.nbytes = array("q", bytes(8 * n))
         self.buffers = [dict(b) for b in buffers]
         self.expected = np.bincount(columns["dst"], minlength=n_devices).tolist() if n else [0] * n_devices
         self.taken = [0] * n_devices
         self.max_queue = [0] * len(self.link_ids)
-        # transfer, link, start, end of every hop: lists, whose append is cheaper than an array's
-        # (which parses its argument), holding objects the run has anyway but the end times.
-        self.record: tuple[list[int], list[int], list[float], list[float]] = ([], [], [], [])
+        # transfer, link, start, end of every hop, as arrays: an array's append parses its argument
+        # (more instructions than a list's), but keeps 4 to 8 bytes per value where a list keeps
+        # a pointer and, for the end times, a float object: on big runs the memory costs more.
+        self.record = (array("i"), array("i"), array("d"), array("d"))
         self.events = 0
         self.actions = 0
         self.env.process(self._network(n))
@@ -514,7 +514,7 @@ class _Run:
         tail = [0.0] * n  # when its tail reaches the end of that link (multi-hop routes)
         inbox: list[list[int]] = [[] for _ in range(n_devices)]
         awake = [False] * n_devices  # waiting for arrivals (from its start on)
-        queue: list[deque[int]] = [deque() for _ in range(n_links)]  # messages waiting for a busy link
+        queue: list[list[int]] = [[] for _ in range(n_links)]  # messages waiting for a busy link
         state = [0] * n_links  # 0 idle, 1 about to serve a message (not in queue), 2 serving
         serve_base, forward_base, done_base = n_devices, n_devices + n, n_devices + 2 * n
         record_transfer, record_link, record_start, record_end = (c.append for c in self.record)
@@ -638,7 +638,7 @@ class _Run:
                     if not waiting:
                         state[link] = 0
                         continue
-                    i = waiting.popleft()
+                    i = waiting.pop(0)
                     route = route_of[i]
                     h = hop[i]
                 state[link] = 2
@@ -687,10 +687,10 @@ class _Run:
 
     def stats(self) -> tuple[HopList, dict[LinkId, LinkStats]]:
         """Hops in start order and per-link statistics, from the recorded columns."""
-        transfer, link = (np.array(c, dtype=np.int64) for c in self.record[:2])
-        start, end = (np.array(c, dtype=np.float64) for c in self.record[2:])
+        transfer, link = (np.frombuffer(c, dtype=np.int32).astype(np.int64) for c in self.record[:2])
+        start, end = (np.frombuffer(c, dtype=np.float64) for c in self.record[2:])
         n_links = len(self.link_ids)
-        size = np.array(self.nbytes, np.int64)[transfer]
+        size = np.frombuffer(self.nbytes, np.int64)[transfer]
         total_bytes = np.bincount(link, weights=size, minlength=n_links)
         messages = np.bincount(link, minlength=n_links)
         busy = np.bincount(link, weights=end - start, minlength=n_links)
