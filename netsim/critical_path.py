@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from netsim.columnar import stable_order
 from netsim.engine import Playback, TransferLike, _columns
 from netsim.topology import LinkId, Topology
 from netsim.units import format_seconds
@@ -194,19 +195,18 @@ def critical_path(
         return CriticalPath((), None, 0.0, playback.time)
     start_s = [0.0] * topology.n_devices if start_s is None else list(start_s)
     columns = _columns(transfers)
-    src, dst, dep_ptr, dep_idx = (np.asarray(columns[name], np.int64) for name in ("src", "dst", "dep_ptr", "dep_idx"))
-    hop_transfer, hop_link, hop_start, hop_end, link_of = _hop_arrays(playback.hops)
-    # For every crossing: the same message's crossing before it, and the crossing before it on its link.
-    before_in_message = _previous_in_group(hop_transfer)
-    before_on_link = _previous_in_group(hop_link)
-    last_of_message = np.full(n, -1, np.int64)
-    order = np.argsort(hop_transfer, kind="stable")
-    ends = np.ones(len(order), bool)
-    ends[:-1] = hop_transfer[order[1:]] != hop_transfer[order[:-1]]
-    last_of_message[hop_transfer[order[ends]]] = order[ends]
+    src, dst, dep_ptr, dep_idx = (np.asarray(columns[name]) for name in ("src", "dst", "dep_ptr", "dep_idx"))
+    hops = playback.hops
+    hop_transfer, hop_link, hop_start, hop_end, link_of = _hop_arrays(hops)
+    # For the crossings on the path only: the same message's crossing before it, and the crossing before it on its link.
+    shared = getattr(hops, "order", None)  # a HopList keeps its orders (the invariant checks sorted by link already)
+    of_message = _Runs(hop_transfer, shared("transfer") if callable(shared) else stable_order(hop_transfer))
+    on_link = _Runs(hop_link, shared("link") if callable(shared) else stable_order(hop_link))
     arrived, sent = playback.arrived_at, playback.sent_at
-    last = max(range(n), key=lambda t: (arrived[t], -t)) if np.isnan(np.asarray(arrived, float)).any() else _first_latest(arrived)
-    i, h = last, int(last_of_message[last])
+    arrival = np.asarray(arrived, float)
+    last = max(range(n), key=lambda t: (arrived[t], -t)) if np.isnan(arrival).any() else int(np.argmax(arrival))
+    del arrival
+    i, h = last, of_message.last(last)
     steps: list[PathStep] = []
     if h < 0:
         steps.append(PathStep(i, None, "local", sent[i], arrived[i], "data"))
@@ -218,7 +218,7 @@ def critical_path(
             if deps and not late_start:
                 j = max(deps, key=lambda d: (arrived[d], -d))
                 if _not_after(sent[i], arrived[j]):
-                    i, h = j, int(last_of_message[j])
+                    i, h = j, of_message.last(j)
                     if h < 0:
                         steps.append(PathStep(i, None, "local", sent[i], arrived[i], "data"))
                     continue
@@ -226,13 +226,13 @@ def critical_path(
             break
         link = link_of(int(hop_link[h]))
         start, end = float(hop_start[h]), float(hop_end[h])
-        previous = int(before_in_message[h])
+        previous = of_message.before(h)
         if previous < 0:
             ready = sent[i]
         else:
             earlier = float(hop_start[previous] if cut_through else hop_end[previous])
             ready = earlier + topology.link(link_of(int(hop_link[previous])))["latency_s"]
-        blocker = int(before_on_link[h])
+        blocker = on_link.before(h)
         if blocker >= 0 and not _not_after(start, ready):
             steps.append(PathStep(i, link, topology.link_name(link), start, end, "link"))
             i, h = int(hop_transfer[blocker]), blocker
@@ -241,11 +241,6 @@ def critical_path(
             h = previous
     steps.reverse()
     return CriticalPath(tuple(steps), origin[0], origin[1], arrived[last])
-
-
-def _first_latest(arrived: Sequence[float]) -> int:
-    """The first transfer to arrive last (``max`` by (arrival, -index)), for arrivals without NaN."""
-    return int(np.argmax(np.asarray(arrived, float)))
 
 
 def _hop_arrays(hops: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Callable[[int], LinkId]]:
@@ -267,11 +262,27 @@ def _hop_arrays(hops: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return transfer, link, start, end, list(numbers).__getitem__
 
 
-def _previous_in_group(group: np.ndarray) -> np.ndarray:
-    """For each position, the last earlier position with the same value (-1 if none)."""
-    order = np.argsort(group, kind="stable")
-    previous = np.full(len(group), -1, np.int64)
-    if len(group) > 1:
-        same = group[order[1:]] == group[order[:-1]]
-        previous[order[1:][same]] = order[:-1][same]
-    return previous
+class _Runs:
+    """Crossings grouped by a column (message or link), answering for one crossing at a time.
+
+    ``order`` sorts ``group`` stably: each group's crossings are a run of it, in
+    the order they started. Nothing per crossing is built beyond the sorted values.
+    """
+
+    def __init__(self, group: np.ndarray, order: np.ndarray) -> None:
+        self.group, self.order = group, order
+        self.sorted = group[order]
+
+    def _run(self, value: int) -> tuple[int, int]:
+        return int(np.searchsorted(self.sorted, value, "left")), int(np.searchsorted(self.sorted, value, "right"))
+
+    def last(self, value: int) -> int:
+        """The last crossing of group ``value`` (-1 if it has none)."""
+        lo, hi = self._run(value)
+        return int(self.order[hi - 1]) if hi > lo else -1
+
+    def before(self, k: int) -> int:
+        """The crossing before crossing ``k`` in its group (-1 if it is the first)."""
+        lo, hi = self._run(int(self.group[k]))
+        j = lo + int(np.searchsorted(self.order[lo:hi], k))
+        return int(self.order[j - 1]) if j > lo else -1

@@ -65,9 +65,10 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import simpy
 
+from netsim.columnar import factorize, stable_order
 from netsim.topology import LinkId, Topology
 
-__all__ = ["EngineError", "Hop", "HopList", "LinkStats", "Playback", "TransferLike", "play"]
+__all__ = ["ArrayList", "EngineError", "Hop", "HopList", "LinkStats", "Playback", "TransferLike", "as_array", "play"]
 
 
 class TransferLike(Protocol):
@@ -113,6 +114,74 @@ class LinkStats:
     max_queue: int = 0
 
 
+class ArrayList(list):
+    """A list that also keeps its values as columns (NumPy arrays), until it is changed.
+
+    A :class:`Playback`'s sizes and routes are these: the engine leaves its
+    arrays here (for routes, each transfer's number among the distinct routes),
+    so the checks (:mod:`netsim.invariants`) do not read millions of Python
+    objects again. Any change through the list's methods (as tests corrupt a
+    playback) drops the columns; it is an ordinary list in every other way.
+
+    Examples
+    --------
+    >>> times = ArrayList([0.5, 1.5])
+    >>> as_array(times, float).tolist(), times.columns() is not None
+    ([0.5, 1.5], True)
+    >>> times[0] = 2.5
+    >>> times.columns() is None, as_array(times, float).tolist()
+    (True, [2.5, 1.5])
+    """
+
+    __slots__ = ("_columns",)
+
+    def __init__(self, values: Any = (), columns: Any = None) -> None:
+        super().__init__(values)
+        self._columns = columns
+
+    def columns(self) -> Any:
+        """What was kept (an array, or for routes their numbering), or None since a change."""
+        return self._columns
+
+    def keep(self, columns: Any) -> None:
+        """Keep ``columns`` (read-only) as the list's values until it changes."""
+        self._columns = columns
+
+
+def _dropping_columns(name: str) -> Any:
+    method = getattr(list, name)
+
+    def changing(self: ArrayList, *args: Any, **kwargs: Any) -> Any:
+        self._columns = None
+        return method(self, *args, **kwargs)
+
+    changing.__name__ = name
+    changing.__doc__ = method.__doc__
+    return changing
+
+
+for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend", "insert", "pop", "remove", "reverse", "sort", "clear"):
+    setattr(ArrayList, _name, _dropping_columns(_name))
+
+
+def as_array(values: Sequence[Any], dtype: Any) -> np.ndarray:
+    """``np.asarray(values, dtype)``, read-only; an :class:`ArrayList` is converted once, then reused.
+
+    Examples
+    --------
+    >>> as_array([1, 2], np.int64)
+    array([1, 2])
+    """
+    kept = values.columns() if isinstance(values, ArrayList) else None
+    if isinstance(kept, np.ndarray) and kept.dtype == dtype and len(kept) == len(values):
+        return kept
+    array = np.array(values, dtype)
+    array.flags.writeable = False
+    if isinstance(values, ArrayList):
+        values.keep(array)
+    return array
+
+
 class HopList(Sequence):
     """Every link crossing of a run, in the order they started (a read-only sequence of :class:`Hop`).
 
@@ -124,6 +193,7 @@ class HopList(Sequence):
         self._columns = {"transfer": transfer, "link": link, "start": start, "end": end}
         self._link_ids = link_ids
         self._hops: list[Hop] | None = None
+        self._orders: dict[str, np.ndarray] = {}
 
     @property
     def columns(self) -> dict[str, np.ndarray]:
@@ -134,6 +204,21 @@ class HopList(Sequence):
     def link_ids(self) -> Sequence[LinkId]:
         """The link each value of ``columns["link"]`` stands for."""
         return self._link_ids
+
+    def order(self, column: str) -> np.ndarray:
+        """Hop positions sorted stably by ``column`` (``"transfer"`` or ``"link"``), computed once.
+
+        The invariant checks and the critical path both group the hops by
+        transfer and by link; they share these orders.
+        """
+        order = self._orders.get(column)
+        if order is None:
+            order = stable_order(self._columns[column])
+            if len(order) < 2**31:  # kept with the playback: half the memory
+                order = order.astype(np.int32)
+            order.flags.writeable = False
+            self._orders[column] = order
+        return order
 
     def _materialise(self) -> list[Hop]:
         if self._hops is None:
@@ -249,7 +334,7 @@ def _check(columns: dict[str, Any], n_devices: int) -> None:
     src, dst, ptr, idx = columns["src"], columns["dst"], columns["dep_ptr"], columns["dep_idx"]
     n = len(src)
     bad_device = np.flatnonzero((src < 0) | (src >= n_devices) | (dst < 0) | (dst >= n_devices))
-    owner = np.repeat(np.arange(n), np.diff(ptr))
+    owner = np.repeat(np.arange(n, dtype=np.int32 if n < 2**31 else np.int64), np.diff(ptr))
     bad_deps = np.unique(owner[(idx < 0) | (idx >= n) | (idx == owner)])
     first_device = int(bad_device[0]) if len(bad_device) else n
     first_deps = int(bad_deps[0]) if len(bad_deps) else n
@@ -287,11 +372,15 @@ class _Routes:
         return routes
 
     def of(self, topology: Topology, columns: dict[str, Any]) -> tuple[list[tuple[int, ...]], list[tuple[LinkId, ...]]]:
-        """Per transfer: its route as link numbers, and as link ids."""
-        src, dst, direction = (np.asarray(columns[name], np.int64) for name in ("src", "dst", "direction"))
+        """Per transfer: its route as link numbers, and as link ids (an :class:`ArrayList` that keeps,
+        as its columns, each transfer's number among the distinct routes and those routes)."""
         n = topology.n_devices
-        code = (src * n + dst) * 2 + (direction > 0)
-        unique, inverse = np.unique(code, return_inverse=True)
+        code = np.multiply(columns["src"], n, dtype=np.int64)  # (src n + dst) 2 + forward, in one array
+        code += columns["dst"]
+        code *= 2
+        code += np.asarray(columns["direction"]) > 0
+        unique, inverse = factorize(code)
+        del code
         as_ids, as_numbers = np.empty(len(unique), object), np.empty(len(unique), object)
         for k, c in enumerate(unique.tolist()):
             known = self.known.get(c)
@@ -300,8 +389,8 @@ class _Routes:
                 route = topology.route(pair // n, pair % n, 1 if forward else -1)
                 known = self.known[c] = (tuple(self.number[link] for link in route), route)
             as_numbers[k], as_ids[k] = known
-        inverse = inverse.reshape(-1)
-        return as_numbers[inverse].tolist(), as_ids[inverse].tolist()
+        inverse.flags.writeable = False
+        return as_numbers[inverse].tolist(), ArrayList(as_ids[inverse].tolist(), (inverse, tuple(as_ids)))
 
 
 class _Run:
@@ -347,18 +436,22 @@ class _Run:
         counts_in = np.diff(ptr)
         self.missing = counts_in.tolist()
         waiter = np.repeat(np.arange(n, dtype=np.int64), counts_in)
-        order = np.argsort(idx, kind="stable")
-        waited, waiter = idx[order], waiter[order]
-        counts = np.bincount(waited, minlength=n)
-        starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        counts = np.bincount(idx, minlength=n)
         first = np.full(n, -1, np.int64)
-        has = counts > 0
-        first[has] = waiter[starts[:-1][has]]
         self.more: list[tuple[int, ...]] = []
-        for i in np.flatnonzero(counts > 1).tolist():
-            first[i] = -2 - len(self.more)
-            self.more.append(tuple(waiter[starts[i] : starts[i + 1]].tolist()))
-        self.first = array("q", first.astype(np.int64).tobytes())
+        if len(idx) and int(counts.max()) > 1:  # some transfers have several waiting: their waiters in order
+            waiter = waiter[stable_order(idx)]  # grouped by the transfer waited for
+            starts = np.zeros(n + 1, np.int64)
+            np.cumsum(counts, out=starts[1:])
+            has = counts > 0
+            first[has] = waiter[starts[:-1][has]]
+            for i in np.flatnonzero(counts > 1).tolist():
+                first[i] = -2 - len(self.more)
+                self.more.append(tuple(waiter[starts[i] : starts[i + 1]].tolist()))
+        else:  # each transfer has at most one waiting
+            first[idx] = waiter
+        del waiter, counts
+        self.first = array("q", first.tobytes())
         self.ready: list[list[int]] = [[] for _ in range(n_devices)]
         initial = np.flatnonzero(counts_in == 0)
         for i, s in zip(initial.tolist(), columns["src"][initial].tolist(), strict=True):
@@ -580,12 +673,19 @@ def _shared(values: Sequence[Any] | np.ndarray) -> np.ndarray:
     return out
 
 
+def _sizes(nbytes: array) -> ArrayList:
+    """The sizes of the transfers as a list that keeps them as an array too."""
+    values = np.frombuffer(nbytes, np.int64)
+    values.flags.writeable = False
+    return ArrayList(_shared_ints(values), values)
+
+
 def _shared_ints(values: np.ndarray) -> list[int]:
     """``values.tolist()``, with one int object per distinct value (few sizes, millions of transfers)."""
     if not len(values):
         return []
-    unique, inverse = np.unique(values, return_inverse=True)
-    return _shared(unique)[inverse.reshape(-1)].tolist()
+    unique, inverse = factorize(values)
+    return _shared(unique)[inverse].tolist()
 
 
 def play(
@@ -656,15 +756,17 @@ def play(
             stuck = [i for i, m in enumerate(run.missing) if m]
             raise EngineError(f"deadlock: devices {waiting} still wait for chunks; transfers {stuck[:10]} never became ready")
         hops, links = run.stats()
-    return Playback(
-        buffers=run.buffers,
-        time=max(run.arrived_at, default=0.0),
-        sent_at=run.sent_at,
-        arrived_at=run.arrived_at,
-        nbytes=_shared_ints(np.frombuffer(run.nbytes, np.int64)),
-        hops=hops,
-        links=links,
-        events=run.events,
-        routes=run.routes,
-        actions=run.actions,
-    )
+        playback = Playback(
+            buffers=run.buffers,
+            time=max(run.arrived_at, default=0.0),
+            sent_at=run.sent_at,
+            arrived_at=run.arrived_at,
+            nbytes=_sizes(run.nbytes),
+            hops=hops,
+            links=links,
+            events=run.events,
+            routes=run.routes,
+            actions=run.actions,
+        )
+        del run  # its per-transfer lists go now: the collector, back on, need not walk them
+    return playback

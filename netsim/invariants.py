@@ -30,14 +30,17 @@ All checks are linear in the number of transfers and link crossings.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
+from array import array
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from netsim.engine import EngineError, Playback, TransferLike
+from netsim.columnar import factorize, stable_order
+from netsim.engine import ArrayList, EngineError, Playback, TransferLike, as_array
 from netsim.topology import Topology
 
 __all__ = ["InvariantError", "check_playback"]
@@ -137,6 +140,10 @@ class _Arrays:
     Read from ``transfers.columns()`` and ``playback.hops.columns`` when they offer
     them (a :class:`~netsim.schedules.TransferTable`, a :class:`~netsim.engine.HopList`),
     from the objects otherwise (plain sequences, as the tests corrupt them).
+
+    Routes are kept per distinct route (``route_inverse`` numbers each transfer's);
+    ``route_length`` and ``route_link`` spell them out per transfer. When every
+    route is one link (``single_link``), ``route_link`` is each transfer's link.
     """
 
     def __init__(self, topology: Topology, transfers: Sequence[TransferLike], playback: Playback) -> None:
@@ -144,31 +151,37 @@ class _Arrays:
         if not (len(playback.sent_at) == len(playback.arrived_at) == len(playback.nbytes) == len(playback.routes) == n):
             raise InvariantError("drained", f"the playback records {len(playback.arrived_at)} arrivals and {len(playback.routes)} routes for {n} transfers")
         columns = _transfer_columns(transfers)
-        self.src = np.asarray(columns["src"], np.int64)
-        self.dst = np.asarray(columns["dst"], np.int64)
+        self.src = _integers(columns["src"])  # (int32 from a TransferTable: products go through int64 below)
+        self.dst = _integers(columns["dst"])
         self.reduce = np.asarray(columns["reduce"], bool)
-        self.key_index = np.asarray(columns["key_index"], np.int64)
+        self.key_index = _integers(columns["key_index"])
         self.keys: list[Hashable] = list(columns["keys"])
         self.dep_ptr = np.asarray(columns["dep_ptr"], np.int64)
         self.dep_idx = np.asarray(columns["dep_idx"], np.int64)
-        self.sent = np.asarray(playback.sent_at, dtype=float)
-        self.arrived = np.asarray(playback.arrived_at, dtype=float)
-        self.nbytes = np.asarray(playback.nbytes, dtype=np.int64)
+        self.sent = as_array(playback.sent_at, float)
+        self.arrived = as_array(playback.arrived_at, float)
+        self.nbytes = as_array(playback.nbytes, np.int64)
         self.links = list(playback.links)
         index = {link: k for k, link in enumerate(self.links)}
         self.link_u = np.fromiter((u for u, _, _ in self.links), np.int64, len(self.links))
         self.link_v = np.fromiter((v for _, v, _ in self.links), np.int64, len(self.links))
         hops = playback.hops
         hop_columns = getattr(hops, "columns", None)
+        self._orders: dict[str, np.ndarray] = {}
+        self._shared_order: Callable[[str], np.ndarray] | None = None  # a HopList's, for the columns it numbers alike
         if isinstance(hop_columns, dict) and hasattr(hops, "link_ids"):
             link_ids = list(hops.link_ids)
             renumber = np.fromiter((index.get(link, -1) for link in link_ids), np.int64, len(link_ids))
             raw_link = np.asarray(hop_columns["link"], np.int64)
             self.hop_transfer = np.asarray(hop_columns["transfer"], np.int64)
-            self.hop_link = renumber[raw_link] if len(raw_link) else np.zeros(0, np.int64)
+            same_numbers = np.array_equal(renumber, np.arange(len(renumber)))  # the playback's links, in the hops' order
+            self.hop_link = raw_link if same_numbers else renumber[raw_link] if len(raw_link) else np.zeros(0, np.int64)
             self.hop_start = np.asarray(hop_columns["start"], float)
             self.hop_end = np.asarray(hop_columns["end"], float)
             self.hop_link_id: Callable[[int], Any] = lambda k: link_ids[int(raw_link[k])]
+            order = getattr(hops, "order", None)
+            if callable(order) and same_numbers:  # a HopList sorts once for the checks and the critical path
+                self._shared_order = order
         else:
             h = len(hops)
             self.hop_transfer = np.fromiter((hop.transfer for hop in hops), np.int64, h)
@@ -176,8 +189,47 @@ class _Arrays:
             self.hop_start = np.fromiter((hop.start for hop in hops), float, h)
             self.hop_end = np.fromiter((hop.end for hop in hops), float, h)
             self.hop_link_id = lambda k: hops[k].link
-        self.route_length, self.route_link = _route_arrays(playback.routes, index)
+        self.route_inverse, self.distinct_length, self.distinct_links = _route_arrays(playback.routes, index)
+        self.single_link = bool(len(self.distinct_length)) and bool((self.distinct_length == 1).all())
         self.topology = topology
+
+    def by(self, column: str) -> np.ndarray:
+        """Hop positions sorted stably by ``"transfer"`` or ``"link"``."""
+        order = self._orders.get(column)
+        if order is None:
+            sort = self._shared_order or (lambda name: stable_order(self.hop_transfer if name == "transfer" else self.hop_link))
+            order = self._orders[column] = sort(column)
+        return order
+
+    @functools.cached_property
+    def route_length(self) -> np.ndarray:
+        """Per transfer, the number of links of its route."""
+        return self.distinct_length[self.route_inverse]
+
+    @functools.cached_property
+    def route_link(self) -> np.ndarray:
+        """All routes' links (numbers into ``links``, -1 if absent), end to end in transfer order."""
+        if self.single_link:
+            return self.distinct_links[self.route_inverse]
+        starts = np.zeros(len(self.distinct_length), np.int64)
+        np.cumsum(self.distinct_length[:-1], out=starts[1:])
+        route_length = self.route_length
+        ptr = np.zeros(len(route_length) + 1, np.int64)
+        np.cumsum(route_length, out=ptr[1:])
+        positions = np.repeat(starts[self.route_inverse] - ptr[:-1], route_length)
+        positions += np.arange(int(ptr[-1]))
+        return self.distinct_links[positions]
+
+    @functools.cached_property
+    def waiting(self) -> np.ndarray:
+        """Per dependency (entry of ``dep_idx``), the transfer that waits for it."""
+        return np.repeat(np.arange(len(self.src), dtype=np.int64), np.diff(self.dep_ptr))
+
+
+def _integers(values: Any) -> np.ndarray:
+    """An array of signed ints as it is (int32 or int64), anything else as int64."""
+    values = np.asarray(values)
+    return values if values.dtype.kind == "i" else values.astype(np.int64)
 
 
 def _transfer_columns(transfers: Sequence[TransferLike]) -> dict[str, Any]:
@@ -202,29 +254,46 @@ def _transfer_columns(transfers: Sequence[TransferLike]) -> dict[str, Any]:
     }
 
 
-def _route_arrays(routes: Sequence[Sequence[Any]], index: dict[Any, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Per transfer its route's length, and all routes' links (as numbers in ``index``, -1 if absent) end to end.
+def _route_arrays(routes: Sequence[Sequence[Any]], index: dict[Any, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Routes by identity: per transfer the number of its distinct route, each distinct route's length,
+    and their links (as numbers in ``index``, -1 if absent) end to end.
 
     The engine hands out one tuple object per distinct route, shared by every
     transfer taking it: each distinct object is read once.
     """
     n = len(routes)
     if n == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    identity = np.fromiter(map(id, routes), np.uint64, n)
-    _, first, inverse = np.unique(identity, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    distinct = [routes[int(k)] for k in first]
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    kept = routes.columns() if isinstance(routes, ArrayList) else None
+    if kept is not None:  # the engine's own numbering, the list unchanged since
+        inverse, distinct = kept
+        return inverse, *_distinct_arrays(distinct, index)
+    identity = np.frombuffer(array("Q", map(id, routes)), np.uint64)
+    distinct_ids = np.unique(identity)
+    inverse = np.searchsorted(distinct_ids, identity)
+    del identity
+    first = np.empty(len(distinct_ids), np.int64)
+    first[inverse] = np.arange(n)  # a transfer on each distinct route (any: they share the object)
+    return inverse, *_distinct_arrays([routes[k] for k in first.tolist()], index)
+
+
+def _distinct_arrays(distinct: Sequence[Sequence[Any]], index: dict[Any, int]) -> tuple[np.ndarray, np.ndarray]:
     lengths = np.fromiter(map(len, distinct), np.int64, len(distinct))
     links = np.fromiter((index.get(link, -1) for route in distinct for link in route), np.int64, int(lengths.sum()))
-    route_length = lengths[inverse]
-    starts = np.zeros(len(distinct), np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
-    ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(route_length, out=ptr[1:])
-    positions = np.repeat(starts[inverse] - ptr[:-1], route_length)
-    positions += np.arange(int(ptr[-1]))
-    return route_length, links[positions]
+    return lengths, links
+
+
+def _later(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a > b + _slack(a, b)``, elementwise: ``a`` is later than ``b`` beyond rounding.
+
+    Only where ``a > b`` at all is the slack worked out (few places, if any).
+    """
+    later = a > b
+    suspects = np.flatnonzero(later)
+    if len(suspects):
+        x, y = a[suspects], b[suspects]
+        later[suspects] = x > y + _slack(x, y)
+    return later
 
 
 def _check_drained(transfers: Sequence[TransferLike], playback: Playback, a: _Arrays) -> None:
@@ -232,15 +301,14 @@ def _check_drained(transfers: Sequence[TransferLike], playback: Playback, a: _Ar
     if lost.size:
         devices = sorted(set(a.dst[lost[:100]].tolist()))
         raise InvariantError("drained", f"transfers {lost[:10].tolist()} never arrived: devices {devices[:10]} did not finish")
-    early = (a.sent > a.arrived + _slack(a.sent, a.arrived)) | (a.sent < 0)
+    early = _later(a.sent, a.arrived)
+    early |= a.sent < 0
     if early.any():
         i = _first(early)
         raise InvariantError("drained", f"transfer #{i} arrived at {a.arrived[i]:.9g} s, before it was sent at {a.sent[i]:.9g} s")
-    waiting = np.repeat(np.arange(len(a.src), dtype=np.int64), np.diff(a.dep_ptr))
-    awaited = a.dep_idx
-    jumped = a.arrived[awaited] > a.sent[waiting] + _slack(a.arrived[awaited], a.sent[waiting])
+    jumped = _later(a.arrived[a.dep_idx], a.sent[a.waiting])
     if jumped.any():
-        i, d = waiting[_first(jumped)], awaited[_first(jumped)]
+        i, d = a.waiting[_first(jumped)], a.dep_idx[_first(jumped)]
         raise InvariantError("drained", f"transfer #{i} left at {a.sent[i]:.9g} s, before transfer #{d} it waits for arrived at {a.arrived[d]:.9g} s")
     finish = float(a.arrived.max(initial=0.0))
     if not (math.isfinite(playback.time) and playback.time >= 0 and abs(playback.time - finish) <= 1e-9 * finish + 1e-15):
@@ -254,15 +322,22 @@ def _check_delivery(transfers: Sequence[TransferLike], groups: Sequence[Sequence
         if outside.any():
             i = _first(outside)
             raise InvariantError("delivery", f"transfer #{i} moves a chunk from device {a.src[i]} to device {a.dst[i]}, outside its group")
-    if (a.hop_transfer < 0).any() or (a.hop_transfer >= len(transfers)).any():
+    if len(a.hop_transfer) and (int(a.hop_transfer.min()) < 0 or int(a.hop_transfer.max()) >= len(transfers)):
         raise InvariantError("delivery", "a link crossing belongs to a transfer that does not exist")
     crossings = np.bincount(a.hop_transfer, minlength=len(transfers))
-    order = np.argsort(a.hop_transfer, kind="stable")
-    bad = crossings != a.route_length
-    if not bad.any():
-        wrong_link = a.hop_link[order] != a.route_link
-        if wrong_link.any():
-            bad[a.hop_transfer[order][_first(wrong_link)]] = True
+    if a.single_link:
+        bad = crossings != 1
+        if not bad.any():  # one crossing per transfer: compare each with its transfer's one link
+            wrong_link = np.flatnonzero(a.hop_link != a.route_link[a.hop_transfer])
+            if len(wrong_link):
+                bad[a.hop_transfer[wrong_link].min()] = True
+    else:
+        bad = crossings != a.route_length
+        if not bad.any():
+            wrong_link = a.hop_link[a.by("transfer")] != a.route_link
+            if wrong_link.any():
+                bad[a.hop_transfer[a.by("transfer")][_first(wrong_link)]] = True
+    del crossings
     if bad.any():
         i = _first(bad)
         links = [topology.link_name(a.hop_link_id(k)) for k in np.flatnonzero(a.hop_transfer == i).tolist()]
@@ -270,11 +345,17 @@ def _check_delivery(transfers: Sequence[TransferLike], groups: Sequence[Sequence
         raise InvariantError(
             "delivery", f"transfer #{i} ({a.src[i]}->{a.dst[i]}) crossed {len(links)} link(s) {links[:6]} but its route is {len(route)} link(s) {route[:6]}"
         )
-    if (a.route_link < 0).any():
+    del bad
+    if (a.distinct_links < 0).any():
         raise InvariantError("delivery", "a route crosses a link that is not in the topology")
-    ends = np.cumsum(a.route_length)
-    starts = ends - a.route_length
-    moving = np.flatnonzero(a.route_length)
+    if a.single_link:
+        _check_single_links(a)
+        return
+    order = a.by("transfer")
+    route_length = a.route_length
+    ends = np.cumsum(route_length)
+    starts = ends - route_length
+    moving = np.flatnonzero(route_length)
     u, v = a.link_u[a.route_link], a.link_v[a.route_link]
     joined = np.ones(len(u), bool)
     joined[1:] = v[:-1] == u[1:]
@@ -302,6 +383,37 @@ def _check_delivery(transfers: Sequence[TransferLike], groups: Sequence[Sequence
         )
 
 
+def _check_single_links(a: _Arrays) -> None:
+    """The rest of :func:`_check_delivery` when every route is one link and every transfer crossed it once.
+
+    The same checks, read per transfer (a route starts at its source, ends at its
+    destination) and per crossing (it starts after its transfer was sent, ends after
+    it starts), with the same first fault reported.
+    """
+    topology, route_link = a.topology, a.route_link
+    u = a.link_u[route_link]
+    wrong = np.flatnonzero(u != a.src)
+    if len(wrong):
+        i = int(wrong[0])
+        raise InvariantError("delivery", f"transfer #{i}'s route from {a.src[i]} to {a.dst[i]} jumps to link {u[i]}->{a.link_v[route_link[i]]}")
+    del u
+    v = a.link_v[route_link]
+    astray = np.flatnonzero(v != a.dst)
+    if len(astray):
+        i = int(astray[0])
+        raise InvariantError("delivery", f"transfer #{i} for device {a.dst[i]} was delivered to device {v[i]}")
+    del v
+    disorder = _later(a.sent[a.hop_transfer], a.hop_start)
+    disorder |= _later(a.hop_start, a.hop_end)
+    if disorder.any():
+        k = int(np.flatnonzero(disorder)[np.argmin(a.hop_transfer[disorder])])  # the first transfer's crossing
+        i = int(a.hop_transfer[k])
+        raise InvariantError(
+            "delivery",
+            f"transfer #{i} crossed {topology.link_name(a.links[route_link[i]])} from {a.hop_start[k]:.9g} s to {a.hop_end[k]:.9g} s, out of order",
+        )
+
+
 def _outside_groups(groups: Sequence[Sequence[int]], src: np.ndarray, dst: np.ndarray, n_devices: int) -> np.ndarray:
     """Transfers whose two ends share no group (groups may overlap, as ppermute's pairs do)."""
     count = np.zeros(n_devices, np.int64)
@@ -311,22 +423,26 @@ def _outside_groups(groups: Sequence[Sequence[int]], src: np.ndarray, dst: np.nd
         group_of = np.full(n_devices, -1, np.int64)
         for g, members in enumerate(groups):
             group_of[list(members)] = g
-        return (group_of[src] != group_of[dst]) | (group_of[src] < 0)
+        of_src = group_of[src]
+        outside = of_src != group_of[dst]
+        outside |= of_src < 0
+        return outside
     shared = {(u, v) for members in groups for u in members for v in members}
     return np.fromiter(((u, v) not in shared for u, v in zip(src.tolist(), dst.tolist(), strict=True)), bool, len(src))
 
 
 def _route_of(a: _Arrays, i: int) -> list[Any]:
-    end = int(np.cumsum(a.route_length)[i])
-    return [a.links[k] if k >= 0 else "?" for k in a.route_link[end - int(a.route_length[i]) : end]]
+    k = int(a.route_inverse[i])
+    start = int(a.distinct_length[:k].sum())
+    return [a.links[link] if link >= 0 else "?" for link in a.distinct_links[start : start + int(a.distinct_length[k])].tolist()]
 
 
 def _check_link_bytes(playback: Playback, a: _Arrays) -> None:
-    if (a.hop_link < 0).any():
+    if len(a.hop_link) and int(a.hop_link.min()) < 0:
         k = _first(a.hop_link < 0)
         raise InvariantError("link bytes", f"transfer #{a.hop_transfer[k]} crossed link {a.hop_link_id(k)}, which is not in the topology")
     m = len(a.links)
-    carried = np.bincount(a.hop_link, weights=a.nbytes[a.hop_transfer].astype(float), minlength=m)
+    carried = np.bincount(a.hop_link, weights=a.nbytes[a.hop_transfer], minlength=m)
     messages = np.bincount(a.hop_link, minlength=m)
     busy = np.bincount(a.hop_link, weights=a.hop_end - a.hop_start, minlength=m)
     stats = list(playback.links.values())
@@ -341,14 +457,20 @@ def _check_link_bytes(playback: Playback, a: _Arrays) -> None:
             f"link {a.topology.link_name(a.links[k])} counted {int(counted[k])} B in {counted_messages[k]} message(s), busy {counted_busy[k]:.9g} s, "
             f"but its crossings carry {int(carried[k])} B in {messages[k]}, busy {busy[k]:.9g} s",
         )
-    order = np.lexsort((np.arange(len(a.hop_link)), a.hop_link))
-    link, start, end = a.hop_link[order], a.hop_start[order], a.hop_end[order]
-    overlap = (link[1:] == link[:-1]) & (end[:-1] > start[1:] + _slack(end[:-1], start[1:]))
+    # Sorted by link (stably), each crossing against the one before it on the same link.
+    h = len(a.hop_link)
+    if h < 2:
+        return
+    order = a.by("link")
+    start, end = a.hop_start[order], a.hop_end[order]
+    overlap = _later(end[:-1], start[1:])
+    firsts = np.cumsum(messages)[:-1]  # where each link's crossings begin in the sorted order
+    overlap[firsts[(firsts > 0) & (firsts < h)] - 1] = False  # the first crossing of a link follows another link's
     if overlap.any():
         k = _first(overlap) + 1
         raise InvariantError(
             "link bytes",
-            f"link {a.topology.link_name(a.links[link[k]])} carried transfer #{a.hop_transfer[order][k]} from {start[k]:.9g} s "
+            f"link {a.topology.link_name(a.links[a.hop_link[order[k]]])} carried transfer #{a.hop_transfer[order[k]]} from {start[k]:.9g} s "
             f"while still busy until {end[k - 1]:.9g} s",
         )
 
@@ -361,7 +483,8 @@ def _check_device_bytes(transfers: Sequence[TransferLike], buffers: Sequence[dic
                 size.setdefault(key, int(chunk.nbytes))
     key_size = np.fromiter((size.get(key, -1) for key in a.keys), np.int64, len(a.keys))
     expected = key_size[a.key_index] if len(a.keys) else np.full(len(a.key_index), -1, np.int64)
-    wrong = (expected >= 0) & (expected != a.nbytes)
+    wrong = expected != a.nbytes
+    wrong &= expected >= 0
     if wrong.any():
         i = _first(wrong)
         raise InvariantError("device bytes", f"transfer #{i} carried {a.nbytes[i]} B of chunk {a.keys[a.key_index[i]]!r}, which is {expected[i]} B")
@@ -369,9 +492,13 @@ def _check_device_bytes(transfers: Sequence[TransferLike], buffers: Sequence[dic
     counted = np.fromiter((s.bytes for s in playback.links.values()), np.int64, len(a.links))
     link_out = np.bincount(a.link_u, weights=counted, minlength=n)
     link_in = np.bincount(a.link_v, weights=counted, minlength=n)
-    moving = a.route_length > 0
-    sent = np.bincount(a.src[moving], weights=a.nbytes[moving], minlength=n)
-    received = np.bincount(a.dst[moving], weights=a.nbytes[moving], minlength=n)
+    if a.single_link:  # every transfer moves
+        src, dst, nbytes = a.src, a.dst, a.nbytes
+    else:
+        moving = a.route_length > 0
+        src, dst, nbytes = a.src[moving], a.dst[moving], a.nbytes[moving]
+    sent = np.bincount(src, weights=nbytes, minlength=n)
+    received = np.bincount(dst, weights=nbytes, minlength=n)
     forwarded_in, forwarded_out = link_in - received, link_out - sent
     wrong = (forwarded_in != forwarded_out) | (forwarded_in < 0)
     if wrong.any():
@@ -416,26 +543,12 @@ def _check_chunks(
             key_ids.setdefault(key, len(key_ids))
     held_codes = np.fromiter((d * len(key_ids) + key_ids[key] for d, held in enumerate(buffers) for key in held), np.int64)
     # Each transfer's key as a number into key_ids (-1 if no device started with it).
-    key_id = np.fromiter((key_ids.get(key, -1) for key in a.keys), np.int64, len(a.keys))[a.key_index] if len(a.keys) else np.zeros(0, np.int64)
+    key_id = np.fromiter((key_ids.get(key, -1) for key in a.keys), np.int32, len(a.keys))[a.key_index] if len(a.keys) else np.zeros(0, np.int32)
     placed_only = pattern in ("gather", "all_to_all", "permute") and not a.reduce.any()
     if placed_only and (permute or all(d in position for d, held in enumerate(buffers) if held)):
         _chunks_placed(a, buffers, order, position, size, pattern, wanted, key_ids, key_id, held_codes)
     else:
         _chunks_folded(a, buffers, order, position, size, pattern, wanted, key_ids, key_id)
-
-
-def _feeding(a: _Arrays) -> tuple[np.ndarray, np.ndarray]:
-    """Per transfer, the arrivals of its own chunk at its source it waits for, by arrival (then index):
-    transfer i's are ``fed[ptr[i]:ptr[i+1]]``."""
-    n = len(a.src)
-    owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(a.dep_ptr))
-    dep = a.dep_idx
-    same = (a.dst[dep] == a.src[owner]) & (a.key_index[dep] == a.key_index[owner])
-    owner, dep = owner[same], dep[same]
-    order = np.lexsort((dep, a.arrived[dep], owner))
-    ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(owner, minlength=n), out=ptr[1:])
-    return ptr, dep[order]
 
 
 def _chunks_folded(
@@ -481,7 +594,8 @@ def _chunks_folded(
     if (key_id < 0).any():
         i = _first(key_id < 0)
         raise InvariantError("chunks", f"transfer #{i} carries chunk {keys_of[kidx[i]]!r}, which no device started with")
-    code = a.dst * len(key_ids) + key_id
+    code = np.multiply(a.dst, len(key_ids), dtype=np.int64)
+    code += key_id
     final: dict[int, int] = {}
     for i in np.lexsort((np.arange(n), a.arrived, code)).tolist():
         d, key = dst[i], keys_of[kidx[i]]
@@ -500,6 +614,53 @@ def _chunks_folded(
                     lost = expected & ~got
                     detail = f"without the data of group member(s) {_bits(lost)}" if lost else f"with the data of member(s) {_bits(got & ~expected)}"
                     raise InvariantError("chunks", f"device {d} ends with chunk {key!r} {detail}")
+
+
+def _feeding(a: _Arrays) -> tuple[np.ndarray, np.ndarray]:
+    """Per transfer, the arrivals of its own chunk at its source it waits for, by arrival (then index):
+    transfer i's are ``fed[ptr[i]:ptr[i+1]]``."""
+    n = len(a.src)
+    owner, dep = a.waiting, a.dep_idx
+    same = a.dst[dep] == a.src[owner]
+    same &= a.key_index[dep] == a.key_index[owner]
+    if not same.all():
+        owner, dep = owner[same], dep[same]
+    del same
+    counts = np.bincount(owner, minlength=n)
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    if len(counts) and int(counts.max()) > 1:  # (with one each, ``owner`` is in order already)
+        dep = dep[np.lexsort((dep, a.arrived[dep], owner))]
+    return ptr, dep
+
+
+class _Starts:
+    """The bit each device's own copy of a chunk carries at the start (-1: it holds none),
+    looked up by (device, key id); in a table over every (device, key) when that is not
+    much bigger than the run (int32, like the bits), else by binary search in the sorted codes."""
+
+    def __init__(self, own: np.ndarray, n_keys: int, held_codes: np.ndarray, n_transfers: int) -> None:
+        self.own, self.n_keys = own, n_keys
+        self.dense = len(own) * n_keys <= 4 * n_transfers + (1 << 16)
+        if self.dense:
+            self.table = np.full(len(own) * n_keys, -1, np.int32)
+            self.table[held_codes] = own[held_codes // max(n_keys, 1)]
+        else:
+            self.held_codes = np.sort(held_codes)
+
+    def code(self, device: np.ndarray, kid: np.ndarray) -> np.ndarray:
+        """``device * n_keys + kid`` (int32 when it indexes the table, which is small enough)."""
+        code = np.multiply(device, self.n_keys, dtype=np.int32 if self.dense else np.int64)
+        return np.add(code, kid, dtype=code.dtype, casting="unsafe")
+
+    def __call__(self, device: np.ndarray, kid: np.ndarray) -> np.ndarray:
+        code = self.code(device, kid)  # (device may be a column, kid a table)
+        if self.dense:
+            return _none_where_absent(self.table[code], kid)
+        held_codes = self.held_codes
+        spot = np.minimum(np.searchsorted(held_codes, code), max(len(held_codes) - 1, 0))
+        has = (kid >= 0) & (len(held_codes) > 0) & (held_codes[spot] == code if len(held_codes) else False)
+        return np.where(has, self.own[device], -1)
 
 
 def _chunks_placed(
@@ -523,88 +684,211 @@ def _chunks_placed(
     own = np.full(max(n_devices, int(a.src.max(initial=-1)) + 1, int(a.dst.max(initial=-1)) + 1), -1, np.int64)
     for d in range(n_devices):
         own[d] = 0 if permute else position.get(d, -1)
-    held_codes = np.sort(held_codes)
-
-    def starting(device: np.ndarray, kid: np.ndarray) -> np.ndarray:
-        """The bit a device's own copy of a chunk carries at the start (-1: it holds none)."""
-        code = device * n_keys + kid
-        spot = np.minimum(np.searchsorted(held_codes, code), max(len(held_codes) - 1, 0))
-        has = (kid >= 0) & (len(held_codes) > 0) & (held_codes[spot] == code if len(held_codes) else False)
-        return np.where(has, own[device], -1)
+    starting = _Starts(own, n_keys, held_codes, n)
+    apart = a.src != a.dst  # a device may copy a chunk to itself
 
     # The replay in dependency order: each transfer carries what its last feeding arrival brought.
     feed_ptr, fed = _feeding(a)
     initial = starting(a.src, key_id)
-    count = np.diff(feed_ptr)
-    root = np.arange(n, dtype=np.int64)
-    has_feed = count > 0
-    root[has_feed] = fed[feed_ptr[1:][has_feed] - 1]
-    while True:
-        further = root[root]
-        if np.array_equal(further, root):
-            break
-        root = further
-    carried = initial[root]
-    owner = np.repeat(np.arange(n, dtype=np.int64), count)
-    before = np.empty(len(fed), np.int64)
-    before[1:] = carried[fed[:-1]]
-    firsts = feed_ptr[:-1][has_feed]
-    before[firsts] = initial[has_feed]
-    again = (carried[fed] >= 0) & (carried[fed] == before) & (a.src[fed] != a.dst[fed])
-    if again.any():
+    has_feed = feed_ptr[1:] != feed_ptr[:-1]
+    one_each = len(fed) == int(np.count_nonzero(has_feed))  # one feed each: every feed is its transfer's first (and last)
+    last_feed = np.full(n, -1, np.int32 if n < 2**31 else np.int64)
+    last_feed[has_feed] = fed if one_each else fed[feed_ptr[1:][has_feed] - 1]
+    carried = _carried_along(last_feed, initial)
+    # A feed that brings its transfer's source the data it already holds delivers it a second time.
+    if one_each:  # the feed's data is what its transfer carries, and it meets the source's own copy
+        again = carried == initial
+        again &= carried >= 0
+        again &= has_feed
+        suspects = np.flatnonzero(again)
+        del again
+        suspects = suspects[apart[last_feed[suspects]]]
+        owners, feeds = suspects, last_feed[suspects]
+    else:
+        fed_carried = carried[fed]
+        before = np.empty(len(fed), fed_carried.dtype)
+        before[1:] = fed_carried[:-1]
+        before[feed_ptr[:-1][has_feed]] = initial[has_feed]
+        again = fed_carried >= 0
+        again &= fed_carried == before
+        again &= apart[fed]
+        del before, fed_carried
         bad = np.flatnonzero(again)
+        owners, feeds = np.repeat(np.arange(n, dtype=np.int64), np.diff(feed_ptr))[bad], fed[bad]
+    del last_feed
+    if len(owners):
         if isinstance(order, range):
-            e = int(bad[0])
+            e = 0
         else:
             rank = np.empty(n, np.int64)
             rank[np.asarray(order, np.int64)] = np.arange(n)
-            e = int(bad[np.lexsort((bad, rank[owner[bad]]))[0]])
-        i, j = int(owner[e]), int(fed[e])
+            e = int(np.lexsort((np.arange(len(owners)), rank[owners]))[0])
+        i, j = int(owners[e]), int(feeds[e])
         raise InvariantError(
             "chunks", f"device {a.src[i]}, chunk {a.keys[a.key_index[i]]!r}: transfer #{j} delivers a chunk that is already there a second time"
         )
+    del initial
     # What every device holds at the end: each (device, chunk) keeps its last arrival.
     if (key_id < 0).any():
         i = _first(key_id < 0)
         raise InvariantError("chunks", f"transfer #{i} carries chunk {a.keys[a.key_index[i]]!r}, which no device started with")
-    code = a.dst * n_keys + key_id
-    by_arrival = np.lexsort((np.arange(n), a.arrived, code))
-    code = code[by_arrival]
-    got = carried[by_arrival]
-    first = np.ones(n, bool)
-    first[1:] = code[1:] != code[:-1]
-    before = np.empty(n, np.int64)
-    before[1:] = got[:-1]
-    before[first] = starting(a.dst[by_arrival][first], key_id[by_arrival][first])
-    again = (got >= 0) & (got == before) & (a.src[by_arrival] != a.dst[by_arrival])
-    if again.any():
-        i = int(by_arrival[_first(again)])
-        raise InvariantError(
-            "chunks", f"device {a.dst[i]}, chunk {a.keys[a.key_index[i]]!r}: transfer #{i} delivers a chunk that is already there a second time"
-        )
-    last = np.ones(n, bool)
-    last[:-1] = code[1:] != code[:-1]
-    final_code, final = code[last], got[last]
+    code = starting.code(a.dst, key_id)
+    if starting.dense and _all_different(code, len(starting.table)):
+        # Each (device, chunk) receives at most once: its arrival meets the device's own copy.
+        before = starting.table[code]
+        again = carried >= 0
+        again &= carried == before
+        again &= apart
+        if again.any():
+            bad = np.flatnonzero(again)
+            i = int(bad[np.argmin(code[bad])])
+            raise InvariantError(
+                "chunks", f"device {a.dst[i]}, chunk {a.keys[a.key_index[i]]!r}: transfer #{i} delivers a chunk that is already there a second time"
+            )
+        del before, again
+        holding = starting.table  # from here on: what each (device, chunk) ends with
+        holding[code] = carried
+        del code, carried
+
+        def ends_with(device: np.ndarray, kid: np.ndarray) -> np.ndarray:
+            return _none_where_absent(holding[starting.code(device, kid)], kid)
+
+    else:
+        by_arrival = np.lexsort((np.arange(n), a.arrived, code))
+        code = code[by_arrival]
+        got = carried[by_arrival]
+        first = np.ones(n, bool)
+        first[1:] = code[1:] != code[:-1]
+        before = np.empty(n, got.dtype)
+        before[1:] = got[:-1]
+        before[first] = starting(a.dst[by_arrival][first], key_id[by_arrival][first])
+        again = (got >= 0) & (got == before) & apart[by_arrival]
+        if again.any():
+            i = int(by_arrival[_first(again)])
+            raise InvariantError(
+                "chunks", f"device {a.dst[i]}, chunk {a.keys[a.key_index[i]]!r}: transfer #{i} delivers a chunk that is already there a second time"
+            )
+        last = np.ones(n, bool)
+        last[:-1] = code[1:] != code[:-1]
+        final_code, final = code[last], got[last]
+
+        def ends_with(device: np.ndarray, kid: np.ndarray) -> np.ndarray:
+            code = device * n_keys + kid
+            spot = np.minimum(np.searchsorted(final_code, code), max(len(final_code) - 1, 0))
+            arrived = (kid >= 0) & (final_code[spot] == code) if len(final_code) else np.zeros(code.shape, bool)
+            return np.where(arrived, final[spot] if len(final) else -1, starting(device, kid))
+
     # Every block every device wants, each piece: the bit it ends with against the one it must.
-    blocks = [[int(b) for b in wanted(d)] for d in range(n_devices)]
-    device = np.repeat(np.arange(n_devices, dtype=np.int64), [len(b) for b in blocks])
-    block = np.fromiter(itertools.chain.from_iterable(blocks), np.int64, len(device))
     pieces = 1 + max((key[1] for key in key_ids), default=0)
-    piece = np.tile(np.arange(pieces, dtype=np.int64), len(device))
-    device, block = np.repeat(device, pieces), np.repeat(block, pieces)
-    distinct = np.unique(block)
-    table = np.array([[key_ids.get((int(b), p), -1) for p in range(pieces)] for b in distinct.tolist()], np.int64).reshape(len(distinct), pieces)
-    kid = table[np.searchsorted(distinct, block), piece] if len(block) else np.zeros(0, np.int64)
-    code = device * n_keys + kid
-    spot = np.minimum(np.searchsorted(final_code, code), max(len(final_code) - 1, 0))
-    arrived = (kid >= 0) & (final_code[spot] == code) if len(final_code) else np.zeros(len(code), bool)
-    ends = np.where(arrived, final[spot] if len(final) else -1, starting(device, kid))
+    sets = [wanted(d) for d in range(n_devices)]
+    if sets and all(type(s) is range and s == sets[0] for s in sets):  # all want the same blocks (gathers)
+        device = None
+        block = np.arange(sets[0].start, sets[0].stop, sets[0].step, dtype=np.int64)
+        ends = ends_with(np.arange(n_devices, dtype=np.int64)[:, None, None], _key_ids_of(key_ids, block, pieces)[None])  # [device, block, piece]
+    else:
+        device, block = _wanted_blocks(sets)
+        ends = ends_with(device[:, None], _key_ids_of(key_ids, block, pieces))  # [wanted block, piece]
     expected = np.zeros_like(block) if permute else (block // size if pattern == "all_to_all" else block)
-    wrong = ends != expected
+    wrong = ends != expected[:, None]
     if wrong.any():
-        k = _first(wrong)
-        key = (int(block[k]), int(piece[k]))
-        raise InvariantError("chunks", f"device {device[k]} ends with chunk {key!r} without the data of group member(s) {[int(expected[k])]}")
+        k = _first(wrong.reshape(-1))
+        if device is None:
+            d, k = divmod(k, len(block) * pieces)
+        row, piece = divmod(k, pieces)
+        d = d if device is None else device[row]
+        key = (int(block[row]), piece)
+        raise InvariantError("chunks", f"device {d} ends with chunk {key!r} without the data of group member(s) {[int(expected[row])]}")
+
+
+def _key_ids_of(key_ids: dict[Hashable, int], block: np.ndarray, pieces: int) -> np.ndarray:
+    """The key id of each (block, piece), -1 for keys nobody started with: ``[blocks, pieces]``."""
+    distinct, inverse = factorize(block)
+    table = np.array([[key_ids.get((int(b), p), -1) for p in range(pieces)] for b in distinct.tolist()], np.int64).reshape(len(distinct), pieces)
+    return table[inverse]
+
+
+def _none_where_absent(bit: np.ndarray, kid: np.ndarray) -> np.ndarray:
+    """``bit`` with -1 where the key id (broadcast to it) is -1: no such chunk."""
+    absent = kid < 0
+    if absent.any():
+        bit[np.broadcast_to(absent, bit.shape)] = -1
+    return bit
+
+
+def _all_different(codes: np.ndarray, size: int) -> bool:
+    """Whether no two codes (ints in ``range(size)``) are equal."""
+    seen = np.zeros(size, bool)
+    seen[codes] = True
+    return int(np.count_nonzero(seen)) == len(codes)
+
+
+def _carried_along(last_feed: np.ndarray, initial: np.ndarray, window: int = 1 << 14) -> np.ndarray:
+    """What each transfer carries: ``initial[i]`` if nothing feeds it, else what its last feed carried.
+
+    When every transfer's feed comes before it (schedules in step order), the
+    transfers are taken a window at a time: feeds from earlier windows are known
+    already, chains inside the window are followed by pointer jumping. Otherwise
+    pointer jumping runs over all transfers at once.
+    """
+    n = len(initial)
+    carried = np.empty(n, initial.dtype)
+    for lo in range(0, n, window):
+        hi = min(n, lo + window)
+        feed = last_feed[lo:hi]
+        here = np.arange(lo, hi, dtype=np.int64)
+        if not (feed < here).all():
+            return _carried_by_jumping(last_feed, initial)
+        value = initial[lo:hi].copy()  # what the chain's first transfer in this window brings
+        outside = (feed >= 0) & (feed < lo)
+        value[outside] = carried[feed[outside]]
+        inside = feed >= lo
+        if inside.any():
+            step = np.where(inside, feed, here)
+            step -= lo
+            while True:
+                further = step[step]
+                if np.array_equal(further, step):
+                    break
+                step = further
+            value = value[step]
+        carried[lo:hi] = value
+    return carried
+
+
+def _carried_by_jumping(last_feed: np.ndarray, initial: np.ndarray) -> np.ndarray:
+    """:func:`_carried_along` by pointer jumping over every transfer (feeds in any order)."""
+    root = np.arange(len(initial), dtype=np.int64)
+    has_feed = last_feed >= 0
+    root[has_feed] = last_feed[has_feed]
+    further = np.empty_like(root)
+    while True:
+        np.take(root, root, out=further)
+        if np.array_equal(further, root):
+            break
+        root, further = further, root
+    return initial[root]
+
+
+def _wanted_blocks(sets: Sequence[Iterable[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Every (device, block) a device must hold at the end (device d wants ``sets[d]``), as two arrays in device order.
+
+    Layouts give ranges (every block, or every n-th): those are spelled out with NumPy.
+    """
+    n_devices = len(sets)
+    if sets and all(type(s) is range for s in sets):
+        lengths = np.fromiter(map(len, sets), np.int64, n_devices)
+        if all(s == sets[0] for s in sets):
+            block = np.tile(np.arange(sets[0].start, sets[0].stop, sets[0].step, dtype=np.int64), n_devices)
+        else:
+            offsets = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+            starts = np.fromiter((s.start for s in sets), np.int64, n_devices)
+            steps = np.fromiter((s.step for s in sets), np.int64, n_devices)
+            block = np.repeat(starts, lengths) + np.repeat(steps, lengths) * offsets
+    else:
+        blocks = [[int(b) for b in s] for s in sets]
+        lengths = np.fromiter(map(len, blocks), np.int64, n_devices)
+        block = np.fromiter(itertools.chain.from_iterable(blocks), np.int64, int(lengths.sum()))
+    return np.repeat(np.arange(n_devices, dtype=np.int64), lengths), block
 
 
 def _whose(pattern: str, block: int, size: int) -> int:
@@ -619,7 +903,7 @@ def _whose(pattern: str, block: int, size: int) -> int:
 def _dependency_order(a: _Arrays) -> Sequence[int]:
     """Indices with every transfer after the ones it waits for (index order when that already holds)."""
     n = len(a.src)
-    waiting = np.repeat(np.arange(n, dtype=np.int64), np.diff(a.dep_ptr))
+    waiting = a.waiting
     if (a.dep_idx < waiting).all():
         return range(n)
     missing = np.diff(a.dep_ptr).tolist()

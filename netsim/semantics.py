@@ -242,9 +242,14 @@ class AllGatherLayout(_Layout):
         return np.moveaxis(row, self.axis, 0)[block, ...]
 
     def reference_rows(self, x: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+        everyone = tuple(range(x.shape[0]))
         for group in self.groups:
-            members = [x[d] for d in group]
-            gathered = np.concatenate(members, self.axis) if self.tiled else np.stack(members, self.axis)
+            if self.axis == 0 and tuple(group) == everyone and x.flags.c_contiguous:
+                # every device's input, in device order, along the leading axis: x itself (no copy of a big input)
+                gathered = x.reshape(-1, *x.shape[2:]) if self.tiled else x
+            else:
+                members = [x[d] for d in group]
+                gathered = np.concatenate(members, self.axis) if self.tiled else np.stack(members, self.axis)
             for d in group:
                 yield d, gathered
 

@@ -60,6 +60,8 @@ from typing import Any
 
 import numpy as np
 
+from netsim.columnar import factorize, stable_order
+
 __all__ = [
     "ALGORITHMS",
     "DEFAULT_ALGORITHM",
@@ -157,7 +159,7 @@ class TransferTable(Sequence):
         """The arrays :func:`netsim.engine.play` reads instead of the objects (see there)."""
         if self._columns is None:
             pieces = int(self.piece.max()) + 1 if len(self.piece) else 1
-            code, key_index = np.unique(self.block * pieces + self.piece, return_inverse=True)
+            code, key_index = factorize(self.block * pieces + self.piece)
             keys = [(b, p) for b, p in zip(*divmod(code, pieces), strict=True)]
             self._columns = {
                 "src": self.src,
@@ -527,16 +529,18 @@ def _planned_with_arrays(algorithm: str, phases: list[tuple[str, MoveFn]], group
         last = -1
         for members, moves in _by_group(algorithm, phase, groups, None if not shaped else generate):
             copies = len(members)
-            parts["step"].append(np.tile((moves[:, 0] + offset).astype(np.int32), copies))
+            step = np.array(moves[:, 0], dtype=np.int32)
+            step += offset
+            parts["step"].append(_copied(step, copies))
             parts["src"].append(members[:, moves[:, 1]].reshape(-1))
             parts["dst"].append(members[:, moves[:, 2]].reshape(-1))
             for name, column in (("block", 3), ("piece", 4), ("direction", 5)):
-                parts[name].append(np.tile(moves[:, column].astype(np.int32), copies))
+                parts[name].append(_copied(np.ascontiguousarray(moves[:, column], dtype=np.int32), copies))
             parts["phase"].append(np.full(len(moves) * copies, PHASES.index(phase), np.int8))
             if len(moves):
                 last = max(last, int(moves[:, 0].max()))
         offset += last + 1
-    columns = {name: np.concatenate(parts[name]) if parts[name] else np.empty(0, np.int32) for name in names}
+    columns = {name: (parts[name][0] if len(parts[name]) == 1 else np.concatenate(parts[name])) if parts[name] else np.empty(0, np.int32) for name in names}
     parts.clear()
     order = _stable_order(columns["step"])
     for name in names:
@@ -549,6 +553,11 @@ def _planned_with_arrays(algorithm: str, phases: list[tuple[str, MoveFn]], group
     return TransferTable(step, src, dst, block, piece, reduce, columns["direction"], phase_code, dep_ptr, dep_idx)
 
 
+def _copied(column: np.ndarray, copies: int) -> np.ndarray:
+    """The column once per group (as it is, for one group)."""
+    return column if copies == 1 else np.tile(column, copies)
+
+
 PHASES = ("reduce_scatter", "gather", "all_to_all", "permute")
 """Names of the phases a transfer may belong to (``TransferTable.phase`` indexes this)."""
 
@@ -559,7 +568,7 @@ def _moves(algorithm: str, phase: str, n: int) -> np.ndarray:
     plan = ALGORITHMS[algorithm]
     vectorised = {"gather": plan.gather_array, "reduce_scatter": plan.reduce_scatter_array}.get(phase)
     if vectorised is not None:
-        moves = np.asarray(vectorised(n), np.int64).reshape(-1, 6)
+        moves = np.asarray(vectorised(n)).reshape(-1, 6)  # (int32 for the rings: big groups have millions of moves)
     else:
         generate = {"gather": plan.gather, "reduce_scatter": plan.reduce_scatter, "all_to_all": plan.all_to_all}[phase]
         moves = np.array(list(generate(n)), np.int64).reshape(-1, 6)
@@ -637,20 +646,8 @@ def _with_deps_per_step(rows: list[tuple[int, int, int, Key, bool, int, str]]) -
 
 
 def _stable_order(values: np.ndarray) -> np.ndarray:
-    """``np.argsort(values, kind="stable")`` for non-negative ints, several times faster.
-
-    Each value is packed with its position into one unique int64, so the fast
-    (unstable, vectorised) sort gives the stable order.
-    """
-    n = len(values)
-    if n == 0 or int(values.max()) >= 2**62 // max(n, 1):
-        return np.argsort(values, kind="stable")
-    packed = values.astype(np.int64)
-    packed *= n
-    packed += np.arange(n)
-    packed.sort()
-    packed %= n
-    return packed
+    """``np.argsort(values, kind="stable")`` for non-negative ints, several times faster (see :func:`netsim.columnar.stable_order`)."""
+    return stable_order(values)
 
 
 def _with_deps(step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.ndarray, piece: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -663,7 +660,9 @@ def _with_deps(step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.nda
 
     How: every transfer is an arrival (at dst) and a departure (from src) of its
     chunk. Sorted together by (device, chunk, step, departures before arrivals),
-    a departure waits for the arrivals of its group sorted before it.
+    a departure waits for the arrivals of its group sorted before it. When no
+    device receives a chunk twice (gathers), a table of each (device, chunk)'s
+    one arrival gives the same without sorting (:func:`_with_one_arrival_each`).
     """
     n = len(step)
     if n == 0:
@@ -671,6 +670,9 @@ def _with_deps(step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.nda
     pieces = int(piece.max()) + 1
     chunks = (int(block.max()) + 1) * pieces
     steps = int(step.max()) + 1
+    single = _with_one_arrival_each(step, src, dst, block, piece, chunks)
+    if single is not None:
+        return single
     codes = np.empty(2 * n, np.int64)  # arrivals, then departures: ((device, chunk), step, departure first)
     for half, device, kind in ((codes[:n], dst, 1), (codes[n:], src, 0)):
         half[:] = device
@@ -705,6 +707,45 @@ def _with_deps(step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.nda
     positions = np.repeat(lo - dep_ptr[:-1], counts)
     positions += np.arange(dep_ptr[-1])
     return dep_ptr, order[is_arrival][positions]
+
+
+def _with_one_arrival_each(
+    step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.ndarray, piece: np.ndarray, chunks: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_with_deps` when every (device, chunk) has at most one arrival, else None.
+
+    A departure then waits for the one arrival of its chunk at its source, if
+    that arrival belongs to an earlier step. Reads a table over (device, chunk),
+    so only when that table is not much bigger than the schedule.
+    """
+    n = len(step)
+    pieces = chunks // (int(block.max()) + 1)
+    size = (max(int(src.max()), int(dst.max())) + 1) * chunks
+    if size > 4 * n + 1024:
+        return None
+    chunk = block.astype(np.int64)
+    chunk *= pieces
+    chunk += piece
+    code = dst.astype(np.int64)
+    code *= chunks
+    code += chunk
+    seen = np.zeros(size, bool)
+    seen[code] = True
+    if int(np.count_nonzero(seen)) != n:  # some (device, chunk) receives twice
+        return None
+    del seen
+    arrival = np.full(size, -1, np.int64)
+    arrival[code] = np.arange(n, dtype=np.int64)
+    np.multiply(src, chunks, out=code, dtype=np.int64)
+    code += chunk
+    del chunk
+    waited = arrival[code]
+    del code, arrival
+    has = waited >= 0
+    has &= step[waited] < step
+    dep_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(has, out=dep_ptr[1:])
+    return dep_ptr, waited[has]
 
 
 # The algorithm modules register themselves on import, in this order (the order of ALGORITHMS).

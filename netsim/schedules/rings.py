@@ -69,35 +69,57 @@ def _both_ways(one_way: Callable[[int, int, int], Iterator[Move]]) -> Callable[[
 # The same moves as arrays [moves, 6], in the same order, for large groups.
 
 
-def _ring_array(n: int, steps: int, direction: int, piece: int, block_shift: int) -> np.ndarray:
-    """Moves of ``steps`` ring steps: at step t member i sends block (i - direction (t + shift)) to i + direction."""
-    t, i = np.divmod(np.arange(steps * n, dtype=np.int64), n)
-    moves = np.empty((steps * n, 6), np.int64)
-    moves[:, 0], moves[:, 1], moves[:, 2] = t, i, (i + direction) % n
-    moves[:, 3], moves[:, 4], moves[:, 5] = (i - direction * (t + block_shift)) % n, piece, direction
+def _ring_array(n: int, steps: int, direction: int, piece: int, block_shift: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Moves of ``steps`` ring steps: at step t member i sends block (i - direction (t + shift)) to i + direction.
+
+    Written column by column into ``out`` (int32, ``[steps * n, 6]``) if given; a big ring
+    has millions of moves, so no temporary bigger than one column is made.
+    """
+    moves = np.empty((steps * n, 6), np.int32) if out is None else out
+    grid = moves.reshape(steps, n, 6)
+    t, i = np.arange(steps, dtype=np.int64)[:, None], np.arange(n, dtype=np.int64)
+    grid[:, :, 0] = t
+    grid[:, :, 1] = i
+    grid[:, :, 2] = (i + direction) % n
+    grid[:, :, 3] = (i - direction * (t + block_shift)) % n
+    grid[:, :, 4] = piece
+    grid[:, :, 5] = direction
     return moves
 
 
-def _ring_gather_array(n: int, direction: int = 1, piece: int = 0) -> np.ndarray:
-    return _ring_array(n, n - 1, direction, piece, 0)
+def _ring_gather_array(n: int, direction: int = 1, piece: int = 0, out: np.ndarray | None = None) -> np.ndarray:
+    return _ring_array(n, n - 1, direction, piece, 0, out)
 
 
-def _ring_reduce_scatter_array(n: int, direction: int = 1, piece: int = 0) -> np.ndarray:
-    return _ring_array(n, n - 1, direction, piece, 1)
+def _ring_reduce_scatter_array(n: int, direction: int = 1, piece: int = 0, out: np.ndarray | None = None) -> np.ndarray:
+    return _ring_array(n, n - 1, direction, piece, 1, out)
 
 
-def _both_ways_array(one_way: Callable[[int, int, int], np.ndarray]) -> Callable[[int], np.ndarray]:
-    return lambda n: np.concatenate([one_way(n, 1, 0), one_way(n, -1, 1)])
+def _both_ways_array(one_way: Callable[..., np.ndarray]) -> Callable[[int], np.ndarray]:
+    def moves(n: int) -> np.ndarray:
+        out = np.empty((2 * max(n - 1, 0) * n, 6), np.int32)
+        half = len(out) // 2
+        one_way(n, 1, 0, out[:half])
+        one_way(n, -1, 1, out[half:])
+        return out
+
+    return moves
 
 
 def _halfway_gather_array(n: int) -> np.ndarray:
     forward, backward = n // 2, (n + 1) // 2 - 1
-    return np.concatenate([_ring_array(n, forward, 1, 0, 0), _ring_array(n, backward, -1, 0, 0)])
+    out = np.empty(((forward + backward) * n, 6), np.int32)
+    _ring_array(n, forward, 1, 0, 0, out[: forward * n])
+    _ring_array(n, backward, -1, 0, 0, out[forward * n :])
+    return out
 
 
 def _halfway_reduce_scatter_array(n: int) -> np.ndarray:
     forward, backward = n // 2, (n + 1) // 2 - 1
-    return np.concatenate([_ring_array(n, forward, 1, 0, -forward), _ring_array(n, backward, -1, 0, -backward)])
+    out = np.empty(((forward + backward) * n, 6), np.int32)
+    _ring_array(n, forward, 1, 0, -forward, out[: forward * n])
+    _ring_array(n, backward, -1, 0, -backward, out[forward * n :])
+    return out
 
 
 register(
