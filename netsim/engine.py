@@ -127,11 +127,11 @@ class LinkStats:
 class ArrayList(list):
     """A list that also keeps its values as columns (NumPy arrays), until it is changed.
 
-    The per-transfer lists of a :class:`Playback` (times, sizes, routes) are
-    these: the engine, or the first check that converts them, leaves the arrays
-    here, so later readers (:mod:`netsim.invariants`, :mod:`netsim.critical_path`)
-    do not read millions of Python objects again. Any change through the list's
-    methods drops the columns; it is an ordinary list in every other way.
+    A :class:`Playback`'s sizes and routes are these: the engine leaves its
+    arrays here (for routes, each transfer's number among the distinct routes),
+    so the checks (:mod:`netsim.invariants`) do not read millions of Python
+    objects again. Any change through the list's methods (as tests corrupt a
+    playback) drops the columns; it is an ordinary list in every other way.
 
     Examples
     --------
@@ -221,14 +221,13 @@ class HopList(Sequence):
         The invariant checks and the critical path both group the hops by
         transfer and by link; they share these orders.
         """
-        orders = self.__dict__.setdefault("_orders", {})
-        order = orders.get(column)
+        order = self._orders.get(column)
         if order is None:
             order = stable_order(self._columns[column])
             if len(order) < 2**31:  # kept with the playback: half the memory
                 order = order.astype(np.int32)
             order.flags.writeable = False
-            orders[column] = order
+            self._orders[column] = order
         return order
 
     def _materialise(self) -> list[Hop]:
@@ -733,9 +732,9 @@ def _shared(values: Sequence[Any] | np.ndarray) -> np.ndarray:
     return out
 
 
-def _sizes(nbytes: Sequence[int]) -> ArrayList:
+def _sizes(nbytes: array) -> ArrayList:
     """The sizes of the transfers as a list that keeps them as an array too."""
-    values = np.asarray(nbytes, np.int64)
+    values = np.frombuffer(nbytes, np.int64)
     values.flags.writeable = False
     return ArrayList(_shared_ints(values), values)
 

@@ -606,6 +606,11 @@ def _copied(column: np.ndarray, copies: int) -> np.ndarray:
     return column if copies == 1 else np.tile(column, copies)
 
 
+def _copied(column: np.ndarray, copies: int) -> np.ndarray:
+    """The column once per group (as it is, for one group)."""
+    return column if copies == 1 else np.tile(column, copies)
+
+
 PHASES = ("reduce_scatter", "gather", "all_to_all", "permute")
 """Names of the phases a transfer may belong to (``TransferTable.phase`` indexes this)."""
 
