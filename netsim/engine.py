@@ -446,8 +446,9 @@ class _Run:
         attributes = {(u, v, key): data for u, v, key, data in topology.graph.edges(keys=True, data=True)}
         self.bandwidth = [float(attributes[link]["bandwidth_Bps"]) for link in self.link_ids]
         self.latency = [float(attributes[link]["latency_s"]) for link in self.link_ids]
-        # missing[i]: arrivals transfer i still waits for. Who waits for transfer i: first[i] and,
-        # if it is >= 0, second[i] (-1: nobody); first[i] < -1: the tuple more[-2 - first[i]].
+        # missing[i]: arrivals transfer i still waits for. Who waits for transfer i: nobody if
+        # first[i] == -1; first[i] alone if it is >= 0; else -2 - first[i], then second[i] if that
+        # is >= 0, else the tuple more[-1 - second[i]] (one waiter, the common case, reads one array).
         ptr, idx = columns["dep_ptr"], columns["dep_idx"]
         counts_in = np.diff(ptr)
         self.missing = counts_in.tolist()
@@ -462,12 +463,14 @@ class _Run:
             np.cumsum(counts, out=starts[1:])
             has = counts > 0
             first[has] = waiter[starts[:-1][has]]
+            many = counts > 1
+            first[many] = -2 - first[many]
             two = counts == 2
             second[two] = waiter[starts[:-1][two] + 1]
             several = np.flatnonzero(counts > 2)
-            first[several] = -2 - np.arange(len(several))
+            second[several] = -1 - np.arange(len(several))
             waiters, bounds = waiter.tolist(), starts.tolist()
-            self.more = [tuple(waiters[bounds[i] : bounds[i + 1]]) for i in several.tolist()]
+            self.more = [tuple(waiters[bounds[i] + 1 : bounds[i + 1]]) for i in several.tolist()]
         else:  # each transfer has at most one waiting
             first[idx] = waiter
         del waiter, counts
@@ -569,17 +572,23 @@ class _Run:
                                 missing[j] = left
                                 if not left:
                                     becoming.append(j)
+                            elif j < -1:
+                                j = -2 - j
+                                left = missing[j] - 1
+                                missing[j] = left
+                                if not left:
+                                    becoming.append(j)
                                 j = second[i]
                                 if j >= 0:
                                     left = missing[j] - 1
                                     missing[j] = left
                                     if not left:
                                         becoming.append(j)
-                            elif j < -1:
-                                for waiter in more[-2 - j]:
-                                    missing[waiter] -= 1
-                                    if not missing[waiter]:
-                                        becoming.append(waiter)
+                                else:
+                                    for waiter in more[-1 - j]:
+                                        missing[waiter] -= 1
+                                        if not missing[waiter]:
+                                            becoming.append(waiter)
                     awake[c] = True
                     sending = ready[c]
                     if not sending:
