@@ -566,6 +566,8 @@ class _Run:
                                 buffer[key] = buffer[key] + chunk
                             else:
                                 buffer[key] = chunk
+                            # Count the arrival off for whoever waits for it (written out three times on
+                            # purpose: a call per waiter would cost more than the rest of the arrival).
                             j = first[i]
                             if j >= 0:
                                 left = missing[j] - 1
