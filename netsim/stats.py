@@ -324,40 +324,75 @@ def _longest_queues(playback: Any, hops: _Hops) -> dict[LinkId, int]:
 
 
 def _memory(schedule: Any, playback: Any, n_devices: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per device: peak extra bytes over its input, bytes held extra at the end, peak in flight."""
-    transfers = schedule.transfers
-    events = []  # (time, order, device, kind, transfer): arrivals first at equal times
-    for i, t in enumerate(transfers):
-        events.append((playback.arrived_at[i], 0, t.dst, "arrive", i))
-        events.append((playback.sent_at[i], 1, t.dst, "incoming", i))
-        events.append((playback.sent_at[i], 2, t.src, "send", i))
-    events.sort(key=lambda e: (e[0], e[1], e[4]))
-    seen: list[set] = [set() for _ in range(n_devices)]
-    held: list[set] = [set() for _ in range(n_devices)]
-    extra = np.zeros(n_devices, dtype=np.int64)
-    flight = np.zeros(n_devices, dtype=np.int64)
-    peak = np.zeros(n_devices, dtype=np.int64)
-    peak_flight = np.zeros(n_devices, dtype=np.int64)
-    for _, _, device, kind, i in events:
-        t, nbytes = transfers[i], playback.nbytes[i]
-        if kind == "incoming":
-            flight[device] += nbytes
-        elif kind == "send":
-            if t.key not in seen[device]:  # first touched by a send: part of the input
-                seen[device].add(t.key)
-                held[device].add(t.key)
-        else:
-            flight[device] -= nbytes
-            if t.key not in seen[device]:
-                seen[device].add(t.key)
-                if t.reduce:  # added into a chunk it started with
-                    held[device].add(t.key)
-            if not t.reduce and t.key not in held[device]:
-                held[device].add(t.key)
-                extra[device] += nbytes
-        peak[device] = max(peak[device], extra[device] + flight[device])
-        peak_flight[device] = max(peak_flight[device], flight[device])
+    """Per device: peak extra bytes over its input, bytes held extra at the end, peak in flight.
+
+    Events, in time order (arrivals, then sends at equal times, then by transfer): a
+    transfer is in flight to its destination from when it is sent until it arrives; a
+    device holds a chunk extra from the first arrival of it, unless it touched the chunk
+    first by sending it (its input) or the arrival adds into a chunk it had. Computed on
+    whole arrays: each device's running totals are cumulative sums in event order.
+    """
+    src, dst, reduce, key = _transfer_arrays(schedule.transfers)
+    n = len(src)
+    zeros = np.zeros(n_devices, dtype=np.int64)
+    if n == 0:
+        return zeros, zeros.copy(), zeros.copy()
+    sent = np.asarray(playback.sent_at, dtype=float)
+    arrived = np.asarray(playback.arrived_at, dtype=float)
+    size = np.asarray(playback.nbytes, dtype=np.int64)
+    index = np.arange(n, dtype=np.int64)
+    # events: arrivals (kind 0, at dst), incoming (kind 1, at dst, when sent), sends (kind 2, at src)
+    when = np.concatenate([arrived, sent, sent])
+    kind = np.repeat(np.arange(3, dtype=np.int64), n)
+    transfer = np.concatenate([index, index, index])
+    device = np.concatenate([dst, dst, src])
+    rank = np.empty(3 * n, np.int64)
+    rank[np.lexsort((transfer, kind, when))] = np.arange(3 * n)
+    # The first arrival or send of each (device, chunk): a plain arrival there adds a chunk.
+    touching = np.flatnonzero(kind != 1)
+    by_chunk = touching[np.lexsort((rank[touching], key[transfer[touching]], device[touching]))]
+    group = device[by_chunk] * (int(key.max()) + 1) + key[transfer[by_chunk]]
+    first = by_chunk[np.concatenate([[True], group[1:] != group[:-1]])]
+    adds = first[(kind[first] == 0) & ~reduce[transfer[first]]]
+    extra_delta = np.zeros(3 * n, np.int64)
+    extra_delta[adds] = size[transfer[adds]]
+    flight_delta = np.where(kind == 1, size[transfer], np.where(kind == 0, -size[transfer], 0))
+    # Running totals per device, in event order.
+    order = np.lexsort((rank, device))
+    device, extra_delta, flight_delta = device[order], extra_delta[order], flight_delta[order]
+    starts = np.flatnonzero(np.concatenate([[True], device[1:] != device[:-1]]))
+    flight = _running(flight_delta, starts)
+    held = _running(extra_delta, starts) + flight
+    owners = device[starts]
+    peak, peak_flight, extra = zeros.copy(), zeros.copy(), zeros.copy()
+    peak[owners] = np.maximum(np.maximum.reduceat(held, starts), 0)
+    peak_flight[owners] = np.maximum(np.maximum.reduceat(flight, starts), 0)
+    extra[owners] = np.add.reduceat(extra_delta, starts)
     return peak, extra, peak_flight
+
+
+def _running(delta: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Cumulative sums of ``delta`` restarting at each of ``starts`` (sorted, starting with 0)."""
+    total = np.cumsum(delta)
+    before = np.zeros(len(delta), np.int64)
+    before[starts[1:]] = total[starts[1:] - 1]
+    return total - np.maximum.accumulate(before)
+
+
+def _transfer_arrays(transfers: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """src, dst, reduce and a number per key, from ``columns()`` when the transfers offer it."""
+    columns = getattr(transfers, "columns", None)
+    if callable(columns):
+        c = columns()
+        return (np.asarray(c["src"], np.int64), np.asarray(c["dst"], np.int64), np.asarray(c["reduce"], bool), np.asarray(c["key_index"], np.int64))
+    numbers: dict[Any, int] = {}
+    n = len(transfers)
+    return (
+        np.fromiter((t.src for t in transfers), np.int64, n),
+        np.fromiter((t.dst for t in transfers), np.int64, n),
+        np.fromiter((bool(t.reduce) for t in transfers), bool, n),
+        np.fromiter((numbers.setdefault(t.key, len(numbers)) for t in transfers), np.int64, n),
+    )
 
 
 def _critical_path(schedule: Any, playback: Any, hops: _Hops, latency: dict[LinkId, float], names: dict[LinkId, str]) -> CriticalPath:
