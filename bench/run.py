@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import naive
 
+from netsim import costs
 from netsim.chunks import shape_only
 from netsim.collectives import all_gather, psum, psum_scatter
 from netsim.device_mesh import Mesh
@@ -195,11 +196,6 @@ def axis_groups(dims: tuple[int, ...], axis: int) -> list[list[int]]:
     return np.moveaxis(ids, axis, -1).reshape(-1, dims[axis]).tolist()
 
 
-def bundled_time(dims: tuple[int, ...], piece_bytes: int) -> float:
-    """multiaxis_bundled's closed form on equal axes, each stage's bundles made of the biggest piece."""
-    return sum(d - 1 for d in dims) * LATENCY_S + (math.prod(dims) - 1) * piece_bytes / BANDWIDTH_BPS
-
-
 def bench_pod(repeat: int, quick: bool) -> None:
     """The all_gather over all three axes at once, 1 GiB in total: multiaxis_bundled (one message
     per ring step) up to the full 16x16x16 pod, multiaxis (chunks streamed) where it fits."""
@@ -225,9 +221,10 @@ def bench_pod(repeat: int, quick: bool) -> None:
         events = result.leaves[0].playback.actions
         if algorithm == "multiaxis_bundled":
             expected_transfers = 3 * sum(2 * (d - 1) * n for d in dims)
-            piece_bytes = -(-shape[1] // 6) * 4
-            if not math.isclose(result.time, bundled_time(dims, piece_bytes), rel_tol=1e-9):
-                raise AssertionError(f"{dims} {algorithm}: time {result.time} vs the closed form {bundled_time(dims, piece_bytes)}")
+            # the closed form with every piece as big as the biggest (np.array_split's first), 6 pieces a block
+            expected = costs.multiaxis_bundled(dims, 6 * -(-shape[1] // 6) * 4, LATENCY_S, BANDWIDTH_BPS).time_s
+            if not math.isclose(result.time, expected, rel_tol=1e-9):
+                raise AssertionError(f"{dims} {algorithm}: time {result.time} vs the closed form {expected}")
         else:
             expected_transfers = n * (n - 1) * 6
         if transfers != expected_transfers:

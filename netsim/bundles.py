@@ -10,8 +10,8 @@ and a list of parts (chunks or other bundles). The table of them is a
   :class:`Bundle`, one payload that refers to its parts (never copies them)
   and weighs what they weigh together. Devices it reaches keep it whole.
 * :func:`unbundled` opens a device's bundles back into its chunks.
-* :func:`made_of` says what a device must hold to make a bundle, and
-  :func:`made_of_arrays` says it for many bundles at once, on integer codes.
+* :func:`made_of_arrays` says what devices must hold to make bundles, for many
+  at once, on integer codes.
 * :func:`opened_codes` gives the chunks each of many keys carries.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Bundle", "BundleTable", "leaves", "made_of", "made_of_arrays", "opened_codes", "unbundled"]
+__all__ = ["Bundle", "BundleTable", "leaves", "made_of_arrays", "opened_codes", "unbundled"]
 
 Key = tuple[int, int]
 
@@ -176,30 +176,6 @@ def leaves(key: Hashable, bundles: Mapping[Hashable, Sequence[Hashable]]) -> lis
     return [key] if parts is None else [leaf for part in parts for leaf in leaves(part, bundles)]
 
 
-def made_of(key: Hashable, bundles: Mapping[Hashable, Sequence[Hashable]], is_sent: Callable[[Hashable], bool]) -> list[Hashable]:
-    """What a device takes to make the bundle ``key``: the keys it must hold by then.
-
-    Each part the device is sent (``is_sent(part)``) or that is no bundle (a
-    chunk it holds from the start); a part that is a bundle it is never sent,
-    it makes in turn, from that bundle's own parts.
-
-    Examples
-    --------
-    >>> table = {"abc": ("ab", "c"), "ab": ("a", "b")}
-    >>> made_of("abc", table, lambda key: key == "c")  # "ab" is made again from a and b
-    ['a', 'b', 'c']
-    >>> made_of("abc", table, lambda key: key in ("ab", "c"))
-    ['ab', 'c']
-    """
-    out: list[Hashable] = []
-    for part in bundles[key]:
-        if part in bundles and not is_sent(part):
-            out.extend(made_of(part, bundles, is_sent))
-        else:
-            out.append(part)
-    return out
-
-
 def _open_once(codes: tuple[np.ndarray, np.ndarray, np.ndarray], bundle: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For bundle codes, ``(which, part)``: every part of each, ``which`` indexing ``bundle``."""
     key_code, ptr, part_code = codes
@@ -215,7 +191,11 @@ def _open_once(codes: tuple[np.ndarray, np.ndarray, np.ndarray], bundle: np.ndar
 def made_of_arrays(
     codes: tuple[np.ndarray, np.ndarray, np.ndarray], device: np.ndarray, bundle: np.ndarray, is_sent: Callable[[np.ndarray, np.ndarray], np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`made_of` for many (device, bundle) pairs at once, keys as integer codes.
+    """What each of many devices must hold to make a bundle, keys as integer codes.
+
+    Each part the device is sent (``is_sent``) or that is no bundle (a chunk it
+    holds from the start); a part that is a bundle it is never sent, it makes in
+    turn, from that bundle's own parts.
 
     Parameters
     ----------

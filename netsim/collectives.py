@@ -314,6 +314,34 @@ def _size_buffers(layout: Any, pieces: int, itemsize: int, n_devices: int) -> li
     return buffers
 
 
+def _check_sources(collective: str, layout: Any, playback: Playback, sources: list[dict], pieces: int) -> None:
+    """:func:`_check_lazy`'s first check: every device holds every chunk its output needs and,
+    for gathers, each is the very array its owner started with."""
+    gather = layout.pattern == "gather"
+    keys_of: dict[range, list[tuple[int, int]]] = {}
+    for group in layout.groups:
+        owned: tuple | None = None
+        whole: dict | None = None  # for gathers: every chunk a device must hold, by key, when a buffer can be tested at once
+        for device in group:
+            wanted = layout.wanted(device)
+            keys = keys_of.get(wanted)
+            if keys is None:
+                keys = keys_of[wanted] = [(block, p) for block in wanted for p in range(pieces)]
+            buffer = playback.buffers[device]
+            if gather:
+                owned = owned or tuple(sources[group[block]][(block, p)] for block, p in keys)
+                if whole is None:
+                    whole = dict(zip(keys, owned, strict=True)) if all(type(c) is np.ndarray and c.size > 1 for c in owned) else {}
+                if whole and _holds_exactly(buffer, whole):
+                    continue
+            try:
+                held = list(map(buffer.__getitem__, keys))
+            except KeyError as missing:
+                raise EngineError(f"{collective}: device {device} ended without chunk {missing}; this is a netsim bug, please report it") from None
+            if gather and not all(map(operator.is_, held, owned)):
+                raise EngineError(f"{collective}: device {device} holds a chunk that is not its owner's array; this is a netsim bug, please report it")
+
+
 def _check_bundled_sources(collective: str, layout: Any, playback: Playback, sources: list[dict], pieces: int) -> None:
     """:func:`_check_lazy`'s first check when bundles travelled, without opening every device's.
 
@@ -358,30 +386,7 @@ def _check_lazy(collective: str, layout: Any, leaf: np.ndarray, playback: Playba
     take a slice at a time), never a simulated row.
     """
     gather = layout.pattern == "gather"
-    keys_of: dict[range, list[tuple[int, int]]] = {}
-    if playback.bundles:
-        _check_bundled_sources(collective, layout, playback, sources, pieces)
-    for group in () if playback.bundles else layout.groups:
-        owned: tuple | None = None
-        whole: dict | None = None  # for gathers: every chunk a device must hold, by key, when a buffer can be tested at once
-        for device in group:
-            wanted = layout.wanted(device)
-            keys = keys_of.get(wanted)
-            if keys is None:
-                keys = keys_of[wanted] = [(block, p) for block in wanted for p in range(pieces)]
-            buffer = _held(playback, device)
-            if gather:
-                owned = owned or tuple(sources[group[block]][(block, p)] for block, p in keys)
-                if whole is None:
-                    whole = dict(zip(keys, owned, strict=True)) if all(type(c) is np.ndarray and c.size > 1 for c in owned) else {}
-                if whole and _holds_exactly(buffer, whole):
-                    continue
-            try:
-                held = list(map(buffer.__getitem__, keys))
-            except KeyError as missing:
-                raise EngineError(f"{collective}: device {device} ended without chunk {missing}; this is a netsim bug, please report it") from None
-            if gather and not all(map(operator.is_, held, owned)):
-                raise EngineError(f"{collective}: device {device} holds a chunk that is not its owner's array; this is a netsim bug, please report it")
+    (_check_bundled_sources if playback.bundles else _check_sources)(collective, layout, playback, sources, pieces)
     n = leaf.shape[0]
     sampled = sorted({0, n - 1, *np.random.default_rng(0).choice(n, size=min(n, SAMPLED_DEVICES), replace=False).tolist()})
     expected_row = np.empty(layout.output_shape, leaf.dtype)  # one device's answer at a time, in the same array

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from netsim.columnar import stable_order
-from netsim.engine import Playback, TransferLike, _columns
+from netsim.engine import Playback, TransferLike, transfer_columns
 from netsim.topology import LinkId, Topology
 from netsim.units import format_seconds
 
@@ -194,7 +194,7 @@ def critical_path(
     if n == 0:
         return CriticalPath((), None, 0.0, playback.time)
     start_s = [0.0] * topology.n_devices if start_s is None else list(start_s)
-    columns = _columns(transfers)
+    columns = transfer_columns(transfers)
     src, dst, dep_ptr, dep_idx = (np.asarray(columns[name]) for name in ("src", "dst", "dep_ptr", "dep_idx"))
     hops = playback.hops
     hop_transfer, hop_link, hop_start, hop_end, link_of = _hop_arrays(hops)

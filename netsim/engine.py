@@ -78,7 +78,7 @@ from netsim.bundles import Bundle
 from netsim.columnar import factorize, stable_order
 from netsim.topology import LinkId, Topology
 
-__all__ = ["ArrayList", "EngineError", "Hop", "HopList", "LinkStats", "Playback", "TransferLike", "as_array", "play"]
+__all__ = ["ArrayList", "EngineError", "Hop", "HopList", "LinkStats", "Playback", "TransferLike", "as_array", "play", "transfer_columns"]
 
 
 class TransferLike(Protocol):
@@ -318,26 +318,37 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _columns(transfers: Sequence[TransferLike]) -> dict[str, Any]:
-    """The transfers as arrays: what ``columns()`` gives, built from the objects when they do not offer it."""
+def transfer_columns(transfers: Sequence[TransferLike]) -> dict[str, Any]:
+    """The transfers as arrays: ``transfers.columns()`` when offered, else the same read from the objects.
+
+    ``src``, ``dst``, ``direction``, ``reduce``, ``key_index`` (into the list ``keys``)
+    and the dependencies as ``dep_ptr`` / ``dep_idx`` (see :func:`play`). The engine,
+    the invariants, the critical path and the statistics all read transfers this way.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as T
+    >>> c = transfer_columns([T(src=0, dst=1, key="x", reduce=False, direction=1, deps=()), T(src=1, dst=2, key="x", reduce=False, direction=1, deps=(0,))])
+    >>> c["dst"].tolist(), c["keys"], c["dep_ptr"].tolist(), c["dep_idx"].tolist()
+    ([1, 2], ['x'], [0, 0, 1], [0])
+    """
     columns = getattr(transfers, "columns", None)
     if callable(columns):
         return columns()
-    src = [t.src for t in transfers]
-    dst = [t.dst for t in transfers]
+    n = len(transfers)
     index: dict[Hashable, int] = {}
-    key_index = [index.setdefault(t.key, len(index)) for t in transfers]
-    deps = [tuple(t.deps) for t in transfers]
-    counts = np.fromiter(map(len, deps), np.int64, len(deps))
+    counts = np.fromiter((len(t.deps) for t in transfers), np.int64, n)
+    dep_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=dep_ptr[1:])
     return {
-        "src": np.asarray(src, np.int64),
-        "dst": np.asarray(dst, np.int64),
-        "direction": np.asarray([t.direction for t in transfers], np.int64),
-        "reduce": np.asarray([bool(t.reduce) for t in transfers], bool),
-        "key_index": np.asarray(key_index, np.int64),
+        "src": np.fromiter((t.src for t in transfers), np.int64, n),
+        "dst": np.fromiter((t.dst for t in transfers), np.int64, n),
+        "direction": np.fromiter((t.direction for t in transfers), np.int64, n),
+        "reduce": np.fromiter((bool(t.reduce) for t in transfers), bool, n),
+        "key_index": np.fromiter((index.setdefault(t.key, len(index)) for t in transfers), np.int64, n),
         "keys": list(index),
-        "dep_ptr": np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
-        "dep_idx": np.fromiter((d for ds in deps for d in ds), np.int64, int(counts.sum())),
+        "dep_ptr": dep_ptr,
+        "dep_idx": np.fromiter((d for t in transfers for d in t.deps), np.int64, int(dep_ptr[-1])),
     }
 
 
@@ -815,7 +826,7 @@ def play(
     if start_s is None:
         start_s = [0.0] * topology.n_devices
     with _gc_paused():
-        columns = _columns(transfers)
+        columns = transfer_columns(transfers)
         _check(columns, topology.n_devices)
         if len(start_s) != topology.n_devices or any(not 0 <= t < float("inf") for t in start_s):
             raise ValueError(f"start_s must give a finite time >= 0 for each of the {topology.n_devices} devices, got {list(start_s)!r}")

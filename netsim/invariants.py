@@ -43,8 +43,8 @@ from typing import Any
 import numpy as np
 
 from netsim.bundles import as_table, made_of_arrays, opened_codes
-from netsim.columnar import factorize, stable_order
-from netsim.engine import ArrayList, EngineError, Playback, TransferLike, as_array
+from netsim.columnar import factorize, in_sorted, stable_order
+from netsim.engine import ArrayList, EngineError, Playback, TransferLike, as_array, transfer_columns
 from netsim.topology import Topology
 
 __all__ = ["InvariantError", "check_playback"]
@@ -154,7 +154,7 @@ class _Arrays:
         n = len(transfers)
         if not (len(playback.sent_at) == len(playback.arrived_at) == len(playback.nbytes) == len(playback.routes) == n):
             raise InvariantError("drained", f"the playback records {len(playback.arrived_at)} arrivals and {len(playback.routes)} routes for {n} transfers")
-        columns = _transfer_columns(transfers)
+        columns = transfer_columns(transfers)
         self.src = _integers(columns["src"])  # (int32 from a TransferTable: products go through int64 below)
         self.dst = _integers(columns["dst"])
         self.reduce = np.asarray(columns["reduce"], bool)
@@ -235,28 +235,6 @@ def _integers(values: Any) -> np.ndarray:
     """An array of signed ints as it is (int32 or int64), anything else as int64."""
     values = np.asarray(values)
     return values if values.dtype.kind == "i" else values.astype(np.int64)
-
-
-def _transfer_columns(transfers: Sequence[TransferLike]) -> dict[str, Any]:
-    """``transfers.columns()`` when offered, else the same arrays read from the objects."""
-    columns = getattr(transfers, "columns", None)
-    if callable(columns):
-        return columns()
-    n = len(transfers)
-    index: dict[Hashable, int] = {}
-    key_index = np.fromiter((index.setdefault(t.key, len(index)) for t in transfers), np.int64, n)
-    counts = np.fromiter((len(t.deps) for t in transfers), np.int64, n)
-    dep_ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(counts, out=dep_ptr[1:])
-    return {
-        "src": np.fromiter((t.src for t in transfers), np.int64, n),
-        "dst": np.fromiter((t.dst for t in transfers), np.int64, n),
-        "reduce": np.fromiter((bool(t.reduce) for t in transfers), bool, n),
-        "key_index": key_index,
-        "keys": list(index),
-        "dep_ptr": dep_ptr,
-        "dep_idx": np.fromiter((d for t in transfers for d in t.deps), np.int64, int(dep_ptr[-1])),
-    }
 
 
 def _route_arrays(routes: Sequence[Sequence[Any]], index: dict[Any, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -926,7 +904,7 @@ def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position
     order = np.argsort(code, kind="stable")
     by_code = code[order]
     twice = np.flatnonzero(by_code[1:] == by_code[:-1])
-    again = _member(code, start)
+    again = in_sorted(code, start)
     if len(twice) or again.any():
         i = int(order[twice[0] + 1]) if len(twice) else _first(again)
         raise InvariantError(
@@ -938,7 +916,7 @@ def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position
         """Whether each (device * n_codes + key) is held at the time beside it: from the start, or arrived by then."""
         spot = np.minimum(np.searchsorted(by_code, device_key), max(len(by_code) - 1, 0))
         came = (by_code[spot] == device_key) & (arrived_at[spot] <= when + _slack(when, arrived_at[spot]))
-        return came | _member(device_key, start)
+        return came | in_sorted(device_key, start)
 
     # Every transfer leaves once its source holds what it carries, or, making a bundle,
     # once it holds all it makes it from. Keys as numbers: a.keys, then the starting ones.
@@ -951,12 +929,12 @@ def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position
     number[block_piece] = np.arange(len(block_piece))
     codes = (number[key_code], ptr, number[part_code])
     leaving = a.src * n_codes + a.key_index
-    makes = np.isin(a.key_index, codes[0]) & ~_member(leaving, by_code)
+    makes = np.isin(a.key_index, codes[0]) & ~in_sorted(leaving, by_code)
     plain = np.flatnonzero(~makes)
     bad = plain[~held_by(leaving[plain], a.sent[plain])]
     first_bad = (int(bad[0]), int(a.key_index[bad[0]])) if len(bad) else None
     made = np.flatnonzero(makes)
-    which, part = made_of_arrays(codes, a.src[made], a.key_index[made], lambda d, c: _member(d * n_codes + c, by_code))
+    which, part = made_of_arrays(codes, a.src[made], a.key_index[made], lambda d, c: in_sorted(d * n_codes + c, by_code))
     owner = made[which]
     missing = np.flatnonzero(~held_by(a.src[owner] * n_codes + part, a.sent[owner]))
     if len(missing) and (first_bad is None or owner[missing[0]] < first_bad[0]):
@@ -1043,14 +1021,6 @@ def _fingerprints(codes: tuple[np.ndarray, np.ndarray, np.ndarray], block_piece:
         known[bundle[new]] = True
     count[~known] = -1
     return prints, count
-
-
-def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
-    """Whether each value is in the sorted array."""
-    if not len(sorted_set):
-        return np.zeros(len(values), bool)
-    spot = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
-    return sorted_set[spot] == values
 
 
 def _whose(pattern: str, block: int, size: int) -> int:

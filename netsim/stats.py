@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from netsim.engine import transfer_columns
 from netsim.topology import LinkId, Topology
 
 if TYPE_CHECKING:
@@ -332,7 +333,8 @@ def _memory(schedule: Any, playback: Any, n_devices: int) -> tuple[np.ndarray, n
     first by sending it (its input) or the arrival adds into a chunk it had. Computed on
     whole arrays: each device's running totals are cumulative sums in event order.
     """
-    src, dst, reduce, key = _transfer_arrays(schedule.transfers)
+    columns = transfer_columns(schedule.transfers)
+    src, dst, reduce, key = (np.asarray(columns[name]) for name in ("src", "dst", "reduce", "key_index"))
     n = len(src)
     zeros = np.zeros(n_devices, dtype=np.int64)
     if n == 0:
@@ -372,27 +374,16 @@ def _memory(schedule: Any, playback: Any, n_devices: int) -> tuple[np.ndarray, n
 
 
 def _running(delta: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Cumulative sums of ``delta`` restarting at each of ``starts`` (sorted, starting with 0)."""
+    """Cumulative sums of ``delta`` restarting at each of ``starts`` (sorted, starting with 0).
+
+    Examples
+    --------
+    >>> _running(np.array([5, -2, 1, 7, 3]), np.array([0, 3])).tolist()
+    [5, 3, 4, 7, 10]
+    """
     total = np.cumsum(delta)
-    before = np.zeros(len(delta), np.int64)
-    before[starts[1:]] = total[starts[1:] - 1]
-    return total - np.maximum.accumulate(before)
-
-
-def _transfer_arrays(transfers: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """src, dst, reduce and a number per key, from ``columns()`` when the transfers offer it."""
-    columns = getattr(transfers, "columns", None)
-    if callable(columns):
-        c = columns()
-        return (np.asarray(c["src"], np.int64), np.asarray(c["dst"], np.int64), np.asarray(c["reduce"], bool), np.asarray(c["key_index"], np.int64))
-    numbers: dict[Any, int] = {}
-    n = len(transfers)
-    return (
-        np.fromiter((t.src for t in transfers), np.int64, n),
-        np.fromiter((t.dst for t in transfers), np.int64, n),
-        np.fromiter((bool(t.reduce) for t in transfers), bool, n),
-        np.fromiter((numbers.setdefault(t.key, len(numbers)) for t in transfers), np.int64, n),
-    )
+    before = np.concatenate([[0], total])[starts]  # the running sum just before each segment
+    return total - np.repeat(before, np.diff(np.append(starts, len(delta))))
 
 
 def _critical_path(schedule: Any, playback: Any, hops: _Hops, latency: dict[LinkId, float], names: dict[LinkId, str]) -> CriticalPath:
@@ -506,12 +497,13 @@ def run_stats(result: Result, topology: Topology | None = None) -> RunStats:
         transfers = schedule.transfers
         inputs += int(np.prod(leaf.shape[1:], dtype=np.int64)) * np.dtype(leaf.dtype).itemsize
         hops = _Hops(playback, latency, cut_through)
-        for i, t in enumerate(transfers):
-            nbytes = playback.nbytes[i]
-            sent[t.src] += nbytes
-            received[t.dst] += nbytes
-            finish[t.dst] = max(finish[t.dst], offset + playback.arrived_at[i])
-            hop_bytes += nbytes * hops.count[i]
+        columns = transfer_columns(transfers)
+        src, dst = np.asarray(columns["src"], np.int64), np.asarray(columns["dst"], np.int64)
+        size = np.asarray(playback.nbytes, np.int64)
+        np.add.at(sent, src, size)
+        np.add.at(received, dst, size)
+        np.maximum.at(finish, dst, offset + np.asarray(playback.arrived_at, float))
+        hop_bytes += int(size @ np.asarray(hops.count, np.int64))
         transfer_bytes += sum(playback.nbytes)
         for link, stats in playback.links.items():
             link_bytes[link] += stats.bytes

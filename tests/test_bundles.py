@@ -9,7 +9,7 @@ import pytest
 
 import netsim
 from netsim import Mesh, collectives, costs
-from netsim.bundles import Bundle, BundleTable, made_of, made_of_arrays, opened_codes, unbundled
+from netsim.bundles import Bundle, BundleTable, made_of_arrays, opened_codes, unbundled
 from netsim.chunks import SizeOnly
 from netsim.engine import EngineError, play
 from netsim.invariants import InvariantError, check_playback
@@ -27,6 +27,23 @@ NAMES = ("x", "y", "z")
 def mesh_of(dims):
     topo = torus(dims, bandwidth_Bps=B, latency_s=ALPHA)
     return Mesh(dict(zip(NAMES, dims, strict=False)), topo)
+
+
+def made_of(key, bundles, is_sent):
+    """What a device takes to make bundle ``key``, one part at a time (the reference of made_of_arrays)."""
+    out = []
+    for part in bundles[key]:
+        if part in bundles and not is_sent(part):
+            out.extend(made_of(part, bundles, is_sent))
+        else:
+            out.append(part)
+    return out
+
+
+def test_made_of_reference_makes_again_what_it_is_not_sent():
+    table = {"abc": ("ab", "c"), "ab": ("a", "b")}
+    assert made_of("abc", table, lambda key: key == "c") == ["a", "b", "c"]
+    assert made_of("abc", table, lambda key: key in ("ab", "c")) == ["ab", "c"]
 
 
 def reference_all_gather(x, groups):

@@ -72,6 +72,8 @@ def test_scenario_times_match_closed_forms():
     strided, neighbours = time_of("allgather_ring4_strided"), time_of("allgather_ring4_neighbours")
     assert neighbours == pytest.approx(alpha + 2**20 / B, rel=1e-9)
     assert strided == pytest.approx(alpha + 2 * 2**20 / B, rel=1e-9)
+    # multiaxis_bundled on 4x4x4, 48 KiB per device: sum(d_i - 1) alpha + (N - 1) s / (2 k B)
+    assert time_of("allgather_tpu_v4_4x4x4_bundled") == pytest.approx(9 * alpha + 63 * 48 * 1024 / (6 * B), rel=1e-9)
 
 
 def test_docs_scenario_output_is_the_docs_output():

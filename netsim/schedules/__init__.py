@@ -71,7 +71,7 @@ from typing import Any
 import numpy as np
 
 from netsim.bundles import BundleTable, as_table, made_of_arrays
-from netsim.columnar import factorize, stable_order
+from netsim.columnar import factorize, in_sorted, stable_order
 
 __all__ = [
     "ALGORITHMS",
@@ -732,11 +732,7 @@ def _with_parts(
     arrives = arrival // steps  # sorted: keep the first of each run
     arrives = arrives[np.concatenate([[True], arrives[1:] != arrives[:-1]])]
 
-    def is_sent(device: np.ndarray, part: np.ndarray) -> np.ndarray:
-        wanted = device * n_codes + part
-        return arrives[np.minimum(np.searchsorted(arrives, wanted), len(arrives) - 1)] == wanted
-
-    which, part = made_of_arrays(codes, src[makes].astype(np.int64), code[makes], is_sent)
+    which, part = made_of_arrays(codes, src[makes].astype(np.int64), code[makes], lambda device, part: in_sorted(device * n_codes + part, arrives))
     owner = makes[which]
     base = (src[owner].astype(np.int64) * n_codes + part) * steps
     lo = np.searchsorted(arrival, base)
