@@ -30,12 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import naive
 
-from netsim import costs
-from netsim.chunks import shape_only
+from netsim.analysis import costs
 from netsim.collectives import all_gather, psum, psum_scatter
-from netsim.device_mesh import Mesh
-from netsim.topology import ring, torus
-from netsim.units import format_bytes
+from netsim.network.device_mesh import Mesh
+from netsim.network.topology import ring, torus
+from netsim.network.units import format_bytes
+from netsim.semantics.chunks import shape_only
 
 MiB, GiB = 2**20, 2**30
 BANDWIDTH_BPS = 45e9

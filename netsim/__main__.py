@@ -1,5 +1,5 @@
 """``python -m netsim`` runs the command line."""
 
-from netsim.cli import main
+from netsim.cli.main import main
 
 main()

@@ -1,10 +1,10 @@
 """The Python API: collectives that mirror ``jax.lax`` and return simulated results.
 
 Each function takes the input stacked ``[n_devices, ...]`` (as :func:`jax.pmap`
-does), plans the collective with an algorithm from :mod:`netsim.schedules`, plays
-it on a topology with :mod:`netsim.engine`, moving the real arrays, builds JAX's
+does), plans the collective with an algorithm from :mod:`netsim.algorithms.schedule`, plays
+it on a topology with :mod:`netsim.engine.fast`, moving the real arrays, builds JAX's
 output from what each device holds at the end, and checks it against the NumPy
-reference in :mod:`netsim.semantics`.
+reference in :mod:`netsim.semantics.layouts`.
 """
 
 from __future__ import annotations
@@ -21,20 +21,20 @@ from typing import Any
 
 import numpy as np
 
-from netsim.bundles import unbundled
-from netsim.chunks import SLICE_ELEMENTS, LazyOutput, SizeOnly, bounded_slices, shape_only
-from netsim.critical_path import critical_path
-from netsim.device_mesh import AxisGroups
-from netsim.engine import EngineError, Playback, play
-from netsim.invariants import InvariantError, check_playback
-from netsim.presets import is_slice_name, tpu_slice
-from netsim.resources import MemoryLimitError, check_memory, estimate_memory, pieces_of, transfers_of
+from netsim.algorithms.bundles import unbundled
+from netsim.algorithms.direct import permutation
+from netsim.algorithms.schedule import ALGORITHMS, Schedule, build_schedule, check_algorithm, default_algorithm
+from netsim.analysis.critical_path import critical_path
+from netsim.checks.invariants import InvariantError, check_playback
+from netsim.checks.memory import MATERIALISE_LIMIT_BYTES, MemoryLimitError, check_memory, estimate_memory, pieces_of, transfers_of
+from netsim.engine.fast import EngineError, Playback, play
+from netsim.network.device_mesh import AxisGroups
+from netsim.network.presets import is_slice_name, tpu_slice
+from netsim.network.topology import Topology, UnreachableError, ring
+from netsim.network.units import format_bytes
 from netsim.result import LeafRun, Result
-from netsim.schedules import ALGORITHMS, Schedule, build_schedule, check_algorithm, default_algorithm
-from netsim.schedules.direct import permutation
-from netsim.semantics import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
-from netsim.topology import Topology, UnreachableError, ring
-from netsim.units import format_bytes
+from netsim.semantics.chunks import SLICE_ELEMENTS, LazyOutput, SizeOnly, bounded_slices, shape_only
+from netsim.semantics.layouts import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
 
 __all__ = [
     "DATA_MODES",
@@ -59,8 +59,6 @@ DATA_MODES = ("values", "none")
 """``data=``: move the real arrays, or stand-ins that carry sizes only (same timings)."""
 OUTPUT_MODES = ("auto", "full", "lazy")
 """``output=``: materialise the stacked output, keep it lazy, or decide by its size."""
-MATERIALISE_LIMIT_BYTES = 2 * 2**30
-"""With ``output="auto"``, outputs larger than this (all devices together) stay lazy."""
 SAMPLED_DEVICES = 2
 """A lazy output's values are checked on this many devices drawn at random (seed 0), plus the first and the last."""
 
@@ -72,7 +70,7 @@ def resolve_topology(topology: TopologyLike, n_devices: int) -> Topology:
     ----------
     topology : Topology, str, pathlib.Path or None
         None means a ring of ``n_devices`` with 45 GB/s and 1 us links; a string
-        names a TPU slice (``"tpu-v5e:8x16"``, see :mod:`netsim.presets`), a file
+        names a TPU slice (``"tpu-v5e:8x16"``, see :mod:`netsim.network.presets`), a file
         in ``topologies/`` (with or without ``.yaml``) or a path.
     n_devices : int
         Leading dimension of the input; the topology must have exactly this many.
@@ -538,7 +536,7 @@ def _simulate(
 
 
 def _version() -> str:
-    from netsim import __version__
+    from netsim.version import __version__
 
     return __version__
 
@@ -590,10 +588,10 @@ def all_gather(
     data : {"values", "none"}, default "values"
         ``"none"`` moves stand-ins that carry sizes only: the same schedule and
         the same timings, bit for bit, without the data; ``x`` may then be
-        :func:`netsim.chunks.shape_only` and the output is None.
+        :func:`netsim.semantics.chunks.shape_only` and the output is None.
     output : {"auto", "full", "lazy"}, default "auto"
         ``"full"`` materialises the stacked output; ``"lazy"`` returns a
-        :class:`netsim.chunks.LazyOutput` that builds a device's row when read,
+        :class:`netsim.semantics.chunks.LazyOutput` that builds a device's row when read,
         verified without materialising it (``Result.verification`` says how);
         ``"auto"`` is full up to :data:`MATERIALISE_LIMIT_BYTES`, lazy above.
 
@@ -608,10 +606,10 @@ def all_gather(
         If the axis is out of range, the groups are illegal, the topology does not
         have n devices, the algorithm is unknown, a straggler is not a device, down
         links leave two devices that must talk without a route
-        (:class:`~netsim.topology.UnreachableError`), or the run would not fit in
-        memory (:class:`~netsim.resources.MemoryLimitError`).
+        (:class:`~netsim.network.topology.UnreachableError`), or the run would not fit in
+        memory (:class:`~netsim.checks.memory.MemoryLimitError`).
     InvariantError
-        If the run broke one of :mod:`netsim.invariants` (a bug in netsim).
+        If the run broke one of :mod:`netsim.checks.invariants` (a bug in netsim).
 
     Examples
     --------

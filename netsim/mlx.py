@@ -17,7 +17,7 @@ from typing import Any
 
 from netsim.collectives import TopologyLike, _simulate
 from netsim.result import Result
-from netsim.semantics import AllGatherLayout, AllReduceLayout
+from netsim.semantics.layouts import AllGatherLayout, AllReduceLayout
 
 __all__ = ["all_gather", "all_sum"]
 

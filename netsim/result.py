@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from netsim.chunks import LazyOutput
-from netsim.critical_path import CriticalPath
-from netsim.engine import Playback
-from netsim.schedules import Schedule
-from netsim.topology import Topology
-
-if TYPE_CHECKING:
-    from netsim.analysis import Analysis
-    from netsim.stats import RunStats
+from netsim.algorithms.schedule import Schedule
+from netsim.analysis.critical_path import CriticalPath
+from netsim.engine.fast import Playback
+from netsim.network.topology import Topology
+from netsim.semantics.chunks import LazyOutput
 
 __all__ = ["LeafRun", "Result", "busbw_factor"]
 
@@ -92,6 +87,10 @@ class Result:
     verification : str
         How the output was checked, or why it was not (lazy outputs are checked
         without being materialised; ``data="none"`` runs have no output).
+    derived : dict
+        What readers computed from the result and keep with it, so that it is
+        computed once: :func:`netsim.stats` and :func:`netsim.analyse` keep their
+        answers here. The result itself computes nothing from it.
     """
 
     output: Any
@@ -113,6 +112,7 @@ class Result:
     stragglers: dict[int, float] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict, repr=False)
     verification: str = ""
+    derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def group_size(self) -> int:
@@ -163,56 +163,6 @@ class Result:
     def busbw(self) -> float:
         """nccl-tests bus bandwidth: algbw times (n-1)/n, or 2(n-1)/n for all-reduce."""
         return self.algbw * busbw_factor(self.collective, self.group_size)
-
-    def animate(self, frames: int = 40, leaf: int = 0) -> Any:
-        """The run as an animation that shows itself inline in Jupyter.
-
-        Delegates to :func:`netsim.animate.animate` (which needs matplotlib, the
-        ``teaching`` extra). The returned object has ``_repr_html_`` and ``save(path)``.
-        """
-        from netsim.animate import animate
-
-        return animate(self, frames=frames, leaf=leaf)
-
-    @cached_property
-    def stats(self) -> RunStats:
-        """Per-device, per-link and per-step statistics and the critical path, read from the playback."""
-        from netsim.stats import run_stats
-
-        return run_stats(self)
-
-    @cached_property
-    def analysis(self) -> Analysis:
-        """The closed-form estimate beside the simulated time, the regime, and why they differ."""
-        from netsim.analysis import analyse
-
-        return analyse(self, self.stats if "stats" in self.__dict__ else None)
-
-    def summary(self) -> dict[str, Any]:
-        """The numbers a report shows, as plain JSON-ready values."""
-        return {
-            "scenario": self.scenario,
-            "collective": self.collective,
-            "topology": self.topology,
-            "devices": self.n_devices,
-            "groups": [list(g) for g in self.groups],
-            "axes": list(self.axes) if self.axes is not None else None,
-            "group_size": self.group_size,
-            "algorithm": self.algorithm,
-            "bytes_per_device": self.bytes_per_device,
-            "total_bytes": self.total_bytes,
-            "time_s": self.time,
-            "algbw_Bps": self.algbw,
-            "busbw_Bps": self.busbw,
-            "steps": sum(leaf.schedule.n_steps for leaf in self.leaves),
-            "transfers": sum(len(leaf.schedule.transfers) for leaf in self.leaves),
-            "verified": self.verified,
-            "faults": list(self.faults),
-            "stragglers": {str(d): t for d, t in self.stragglers.items()},
-            "critical_links": self.critical_path.describe(),
-            **(self.analysis.as_dict() if self.topology_obj is not None else {}),
-            "verification": self.verification,
-        }
 
 
 def _arrays(tree: Any) -> list[Any]:

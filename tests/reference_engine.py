@@ -3,7 +3,7 @@
 This is how netsim first played schedules: every directed link a SimPy process
 serving a FIFO queue, every device a SimPy process, a SimPy event per queue
 operation. It is slow (3.5 events per chunk move) but plainly right, so the
-fast engine in :mod:`netsim.engine` is checked against it, event for event, on
+fast engine in :mod:`netsim.engine.fast` is checked against it, event for event, on
 random schedules: same times, same hops in the same order, same statistics,
 same buffers. Only the docstrings and the EngineError class differ (it raises
 netsim's own).
@@ -18,14 +18,14 @@ from typing import Any, Protocol
 
 import simpy
 
-from netsim.engine import EngineError
-from netsim.topology import LinkId, Topology
+from netsim.engine.fast import EngineError
+from netsim.network.topology import LinkId, Topology
 
 __all__ = ["play"]
 
 
 class TransferLike(Protocol):
-    """What the engine needs to know about a transfer (see :class:`netsim.schedules.Transfer`)."""
+    """What the engine needs to know about a transfer (see :class:`netsim.algorithms.schedule.Transfer`)."""
 
     src: int
     dst: int
@@ -276,7 +276,7 @@ def play(
     --------
     >>> import numpy as np
     >>> from types import SimpleNamespace as T
-    >>> from netsim.topology import ring
+    >>> from netsim.network.topology import ring
     >>> move = T(src=0, dst=2, key="x", reduce=False, direction=1, deps=())
     >>> run = play(ring(4, bandwidth_Bps=1e9, latency_s=1e-6), [move], [{"x": np.zeros(1000, np.uint8)}, {}, {}, {}])
     >>> round(run.time * 1e6, 6)  # 2 hops of 1 us, plus 1000 bytes at 1 GB/s

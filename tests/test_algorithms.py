@@ -13,7 +13,7 @@ import pytest
 from conftest import expected_all_gather, expected_psum, expected_psum_scatter
 
 import netsim
-from netsim.schedules import build_schedule
+from netsim.algorithms.schedule import build_schedule
 
 B = 45e9
 ALPHA = 1e-6

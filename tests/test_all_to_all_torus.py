@@ -7,9 +7,9 @@ import pytest
 from conftest import expected_all_to_all
 
 import netsim
-from netsim import costs
-from netsim.schedules import ALGORITHMS, build_schedule, check_algorithm
-from netsim.topology import torus
+from netsim.algorithms.schedule import ALGORITHMS, build_schedule, check_algorithm
+from netsim.analysis import costs
+from netsim.network.topology import torus
 
 B = 45e9
 ALPHA = 1e-6

@@ -10,12 +10,14 @@ from conftest import ROOT
 from typer.testing import CliRunner
 
 import netsim
-from netsim.analysis import analyse, explain
-from netsim.cli import app
-from netsim.costs import Estimate
-from netsim.report import summary_rows, to_json
-from netsim.schedules import ALGORITHMS
-from netsim.topology import mesh, ring
+from netsim.algorithms.schedule import ALGORITHMS
+from netsim.analysis.costs import Estimate
+from netsim.analysis.stats import run_stats
+from netsim.analysis.summary import summary
+from netsim.analysis.why import analyse, explain
+from netsim.cli.main import app
+from netsim.cli.report import summary_rows, to_json
+from netsim.network.topology import mesh, ring
 
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
 CONTENTION_FREE = {
@@ -40,7 +42,7 @@ def scenario_runs(bundled_runs):
 
 def test_contention_free_rings_are_recognised_from_the_run(scenario_runs):
     # A run is a contention-free ring when every transfer crosses one link and no message ever waited.
-    free = {name for name, r in scenario_runs.items() if r.stats.max_route_hops == 1 and all(u.wait_s == 0 for u in r.stats.links)}
+    free = {name for name, r in scenario_runs.items() if run_stats(r).max_route_hops == 1 and all(u.wait_s == 0 for u in run_stats(r).links)}
     assert free == CONTENTION_FREE
 
 
@@ -52,7 +54,7 @@ def test_every_bundled_scenario_reports_estimate_ratio_and_regime(path, scenario
     for label in ("estimate (closed form)", "formula", "simulated / estimate", "regime", "book estimate", "bound V/(W_ici·N_axes)", "memory per device"):
         assert rows[label]
     data = json.loads(to_json(result))  # what `netsim run --json` prints
-    assert data["estimate_s"] == pytest.approx(result.analysis.estimate.time_s, rel=1e-12)
+    assert data["estimate_s"] == pytest.approx(analyse(result).estimate.time_s, rel=1e-12)
     assert data["ratio"] == pytest.approx(data["time_s"] / data["estimate_s"], rel=1e-12)
     assert data["regime"] in ("latency-bound", "bandwidth-bound") and rows["regime"].startswith(data["regime"])
     assert data["latency_term_s"] + data["bandwidth_term_s"] == pytest.approx(data["estimate_s"], rel=1e-12)
@@ -79,7 +81,7 @@ def test_the_cli_table_prints_the_estimate_beside_the_time():
 
 def test_regime_and_crossover_of_the_bundled_latency_and_bandwidth_scenarios(scenario_runs):
     alpha, B = 1e-6, 45e9
-    small, large = scenario_runs["allgather_ring8_latency_bound"].analysis, scenario_runs["allgather_ring8_bandwidth_bound"].analysis
+    small, large = analyse(scenario_runs["allgather_ring8_latency_bound"]), analyse(scenario_runs["allgather_ring8_bandwidth_bound"])
     assert small.regime == "latency-bound" and large.regime == "bandwidth-bound"
     assert small.crossover_bytes == pytest.approx(2 * alpha * B, rel=1e-12)  # halves of a block each way: alpha = (s/2)/B
     assert small.estimate.latency_s == pytest.approx(7 * alpha, rel=1e-12)
@@ -88,20 +90,20 @@ def test_regime_and_crossover_of_the_bundled_latency_and_bandwidth_scenarios(sce
 
 def test_the_why_parts_account_for_the_whole_difference(scenario_runs):
     for result in scenario_runs.values():
-        a, p = result.analysis, result.stats.critical_path
+        a, p = analyse(result), run_stats(result).critical_path
         parts = p.queueing_s + (p.latency_s - a.estimate.latency_s) + (p.transmission_s - a.estimate.bandwidth_s) + p.straggle_s
         assert result.time - a.estimate.time_s == pytest.approx(parts, rel=1e-9, abs=1e-15)
 
 
 def test_strided_groups_name_contended_links_and_hops(scenario_runs):
-    why = scenario_runs["allgather_ring4_strided"].analysis.why
+    why = analyse(scenario_runs["allgather_ring4_strided"]).why
     assert why.startswith("1.959x the estimate: contention: the critical path waited 22.3 us for busy links 1->2 (22.3 us, queue 1)")
     assert "the critical path crosses 2 links (2 us) where the formula counts 1·α (1 us)" in why
     assert "4 of 4 transfers cross more than one link (up to 2): group members are not neighbours" in why
 
 
 def test_docs_groups_are_latency_bound_and_explained_by_hops(scenario_runs):
-    a = scenario_runs["psum_scatter_docs_groups"].analysis
+    a = analyse(scenario_runs["psum_scatter_docs_groups"])
     assert a.regime == "latency-bound"
     assert a.why.startswith("2.000x the estimate: latency: the critical path crosses 2 links (2 us) where the formula counts 1·α (1 us)")
     assert "contention" not in a.why
@@ -109,7 +111,7 @@ def test_docs_groups_are_latency_bound_and_explained_by_hops(scenario_runs):
 
 def test_missing_wraparound_is_named():
     result = netsim.all_gather(np.zeros((4, 2**16), np.float32), topology=mesh((4,)), algorithm="ring")
-    a = result.analysis
+    a = analyse(result)
     assert a.closed.geometry.describe() == "line of 4"
     assert "the group's line of 4 has no wraparound, so the ring closes the long way back (routes of up to 3 hops)" in a.why
     # The closing transfer goes back 3 hops on links the forward ring does not use: latency only.
@@ -118,20 +120,20 @@ def test_missing_wraparound_is_named():
 
 def test_store_and_forward_is_named():
     result = netsim.all_gather(np.zeros((8, 2**14), np.float32), axis_index_groups=[[0, 2, 4, 6], [1, 3, 5, 7]], algorithm="ring", cut_through=False)
-    assert "store-and-forward sends each message whole on every hop" in result.analysis.why
+    assert "store-and-forward sends each message whole on every hop" in analyse(result).why
 
 
 def test_uneven_chunks_are_named():
     # 3 elements per block do not split in two halves: one half carries 8 bytes, the other 4.
     result = netsim.all_gather(np.zeros((2, 3), np.float32), topology=ring(2).with_links(latency_s=0.0))
-    assert "chunks are uneven (4 to 8 bytes) and the largest sets the pace" in result.analysis.why
+    assert "chunks are uneven (4 to 8 bytes) and the largest sets the pace" in analyse(result).why
 
 
 def test_a_formula_that_overcounts_transmission_is_called_pipelining():
     result = netsim.all_gather(np.zeros((4, 2**14), np.float32), algorithm="ring")
-    a = result.analysis
+    a = analyse(result)
     doubled = Estimate("test", "-", a.estimate.latency_s, 2 * a.estimate.bandwidth_s, a.estimate.latency_s + 2 * a.estimate.bandwidth_s, 0.0)
-    why = explain(result.time, doubled, result.stats, a.closed, a.latency_s)
+    why = explain(result.time, doubled, run_stats(result), a.closed, a.latency_s)
     assert result.time < doubled.time_s
     assert why.startswith(f"{result.time / doubled.time_s:.3f}x the estimate: pipelining: the critical path transmits for")
 
@@ -143,7 +145,7 @@ def test_an_algorithm_without_closed_form_says_so():
         a = analyse(result)
         assert a.estimate is None and a.ratio is None and a.why == ""
         assert a.closed.note == "no closed form for all_gather with test_no_formula on a ring of 4"
-        assert result.summary()["no_closed_form"] == a.closed.note
+        assert summary(result)["no_closed_form"] == a.closed.note
         rows = dict(summary_rows(result))
         assert rows["estimate (closed form)"] == a.closed.note
         assert a.book is not None  # the book still has its estimate
@@ -155,9 +157,9 @@ def test_pytree_leaves_add_their_estimates():
     x = np.zeros((8, 2**12), np.float32)
     one = netsim.all_gather(x, algorithm="ring")
     both = netsim.all_gather({"a": x, "b": x}, algorithm="ring")
-    assert both.analysis.estimate.time_s == pytest.approx(2 * one.analysis.estimate.time_s, rel=1e-12)
-    assert f"{both.analysis.ratio:.6f}" == "1.000000"
-    assert both.analysis.crossover_bytes == pytest.approx(one.analysis.crossover_bytes * 2, rel=1e-12)  # both leaves grow together
+    assert analyse(both).estimate.time_s == pytest.approx(2 * analyse(one).estimate.time_s, rel=1e-12)
+    assert f"{analyse(both).ratio:.6f}" == "1.000000"
+    assert analyse(both).crossover_bytes == pytest.approx(analyse(one).crossover_bytes * 2, rel=1e-12)  # both leaves grow together
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
@@ -165,7 +167,7 @@ def test_estimate_command_agrees_with_the_run(path, scenario_runs):
     out = runner.invoke(app, ["estimate", str(path), "--json"])
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
-    run = scenario_runs[path.stem].analysis
+    run = analyse(scenario_runs[path.stem])
     assert data["estimate_s"] == pytest.approx(run.estimate.time_s, rel=1e-12)
     assert data["regime"] == run.regime
     assert data["book_estimate_s"] == pytest.approx(run.book.time_s, rel=1e-12)

@@ -10,8 +10,8 @@ from conftest import ROOT
 from typer.testing import CliRunner
 
 import netsim
-from netsim.cli import app
-from netsim.timeline import timeline_rows
+from netsim.cli.main import app
+from netsim.teaching.timeline import timeline_rows
 
 pytest.importorskip("matplotlib", reason="drawing needs the teaching extra (matplotlib)")
 Image = pytest.importorskip("PIL.Image", reason="GIFs need Pillow")
@@ -45,7 +45,7 @@ def test_html_page_is_self_contained_with_one_image_per_frame(tmp_path):
 
 
 def test_result_animate_renders_inline_html_for_notebooks():
-    movie = netsim.all_gather(np.arange(4), algorithm="ring").animate(frames=2)
+    movie = netsim.animate(netsim.all_gather(np.arange(4), algorithm="ring"), frames=2)
     fragment = movie._repr_html_()
     assert "<!DOCTYPE" not in fragment and fragment.count("data:image/png;base64,") == 2
     assert 'class="nsp"' in fragment and "<script>" in fragment

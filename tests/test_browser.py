@@ -38,7 +38,7 @@ def test_html_animation_plays_to_the_end_in_headless_chromium(tmp_path):
     executable = _chromium()
     frames = 6
     page_file = tmp_path / "allgather.html"
-    netsim.all_gather(np.arange(4), algorithm="ring").animate(frames=frames).save(page_file)
+    netsim.animate(netsim.all_gather(np.arange(4), algorithm="ring"), frames=frames).save(page_file)
     errors: list[str] = []
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, args=ARGS)

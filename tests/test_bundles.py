@@ -8,17 +8,18 @@ import numpy as np
 import pytest
 
 import netsim
-from netsim import Mesh, collectives, costs
-from netsim.bundles import Bundle, BundleTable, made_of_arrays, opened_codes, unbundled
-from netsim.chunks import SizeOnly
-from netsim.engine import EngineError, play
-from netsim.invariants import InvariantError, check_playback
-from netsim.resources import transfers_of
-from netsim.schedules import ALGORITHMS, TransferTable, _with_deps, build_schedule
-from netsim.schedules.bundled import bundles as bundle_table
-from netsim.schedules.bundled import gather_array
-from netsim.semantics import AllGatherLayout
-from netsim.topology import torus
+from netsim import Mesh, collectives
+from netsim.algorithms.bundled import bundles as bundle_table
+from netsim.algorithms.bundled import gather_array
+from netsim.algorithms.bundles import Bundle, BundleTable, made_of_arrays, opened_codes, unbundled
+from netsim.algorithms.schedule import ALGORITHMS, TransferTable, _with_deps, build_schedule
+from netsim.analysis import costs
+from netsim.checks.invariants import InvariantError, check_playback
+from netsim.checks.memory import transfers_of
+from netsim.engine.fast import EngineError, play
+from netsim.network.topology import torus
+from netsim.semantics.chunks import SizeOnly
+from netsim.semantics.layouts import AllGatherLayout
 
 ALPHA, B = 1e-6, 45e9
 NAMES = ("x", "y", "z")
@@ -301,7 +302,7 @@ def test_multiaxis_bundled_plays_gathers_only():
 
 
 def test_explain_says_what_a_bundle_carries():
-    from netsim.explain import explain
+    from netsim.teaching.explain import explain
 
     mesh = mesh_of((2, 2))
     x = np.arange(4 * 8, dtype=np.int32).reshape(4, 8)

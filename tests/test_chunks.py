@@ -10,12 +10,12 @@ import pytest
 from conftest import ROOT, expected_all_gather, expected_psum, expected_psum_scatter
 
 import netsim.collectives as collectives
-from netsim.chunks import SLICE_ELEMENTS, LazyOutput, SizeOnly, bounded_slices, shape_only
 from netsim.collectives import all_gather, psum, psum_scatter, simulate
-from netsim.engine import EngineError
+from netsim.engine.fast import EngineError
+from netsim.network.topology import torus
 from netsim.scenario import load_scenario
-from netsim.semantics import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
-from netsim.topology import torus
+from netsim.semantics.chunks import SLICE_ELEMENTS, LazyOutput, SizeOnly, bounded_slices, shape_only
+from netsim.semantics.layouts import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
 
 PAIRS = [[0, 5], [1, 4], [2, 7], [3, 6]]
 CASES = [

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from netsim import costs
-from netsim.analysis import estimate_scenario
-from netsim.cli import app
-from netsim.costs import Geometry, estimate, estimate_collective, group_geometry, lookup
-from netsim.engine import play
+from netsim.algorithms.schedule import build_schedule
+from netsim.analysis import costs
+from netsim.analysis.costs import Geometry, estimate, estimate_collective, group_geometry, lookup
+from netsim.analysis.why import estimate_scenario
+from netsim.cli.main import app
+from netsim.engine.fast import play
+from netsim.network.topology import ring
 from netsim.scenario import load_scenario
-from netsim.schedules import build_schedule
-from netsim.topology import ring
 
 ALPHA, B = 1e-6, 45e9
 runner = CliRunner()

@@ -12,10 +12,10 @@ from conftest import expected_all_gather, expected_psum, expected_psum_scatter
 from typer.testing import CliRunner
 
 import netsim
-from netsim.cli import app
-from netsim.device_mesh import AxisGroups, Mesh
-from netsim.presets import tpu_slice
-from netsim.topology import mesh, ring, torus
+from netsim.cli.main import app
+from netsim.network.device_mesh import AxisGroups, Mesh
+from netsim.network.presets import tpu_slice
+from netsim.network.topology import mesh, ring, torus
 
 runner = CliRunner()
 

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from netsim.engine import EngineError, play
-from netsim.topology import ring, torus
+from netsim.engine.fast import EngineError, play
+from netsim.network.topology import ring, torus
 
 B = 1e9
 ALPHA = 1e-6

@@ -14,9 +14,9 @@ import tracemalloc
 import numpy as np
 import reference_engine
 
-from netsim.engine import play
-from netsim.schedules import build_schedule
-from netsim.topology import ring, torus
+from netsim.algorithms.schedule import build_schedule
+from netsim.engine.fast import play
+from netsim.network.topology import ring, torus
 
 
 def ring_all_gather(n):

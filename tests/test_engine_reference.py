@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 import reference_engine
 
-from netsim.engine import play
-from netsim.schedules import build_schedule
-from netsim.topology import mesh, ring, torus
+from netsim.algorithms.schedule import build_schedule
+from netsim.engine.fast import play
+from netsim.network.topology import mesh, ring, torus
 
 
 def random_case(seed):

@@ -10,8 +10,8 @@ from conftest import ROOT
 from typer.testing import CliRunner
 
 import netsim
-from netsim.cli import app
-from netsim.explain import explain, step_captions, step_costs
+from netsim.cli.main import app
+from netsim.teaching.explain import explain, step_captions, step_costs
 
 runner = CliRunner()
 B, ALPHA = 45e9, 1e-6

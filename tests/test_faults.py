@@ -12,11 +12,11 @@ from conftest import ROOT, expected_all_gather, expected_psum, expected_psum_sca
 from typer.testing import CliRunner
 
 import netsim
-from netsim.cli import app
-from netsim.engine import EngineError
-from netsim.schedules import Schedule, Transfer
-from netsim.semantics import all_to_all_reference, ppermute_reference
-from netsim.topology import UnreachableError
+from netsim.algorithms.schedule import Schedule, Transfer
+from netsim.cli.main import app
+from netsim.engine.fast import EngineError
+from netsim.network.topology import UnreachableError
+from netsim.semantics.layouts import all_to_all_reference, ppermute_reference
 
 B, ALPHA = 45e9, 1e-6
 runner = CliRunner()

@@ -22,7 +22,7 @@ from conftest import ROOT
 from typer.testing import CliRunner
 
 import netsim
-from netsim.cli import app
+from netsim.cli.main import app
 
 BASES = sorted((ROOT / "scenarios").glob("*.yaml"))
 runner = CliRunner()

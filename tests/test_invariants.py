@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 import netsim
-from netsim.cli import app
-from netsim.engine import play
-from netsim.invariants import InvariantError, _Arrays, _check_device_bytes, _chunks_folded, _chunks_placed, check_playback
-from netsim.schedules import Schedule, build_schedule
-from netsim.topology import ring, torus
+from netsim.algorithms.schedule import Schedule, build_schedule
+from netsim.checks.invariants import InvariantError, _Arrays, _check_device_bytes, _chunks_folded, _chunks_placed, check_playback
+from netsim.cli.main import app
+from netsim.engine.fast import play
+from netsim.network.topology import ring, torus
 
 runner = CliRunner()
 
@@ -297,7 +297,7 @@ def test_a_corrupted_playback_inside_a_run_is_an_internal_error(tmp_path, monkey
 
 def chunk_errors(replay, topology, schedule, buffers, run, groups, wanted):
     """What one replay of the chunks check says: None, or the message it raises."""
-    from netsim.invariants import _dependency_order
+    from netsim.checks.invariants import _dependency_order
 
     a = _Arrays(topology, schedule.transfers, run)
     key_ids: dict = {}

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from netsim.layout_2d import layout
-from netsim.topology import mesh, ring, torus
+from netsim.network.topology import mesh, ring, torus
+from netsim.teaching.layout_2d import layout
 
 TOPOLOGIES = [ring(2), ring(3), ring(8), torus((4, 4)), torus((2, 3)), mesh((3, 3)), mesh((4,)), torus((4, 2), (True, False)), torus((2, 3, 4))]
 

@@ -11,10 +11,10 @@ from conftest import ROOT
 from typer.testing import CliRunner
 
 import netsim
-from netsim.cli import app
+from netsim.cli.main import app
 from netsim.collectives import resolve_topology
-from netsim.engine import play
-from netsim.presets import GENERATIONS, parse_slice, tpu_slice
+from netsim.engine.fast import play
+from netsim.network.presets import GENERATIONS, parse_slice, tpu_slice
 
 runner = CliRunner()
 

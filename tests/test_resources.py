@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 import netsim
-from netsim.cli import app
-from netsim.resources import BYTES_PER_TRANSFER, MemoryLimitError, available_memory, check_memory, estimate_memory
-from netsim.units import format_bytes
+from netsim.checks.memory import BYTES_PER_TRANSFER, MemoryLimitError, available_memory, check_memory, estimate_memory
+from netsim.cli.main import app
+from netsim.network.units import format_bytes
 
 runner = CliRunner()
 GiB = 2**30
@@ -45,7 +45,7 @@ def test_the_python_api_refuses_it_too():
 def test_a_scenario_that_fits_in_the_machine_but_not_in_what_is_free_is_refused(tmp_path, monkeypatch):
     scenario = Path(__file__).resolve().parent.parent / "scenarios" / "allgather_ring8_bandwidth_bound.yaml"
     assert netsim.load_scenario(scenario)  # fine with this machine's memory
-    monkeypatch.setattr("netsim.resources.available_memory", lambda: 64 * 2**20)
+    monkeypatch.setattr("netsim.checks.memory.available_memory", lambda: 64 * 2**20)
     result = runner.invoke(app, ["run", str(scenario)])
     assert result.exit_code == 2
     # 8 devices x 8 MiB in, 8 x 64 MiB out, 64 MiB of inputs and 4 x 64 MiB of temporaries to check one group, 112 transfers

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 from typer.testing import CliRunner
 
-from netsim.cli import app
+from netsim.cli.main import app
 
 runner = CliRunner()
 

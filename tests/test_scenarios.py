@@ -13,7 +13,7 @@ from conftest import ROOT
 from typer.testing import CliRunner
 
 import netsim
-from netsim.cli import app
+from netsim.cli.main import app
 
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
 runner = CliRunner()

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from netsim.schedules import ALGORITHMS, Algorithm, Transfer, build_schedule
+from netsim.algorithms.schedule import ALGORITHMS, Algorithm, Transfer, build_schedule
 
 SIZES = (1, 2, 3, 4, 5, 8, 16)
 

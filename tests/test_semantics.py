@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import expected_all_gather, expected_all_to_all, expected_ppermute, expected_psum, expected_psum_scatter
 
-from netsim.semantics import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
+from netsim.semantics.layouts import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
 
 GROUPS = [[0, 2], [1, 3], [5, 4]]
 CASES = {

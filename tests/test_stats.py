@@ -7,11 +7,12 @@ import pytest
 from conftest import runnable
 
 import netsim
-from netsim.engine import play
+from netsim.algorithms.schedule import ALGORITHMS, build_schedule
+from netsim.analysis.stats import run_stats
+from netsim.analysis.why import analyse
+from netsim.engine.fast import play
+from netsim.network.topology import mesh, ring, torus
 from netsim.result import LeafRun, Result
-from netsim.schedules import ALGORITHMS, build_schedule
-from netsim.stats import run_stats
-from netsim.topology import mesh, ring, torus
 
 ALPHA, B = 1e-6, 45e9
 
@@ -153,7 +154,7 @@ def test_stragglers_show_in_steps_and_critical_path():
     assert p.straggle_s == pytest.approx(late, rel=1e-9)
     assert p.latency_s + p.transmission_s + p.queueing_s + p.straggle_s == pytest.approx(playback.time, rel=1e-9)
     assert stats.steps[0].straggler == 3  # device 2 sends late, so device 3 finishes step 0 last
-    assert "stragglers: late starts add 5 us" in result.analysis.why
+    assert "stragglers: late starts add 5 us" in analyse(result).why
 
 
 def test_stats_need_the_topology():

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import netsim
-from netsim.stats import _memory
-from netsim.topology import ring, torus
+from netsim.analysis.stats import _memory
+from netsim.network.topology import ring, torus
 
 
 def memory_one_event_at_a_time(schedule, playback, n_devices):

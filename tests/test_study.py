@@ -9,9 +9,9 @@ import yaml
 from conftest import ROOT
 from typer.testing import CliRunner
 
-from netsim.cli import app
+from netsim.cli.main import app
 from netsim.scenario import ScenarioError
-from netsim.study import load_study, study_from_data
+from netsim.scenario.study import load_study, study_from_data
 
 runner = CliRunner()
 

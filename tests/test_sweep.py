@@ -17,10 +17,11 @@ from conftest import ROOT
 from typer.testing import CliRunner
 
 import netsim
-from netsim.cli import app
-from netsim.plots import plot_results
-from netsim.study import study_from_data
-from netsim.sweep import RESULTS_FILE, columns, read_results
+from netsim.analysis.why import analyse
+from netsim.cli.main import app
+from netsim.scenario.study import study_from_data
+from netsim.studies.plots import plot_results
+from netsim.studies.sweep import RESULTS_FILE, columns, read_results
 
 runner = CliRunner()
 B, ALPHA = 45e9, 1e-6
@@ -78,9 +79,9 @@ def test_rows_are_the_simulations(small, reference):
         )
         assert row["verified"]
         assert row["algorithm"] == dict(point.labels)["algorithm"]
-        assert row["estimate_s"] == result.analysis.estimate.time_s
-        assert row["ratio"] == result.time / result.analysis.estimate.time_s
-        assert (row["why"] if isinstance(row["why"], str) else "") == result.analysis.why
+        assert row["estimate_s"] == analyse(result).estimate.time_s
+        assert row["ratio"] == result.time / analyse(result).estimate.time_s
+        assert (row["why"] if isinstance(row["why"], str) else "") == analyse(result).why
     full = ok[ok["collective.axis_index_groups"] == "all"]
     assert len(full) == 4
     for row in full.to_dict("records"):
@@ -358,7 +359,7 @@ def test_a_bug_in_a_point_is_recorded_as_internal_and_the_cli_exits_3(tmp_path, 
             raise RuntimeError("boom")
         return real(scenario)
 
-    monkeypatch.setattr(sys.modules["netsim.sweep"], "simulate", flaky)  # the module: netsim.sweep is the function
+    monkeypatch.setattr(sys.modules["netsim.studies.sweep"], "simulate", flaky)  # the module: netsim.studies.sweep is the function
     result = sweep_cli(tmp_path, "-q")
     assert result.exit_code == 3
     table = read_results(tmp_path / "out" / RESULTS_FILE)

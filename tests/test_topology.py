@@ -1,7 +1,7 @@
 import networkx as nx
 import pytest
 
-from netsim.topology import mesh, ring, torus
+from netsim.network.topology import mesh, ring, torus
 
 
 def test_ring_links_both_directions():

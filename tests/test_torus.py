@@ -22,12 +22,12 @@ from conftest import ROOT
 from test_schedules import replay
 
 import netsim
-from netsim.device_mesh import Mesh
-from netsim.engine import play
-from netsim.presets import tpu_slice
-from netsim.schedules import build_schedule
-from netsim.schedules.torus import line_gather, line_reduce_scatter
-from netsim.topology import mesh, torus
+from netsim.algorithms.schedule import build_schedule
+from netsim.algorithms.torus import line_gather, line_reduce_scatter
+from netsim.engine.fast import play
+from netsim.network.device_mesh import Mesh
+from netsim.network.presets import tpu_slice
+from netsim.network.topology import mesh, torus
 
 B = 45e9
 ALPHA = 1e-6

@@ -20,8 +20,8 @@ from conftest import ROOT
 from typer.testing import CliRunner
 
 import netsim
-from netsim.cli import app
-from netsim.trace import chrome_trace
+from netsim.cli.main import app
+from netsim.cli.trace import chrome_trace
 
 ALPHA, B = 1e-6, 45e9
 runner = CliRunner()

@@ -1,6 +1,6 @@
 import pytest
 
-from netsim.units import format_bytes, format_seconds, parse_bandwidth, parse_bytes, parse_duration
+from netsim.network.units import format_bytes, format_seconds, parse_bandwidth, parse_bytes, parse_duration
 
 
 @pytest.mark.parametrize(

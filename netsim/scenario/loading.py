@@ -9,13 +9,13 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from netsim.resources import MemoryLimitError, check_memory, estimate_memory, pieces_of, transfers_of
+from netsim.algorithms.schedule import ALGORITHMS, check_algorithm
+from netsim.checks.memory import MATERIALISE_LIMIT_BYTES, MemoryLimitError, check_memory, estimate_memory, pieces_of, transfers_of
+from netsim.network.topology import Topology
 from netsim.scenario.errors import ScenarioError
 from netsim.scenario.models import Scenario
 from netsim.scenario.topology_spec import MAX_DEVICES
 from netsim.scenario.yaml_files import _read_yaml, _validate
-from netsim.schedules import ALGORITHMS, check_algorithm
-from netsim.topology import Topology
 
 _ARGUMENT_FIELDS = (
     ("axis_index_groups", "collective.axis_index_groups"),
@@ -141,8 +141,6 @@ def _check_memory(scenario: Scenario, source: str) -> None:
     """
     if scenario.data == "none":
         return
-    from netsim.collectives import MATERIALISE_LIMIT_BYTES
-
     itemsize = np.dtype(scenario.input.dtype).itemsize
     input_bytes = math.prod(scenario.shape) * itemsize
     n_devices = scenario.topology_shape.n_devices

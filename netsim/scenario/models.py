@@ -9,17 +9,17 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from netsim import units
-from netsim.device_mesh import AxisGroups, Mesh
-from netsim.presets import is_slice_name, parse_slice
+from netsim.algorithms.schedule import ALGORITHMS, default_algorithm
+from netsim.network import units
+from netsim.network.device_mesh import AxisGroups, Mesh
+from netsim.network.presets import is_slice_name, parse_slice
+from netsim.network.topology import Topology, UnreachableError
 from netsim.scenario.collective_spec import AllGatherSpec, AllToAllSpec, PpermuteSpec, PsumScatterSpec, PsumSpec
 from netsim.scenario.errors import ScenarioError
 from netsim.scenario.fields import Bytes, Duration, _Strict
 from netsim.scenario.topology_spec import LinkSpec, TopologyShape, TopologySpec, _build_topology, _find_topology, load_topology, topology_names
 from netsim.scenario.yaml_files import _read_yaml, _validate
-from netsim.schedules import ALGORITHMS, default_algorithm
-from netsim.semantics import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
-from netsim.topology import Topology, UnreachableError
+from netsim.semantics.layouts import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
 
 
 def _mesh_shorthand(value: Any) -> Any:
@@ -30,7 +30,7 @@ def _mesh_shorthand(value: Any) -> Any:
 
 
 class MeshSpec(_Strict):
-    """Named mesh axes and how they lie on the topology (see :mod:`netsim.device_mesh`)."""
+    """Named mesh axes and how they lie on the topology (see :mod:`netsim.network.device_mesh`)."""
 
     shape: dict[str, Annotated[int, Field(ge=1)]] = Field(min_length=1)
     devices: list[int] | None = None

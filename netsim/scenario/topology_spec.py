@@ -9,12 +9,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from netsim import units
-from netsim.presets import is_slice_name, tpu_slice
+from netsim.network import units
+from netsim.network.presets import is_slice_name, tpu_slice
+from netsim.network.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, torus
 from netsim.scenario.errors import ScenarioError
 from netsim.scenario.fields import Bandwidth, Duration, _Strict
 from netsim.scenario.yaml_files import _read_yaml, _validate
-from netsim.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, torus
 
 
 def _package_root() -> Path:
@@ -150,7 +150,7 @@ def load_topology(name: str | Path, *, base_dir: Path | None = None) -> Topology
     """Read a topology file, by name (from ``topologies/``) or by path.
 
     A name ``GENERATION:SHAPE`` such as ``tpu-v5e:8x16`` is a TPU slice
-    (:mod:`netsim.presets`), built without a file.
+    (:mod:`netsim.network.presets`), built without a file.
 
     Raises
     ------

@@ -1,0 +1,288 @@
+"""The critical path of a run: the chain of link crossings that set its finish time.
+
+Read backwards from the last arrival. Each link crossing (a :class:`~netsim.engine.fast.Hop`)
+started either as soon as its message was ready there, or later, when the link came
+free. "Ready" means: on the first link, when the source sent the chunk; on a later
+link, when the message's head arrived (one latency after it started on the previous
+link with cut-through forwarding, after its tail with store-and-forward). If the link
+was the reason, the chain continues with the crossing that held the link; if the
+message was, it continues with the message's previous link, or, at the source, with
+the arrival the chunk waited for (the latest of its ``deps``), or ends at the moment
+the source device started (time 0, or later for a straggler).
+
+Nothing is re-simulated: the path is computed from the playback alone, so a degraded
+link or a late device shows up on it exactly when it decided the time.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from netsim.columnar import stable_order
+from netsim.engine.fast import Playback, TransferLike, transfer_columns
+from netsim.network.topology import LinkId, Topology
+from netsim.network.units import format_seconds
+
+__all__ = ["CriticalPath", "PathStep", "critical_path"]
+
+
+@dataclass(frozen=True, slots=True)
+class PathStep:
+    """One link crossing on the critical path.
+
+    Attributes
+    ----------
+    transfer : int
+        Index of the transfer in its schedule.
+    link : LinkId or None
+        The link crossed (None for a transfer that stays on its device).
+    link_name : str
+        The link as people read it, e.g. ``3->4`` or ``(0,1)->(0,2)``.
+    start, end : float
+        When the message started on the link and when it left it, seconds.
+    waited_for : str
+        Why it started then: ``"data"`` (as soon as its chunk was there) or
+        ``"link"`` (the link was busy with the step before this one on the path).
+    """
+
+    transfer: int
+    link: LinkId | None
+    link_name: str
+    start: float
+    end: float
+    waited_for: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values."""
+        return {"transfer": self.transfer, "link": self.link_name, "start_s": self.start, "end_s": self.end, "waited_for": self.waited_for}
+
+
+@dataclass(frozen=True)
+class CriticalPath:
+    """The chain of link crossings that determined when a run finished.
+
+    Attributes
+    ----------
+    steps : tuple of PathStep
+        In time order.
+    origin_device : int or None
+        The device whose start began the chain.
+    origin_s : float
+        When that device started: 0, or a straggler's late start.
+    finish_s : float
+        When the last transfer arrived: the run's time.
+    """
+
+    steps: tuple[PathStep, ...]
+    origin_device: int | None
+    origin_s: float
+    finish_s: float
+
+    @property
+    def links(self) -> Counter[str]:
+        """How many crossings of the path each link carries, by link name."""
+        return Counter(step.link_name for step in self.steps if step.link is not None)
+
+    def shifted(self, offset_s: float) -> CriticalPath:
+        """The same path with every time moved by ``offset_s`` (for runs played one after another)."""
+        steps = tuple(replace(step, start=step.start + offset_s, end=step.end + offset_s) for step in self.steps)
+        return CriticalPath(steps, self.origin_device, self.origin_s + offset_s, self.finish_s + offset_s)
+
+    def describe(self, limit: int = 8) -> str:
+        """One line for a report: the links in order, or the busiest ones on a long path.
+
+        Examples
+        --------
+        >>> a = PathStep(0, (1, 0, (0, -1)), "1->0", 2e-05, 2.5e-05, "data")
+        >>> b = PathStep(1, (0, 3, (0, -1)), "0->3", 2.5e-05, 3e-05, "link")
+        >>> CriticalPath((a, b), 1, 2e-05, 3.1e-05).describe()
+        'device 1 starts at 20 us; 1->0, 0->3 (queued)'
+        >>> CriticalPath((a, b, b), 1, 2e-05, 3.1e-05).describe()
+        'device 1 starts at 20 us; 1->0, 0->3 x2 (2 queued)'
+        >>> CriticalPath((a, b, a), 1, 2e-05, 3.1e-05).describe(limit=2)
+        'device 1 starts at 20 us; 3 crossings, most on 1->0 x2, 0->3 x1 (1 queued)'
+        """
+        start = f"device {self.origin_device} starts at {format_seconds(self.origin_s)}; " if self.origin_s > 0 else ""
+        crossings = [step for step in self.steps if step.link is not None]
+        if not crossings:
+            return f"{start}no link crossed"
+        runs: list[list[PathStep]] = []
+        for step in crossings:
+            if runs and runs[-1][0].link_name == step.link_name:
+                runs[-1].append(step)
+            else:
+                runs.append([step])
+        if len(runs) <= limit:
+            return start + ", ".join(_run_text(run) for run in runs)
+        queued = Counter(step.link_name for step in crossings if step.waited_for == "link")
+        counts = self.links.most_common()
+        shown = ", ".join(f"{name} x{count}" + (f" ({queued[name]} queued)" if queued[name] else "") for name, count in counts[:4])
+        more = f", ... ({len(counts)} links)" if len(counts) > 4 else ""
+        return f"{start}{len(crossings)} crossings, most on {shown}{more}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values."""
+        return {
+            "origin_device": self.origin_device,
+            "origin_s": self.origin_s,
+            "finish_s": self.finish_s,
+            "steps": [step.to_dict() for step in self.steps],
+        }
+
+
+def _run_text(run: list[PathStep]) -> str:
+    queued = sum(step.waited_for == "link" for step in run)
+    count = f" x{len(run)}" if len(run) > 1 else ""
+    if queued:
+        return f"{run[0].link_name}{count} (queued)" if len(run) == 1 else f"{run[0].link_name}{count} ({queued} queued)"
+    return f"{run[0].link_name}{count}"
+
+
+def _not_after(a: float, b: float) -> bool:
+    """a <= b up to rounding (times are sums of the same floats in a different order)."""
+    return a <= b + 1e-12 * max(abs(a), abs(b), 1e-9)
+
+
+def critical_path(
+    topology: Topology,
+    transfers: Sequence[TransferLike],
+    playback: Playback,
+    *,
+    start_s: Sequence[float] | None = None,
+    cut_through: bool = True,
+) -> CriticalPath:
+    """The chain of link crossings that set the finish time of a playback.
+
+    Parameters
+    ----------
+    topology : Topology
+        The topology played on (for link latencies and names).
+    transfers : sequence of Transfer
+        The schedule's transfers, as played.
+    playback : Playback
+        What :func:`netsim.engine.fast.play` returned.
+    start_s : sequence of float, optional
+        Device start times given to ``play`` (stragglers); default all 0.
+    cut_through : bool, default True
+        The forwarding mode given to ``play``.
+
+    Returns
+    -------
+    CriticalPath
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from types import SimpleNamespace as T
+    >>> from netsim.engine.fast import play
+    >>> from netsim.network.topology import ring
+    >>> topo = ring(2, bandwidth_Bps=1e9, latency_s=1e-6)
+    >>> moves = [T(src=0, dst=1, key="x", reduce=False, direction=1, deps=())]
+    >>> run = play(topo, moves, [{"x": np.zeros(1000, np.uint8)}, {}], start_s=[20e-6, 0.0])
+    >>> path = critical_path(topo, moves, run, start_s=[20e-6, 0.0])
+    >>> path.describe()
+    'device 0 starts at 20 us; 0->1'
+    >>> round(path.finish_s * 1e6, 6)  # 20 us late + 1 us latency + 1000 B at 1 GB/s
+    22.0
+    """
+    n = len(transfers)
+    if n == 0:
+        return CriticalPath((), None, 0.0, playback.time)
+    start_s = [0.0] * topology.n_devices if start_s is None else list(start_s)
+    columns = transfer_columns(transfers)
+    src, dst, dep_ptr, dep_idx = (np.asarray(columns[name]) for name in ("src", "dst", "dep_ptr", "dep_idx"))
+    hops = playback.hops
+    hop_transfer, hop_link, hop_start, hop_end, link_of = _hop_arrays(hops)
+    # For the crossings on the path only: the same message's crossing before it, and the crossing before it on its link.
+    shared = getattr(hops, "order", None)  # a HopList keeps its orders (the invariant checks sorted by link already)
+    of_message = _Runs(hop_transfer, shared("transfer") if callable(shared) else stable_order(hop_transfer))
+    on_link = _Runs(hop_link, shared("link") if callable(shared) else stable_order(hop_link))
+    arrived, sent = playback.arrived_at, playback.sent_at
+    arrival = np.asarray(arrived, float)
+    last = max(range(n), key=lambda t: (arrived[t], -t)) if np.isnan(arrival).any() else int(np.argmax(arrival))
+    del arrival
+    i, h = last, of_message.last(last)
+    steps: list[PathStep] = []
+    if h < 0:
+        steps.append(PathStep(i, None, "local", sent[i], arrived[i], "data"))
+    while True:
+        if h < 0:
+            source = int(src[i])
+            deps = [d for d in dep_idx[dep_ptr[i] : dep_ptr[i + 1]].tolist() if dst[d] == source]
+            late_start = start_s[source] > 0 and _not_after(sent[i], start_s[source])
+            if deps and not late_start:
+                j = max(deps, key=lambda d: (arrived[d], -d))
+                if _not_after(sent[i], arrived[j]):
+                    i, h = j, of_message.last(j)
+                    if h < 0:
+                        steps.append(PathStep(i, None, "local", sent[i], arrived[i], "data"))
+                    continue
+            origin = (source, start_s[source])
+            break
+        link = link_of(int(hop_link[h]))
+        start, end = float(hop_start[h]), float(hop_end[h])
+        previous = of_message.before(h)
+        if previous < 0:
+            ready = sent[i]
+        else:
+            earlier = float(hop_start[previous] if cut_through else hop_end[previous])
+            ready = earlier + topology.link(link_of(int(hop_link[previous])))["latency_s"]
+        blocker = on_link.before(h)
+        if blocker >= 0 and not _not_after(start, ready):
+            steps.append(PathStep(i, link, topology.link_name(link), start, end, "link"))
+            i, h = int(hop_transfer[blocker]), blocker
+        else:
+            steps.append(PathStep(i, link, topology.link_name(link), start, end, "data"))
+            h = previous
+    steps.reverse()
+    return CriticalPath(tuple(steps), origin[0], origin[1], arrived[last])
+
+
+def _hop_arrays(hops: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Callable[[int], LinkId]]:
+    """Hops as arrays: transfer, link (a number), start, end, and the link id of each number.
+
+    Read from the columns of a :class:`~netsim.engine.fast.HopList`, or from the :class:`~netsim.engine.fast.Hop` objects.
+    """
+    columns = getattr(hops, "columns", None)
+    if isinstance(columns, dict) and hasattr(hops, "link_ids"):
+        ids = hops.link_ids
+        as_array = (np.asarray(columns[name]) for name in ("transfer", "link", "start", "end"))
+        return (*as_array, ids.__getitem__)  # type: ignore[return-value]
+    numbers: dict[LinkId, int] = {}
+    h = len(hops)
+    transfer = np.fromiter((hop.transfer for hop in hops), np.int64, h)
+    link = np.fromiter((numbers.setdefault(hop.link, len(numbers)) for hop in hops), np.int64, h)
+    start = np.fromiter((hop.start for hop in hops), float, h)
+    end = np.fromiter((hop.end for hop in hops), float, h)
+    return transfer, link, start, end, list(numbers).__getitem__
+
+
+class _Runs:
+    """Crossings grouped by a column (message or link), answering for one crossing at a time.
+
+    ``order`` sorts ``group`` stably: each group's crossings are a run of it, in
+    the order they started. Nothing per crossing is built beyond the sorted values.
+    """
+
+    def __init__(self, group: np.ndarray, order: np.ndarray) -> None:
+        self.group, self.order = group, order
+        self.sorted = group[order]
+
+    def _run(self, value: int) -> tuple[int, int]:
+        return int(np.searchsorted(self.sorted, value, "left")), int(np.searchsorted(self.sorted, value, "right"))
+
+    def last(self, value: int) -> int:
+        """The last crossing of group ``value`` (-1 if it has none)."""
+        lo, hi = self._run(value)
+        return int(self.order[hi - 1]) if hi > lo else -1
+
+    def before(self, k: int) -> int:
+        """The crossing before crossing ``k`` in its group (-1 if it is the first)."""
+        lo, hi = self._run(int(self.group[k]))
+        j = lo + int(np.searchsorted(self.order[lo:hi], k))
+        return int(self.order[j - 1]) if j > lo else -1

@@ -1,0 +1,338 @@
+"""Put the closed forms beside a run's simulated time, and say why they differ.
+
+:func:`analyse` looks up the closed form of the run's (collective, algorithm, layout)
+in :mod:`netsim.analysis.costs`, evaluates it for the run's payload and links, and compares it
+with the simulated time. Where they differ by more than 1 %, the reason is read from
+the run itself: the critical path of :mod:`netsim.analysis.stats` splits the simulated time
+into per-hop latency, transmission, queueing behind other messages and late starts,
+and each part is set against the formula's latency and bandwidth terms (contention on
+named links, extra hops, a missing wraparound, store-and-forward, uneven chunks,
+pipelining, stragglers). Nothing is simulated again and nothing is assumed.
+
+:func:`estimate_scenario` gives the same closed forms for a scenario without running
+it (``netsim estimate``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from netsim.analysis.costs import COST_MODELS, CollectiveEstimate, Estimate, canonical_collective, estimate_collective, hops_between
+
+if TYPE_CHECKING:
+    from netsim.analysis.stats import PathFacts, RunStats
+    from netsim.network.topology import Topology
+    from netsim.result import Result
+
+__all__ = ["TOLERANCE", "Analysis", "algorithm_estimates", "analyse", "estimate_scenario", "nominal_link"]
+
+TOLERANCE = 0.01
+"""Relative difference between simulated time and estimate above which a run explains itself."""
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """A run's simulated time beside its closed forms.
+
+    Attributes
+    ----------
+    simulated_s : float
+    closed : CollectiveEstimate
+        What the closed forms say for the run's layout (of its first leaf).
+    estimate : Estimate or None
+        The algorithm's closed form for the whole run (leaves added up); None when
+        there is none, and ``closed.note`` says so.
+    book : Estimate or None
+        The scaling book's estimate.
+    bound_s, exact_bound_s : float or None
+        The bandwidth bound V/(W_ici·N_axes) and the same counting only the bytes
+        that move ((n−1)/n of V).
+    ratio : float or None
+        simulated / estimate.
+    why : str
+        One line explaining a difference of more than 1 % (empty otherwise).
+    latency_s, bandwidth_Bps : float
+        The link parameters the formulas used.
+    """
+
+    simulated_s: float
+    closed: CollectiveEstimate
+    estimate: Estimate | None
+    book: Estimate | None
+    bound_s: float | None
+    exact_bound_s: float | None
+    ratio: float | None
+    why: str
+    latency_s: float
+    bandwidth_Bps: float
+
+    @property
+    def regime(self) -> str | None:
+        """Latency- or bandwidth-bound, by the algorithm's closed form (else the book's)."""
+        chosen = self.estimate or self.book
+        return chosen.regime if chosen else None
+
+    @property
+    def crossover_bytes(self) -> float | None:
+        """Per-device payload at which the latency and bandwidth terms are equal."""
+        chosen = self.estimate or self.book
+        return chosen.crossover_bytes if chosen else None
+
+    @property
+    def bound_fraction(self) -> float | None:
+        """The bound V/(W_ici·N_axes) over the simulated time (may pass 1 for small groups)."""
+        return self.bound_s / self.simulated_s if self.bound_s is not None and self.simulated_s > 0 else None
+
+    @property
+    def exact_bound_fraction(self) -> float | None:
+        """The bound counting only the bytes that move, over the simulated time (at most 1)."""
+        return self.exact_bound_s / self.simulated_s if self.exact_bound_s is not None and self.simulated_s > 0 else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values.
+
+        Examples
+        --------
+        >>> import numpy as np, netsim
+        >>> d = netsim.analyse(netsim.all_gather(np.zeros((8, 1024), np.float32))).as_dict()
+        >>> f"{d['ratio']:.6f}", d["regime"], d["formula"]
+        ('1.000000', 'latency-bound', '(n−1)·(α + s/(2B)), s = input per device')
+        """
+        e, b = self.estimate, self.book
+        return {
+            "estimate_s": e.time_s if e else None,
+            "latency_term_s": e.latency_s if e else None,
+            "bandwidth_term_s": e.bandwidth_s if e else None,
+            "formula": e.formula if e else None,
+            "formula_source": e.source if e else None,
+            "no_closed_form": self.closed.note or None,
+            "ratio": self.ratio,
+            "regime": self.regime,
+            "crossover_bytes_per_device": _finite(self.crossover_bytes),
+            "layout": self.closed.geometry.describe(),
+            "book_estimate_s": b.time_s if b else None,
+            "book_formula": b.formula if b else None,
+            "bound_s": self.bound_s,
+            "bound_fraction": self.bound_fraction,
+            "exact_bound_s": self.exact_bound_s,
+            "exact_bound_fraction": self.exact_bound_fraction,
+            "why": self.why or None,
+            "link_latency_s": self.latency_s,
+            "link_bandwidth_Bps": self.bandwidth_Bps,
+        }
+
+
+def _t(seconds: float) -> str:
+    """A duration to three significant digits, for explanations.
+
+    Examples
+    --------
+    >>> _t(2.23016888e-05), _t(1e-06), _t(0.0)
+    ('22.3 us', '1 us', '0 ns')
+    """
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def nominal_link(topology: Topology) -> tuple[float, float]:
+    """(latency_s, bandwidth_Bps) shared by most links: the formulas' α and B.
+
+    Examples
+    --------
+    >>> from netsim.network.topology import ring
+    >>> nominal_link(ring(4))
+    (1e-06, 45000000000.0)
+    """
+    counts = Counter((data["latency_s"], data["bandwidth_Bps"]) for _, _, data in topology.graph.edges(data=True))
+    if not counts:
+        return 0.0, 1.0
+    return max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
+
+
+def _leaf_bytes(leaf: Any) -> int:
+    return int(np.prod(leaf.shape[1:], dtype=np.int64)) * np.dtype(leaf.dtype).itemsize
+
+
+def analyse(result: Result, stats: RunStats | None = None) -> Analysis:
+    """The closed forms beside a run, and why they differ from it.
+
+    Parameters
+    ----------
+    result : Result
+        A simulated collective (carrying its topology).
+    stats : RunStats, optional
+        The run's statistics, if already computed; only needed for the explanation.
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> a = analyse(netsim.all_gather(np.zeros((4, 2**18), np.float32), algorithm="ring"))
+    >>> f"{a.ratio:.6f}", a.regime, a.why
+    ('1.000000', 'bandwidth-bound', '')
+    >>> strided = netsim.all_gather(np.zeros((4, 2**18), np.float32), axis_index_groups=[[0, 2], [1, 3]], algorithm="ring")
+    >>> print(analyse(strided).why)  # doctest: +ELLIPSIS
+    1.959x the estimate: contention: the critical path waited 22.3 us for busy links 1->2 (22.3 us, queue 1); latency: ...
+    """
+    derived = getattr(result, "derived", None)
+    if derived is not None and "analysis" in derived:
+        return derived["analysis"]
+    if stats is None and derived is not None:
+        stats = derived.get("stats")
+    topology = result.topology_obj
+    if topology is None:
+        raise ValueError(f"result of {result.collective} on {result.topology} carries no topology to estimate on")
+    latency, bandwidth = nominal_link(topology)
+    hops = None
+    if canonical_collective(result.collective) == "ppermute":
+        hops = max((len(r) for leaf in result.leaves for r in leaf.playback.routes), default=0)
+    per_leaf = [
+        estimate_collective(result.collective, result.algorithm, topology.dims, topology.wraparound, result.groups, payload, latency, bandwidth, hops=hops)
+        for payload in ([_leaf_bytes(leaf) for leaf in result.leaves] or [0])
+    ]
+    closed = per_leaf[0]
+    estimate = _total([c.estimate for c in per_leaf])
+    book = _total([c.book for c in per_leaf])
+    bound = None if any(c.bound_s is None for c in per_leaf) else sum(c.bound_s for c in per_leaf)
+    exact = None if any(c.exact_bound_s is None for c in per_leaf) else sum(c.exact_bound_s for c in per_leaf)
+    ratio = result.time / estimate.time_s if estimate is not None and estimate.time_s > 0 else None
+    why = ""
+    if ratio is not None and abs(ratio - 1) > TOLERANCE:
+        from netsim.analysis.stats import path_facts
+
+        facts = stats.path_facts() if stats is not None else path_facts(result, topology)
+        why = explain(result.time, estimate, facts, closed, latency, getattr(result, "forwarding", "cut_through"))
+    analysis = Analysis(result.time, closed, estimate, book, bound, exact, ratio, why, latency, bandwidth)
+    if derived is not None:
+        derived["analysis"] = analysis
+    return analysis
+
+
+def _total(parts: list[Estimate | None]) -> Estimate | None:
+    """Estimates of leaves run one after the other, or None if any has no closed form."""
+    if any(p is None for p in parts):
+        return None
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return total
+
+
+def explain(simulated_s: float, estimate: Estimate, facts: PathFacts, closed: CollectiveEstimate, latency_s: float, forwarding: str = "cut_through") -> str:
+    """One line saying why a run's time differs from its closed form, from its critical path.
+
+    The simulated time minus the estimate splits exactly into: queueing on the critical
+    path (contention), its per-hop latency minus the formula's latency term, its
+    transmission time minus the formula's bandwidth term, and late starts. Parts smaller
+    than half a percent of the estimate are left out; the rest are named, largest first.
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> from netsim.analysis.stats import path_facts
+    >>> r = netsim.all_gather(np.zeros((8, 2**14), np.float32), topology=netsim.mesh((8,)), algorithm="ring")
+    >>> a = analyse(r)
+    >>> print(explain(r.time, a.estimate, path_facts(r), a.closed, a.latency_s))  # doctest: +NORMALIZE_WHITESPACE
+    1.349x the estimate: latency: the critical path crosses 13 links (13 us) where the formula counts 7·α (7 us);
+    the group's line of 8 has no wraparound, so the ring closes the long way back (routes of up to 7 hops)
+    """
+    path = facts.critical_path
+    tolerance = 0.005 * max(estimate.time_s, simulated_s)
+    parts: list[tuple[float, str]] = []
+    if path.queueing_s > tolerance:
+        named = ", ".join(f"{name} ({_t(wait)}, queue {facts.longest_queue.get(name, 0)})" for name, wait in path.queued_on[:3])
+        more = len(path.queued_on) - 3
+        named += f" and {more} more" if more > 0 else ""
+        parts.append((path.queueing_s, f"contention: the critical path waited {_t(path.queueing_s)} for busy links {named}"))
+    d_latency = path.latency_s - estimate.latency_s
+    if abs(d_latency) > tolerance:
+        counted = round(estimate.latency_s / latency_s) if latency_s > 0 else 0
+        text = f"latency: the critical path crosses {path.hops} links ({_t(path.latency_s)}) where the formula counts {counted}·α ({_t(estimate.latency_s)})"
+        geometry = closed.geometry
+        if d_latency > 0 and not all(geometry.wraparound) and geometry.kind in ("line", "mesh"):
+            text += f"; the group's {geometry.describe()} has no wraparound, so the ring closes the long way back (routes of up to {facts.max_route_hops} hops)"
+        elif d_latency > 0 and facts.max_route_hops > 1:
+            crossing = f"{facts.multi_hop_transfers} of {facts.transfers} transfers cross more than one link (up to {facts.max_route_hops})"
+            text += f"; {crossing}: group members are not neighbours"
+        parts.append((d_latency, text))
+    d_transmission = path.transmission_s - estimate.bandwidth_s
+    if d_transmission > tolerance:
+        text = f"transmission: {_t(path.transmission_s)} on the critical path against the formula's {_t(estimate.bandwidth_s)}"
+        smallest, largest = facts.chunk_bytes
+        if forwarding == "store_and_forward":
+            text += "; store-and-forward sends each message whole on every hop"
+        elif smallest != largest:
+            text += f"; chunks are uneven ({smallest} to {largest} bytes) and the largest sets the pace"
+        else:
+            text += "; messages were held up by slower links further on"
+        parts.append((d_transmission, text))
+    elif d_transmission < -tolerance:
+        text = (
+            f"pipelining: the critical path transmits for {_t(path.transmission_s)}, "
+            f"less than the formula's {_t(estimate.bandwidth_s)}: transfers overlap where the formula adds them up"
+        )
+        parts.append((d_transmission, text))
+    if path.straggle_s > tolerance:
+        parts.append((path.straggle_s, f"stragglers: late starts add {_t(path.straggle_s)} to the critical path"))
+    parts.sort(key=lambda p: -abs(p[0]))
+    ratio = simulated_s / estimate.time_s
+    body = "; ".join(text for _, text in parts) or "several differences each below 0.5 % of the estimate"
+    return f"{ratio:.3f}x the estimate: {body}"
+
+
+def algorithm_estimates(
+    collective: str, dims: Any, wraparound: Any, groups: Any, bytes_per_device: float, latency_s: float, bandwidth_Bps: float
+) -> list[tuple[str, CollectiveEstimate]]:
+    """The closed form of every registered algorithm for this collective on this layout.
+
+    Examples
+    --------
+    >>> rows = algorithm_estimates("all_gather", (8,), (True,), [range(8)], 2**20, 1e-6, 45e9)
+    >>> [name for name, e in rows if e.estimate][:3]
+    ['ring', 'bidirectional_ring', 'bidirectional_halfway']
+    """
+    collective = canonical_collective(collective)
+    names = list(dict.fromkeys(m.algorithm for m in COST_MODELS if m.collective == collective and m.algorithm != "*"))
+    return [(name, estimate_collective(collective, name, dims, wraparound, groups, bytes_per_device, latency_s, bandwidth_Bps)) for name in names]
+
+
+def estimate_scenario(scenario: Any) -> tuple[CollectiveEstimate, list[tuple[str, CollectiveEstimate]]]:
+    """The closed forms for a scenario, without simulating it or building its topology.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        From :func:`netsim.scenario.load_scenario` (``build_topology=False`` keeps it instant).
+
+    Returns
+    -------
+    (CollectiveEstimate, list)
+        The scenario's own algorithm, and every registered algorithm for comparison.
+
+    Examples
+    --------
+    >>> from netsim.scenario import load_scenario
+    >>> mine, others = estimate_scenario(load_scenario("scenarios/allgather_ring8.yaml", build_topology=False))
+    >>> round(mine.estimate.time_s * 1e6, 6), mine.estimate.regime
+    (27.388978, 'bandwidth-bound')
+    """
+    shape = scenario.topology_shape
+    layout = scenario.layout()
+    payload = int(np.prod(scenario.shape, dtype=np.int64)) * np.dtype(scenario.input.dtype).itemsize
+    op = scenario.collective.op
+    hops = None
+    pairs = getattr(scenario.collective, "perm", None)
+    if canonical_collective(op) == "ppermute" and pairs:
+        hops = max(hops_between(shape.dims, shape.wraparound, int(a), int(b)) for a, b in pairs)
+    args = (shape.dims, shape.wraparound, layout.groups, payload, shape.latency_s, shape.bandwidth_Bps)
+    return estimate_collective(op, scenario.resolved_algorithm, *args, hops=hops), algorithm_estimates(op, *args)

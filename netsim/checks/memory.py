@@ -1,0 +1,217 @@
+"""Memory: how much a run will need, how much the machine has, and refusing up front.
+
+A run holds the stacked input, the stacked output, the partial sums of a
+reduction, one group's reference answer while it is checked, and the schedule
+and playback (about 1.5 KB per transfer). If that is more than the memory
+available, it is refused before anything is allocated, with a message that
+suggests the timing-only mode (``data: none``), instead of being killed by the
+operating system half way through.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from netsim.network.units import format_bytes
+
+MATERIALISE_LIMIT_BYTES = 2 * 2**30
+"""With ``output="auto"``, outputs larger than this (all devices together) stay lazy."""
+
+__all__ = ["BYTES_PER_TRANSFER", "MemoryEstimate", "MemoryLimitError", "available_memory", "check_memory", "estimate_memory", "pieces_of", "transfers_of"]
+
+BYTES_PER_TRANSFER = 1536
+"""Schedule, playback and engine state per transfer, measured with tracemalloc (~1.1 KB) plus a margin."""
+
+
+class MemoryLimitError(ValueError):
+    """A run would need more memory than the machine has."""
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes a run needs, by what holds them.
+
+    Attributes
+    ----------
+    inputs, outputs, partial_sums, reference, schedule : int
+        Bytes for the stacked input (0 when it already exists), the stacked output,
+        the partial sums a reduction creates, checking one group against the
+        reference (the group's inputs, and the comparison's temporaries of a few
+        device outputs), and the transfers with their playback.
+    """
+
+    inputs: int
+    outputs: int
+    partial_sums: int
+    reference: int
+    schedule: int
+
+    @property
+    def total(self) -> int:
+        """All of it."""
+        return self.inputs + self.outputs + self.partial_sums + self.reference + self.schedule
+
+
+def pieces_of(algorithm: Any) -> int:
+    """Pieces an algorithm (an entry of :data:`netsim.algorithms.schedule.ALGORITHMS`, or None) cuts a block into, at most.
+
+    Algorithms over mesh axes cut by the number of axes: counted for three.
+
+    Examples
+    --------
+    >>> from netsim.algorithms.schedule import ALGORITHMS
+    >>> pieces_of(ALGORITHMS["bidirectional_ring"]), pieces_of(None)
+    (2, 2)
+    """
+    pieces = getattr(algorithm, "pieces", 2)
+    return int(pieces(3) if callable(pieces) else pieces)
+
+
+def transfers_of(algorithm: Any, n_devices: int, group_shape: tuple[int, ...] | None) -> int | None:
+    """Transfers an algorithm (an entry of :data:`netsim.algorithms.schedule.ALGORITHMS`) plans for
+    ``n_devices`` in groups of ``group_shape``, if it says (None otherwise).
+
+    Examples
+    --------
+    >>> from netsim.algorithms.schedule import ALGORITHMS
+    >>> transfers_of(ALGORITHMS["multiaxis_bundled"], 4096, (16, 16, 16))  # one group: the whole pod
+    1105920
+    >>> transfers_of(ALGORITHMS["multiaxis"], 4096, (16, 16, 16)) is None
+    True
+    """
+    count = getattr(algorithm, "transfers", None)
+    if count is None or group_shape is None:
+        return None
+    return n_devices // max(math.prod(group_shape), 1) * count(tuple(group_shape))
+
+
+def estimate_memory(
+    collective: str,
+    n_devices: int,
+    group_size: int,
+    input_bytes: int,
+    pieces: int = 2,
+    *,
+    input_exists: bool = False,
+    materialised: bool = True,
+    transfers: int | None = None,
+) -> MemoryEstimate:
+    """Estimate the memory a collective will need, from sizes alone (nothing is allocated).
+
+    Parameters
+    ----------
+    collective : str
+        ``"all_gather"``, ``"psum_scatter"``, ``"psum"``, ``"all_to_all"`` or ``"ppermute"``
+        (the last two move one device's input: output size = input size).
+    n_devices, group_size : int
+        Devices in all, and in each group.
+    input_bytes : int
+        One device's input.
+    pieces : int, default 2
+        Pieces each block is cut into (the algorithm's).
+    input_exists : bool, default False
+        True when the caller already holds the input (the Python API).
+    materialised : bool, default True
+        False when the output stays lazy (built a row at a time when read), so
+        it takes no memory up front.
+    transfers : int, optional
+        The transfers the schedule will have, when the algorithm knows (see
+        :func:`transfers_of`); default n_devices (group_size - 1) pieces, one per
+        block piece and device (twice for psum).
+
+    Examples
+    --------
+    >>> e = estimate_memory("all_gather", 4096, 4096, 2**30)  # 4096 devices gather 1 GiB each
+    >>> e.outputs == 4096 * 4096 * 2**30, format_bytes(e.outputs)
+    (True, '1.638e+04 TiB')
+    >>> estimate_memory("psum", 8, 8, 1024, input_exists=True).inputs
+    0
+    """
+    if collective == "all_gather":
+        output = group_size * input_bytes
+    elif collective == "psum_scatter":
+        output = input_bytes // max(group_size, 1)
+    else:
+        output = input_bytes
+    reduces = collective in ("psum", "psum_scatter")
+    if transfers is None:
+        transfers = n_devices * max(group_size - 1, 0) * pieces * (2 if collective == "psum" else 1)
+    return MemoryEstimate(
+        inputs=0 if input_exists else n_devices * input_bytes,
+        outputs=n_devices * output if materialised else 0,
+        partial_sums=n_devices * input_bytes if reduces else 0,
+        reference=group_size * input_bytes + 4 * output,
+        schedule=transfers * BYTES_PER_TRANSFER,
+    )
+
+
+def available_memory() -> int | None:
+    """Bytes this process can still allocate: MemAvailable, capped by a cgroup limit (None if unknown).
+
+    Examples
+    --------
+    >>> available_memory() is None or available_memory() > 0
+    True
+    """
+    found: list[int] = []
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                found.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    if not found:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            found.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    for limit_file, usage_file in (
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+    ):
+        try:
+            limit = Path(limit_file).read_text().strip()
+            if limit != "max" and int(limit) < 1 << 60:
+                found.append(max(int(limit) - int(Path(usage_file).read_text().strip()), 0))
+        except (OSError, ValueError):
+            continue
+    return min(found) if found else None
+
+
+def check_memory(estimate: MemoryEstimate, available: int | None = None) -> None:
+    """Refuse a run whose estimate exceeds the available memory.
+
+    Parameters
+    ----------
+    estimate : MemoryEstimate
+    available : int, optional
+        Bytes available; default :func:`available_memory` (no check if unknown).
+
+    Raises
+    ------
+    MemoryLimitError
+        One line: what is needed, what is there, and what to do instead.
+
+    Examples
+    --------
+    >>> check_memory(estimate_memory("all_gather", 8, 8, 1024), available=2**30)
+    >>> check_memory(estimate_memory("all_gather", 4096, 4096, 2**30), available=16 * 2**30)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    netsim.checks.memory.MemoryLimitError: this run needs about 1.641e+04 TiB of memory (outputs 1.638e+04 TiB, reference 20 TiB) but only 16 GiB is available; ... is available; ...
+    """
+    available = available_memory() if available is None else available
+    if available is None or estimate.total <= available:
+        return
+    parts = sorted(
+        ((name, getattr(estimate, name)) for name in ("inputs", "outputs", "partial_sums", "reference", "schedule")),
+        key=lambda item: -item[1],
+    )
+    shown = ", ".join(f"{name.replace('_', ' ')} {format_bytes(size)}" for name, size in parts if size and size >= estimate.total / 1000)
+    raise MemoryLimitError(
+        f"this run needs about {format_bytes(estimate.total)} of memory ({shown}) but only {format_bytes(available)} is available; "
+        "run it timing-only with `data: none`, or use fewer devices or a smaller input"
+    )

@@ -1,0 +1,5 @@
+"""TODO"""
+
+from netsim.engine.fast import EngineError, Playback, play
+
+__all__ = ["EngineError", "Playback", "play"]

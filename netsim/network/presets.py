@@ -1,0 +1,189 @@
+"""TPU slices by name: ``tpu-v5e:8x16``, ``tpu-v4:4x4x4``, ``tpu-v4:16x16x16``.
+
+A name is a generation and the slice's shape. The generation fixes how many axes
+the torus has, the link bandwidth, the hop latency and which axes close into rings
+(wraparound); the shape fixes the size of each axis. The numbers, and where they
+come from:
+
+============  ====  ==============================  ============================  ==========
+generation    axes  one-way bandwidth per link      wraparound                    largest
+                    direction (scaling book)                                      pod
+============  ====  ==============================  ============================  ==========
+``tpu-v4``    3     45 GB/s                         every axis, when every axis   16x16x16
+                                                    is a multiple of 4 (whole
+                                                    4x4x4 cubes); none otherwise
+``tpu-v5p``   3     90 GB/s                         as v4                         16x20x28
+``tpu-v5e``   2     45 GB/s                         only on an axis of size 16    16x16
+``tpu-v6e``   2     90 GB/s                         only on an axis of size 16    16x16
+============  ====  ==============================  ============================  ==========
+
+Every generation: about 1 us per hop. Sources: the scaling book's TPU chapter
+(jax-ml.github.io/scaling-book/tpus) for the bandwidths, hop latency and
+wraparound rules, and the Google Cloud TPU pages of each generation for the pod
+sizes (both summarised in the project's TPU_ICI notes). Where the Cloud docs
+quote a higher per-port figure (v5e: 400 GB/s per chip over 4 ports, i.e. 50 GB/s
+one way per port; v5p: 100 GB/s per port) we take the book's number.
+
+On v4 and v5p the wraparound links come from the optical switches that join
+whole 4x4x4 cubes; a slice smaller than a cube (2x2x4, 2x4x4) has no wraparound
+on any axis, even on an axis of 4 (the book's TPU chapter). So "an axis that is
+a multiple of 4 wraps" holds for the slices made of whole cubes, and only those.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from netsim.network.topology import Topology, torus
+
+__all__ = ["GENERATIONS", "Generation", "is_slice_name", "parse_slice", "tpu_slice"]
+
+
+def _whole_cubes(dims: tuple[int, ...]) -> tuple[bool, ...]:
+    return (all(d % 4 == 0 for d in dims),) * len(dims)
+
+
+def _sixteen(dims: tuple[int, ...]) -> tuple[bool, ...]:
+    return tuple(d == 16 for d in dims)
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One TPU generation's interconnect.
+
+    Attributes
+    ----------
+    name : str
+        E.g. ``"tpu-v5e"``.
+    n_axes : int
+        2 (a 2D torus) or 3 (a 3D torus).
+    bandwidth_Bps : float
+        One-way bandwidth of one link direction, bytes per second.
+    latency_s : float
+        Per-hop latency, seconds.
+    max_chips : int
+        Chips in the largest pod; no slice is bigger.
+    max_axis : int or None
+        Largest size of one axis, if the generation limits it.
+    rule : str
+        The wraparound rule in words.
+    wraps : callable
+        ``f(dims)`` -> one wraparound flag per axis.
+    """
+
+    name: str
+    n_axes: int
+    bandwidth_Bps: float
+    latency_s: float
+    max_chips: int
+    max_axis: int | None
+    rule: str
+    wraps: Callable[[tuple[int, ...]], tuple[bool, ...]]
+
+
+_CUBES = "every axis wraps when all axes are multiples of 4 (whole 4x4x4 cubes); otherwise none does"
+_SIXTEEN = "an axis wraps only when it has 16 chips"
+
+GENERATIONS: dict[str, Generation] = {
+    # scaling book, TPU chapter: v4 ICI 4.5e10 B/s one way per link direction; 3D torus;
+    # pod 16x16x16 = 4096 chips (Cloud TPU v4 docs); ~1 us per hop (the book).
+    "tpu-v4": Generation("tpu-v4", 3, 45e9, 1e-6, 4096, None, _CUBES, _whole_cubes),
+    # scaling book: v5p 9e10 B/s one way (the Cloud docs' 1200 GB/s per chip suggests 100 GB/s
+    # per port; we take the book's); 3D torus; pod 16x20x28 = 8960 chips (Cloud TPU v5p docs).
+    "tpu-v5p": Generation("tpu-v5p", 3, 90e9, 1e-6, 8960, None, _CUBES, _whole_cubes),
+    # scaling book: v5e 4.5e10 B/s one way (Cloud docs: 400 GB/s per chip over 4 ports = 50 GB/s
+    # one way per port; we take the book's); 2D torus, wraparound only on an axis of 16; pod 16x16.
+    "tpu-v5e": Generation("tpu-v5e", 2, 45e9, 1e-6, 256, 16, _SIXTEEN, _sixteen),
+    # scaling book: v6e (Trillium) 9e10 B/s one way (Cloud docs: 800 GB/s per chip, 4 ports);
+    # 2D torus, wraparound only on an axis of 16; pod 16x16.
+    "tpu-v6e": Generation("tpu-v6e", 2, 90e9, 1e-6, 256, 16, _SIXTEEN, _sixteen),
+}
+"""The known TPU generations, by the name used before the colon."""
+
+_SHAPE = re.compile(r"[1-9][0-9]*(x[1-9][0-9]*)*")
+
+
+def is_slice_name(name: str) -> bool:
+    """Whether a topology name is meant as a slice (``GENERATION:SHAPE``) rather than a file.
+
+    Examples
+    --------
+    >>> is_slice_name("tpu-v5e:8x16"), is_slice_name("torus4x4"), is_slice_name("tpu-v9:2x2")
+    (True, False, True)
+    """
+    head, colon, _ = name.partition(":")
+    return bool(colon) and "/" not in head and "\\" not in head
+
+
+def parse_slice(name: str) -> tuple[Generation, tuple[int, ...]]:
+    """Split a slice name into its generation and its shape, checking both.
+
+    Raises
+    ------
+    ValueError
+        If the generation is unknown, the shape is malformed, has the wrong
+        number of axes, or is larger than the generation's pod.
+
+    Examples
+    --------
+    >>> generation, dims = parse_slice("tpu-v5e:8x16")
+    >>> generation.bandwidth_Bps, dims
+    (45000000000.0, (8, 16))
+    >>> parse_slice("tpu-v5e:4x4x4")
+    Traceback (most recent call last):
+    ...
+    ValueError: tpu-v5e is a 2D torus: 'tpu-v5e:4x4x4' gives 3 axes; write e.g. tpu-v5e:4x4
+    """
+    gen_name, _, shape = name.partition(":")
+    generation = GENERATIONS.get(gen_name)
+    if generation is None:
+        raise ValueError(f"unknown TPU generation {gen_name!r} in {name!r}; known: {', '.join(GENERATIONS)} (write e.g. tpu-v5e:8x16)")
+    example = "x".join(["4"] * generation.n_axes)
+    if not _SHAPE.fullmatch(shape):
+        raise ValueError(f"cannot read the slice shape {shape!r} in {name!r}; write the axis sizes joined by 'x', e.g. {gen_name}:{example}")
+    dims = tuple(int(d) for d in shape.split("x"))
+    if len(dims) != generation.n_axes:
+        raise ValueError(f"{gen_name} is a {generation.n_axes}D torus: {name!r} gives {len(dims)} axes; write e.g. {gen_name}:{example}")
+    if generation.max_axis is not None and max(dims) > generation.max_axis:
+        raise ValueError(f"{name!r}: a {gen_name} axis has at most {generation.max_axis} chips, got {max(dims)}")
+    if math.prod(dims) > generation.max_chips:
+        raise ValueError(f"{name!r} has {math.prod(dims)} chips; the largest {gen_name} pod has {generation.max_chips}")
+    return generation, dims
+
+
+def tpu_slice(name: str) -> Topology:
+    """The torus of a named TPU slice, e.g. ``tpu-v5e:8x16``.
+
+    Parameters
+    ----------
+    name : str
+        ``GENERATION:SHAPE``, the generation one of :data:`GENERATIONS` and the
+        shape the axis sizes joined by ``x``.
+
+    Returns
+    -------
+    Topology
+        Named as given, with the generation's links and wraparound.
+
+    Raises
+    ------
+    ValueError
+        As :func:`parse_slice`.
+
+    Examples
+    --------
+    >>> t = tpu_slice("tpu-v5e:8x16")
+    >>> t.dims, t.wraparound, t.name
+    ((8, 16), (False, True), 'tpu-v5e:8x16')
+    >>> tpu_slice("tpu-v4:4x4x8").wraparound, tpu_slice("tpu-v4:2x2x4").wraparound
+    ((True, True, True), (False, False, False))
+    >>> tpu_slice("tpu-v9:4x4")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown TPU generation 'tpu-v9' in 'tpu-v9:4x4'; known: tpu-v4, tpu-v5p, tpu-v5e, tpu-v6e (write e.g. tpu-v5e:8x16)
+    """
+    generation, dims = parse_slice(name)
+    return torus(dims, generation.wraps(dims), generation.bandwidth_Bps, generation.latency_s, name=name)

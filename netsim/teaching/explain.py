@@ -1,0 +1,536 @@
+"""A collective explained step by step, in words, from the run itself.
+
+:func:`explain` turns a :class:`~netsim.result.Result` into text a student can
+follow: for each step of the schedule, who sends which block to whom, what every
+device holds afterwards, and what the step costs in the α–β model (α the latency
+of a hop, B the bandwidth of a link), ending with the total next to the simulated
+time and the algorithm's closed form. :func:`step_captions` gives the one-line
+summary of each step that the animation shows.
+
+Everything is read from the schedule (``Transfer`` src/dst/key/reduce/step/phase),
+the playback (bytes, routes, times) and :mod:`netsim.teaching.replay`; nothing is written
+for one algorithm in particular except the closed forms in :data:`CLOSED_FORMS`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from netsim.algorithms.bundles import leaves
+from netsim.algorithms.schedule import ALGORITHMS, Schedule, Transfer
+from netsim.network.topology import Topology
+from netsim.network.units import format_bytes, format_seconds
+from netsim.result import LeafRun, Result
+from netsim.teaching.replay import Holdings, Replay
+
+__all__ = ["CLOSED_FORMS", "ClosedForm", "StepCost", "explain", "step_captions", "step_costs"]
+
+
+@dataclass(frozen=True)
+class ClosedForm:
+    """The time of one phase (an all-gather or a reduce-scatter) of an algorithm on a ring.
+
+    Attributes
+    ----------
+    formula : str
+        As printed, in n (group size), s (block bytes), α and B.
+    time : callable
+        ``time(n, s, alpha_s, bandwidth_Bps)`` in seconds.
+    """
+
+    formula: str
+    time: Callable[[int, float, float, float], float]
+
+
+CLOSED_FORMS: dict[str, ClosedForm] = {
+    "ring": ClosedForm("(n−1)·(α + s/B)", lambda n, s, a, b: (n - 1) * (a + s / b)),
+    "bidirectional_ring": ClosedForm("(n−1)·(α + s/(2B))", lambda n, s, a, b: (n - 1) * (a + s / (2 * b))),
+    "bidirectional_halfway": ClosedForm("⌊n/2⌋·(α + s/B)", lambda n, s, a, b: (n // 2) * (a + s / b)),
+}
+"""Algorithm name -> closed form of one phase on a contention-free ring (/work/shared/COST_MODELS.md).
+An all-reduce is a reduce-scatter and an all-gather: twice the phase. Algorithms
+without an entry are explained all the same, without a closed form."""
+
+_PHASE_NAMES = {"gather": "all-gather", "reduce_scatter": "reduce-scatter"}
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """What one step costs, in the α–β model and in the simulation.
+
+    Attributes
+    ----------
+    step : int
+    hops : int
+        Most links any transfer of the step crosses.
+    latency_s : float
+        α part: the largest sum of hop latencies along one transfer's route.
+    busiest_bytes : int
+        Bytes that the most loaded link carries in this step.
+    bandwidth_s : float
+        β part: the largest bytes/bandwidth over the links of the step.
+    started_s, finished_s : float
+        Simulated: when the step's first transfer left, when its last one arrived.
+    """
+
+    step: int
+    hops: int
+    latency_s: float
+    busiest_bytes: int
+    bandwidth_s: float
+    started_s: float
+    finished_s: float
+
+    @property
+    def model_s(self) -> float:
+        """α–β cost of the step: latency part plus bandwidth part."""
+        return self.latency_s + self.bandwidth_s
+
+
+@dataclass
+class _Run:
+    """One leaf's run with the look-ups every sentence needs."""
+
+    leaf: LeafRun
+    topology: Topology
+    replay: Replay = field(init=False)
+    member: dict[int, tuple[int, int]] = field(init=False)
+    by_step: list[list[int]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.replay = Replay(self.leaf.schedule, self.leaf.playback)
+        self.member = {d: (g, i) for g, group in enumerate(self.schedule.groups) for i, d in enumerate(group)}
+        self.by_step = [[] for _ in range(self.schedule.n_steps)]
+        for index, t in enumerate(self.schedule.transfers):
+            self.by_step[t.step].append(index)
+
+    @property
+    def schedule(self) -> Schedule:
+        return self.leaf.schedule
+
+    @property
+    def n(self) -> int:
+        return len(self.schedule.groups[0])
+
+    def owner(self, device: int, block: int) -> int:
+        """The device block ``block`` of ``device``'s group belongs to (gathers: comes from)."""
+        group = self.schedule.groups[self.member[device][0]]
+        return group[block] if block < len(group) else device
+
+    def arrived_in(self, step: int, device: int, key: tuple[int, int]) -> Transfer | None:
+        """A transfer of ``step`` that brought ``key`` to ``device``, if any."""
+        for index in self.by_step[step] if 0 <= step < len(self.by_step) else ():
+            t = self.schedule.transfers[index]
+            if t.dst == device and tuple(t.key) == key:
+                return t
+        return None
+
+
+def _run_of(result: Result, leaf: int) -> _Run:
+    if not 0 <= leaf < len(result.leaves):
+        raise ValueError(f"leaf={leaf} is out of range: this result has {len(result.leaves)} leaf run(s)")
+    if result.topology_obj is None:
+        raise ValueError("this result carries no topology (topology_obj is None); run it with netsim.all_gather/psum_scatter/psum/simulate")
+    return _Run(result.leaves[leaf], result.topology_obj)
+
+
+# ---------------------------------------------------------------- sentences
+
+
+def _whom(run: _Run, index: int) -> str:
+    t = run.schedule.transfers[index]
+    n = run.n
+    ahead = (run.member[t.dst][1] - run.member[t.src][1]) % n
+    if n == 2:
+        return "the other member of its group"
+    if ahead == 1:
+        return "its right neighbour"
+    if ahead == n - 1:
+        return "its left neighbour"
+    return f"the member {ahead} places on in its group"
+
+
+def _hops(hops: set[int]) -> str:
+    if hops == {1}:
+        return ""
+    if len(hops) == 1:
+        return f" ({next(iter(hops))} hops away)"
+    return f" ({min(hops)} to {max(hops)} hops away)"
+
+
+def _piece(run: _Run, piece: int) -> str:
+    pieces = run.schedule.pieces
+    if pieces == 1:
+        return ""
+    if pieces == 2:
+        return ("first", "second")[piece] + " halves"
+    return f"pieces {piece + 1} of {pieces}"
+
+
+def _what(run: _Run, index: int) -> tuple[str, str]:
+    """(verb, object) saying what transfer ``index`` sends, from the sender's point of view."""
+    t = run.schedule.transfers[index]
+    key = tuple(t.key)
+    carried = run.replay.carried[index]
+    came = run.arrived_in(t.step - 1, t.src, key)
+    if t.reduce:
+        if carried == frozenset({t.src}):
+            return "sends", "its own share of one block"
+        if came is not None:
+            return "passes on", "its partial sum (what it received last step plus its own share)"
+        return "passes on", "a partial sum"
+    bundled = key in run.schedule.bundles
+    if came is not None and not came.reduce:
+        return "forwards", "the bundle it received last step" if bundled else "the block it received last step"
+    if bundled:
+        return "sends", "everything it has gathered so far as one bundle"
+    if len(carried) == run.n and len(carried) > 1:
+        return "sends", "its fully summed block"
+    if carried == frozenset({t.src}):
+        return "sends", "its own block"
+    return "forwards", "a block it received earlier"
+
+
+def _who(run: _Run, devices: set[int]) -> str:
+    everyone = {d for g in run.schedule.groups for d in g}
+    if devices == everyone:
+        return "every device"
+    names = sorted(devices)
+    if len(names) == 1:
+        return f"device {names[0]}"
+    if len(names) <= 6:
+        return "each of devices " + ", ".join(map(str, names[:-1])) + f" and {names[-1]}"
+    return f"each of {len(names)} devices"
+
+
+def _sentence(run: _Run, step: int) -> str:
+    # (verb, object, reduce) -> (whom, piece) -> (senders, hop counts)
+    clauses: dict[tuple[str, str, bool], dict[tuple[str, str], tuple[set[int], set[int]]]] = {}
+    for index in run.by_step[step]:
+        t = run.schedule.transfers[index]
+        verb, obj = _what(run, index)
+        targets = clauses.setdefault((verb, obj, t.reduce), {})
+        senders, hops = targets.setdefault((_whom(run, index), _piece(run, t.key[1])), (set(), set()))
+        senders.add(t.src)
+        hops.add(len(run.leaf.playback.routes[index]))
+    parts = []
+    for (verb, obj, add), targets in clauses.items():
+        by_who: dict[frozenset[int], list[tuple[str, str, set[int]]]] = {}
+        for (whom, piece), (senders, hops) in targets.items():
+            by_who.setdefault(frozenset(senders), []).append((whom, piece, hops))
+        for senders, where in by_who.items():
+            where.sort(key=lambda w: (w[0] != "its right neighbour", w[0], w[1]))
+            whoms = {w for w, _, _ in where}
+            if whoms == {"its right neighbour", "its left neighbour"} and len({p for _, p, _ in where}) == 1:
+                piece = where[0][1]
+                target = "both neighbours" + _hops(set().union(*(h for _, _, h in where))) + (f" ({piece})" if piece else "")
+            else:
+                target = " and ".join(w + _hops(h) + (f" ({p})" if p else "") for w, p, h in where)
+            tail = ", which adds it to its own copy" if add and len(where) == 1 else (", which add them to their own copies" if add else "")
+            parts.append(f"{_who(run, set(senders))} {verb} {obj} to {target}{tail}")
+    return "; ".join(parts) if parts else "nothing moves"
+
+
+def _step_title(run: _Run, step: int) -> str:
+    phases = sorted({run.schedule.transfers[i].phase for i in run.by_step[step]})
+    many = len({t.phase for t in run.schedule.transfers}) > 1
+    where = f", {_PHASE_NAMES.get(phases[0], phases[0])} phase" if many and len(phases) == 1 else ""
+    return f"step {step + 1}/{run.schedule.n_steps}{where}"
+
+
+def step_captions(result: Result, leaf: int = 0) -> list[str]:
+    """One sentence per step of the schedule, e.g. for the frames of an animation.
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> for line in step_captions(netsim.all_gather(np.arange(4), algorithm="ring")):
+    ...     print(line)
+    step 1/3: every device sends its own block to its right neighbour
+    step 2/3: every device forwards the block it received last step to its right neighbour
+    step 3/3: every device forwards the block it received last step to its right neighbour
+    """
+    run = _run_of(result, leaf)
+    return [f"{_step_title(run, s)}: {_sentence(run, s)}" for s in range(run.schedule.n_steps)]
+
+
+# ---------------------------------------------------------------- costs
+
+
+def step_costs(result: Result, leaf: int = 0) -> list[StepCost]:
+    """The α–β cost and the simulated span of every step.
+
+    The α–β cost of a step is the longest route's latency plus the busiest link's
+    bytes over its bandwidth: on a contention-free ring that is α + s/B for a
+    block of s bytes, and the costs of the steps add up to the simulated time.
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> r = netsim.all_gather(np.zeros((4, 1000), np.uint8), algorithm="ring", topology=netsim.ring(4, 1e9, 1e-6))
+    >>> [round(c.model_s * 1e6, 9) for c in step_costs(r)]
+    [2.0, 2.0, 2.0]
+    >>> round(sum(c.model_s for c in step_costs(r)) - r.time, 15)
+    0.0
+    """
+    run = _run_of(result, leaf)
+    playback, topology = run.leaf.playback, run.topology
+    costs = []
+    for step, indices in enumerate(run.by_step):
+        load: dict[tuple, int] = {}
+        latency, hops = 0.0, 0
+        for index in indices:
+            route = playback.routes[index]
+            hops = max(hops, len(route))
+            latency = max(latency, sum(topology.link(link)["latency_s"] for link in route))
+            for link in route:
+                load[link] = load.get(link, 0) + playback.nbytes[index]
+        times = {link: nbytes / topology.link(link)["bandwidth_Bps"] for link, nbytes in load.items()}
+        busiest = max(times, key=times.get, default=None)
+        costs.append(
+            StepCost(
+                step=step,
+                hops=hops,
+                latency_s=latency,
+                busiest_bytes=load[busiest] if busiest is not None else 0,
+                bandwidth_s=times[busiest] if busiest is not None else 0.0,
+                started_s=min((playback.sent_at[i] for i in indices), default=0.0),
+                finished_s=max((playback.arrived_at[i] for i in indices), default=0.0),
+            )
+        )
+    return costs
+
+
+# ---------------------------------------------------------------- the text
+
+
+def _uniform_links(topology: Topology) -> tuple[float, float] | None:
+    values = {(topology.link(link)["bandwidth_Bps"], topology.link(link)["latency_s"]) for link in topology.links}
+    return values.pop() if len(values) == 1 else None
+
+
+def _rate(bandwidth_Bps: float) -> str:
+    return f"{bandwidth_Bps / 1e9:.6g} GB/s"
+
+
+def _exact(seconds: float) -> str:
+    return f"{format_seconds(seconds)} ({seconds!r} s)"
+
+
+def _token(run: _Run, device: int, block: int, held: Holdings) -> str:
+    """One buffer cell: whose data a block (each of its pieces) holds."""
+    words = []
+    for piece in range(run.schedule.pieces):
+        sources = held[device].get((block, piece))
+        if not sources:
+            words.append("·")
+        elif len(sources) == 1:
+            words.append(str(next(iter(sources))))
+        elif len(sources) == run.n:
+            words.append("all")
+        elif run.n <= 4:
+            words.append("+".join(map(str, sorted(sources))))
+        else:
+            words.append(f"{len(sources)}/{run.n}")
+    return words[0] if len(set(words)) == 1 else "|".join(words)
+
+
+def _buffers(run: _Run, held: Holdings, devices: list[int]) -> list[str]:
+    blocks = range(max((k for h in held for k, _ in h), default=-1) + 1)
+    cells = [[_token(run, d, b, held) for b in blocks] for d in devices]
+    width = max((len(c) for row in cells for c in row), default=1)
+    label = max(len(f"device {d}") for d in devices)
+    lines = [f"    {'block:':<{label}}  " + " ".join(f"{b:>{width}}" for b in blocks)]
+    for d, row in zip(devices, cells, strict=True):
+        lines.append(f"    {f'device {d}':<{label}}  " + " ".join(f"{c:>{width}}" for c in row))
+    return lines
+
+
+def _transfer_line(run: _Run, index: int) -> str:
+    t = run.schedule.transfers[index]
+    playback = run.leaf.playback
+    block, piece = t.key
+    owner = run.owner(t.src, block)
+    carried = run.replay.carried[index]
+    if t.reduce and len(carried) == 1:
+        what = f"device {next(iter(carried))}'s share of block {block} (the part device {owner} ends up with); {t.dst} adds it in"
+    elif t.reduce:
+        what = f"partial sum of block {block} (the part device {owner} ends up with), shares of {', '.join(map(str, sorted(carried)))}; {t.dst} adds it in"
+    elif len(carried) > 1:
+        what = f"block {block}, summed over devices {', '.join(map(str, sorted(carried)))}"
+    elif t.key in run.schedule.bundles:
+        blocks = sorted({b for b, _ in leaves(t.key, run.schedule.bundles)})
+        shown = ", ".join(map(str, blocks[:4])) + (", ..." if len(blocks) > 4 else "")
+        what = f"bundle of {len(blocks)} blocks ({shown})"
+    else:
+        what = f"block {block} (device {next(iter(carried))}'s data)"
+    part = _piece(run, piece).replace(" halves", " half").replace("pieces", "piece")
+    hops = len(playback.routes[index])
+    extra = [format_bytes(playback.nbytes[index])] + ([part] if part else []) + ([f"{hops} hops"] if hops != 1 else [])
+    return f"    {t.src:>3} → {t.dst:<3} {what} [{', '.join(extra)}]"
+
+
+def _cost_line(run: _Run, cost: StepCost, links: tuple[float, float] | None) -> str:
+    if links is None:
+        return (
+            f"    α–β cost: longest route latency {format_seconds(cost.latency_s)} + busiest link {format_seconds(cost.bandwidth_s)}"
+            f" = {format_seconds(cost.model_s)}"
+        )
+    bandwidth, latency = links
+    alpha, hops = ("α", "") if cost.hops == 1 else (f"{cost.hops}·α", f"{cost.hops} × ")
+    return (
+        f"    α–β cost: {alpha} + bytes/B = {hops}{format_seconds(latency)} + {cost.busiest_bytes} B / {_rate(bandwidth)}"
+        f" = {format_seconds(cost.model_s)}" + ("  (the busiest link carries several messages)" if _shared(run, cost.step) else "")
+    )
+
+
+def _shared(run: _Run, step: int) -> bool:
+    seen: set = set()
+    for index in run.by_step[step]:
+        for link in run.leaf.playback.routes[index]:
+            if link in seen:
+                return True
+            seen.add(link)
+    return False
+
+
+def _block_bytes(run: _Run) -> int:
+    sizes: dict[tuple[int, int], int] = {}
+    for index, t in enumerate(run.schedule.transfers):
+        sizes[tuple(t.key)] = max(sizes.get(tuple(t.key), 0), run.leaf.playback.nbytes[index])
+    per_block: dict[int, int] = {}
+    for (block, _), nbytes in sizes.items():
+        per_block[block] = per_block.get(block, 0) + nbytes
+    return max(per_block.values(), default=0)
+
+
+def _intro(result: Result, run: _Run, links: tuple[float, float] | None) -> list[str]:
+    schedule, n = run.schedule, run.n
+    algorithm = ALGORITHMS.get(schedule.algorithm)
+    about = f" ({algorithm.description})" if algorithm and algorithm.description else ""
+    s = format_bytes(_block_bytes(run))
+    groups = schedule.groups
+    lines = [f"{result.collective} on {run.topology.name} with the {schedule.algorithm} algorithm{about}"]
+    lines.append(f"{sum(len(g) for g in groups)} devices in {len(groups)} group{'s' if len(groups) > 1 else ''} of {n}; a block is {s} (s).")
+    if schedule.pattern == "gather":
+        lines.append(f"Each device starts with its own block; at the end every device holds all {n} blocks of its group, block j coming from member j.")
+    elif schedule.pattern == "reduce_scatter":
+        lines.append(f"Each device starts with its own share of all {n} blocks; at the end member k holds block k summed over the whole group.")
+    elif schedule.pattern == "all_reduce":
+        lines.append(f"Each device starts with its own share of all {n} blocks; a reduce-scatter sums each block on one member, then an all-gather")
+        lines.append("hands the sums to everyone: at the end every member holds the whole group's sum.")
+    if schedule.pieces > 1:
+        how = " (one half each way round)." if schedule.pieces == 2 else "."
+        lines.append(f"Every block is cut into {schedule.pieces} pieces that travel separately{how}")
+    if links is not None:
+        lines.append(f"Links: B = {_rate(links[0])} in each direction, α = {format_seconds(links[1])} per hop.")
+    else:
+        lines.append("Links differ in bandwidth or latency; costs use each link's own.")
+    lines.append("")
+    lines.append("How to read the buffers: one column per block; a number is the device whose data the cell holds, · is empty,")
+    lines.append("a+b is a partial sum of those devices' shares, k/n a sum of k of the n shares, 'all' the full sum, x|y the pieces of a block.")
+    return lines
+
+
+def _closed_form(run: _Run, links: tuple[float, float] | None) -> str | None:
+    form = CLOSED_FORMS.get(run.schedule.algorithm)
+    if form is None:
+        return f"no closed form is registered for {run.schedule.algorithm!r} (netsim.teaching.explain.CLOSED_FORMS)"
+    if links is None:
+        return None
+    phases = len({t.phase for t in run.schedule.transfers})
+    s = _block_bytes(run)
+    value = phases * form.time(run.n, s, links[1], links[0])
+    times = f"{phases} × " if phases > 1 else ""
+    return f"closed form for {run.schedule.algorithm}: {times}{form.formula} with n = {run.n}, s = {format_bytes(s)}: {_exact(value)}"
+
+
+def explain(result: Result, leaf: int = 0, max_devices: int = 16) -> str:
+    """The collective as a step-by-step story, with costs, ending with the total.
+
+    Parameters
+    ----------
+    result : Result
+        A simulated collective (from :func:`netsim.simulate`, :func:`netsim.all_gather`, ...).
+    leaf : int, default 0
+        Which array of a pytree input to explain.
+    max_devices : int, default 16
+        Transfers and buffers are listed for the first group, and at most this many of its devices.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        If ``leaf`` is out of range or the result carries no topology.
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> text = explain(netsim.all_gather(np.arange(3), algorithm="ring"))
+    >>> print(text.split("\\n\\n")[2])
+    Start
+        block:    0 1 2
+        device 0  0 · ·
+        device 1  · 1 ·
+        device 2  · · 2
+    """
+    run = _run_of(result, leaf)
+    links = _uniform_links(run.topology)
+    schedule, playback = run.schedule, run.leaf.playback
+    shown_group = schedule.groups[0]
+    devices = list(shown_group[:max_devices])
+    others = len(schedule.groups) - 1
+    lines = _intro(result, run, links)
+    lines += ["", "Start", *_buffers(run, run.replay.start, devices)]
+    costs = step_costs(result, leaf)
+    done = 0.0
+    for step, cost in enumerate(costs):
+        lines.append("")
+        lines.append(f"{_step_title(run, step).capitalize()}: {_sentence(run, step)}.")
+        shown = [i for i in run.by_step[step] if schedule.transfers[i].src in devices]
+        for index in sorted(shown, key=lambda i: (shown_group.index(schedule.transfers[i].src), schedule.transfers[i].key[1])):
+            lines.append(_transfer_line(run, index))
+        if others:
+            rest = "the other group does" if others == 1 else f"the other {others} groups do"
+            lines.append(f"    ({rest} the same at the same time)")
+        lines.append("  Buffers afterwards:")
+        lines += _buffers(run, run.replay.after_step(step), devices)
+        lines.append(_cost_line(run, cost, links))
+        finished = max(done, cost.finished_s)
+        lines.append(
+            f"    simulated: the step's transfers left from {format_seconds(cost.started_s)} on; the last arrived at "
+            f"{format_seconds(cost.finished_s)} (+{format_seconds(finished - done)})"
+        )
+        done = finished
+    model = sum(c.model_s for c in costs)
+    lines += ["", "Total", f"  simulated time:                 {_exact(playback.time)}"]
+    lines.append(f"  α–β model, sum of the {len(costs)} step{'s' if len(costs) != 1 else ''}: {_exact(model)}")
+    closed = _closed_form(run, links)
+    if closed:
+        lines.append(f"  {closed}")
+        if "closed form for" in closed and any(_shared(run, c.step) or c.hops > 1 for c in costs):
+            lines.append("  (the closed form assumes every transfer crosses one link of its own; here some do not)")
+    if abs(model - playback.time) > 1e-9 * max(playback.time, 1e-300):
+        less = "less" if playback.time < model else "more"
+        lines.append(f"  The simulation takes {format_seconds(abs(model - playback.time))} {less} than the α–β model, because:")
+        lines += [f"  - {reason}" for reason in _differences(run, costs)]
+    if len(result.leaves) > 1:
+        lines.append(f"  (this explains leaf {leaf} of {len(result.leaves)}; the leaves run one after another, {_exact(result.time)} in all)")
+    return "\n".join(lines)
+
+
+def _differences(run: _Run, costs: list[StepCost]) -> list[str]:
+    """Why the simulation and the α–β model disagree, for the effects present in this run."""
+    reasons = []
+    if any(c.hops > 1 for c in costs):
+        reasons.append("messages cross several links cut-through: a hop starts as soon as the head arrives, so the model's per-hop charges overlap")
+    if any(_shared(run, c.step) for c in costs):
+        reasons.append("messages that need the same link queue behind each other (the model charges the busiest link's bytes, not the order)")
+    if any(later.started_s < earlier.finished_s for earlier, later in itertools.pairwise(costs)):
+        reasons.append("each chunk moves on as soon as it has arrived, so consecutive steps overlap in time")
+    return reasons or ["links or start times differ between devices, which the model does not see"]

@@ -1,0 +1,174 @@
+"""A Gantt chart of a run: one row per link, one bar per message crossing it.
+
+Each bar spans the time a message holds the link (its bytes going onto the
+wire); a thin tail after it is the hop latency, while the message's end is still
+propagating. Bars take the colour of the block they carry (the colour of the
+group member it belongs to, as in the animation). At a glance: links that carry
+back-to-back bars are the bottleneck, pale rows are idle links, and bars of one
+message staggered on consecutive links show pipelining. Dashed lines mark when
+each step's last transfer arrived.
+
+:func:`timeline_rows` gives the chart's content as data (tested); :func:`save_timeline`
+draws it with matplotlib.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from netsim.network.topology import LinkId
+from netsim.result import Result
+
+__all__ = ["Bar", "save_timeline", "timeline_rows"]
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One message on one link.
+
+    Attributes
+    ----------
+    transfer : int
+    start_s, end_s : float
+        When it held the link.
+    latency_s : float
+        The link's latency: the tail reaches the far end at ``end_s + latency_s``.
+    block, piece : int
+    colour : int
+        The block's position in its group.
+    step : int
+    """
+
+    transfer: int
+    start_s: float
+    end_s: float
+    latency_s: float
+    block: int
+    piece: int
+    colour: int
+    step: int
+
+
+def timeline_rows(result: Result, leaf: int = 0, idle: bool = True) -> list[tuple[LinkId, list[Bar]]]:
+    """The chart's rows: every link (or only busy ones) with its bars, in the topology's link order.
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> rows = timeline_rows(netsim.all_gather(np.arange(3), algorithm="ring"))
+    >>> len(rows), [len(bars) for _, bars in rows]  # 3 devices: 6 link directions, 3 of them used twice
+    (6, [2, 0, 2, 0, 2, 0])
+    """
+    if not 0 <= leaf < len(result.leaves):
+        raise ValueError(f"leaf={leaf} is out of range: this result has {len(result.leaves)} leaf run(s)")
+    if result.topology_obj is None:
+        raise ValueError("this result carries no topology (topology_obj is None); run it with netsim.all_gather/psum_scatter/psum/simulate")
+    run, topology = result.leaves[leaf], result.topology_obj
+    n = len(run.schedule.groups[0])
+    rows: dict[LinkId, list[Bar]] = {link: [] for link in topology.links}
+    for hop in run.playback.hops:
+        t = run.schedule.transfers[hop.transfer]
+        bar = Bar(hop.transfer, hop.start, hop.end, topology.link(hop.link)["latency_s"], t.key[0], t.key[1], t.key[0] % n, t.step)
+        rows[hop.link].append(bar)
+    return [(link, bars) for link, bars in rows.items() if idle or bars]
+
+
+def save_timeline(result: Result, path: str | Path, leaf: int = 0, max_rows: int = 64, dpi: int = 110) -> Path:
+    """Draw the Gantt chart of a run to an image file (``.png``, ``.svg``, ``.pdf``).
+
+    Parameters
+    ----------
+    result : Result
+    path : str or Path
+    leaf : int, default 0
+    max_rows : int, default 64
+        With more links than this, idle links are left out (and the title says so).
+    dpi : int, default 110
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    ValueError
+        If the suffix is not an image type, ``leaf`` is out of range, or there is no topology.
+    """
+    from netsim.teaching.animate import _matplotlib, device_colours
+
+    path = Path(path)
+    if path.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise ValueError(f"cannot write {str(path)!r}: the file name must end in .png, .svg or .pdf")
+    rows = timeline_rows(result, leaf)
+    dropped = 0
+    if len(rows) > max_rows:
+        busy = [(link, bars) for link, bars in rows if bars]
+        dropped = len(rows) - len(busy)
+        rows = busy
+    _matplotlib()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    topology, run = result.topology_obj, result.leaves[leaf]
+    n = len(run.schedule.groups[0])
+    colours = device_colours(n)
+    total = run.playback.time
+    scale, unit = _unit(total)
+    height = 1.7 + 0.24 * max(len(rows), 1)
+    figure = Figure(figsize=(11, height), dpi=dpi)
+    FigureCanvasAgg(figure)
+    ax = figure.add_axes((0.11, 1.0 / height, 0.86, 1 - 1.75 / height))
+    for row, (_, bars) in enumerate(rows):
+        if not bars:
+            ax.axhspan(row - 0.5, row + 0.5, color="#f3f3f3", zorder=0)
+        for bar in bars:
+            colour = colours[bar.colour]
+            ax.barh(row, (bar.end_s - bar.start_s) / scale, left=bar.start_s / scale, height=0.72, color=colour, edgecolor="black", linewidth=0.4, zorder=2)
+            ax.plot([bar.end_s / scale, (bar.end_s + bar.latency_s) / scale], [row, row], color=colour, linewidth=1.2, alpha=0.7, zorder=1)
+    finished = {}
+    for i, t in enumerate(run.schedule.transfers):
+        finished[t.step] = max(finished.get(t.step, 0.0), run.playback.arrived_at[i])
+    ends = sorted(finished.items())
+    for _, at in ends:
+        ax.axvline(at / scale, color="#888", linestyle="--", linewidth=0.7, zorder=0)
+    if len(ends) <= 24:
+        top = ax.secondary_xaxis("top")
+        top.set_xticks([at / scale for _, at in ends], [f"{step + 1}" for step, _ in ends], fontsize=7)
+        top.set_xlabel("end of step", fontsize=8, loc="left")
+    ax.set_yticks(range(len(rows)), [topology.link_name(link) for link, _ in rows], fontsize=8 if len(rows) <= 32 else 6)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xlim(0, total / scale * 1.02 if total else 1)
+    ax.set_xlabel(f"simulated time ({unit})")
+    ax.set_ylabel("link (from->to)")
+    ax.grid(axis="x", color="#e4e4e4", linewidth=0.6, zorder=0)
+    ax.set_axisbelow(True)
+    what = result.scenario or result.collective
+    idle_note = f"; {dropped} idle links not shown" if dropped else "; grey rows: idle links"
+    figure.text(
+        0.01,
+        1 - 0.12 / height,
+        f"{what}: {result.collective} with {result.algorithm} on {result.topology}: one bar per message on a link, coloured by block{idle_note}",
+        ha="left",
+        va="top",
+        fontsize=10,
+        weight="bold",
+    )
+    shown = range(min(n, 16))
+    handles = [Patch(facecolor=colours[k], edgecolor="black", linewidth=0.4, label=f"block {k}") for k in shown]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.5 / (height - 1.75) - 0.02), ncol=min(len(handles), 8), fontsize=7, frameon=False)
+    partial = path.with_name(path.name + ".partial" + path.suffix)
+    try:
+        figure.savefig(partial, format=path.suffix[1:].lower())
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
+    return path
+
+
+def _unit(total_s: float) -> tuple[float, str]:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if total_s >= scale:
+            return scale, unit
+    return 1e-9, "ns"
