@@ -27,7 +27,7 @@ from netsim.algorithms.schedule import ALGORITHMS, Schedule, build_schedule, che
 from netsim.analysis.critical_path import critical_path
 from netsim.checks.invariants import InvariantError, check_playback
 from netsim.checks.memory import MATERIALISE_LIMIT_BYTES, MemoryLimitError, check_memory, estimate_memory, pieces_of, transfers_of
-from netsim.engine.fast import EngineError, Playback, play
+from netsim.engine import EngineError, Playback, play
 from netsim.network.device_mesh import AxisGroups
 from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import Topology, UnreachableError, ring

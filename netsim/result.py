@@ -10,7 +10,7 @@ import numpy as np
 
 from netsim.algorithms.schedule import Schedule
 from netsim.analysis.critical_path import CriticalPath
-from netsim.engine.fast import Playback
+from netsim.engine import Playback
 from netsim.network.topology import Topology
 from netsim.semantics.chunks import LazyOutput
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import simpy
 
-from netsim.engine.fast import EngineError
+from netsim.engine import EngineError
 from netsim.network.topology import LinkId, Topology
 
 __all__ = ["play"]

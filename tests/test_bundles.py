@@ -16,7 +16,7 @@ from netsim.algorithms.schedule import ALGORITHMS, TransferTable, _with_deps, bu
 from netsim.analysis import costs
 from netsim.checks.invariants import InvariantError, check_playback
 from netsim.checks.memory import transfers_of
-from netsim.engine.fast import EngineError, play
+from netsim.engine import EngineError, play
 from netsim.network.topology import torus
 from netsim.semantics.chunks import SizeOnly
 from netsim.semantics.layouts import AllGatherLayout

@@ -11,7 +11,7 @@ from conftest import ROOT, expected_all_gather, expected_psum, expected_psum_sca
 
 import netsim.collectives as collectives
 from netsim.collectives import all_gather, psum, psum_scatter, simulate
-from netsim.engine.fast import EngineError
+from netsim.engine import EngineError
 from netsim.network.topology import torus
 from netsim.scenario import load_scenario
 from netsim.semantics.chunks import SLICE_ELEMENTS, LazyOutput, SizeOnly, bounded_slices, shape_only

@@ -14,7 +14,7 @@ from netsim.analysis import costs
 from netsim.analysis.costs import Geometry, estimate, estimate_collective, group_geometry, lookup
 from netsim.analysis.why import estimate_scenario
 from netsim.cli.main import app
-from netsim.engine.fast import play
+from netsim.engine import play
 from netsim.network.topology import ring
 from netsim.scenario import load_scenario
 

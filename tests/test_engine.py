@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from netsim.engine.fast import EngineError, play
+from netsim.engine import EngineError, play
 from netsim.network.topology import ring, torus
 
 B = 1e9

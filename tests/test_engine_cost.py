@@ -15,7 +15,7 @@ import numpy as np
 import reference_engine
 
 from netsim.algorithms.schedule import build_schedule
-from netsim.engine.fast import play
+from netsim.engine import play
 from netsim.network.topology import ring, torus
 
 

@@ -18,7 +18,7 @@ import pytest
 import reference_engine
 
 from netsim.algorithms.schedule import build_schedule
-from netsim.engine.fast import play
+from netsim.engine import play
 from netsim.network.topology import mesh, ring, torus
 
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import netsim
 from netsim.algorithms.schedule import Schedule, Transfer
 from netsim.cli.main import app
-from netsim.engine.fast import EngineError
+from netsim.engine import EngineError
 from netsim.network.topology import UnreachableError
 from netsim.semantics.layouts import all_to_all_reference, ppermute_reference
 

@@ -13,7 +13,7 @@ import netsim
 from netsim.algorithms.schedule import Schedule, build_schedule
 from netsim.checks.invariants import InvariantError, _Arrays, _check_device_bytes, _chunks_folded, _chunks_placed, check_playback
 from netsim.cli.main import app
-from netsim.engine.fast import play
+from netsim.engine import play
 from netsim.network.topology import ring, torus
 
 runner = CliRunner()

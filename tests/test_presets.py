@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import netsim
 from netsim.cli.main import app
 from netsim.collectives import resolve_topology
-from netsim.engine.fast import play
+from netsim.engine import play
 from netsim.network.presets import GENERATIONS, parse_slice, tpu_slice
 
 runner = CliRunner()

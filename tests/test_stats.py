@@ -10,7 +10,7 @@ import netsim
 from netsim.algorithms.schedule import ALGORITHMS, build_schedule
 from netsim.analysis.stats import run_stats
 from netsim.analysis.why import analyse
-from netsim.engine.fast import play
+from netsim.engine import play
 from netsim.network.topology import mesh, ring, torus
 from netsim.result import LeafRun, Result
 

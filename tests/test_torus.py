@@ -24,7 +24,7 @@ from test_schedules import replay
 import netsim
 from netsim.algorithms.schedule import build_schedule
 from netsim.algorithms.torus import line_gather, line_reduce_scatter
-from netsim.engine.fast import play
+from netsim.engine import play
 from netsim.network.device_mesh import Mesh
 from netsim.network.presets import tpu_slice
 from netsim.network.topology import mesh, torus

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from netsim.columnar import stable_order
-from netsim.engine.fast import Playback, TransferLike, transfer_columns
+from netsim.engine import Playback, TransferLike, transfer_columns
 from netsim.network.topology import LinkId, Topology
 from netsim.network.units import format_seconds
 
@@ -179,7 +179,7 @@ def critical_path(
     --------
     >>> import numpy as np
     >>> from types import SimpleNamespace as T
-    >>> from netsim.engine.fast import play
+    >>> from netsim.engine import play
     >>> from netsim.network.topology import ring
     >>> topo = ring(2, bandwidth_Bps=1e9, latency_s=1e-6)
     >>> moves = [T(src=0, dst=1, key="x", reduce=False, direction=1, deps=())]

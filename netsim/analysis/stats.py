@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from netsim.engine.fast import transfer_columns
+from netsim.engine import transfer_columns
 from netsim.network.topology import LinkId, Topology
 
 if TYPE_CHECKING:

@@ -44,7 +44,7 @@ import numpy as np
 
 from netsim.algorithms.bundles import as_table, made_of_arrays, opened_codes
 from netsim.columnar import factorize, in_sorted, stable_order
-from netsim.engine.fast import ArrayList, EngineError, Playback, TransferLike, as_array, transfer_columns
+from netsim.engine import ArrayList, EngineError, Playback, TransferLike, as_array, transfer_columns
 from netsim.network.topology import Topology
 
 __all__ = ["InvariantError", "check_playback"]
@@ -116,7 +116,7 @@ def check_playback(
     Examples
     --------
     >>> import numpy as np
-    >>> from netsim.engine.fast import play
+    >>> from netsim.engine import play
     >>> from netsim.algorithms.schedule import build_schedule
     >>> from netsim.network.topology import ring
     >>> s = build_schedule("gather", [[0, 1, 2]], "ring")

@@ -21,7 +21,7 @@ from rich.table import Table
 from netsim.analysis.stats import run_stats
 from netsim.cli.report import device_table, estimate_rows, estimate_table, estimate_to_dict, link_table, step_table, summary_rows, to_json
 from netsim.collectives import simulate
-from netsim.engine.fast import EngineError
+from netsim.engine import EngineError
 from netsim.scenario import load_scenario
 
 app = typer.Typer(

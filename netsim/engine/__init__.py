@@ -1,5 +1,5 @@
 """TODO"""
 
-from netsim.engine.fast import EngineError, Playback, play
+from netsim.engine.fast import ArrayList, EngineError, Hop, HopList, LinkStats, Playback, TransferLike, as_array, play, transfer_columns
 
-__all__ = ["EngineError", "Playback", "play"]
+__all__ = ["ArrayList", "EngineError", "Hop", "HopList", "LinkStats", "Playback", "TransferLike", "as_array", "play", "transfer_columns"]

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from netsim.analysis.why import analyse
 from netsim.collectives import simulate
-from netsim.engine.fast import EngineError
+from netsim.engine import EngineError
 from netsim.scenario import ScenarioError
 from netsim.scenario.study import Point, Study, load_study, study_from_data
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from netsim.engine.fast import Hop
+from netsim.engine import Hop
 from netsim.network.topology import LinkId
 from netsim.network.units import format_seconds
 from netsim.result import Result

@@ -19,7 +19,7 @@ import bisect
 from dataclasses import dataclass
 
 from netsim.algorithms.schedule import Schedule
-from netsim.engine.fast import Playback
+from netsim.engine import Playback
 
 __all__ = ["Holdings", "Replay", "initial_holdings"]
 
