@@ -2,7 +2,7 @@
 
 Each function takes the input stacked ``[n_devices, ...]`` (as :func:`jax.pmap`
 does), plans the collective with an algorithm from :mod:`netsim.algorithms.schedule`, plays
-it on a topology with :mod:`netsim.engine.fast`, moving the real arrays, builds JAX's
+it on a topology with :mod:`netsim.engine`, moving the real arrays, builds JAX's
 output from what each device holds at the end, and checks it against the NumPy
 reference in :mod:`netsim.semantics.layouts`.
 """

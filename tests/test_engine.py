@@ -103,7 +103,7 @@ def test_missing_chunk_and_deadlock_are_engine_errors():
     with pytest.raises(EngineError, match=r"device 0 must send chunk 'x' \(transfer #0\) but does not hold it"):
         play(ring(2), [move(0, 1)], [{}, {}])
     # two transfers waiting for each other never start
-    with pytest.raises(EngineError, match=r"deadlock: devices \[0, 1\] still wait for chunks; transfers \[0, 1\] never became ready"):
+    with pytest.raises(EngineError, match=r"deadlock: devices \[0, 1\] still wait for chunks; steps \[0, 1\] never became ready"):
         play(ring(2), [move(0, 1, deps=[1]), move(1, 0, deps=[0])], [{"x": np.zeros(1)}, {"x": np.zeros(1)}])
 
 

@@ -2,9 +2,9 @@
 
 Wall times are for bench/ (they depend on the machine and its load). These count
 things that do not: SimPy events per chunk move and bytes allocated per transfer.
-The spine's engine, a SimPy event per queue operation and an object per message
-and per hop, had 3.5 events per chunk move and kept about 530 bytes per transfer
-(tests/reference_engine.py); the bounds below fail for anything like it.
+The process model (netsim.engine.processes), a SimPy event per queue operation and
+an object per message, has 3.5 events per chunk move; the fast player must stay far
+below that, and the bounds below fail for anything like it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import tracemalloc
 
 import numpy as np
-import reference_engine
 
 from netsim.algorithms.schedule import build_schedule
 from netsim.engine import play
@@ -31,7 +30,7 @@ def test_simpy_sees_a_few_events_per_step_not_one_per_chunk_move():
     run = play(topo, schedule.transfers, buffers)
     assert len(run.hops) == 2 * 64 * 63
     assert run.events <= 4 * schedule.n_steps  # an event per distinct instant: arrivals and links freeing up
-    assert reference_engine.play(topo, schedule.transfers, buffers).events > len(run.hops)  # what the bound guards against
+    assert play(topo, schedule.transfers, buffers, engine="processes").events > len(run.hops)  # what the bound guards against
 
 
 def test_under_contention_at_most_two_events_per_chunk_move():

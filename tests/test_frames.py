@@ -97,7 +97,7 @@ def test_an_unknown_pattern_is_read_from_the_schedule():
     # a broadcast written by hand: 0 sends to 1, 1 forwards to 2
     moves = (Transfer(0, 0, 1, (0, 0), False, 1, (), "broadcast"), Transfer(1, 1, 2, (0, 0), False, 1, (0,), "broadcast"))
     schedule = Schedule("hand", "broadcast", ((0, 1, 2),), 1, moves)
-    playback = netsim.engine.fast.play(torus((3,)), moves, [{(0, 0): np.ones(4)}, {}, {}])
+    playback = netsim.engine.play(torus((3,)), moves, [{(0, 0): np.ones(4)}, {}, {}])
     replay = Replay(schedule, playback)
     assert replay.start == [{(0, 0): frozenset({0})}, {}, {}]
     assert replay.end == [{(0, 0): frozenset({0})}] * 3

@@ -168,7 +168,7 @@ class TransferTable(Sequence):
         self._columns: dict[str, Any] | None = None
 
     def columns(self) -> dict[str, Any]:
-        """The arrays :func:`netsim.engine.fast.play` reads instead of the objects (see there)."""
+        """The arrays :func:`netsim.engine.play` reads instead of the objects (see there)."""
         if self._columns is None:
             pieces = int(self.piece.max()) + 1 if len(self.piece) else 1
             code, key_index = factorize(self.block * pieces + self.piece)

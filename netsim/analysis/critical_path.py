@@ -1,6 +1,6 @@
 """The critical path of a run: the chain of link crossings that set its finish time.
 
-Read backwards from the last arrival. Each link crossing (a :class:`~netsim.engine.fast.Hop`)
+Read backwards from the last arrival. Each link crossing (a :class:`~netsim.engine.Hop`)
 started either as soon as its message was ready there, or later, when the link came
 free. "Ready" means: on the first link, when the source sent the chunk; on a later
 link, when the message's head arrived (one latency after it started on the previous
@@ -165,7 +165,7 @@ def critical_path(
     transfers : sequence of Transfer
         The schedule's transfers, as played.
     playback : Playback
-        What :func:`netsim.engine.fast.play` returned.
+        What :func:`netsim.engine.play` returned.
     start_s : sequence of float, optional
         Device start times given to ``play`` (stragglers); default all 0.
     cut_through : bool, default True
@@ -246,7 +246,7 @@ def critical_path(
 def _hop_arrays(hops: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Callable[[int], LinkId]]:
     """Hops as arrays: transfer, link (a number), start, end, and the link id of each number.
 
-    Read from the columns of a :class:`~netsim.engine.fast.HopList`, or from the :class:`~netsim.engine.fast.Hop` objects.
+    Read from the columns of a :class:`~netsim.engine.HopList`, or from the :class:`~netsim.engine.Hop` objects.
     """
     columns = getattr(hops, "columns", None)
     if isinstance(columns, dict) and hasattr(hops, "link_ids"):

@@ -2,7 +2,7 @@
 
 Everything here is computed from what the engine recorded while it played the
 schedule (per-transfer send and arrival times and sizes, every hop with its start
-and end, each link's :class:`~netsim.engine.fast.LinkStats`); nothing is simulated again.
+and end, each link's :class:`~netsim.engine.LinkStats`); nothing is simulated again.
 
 Per device
     bytes sent and received, when its last chunk arrived, and memory: its input, its

@@ -2,7 +2,7 @@
 
 They hold for any correct schedule on any topology, so a violation is a bug in
 netsim (an algorithm, the engine or the output assembly), never a user mistake:
-:class:`InvariantError` is an :class:`~netsim.engine.fast.EngineError`, which the CLI
+:class:`InvariantError` is an :class:`~netsim.engine.EngineError`, which the CLI
 reports as an internal error (exit code 3).
 
 ``drained``
@@ -97,7 +97,7 @@ def check_playback(
     transfers : sequence of Transfer
         The transfers played.
     buffers : sequence of dict
-        Each device's chunks at the start, as given to :func:`netsim.engine.fast.play`.
+        Each device's chunks at the start, as given to :func:`netsim.engine.play`.
     playback : Playback
         What ``play`` returned.
     groups : sequence of sequence of int, optional
@@ -142,7 +142,7 @@ class _Arrays:
     """The playback and the transfers as NumPy arrays, built once for every check.
 
     Read from ``transfers.columns()`` and ``playback.hops.columns`` when they offer
-    them (a :class:`~netsim.algorithms.schedule.TransferTable`, a :class:`~netsim.engine.fast.HopList`),
+    them (a :class:`~netsim.algorithms.schedule.TransferTable`, a :class:`~netsim.engine.HopList`),
     from the objects otherwise (plain sequences, as the tests corrupt them).
 
     Routes are kept per distinct route (``route_inverse`` numbers each transfer's);

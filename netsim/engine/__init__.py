@@ -1,5 +1,47 @@
-"""TODO"""
+"""The engine: plays any schedule of transfers and compute steps on any topology, moving real chunks.
 
-from netsim.engine.fast import ArrayList, EngineError, Hop, HopList, LinkStats, Playback, TransferLike, as_array, play, transfer_columns
+It knows no collective. The model is in :mod:`netsim.engine.processes`: each
+directed link, each device and each device's compute unit is a SimPy process,
+and that is the definition of netsim's timing. :mod:`netsim.engine.fast` plays
+exactly the same events from flat lists, for big runs; the tests check that both
+give the same times, hops and statistics, bit for bit. :func:`play` runs either.
 
-__all__ = ["ArrayList", "EngineError", "Hop", "HopList", "LinkStats", "Playback", "TransferLike", "as_array", "play", "transfer_columns"]
+| module | holds |
+|---|---|
+| ``processes`` | the model: ``Link``, ``ComputeUnit``, ``Device`` processes |
+| ``fast`` | the fast player of the same events |
+| ``playing`` | :func:`play`: checks a schedule, runs an engine, returns a ``Playback`` |
+| ``playback`` | what the engine takes (``TransferLike``, ``ComputeLike``) and gives (``Playback``) |
+| ``columns`` | transfers, compute steps and hops as NumPy columns |
+| ``routes`` | routes as link numbers; the checks a schedule passes first |
+| ``payloads`` | what devices hold and send: chunks by reference, bundles made from parts |
+
+Where a change goes: a new behaviour of links or compute units goes into the
+process model first (or into your own ``link_class`` / ``compute_class``), then,
+event for event, into the fast player, and tests/test_engines.py checks both.
+"""
+
+from netsim.engine.columns import ArrayList, HopList, as_array, compute_columns, transfer_columns
+from netsim.engine.playback import ComputeLike, ComputeRecord, ComputeStats, EngineError, Hop, LinkStats, Playback, TransferLike
+from netsim.engine.playing import ENGINES, play
+from netsim.engine.processes import ComputeUnit, Link
+
+__all__ = [
+    "ENGINES",
+    "ArrayList",
+    "ComputeLike",
+    "ComputeRecord",
+    "ComputeStats",
+    "ComputeUnit",
+    "EngineError",
+    "Hop",
+    "HopList",
+    "Link",
+    "LinkStats",
+    "Playback",
+    "TransferLike",
+    "as_array",
+    "compute_columns",
+    "play",
+    "transfer_columns",
+]

@@ -3,7 +3,7 @@
 The engine moves real arrays; a picture or an explanation needs something else:
 for every device and every moment, which chunks it holds and *whose data went
 into each one*. This module rebuilds that from the :class:`~netsim.algorithms.schedule.Schedule`
-and the :class:`~netsim.engine.fast.Playback` alone (send and arrival times), without
+and the :class:`~netsim.engine.Playback` alone (send and arrival times), without
 re-simulating: a chunk is a set of source devices, a *place* replaces the
 receiver's set by the sender's, an *add* unites them. At the end of a run the sets
 say exactly what the engine's arrays hold (a gathered block is one device's

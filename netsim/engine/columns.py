@@ -1,0 +1,237 @@
+"""Columns: a run's facts as NumPy arrays, with lists that keep their arrays.
+
+A big run has millions of transfers and link crossings. The engine reads a
+schedule as columns (:func:`transfer_columns`, :func:`compute_columns`) and leaves
+what it recorded as columns too (:class:`HopList`, :class:`ArrayList`), so the
+checks and statistics downstream never read millions of Python objects one by one.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Hashable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from netsim.columnar import stable_order
+from netsim.engine.playback import ComputeLike, Hop, LinkStats, TransferLike
+from netsim.network.topology import LinkId
+
+__all__ = ["ArrayList", "HopList", "as_array", "compute_columns", "hops_and_links", "transfer_columns"]
+
+
+class ArrayList(list):
+    """A list that also keeps its values as columns (NumPy arrays), until it is changed.
+
+    A :class:`Playback`'s sizes and routes are these: the engine leaves its
+    arrays here (for routes, each transfer's number among the distinct routes),
+    so the checks (:mod:`netsim.checks`) do not read millions of Python
+    objects again. Any change through the list's methods (as tests corrupt a
+    playback) drops the columns; it is an ordinary list in every other way.
+
+    Examples
+    --------
+    >>> times = ArrayList([0.5, 1.5])
+    >>> as_array(times, float).tolist(), times.columns() is not None
+    ([0.5, 1.5], True)
+    >>> times[0] = 2.5
+    >>> times.columns() is None, as_array(times, float).tolist()
+    (True, [2.5, 1.5])
+    """
+
+    __slots__ = ("_columns",)
+
+    def __init__(self, values: Any = (), columns: Any = None) -> None:
+        super().__init__(values)
+        self._columns = columns
+
+    def columns(self) -> Any:
+        """What was kept (an array, or for routes their numbering), or None since a change."""
+        return self._columns
+
+    def keep(self, columns: Any) -> None:
+        """Keep ``columns`` (read-only) as the list's values until it changes."""
+        self._columns = columns
+
+
+def _dropping_columns(name: str) -> Any:
+    method = getattr(list, name)
+
+    def changing(self: ArrayList, *args: Any, **kwargs: Any) -> Any:
+        self._columns = None
+        return method(self, *args, **kwargs)
+
+    changing.__name__ = name
+    changing.__doc__ = method.__doc__
+    return changing
+
+
+for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend", "insert", "pop", "remove", "reverse", "sort", "clear"):
+    setattr(ArrayList, _name, _dropping_columns(_name))
+
+
+def as_array(values: Sequence[Any], dtype: Any) -> np.ndarray:
+    """``np.asarray(values, dtype)``, read-only; an :class:`ArrayList` is converted once, then reused.
+
+    Examples
+    --------
+    >>> as_array([1, 2], np.int64)
+    array([1, 2])
+    """
+    kept = values.columns() if isinstance(values, ArrayList) else None
+    if isinstance(kept, np.ndarray) and kept.dtype == dtype and len(kept) == len(values):
+        return kept
+    array = np.array(values, dtype)
+    array.flags.writeable = False
+    if isinstance(values, ArrayList):
+        values.keep(array)
+    return array
+
+
+class HopList(Sequence):
+    """Every link crossing of a run, in the order they started (a read-only sequence of :class:`Hop`).
+
+    The engine records hops as columns; the :class:`Hop` objects are only built
+    when someone reads them. :attr:`columns` gives the columns themselves.
+    """
+
+    def __init__(self, transfer: np.ndarray, link: np.ndarray, start: np.ndarray, end: np.ndarray, link_ids: Sequence[LinkId]) -> None:
+        self._columns = {"transfer": transfer, "link": link, "start": start, "end": end}
+        self._link_ids = link_ids
+        self._hops: list[Hop] | None = None
+        self._orders: dict[str, np.ndarray] = {}
+
+    @property
+    def columns(self) -> dict[str, np.ndarray]:
+        """``transfer``, ``link`` (index into :attr:`link_ids`), ``start`` and ``end`` as arrays, in hop order."""
+        return self._columns
+
+    @property
+    def link_ids(self) -> Sequence[LinkId]:
+        """The link each value of ``columns["link"]`` stands for."""
+        return self._link_ids
+
+    def order(self, column: str) -> np.ndarray:
+        """Hop positions sorted stably by ``column`` (``"transfer"`` or ``"link"``), computed once.
+
+        The invariant checks and the critical path both group the hops by
+        transfer and by link; they share these orders.
+        """
+        order = self._orders.get(column)
+        if order is None:
+            order = stable_order(self._columns[column])
+            if len(order) < 2**31:  # kept with the playback: half the memory
+                order = order.astype(np.int32)
+            order.flags.writeable = False
+            self._orders[column] = order
+        return order
+
+    def _materialise(self) -> list[Hop]:
+        if self._hops is None:
+            c, ids = self._columns, self._link_ids
+            links = [ids[k] for k in c["link"].tolist()]
+            self._hops = list(map(Hop, c["transfer"].tolist(), links, c["start"].tolist(), c["end"].tolist()))
+        return self._hops
+
+    def __len__(self) -> int:
+        return len(self._columns["transfer"])
+
+    def __getitem__(self, index):
+        return self._materialise()[index]
+
+    def __iter__(self) -> Iterator[Hop]:
+        return iter(self._materialise())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (HopList, list, tuple)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"HopList({len(self)} hops)"
+
+
+def transfer_columns(transfers: Sequence[TransferLike]) -> dict[str, Any]:
+    """The transfers as arrays: ``transfers.columns()`` when offered, else the same read from the objects.
+
+    ``src``, ``dst``, ``direction``, ``reduce``, ``key_index`` (into the list ``keys``)
+    and the dependencies as ``dep_ptr`` / ``dep_idx`` (see :func:`play`). The engine,
+    the invariants, the critical path and the statistics all read transfers this way.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as T
+    >>> c = transfer_columns([T(src=0, dst=1, key="x", reduce=False, direction=1, deps=()), T(src=1, dst=2, key="x", reduce=False, direction=1, deps=(0,))])
+    >>> c["dst"].tolist(), c["keys"], c["dep_ptr"].tolist(), c["dep_idx"].tolist()
+    ([1, 2], ['x'], [0, 0, 1], [0])
+    """
+    columns = getattr(transfers, "columns", None)
+    if callable(columns):
+        return columns()
+    n = len(transfers)
+    index: dict[Hashable, int] = {}
+    counts = np.fromiter((len(t.deps) for t in transfers), np.int64, n)
+    dep_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=dep_ptr[1:])
+    return {
+        "src": np.fromiter((t.src for t in transfers), np.int64, n),
+        "dst": np.fromiter((t.dst for t in transfers), np.int64, n),
+        "direction": np.fromiter((t.direction for t in transfers), np.int64, n),
+        "reduce": np.fromiter((bool(t.reduce) for t in transfers), bool, n),
+        "key_index": np.fromiter((index.setdefault(t.key, len(index)) for t in transfers), np.int64, n),
+        "keys": list(index),
+        "dep_ptr": dep_ptr,
+        "dep_idx": np.fromiter((d for t in transfers for d in t.deps), np.int64, int(dep_ptr[-1])),
+    }
+
+
+def compute_columns(computes: Sequence[ComputeLike]) -> dict[str, Any]:
+    """The compute steps as arrays: ``device``, ``seconds`` (NaN where the step gives
+    ``flops`` and ``bytes`` instead), ``flops``, ``bytes`` and the dependencies as
+    ``dep_ptr`` / ``dep_idx`` (numbered as in :func:`netsim.engine.play`).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as C
+    >>> c = compute_columns([C(device=1, seconds=2e-6, flops=0, bytes=0, deps=(0,))])
+    >>> c["device"].tolist(), c["seconds"].tolist(), c["dep_idx"].tolist()
+    ([1], [2e-06], [0])
+    """
+    n = len(computes)
+    counts = np.fromiter((len(c.deps) for c in computes), np.int64, n)
+    dep_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=dep_ptr[1:])
+    seconds = (float("nan") if c.seconds is None else float(c.seconds) for c in computes)
+    return {
+        "device": np.fromiter((c.device for c in computes), np.int64, n),
+        "seconds": np.fromiter(seconds, np.float64, n),
+        "flops": np.fromiter((float(c.flops) for c in computes), np.float64, n),
+        "bytes": np.fromiter((float(c.bytes) for c in computes), np.float64, n),
+        "dep_ptr": dep_ptr,
+        "dep_idx": np.fromiter((d for c in computes for d in c.deps), np.int64, int(dep_ptr[-1])),
+    }
+
+
+def hops_and_links(record: Sequence[array], nbytes: array, link_ids: Sequence[LinkId], max_queue: Sequence[int]) -> tuple[HopList, dict[LinkId, LinkStats]]:
+    """Hops in start order and per-link statistics, from an engine's records.
+
+    ``record`` is the transfer (int32), link number (int32), start and end
+    (float64) of every hop, in the order they started; ``nbytes`` the size of each
+    transfer (int64). Both engines finish their runs here, so their statistics are
+    computed by the same additions in the same order.
+    """
+    transfer, link = (np.frombuffer(c, dtype=np.int32).astype(np.int64) for c in record[:2])
+    start, end = (np.frombuffer(c, dtype=np.float64) for c in record[2:])
+    n_links = len(link_ids)
+    size = np.frombuffer(nbytes, np.int64)[transfer]
+    total_bytes = np.bincount(link, weights=size, minlength=n_links)
+    messages = np.bincount(link, minlength=n_links)
+    busy = np.bincount(link, weights=end - start, minlength=n_links)
+    links = {
+        lk: LinkStats(int(b), int(m), float(s), int(q))
+        for lk, b, m, s, q in zip(link_ids, total_bytes.tolist(), messages.tolist(), busy.tolist(), max_queue, strict=True)
+    }
+    return HopList(transfer, link, start, end, link_ids), links

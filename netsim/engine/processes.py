@@ -1,0 +1,374 @@
+"""The model: directed links, devices and their compute units as SimPy processes.
+
+This module is the definition of netsim's timing. Everything else (the fast
+player of :mod:`netsim.engine.fast`, the closed forms, the statistics) is checked
+against what these processes do.
+
+Links
+    Each directed link (:class:`Link`) is a process serving a FIFO queue of
+    messages, one at a time. A message holds the link for
+    :meth:`Link.transmission_s` (``bytes / bandwidth``) and its tail reaches the
+    far end ``latency`` later. The next message may start as soon as the link is
+    free, while the previous one is still propagating (pipelining). A message
+    that finds the link busy waits: contention is simulated, never assumed.
+
+Forwarding
+    Multi-hop messages travel hop by hop along their route. With cut-through
+    forwarding (the default) a message asks for its next link as soon as its head
+    arrives, ``latency`` after it started on the previous one, so an uncontended
+    h-hop transfer of s bytes takes ``h * latency + s / bandwidth``; it never
+    finishes a link before its tail has arrived. With store-and-forward it waits
+    for its tail: ``h * (latency + s / bandwidth)``.
+
+Devices
+    Each device (:class:`Device`) is a process that sleeps until something
+    arrives or one of its compute steps is done, takes it in (stores an arriving
+    chunk, or adds it into its own copy), and then sends every transfer and
+    starts every compute step that no longer waits for anything. A device that
+    starts late (``start_s``) keeps what arrives in memory until it starts.
+
+Compute units
+    Each device has a compute unit (:class:`ComputeUnit`): a process serving the
+    device's compute steps in order, as a link serves messages. A step takes
+    :meth:`ComputeUnit.duration_s`: its ``seconds``, or
+    ``max(flops / peak_flops, bytes / hbm_bandwidth)`` at the chip's rates.
+
+A message is not copied: it carries a reference to the chunk, and the engine
+asks a chunk only for its ``nbytes`` (and adds chunks for reductions), so a
+stand-in that carries sizes only plays the same.
+
+Your own processes
+    :func:`netsim.engine.play` takes ``link_class=`` and ``compute_class=``:
+    subclasses of :class:`Link` and :class:`ComputeUnit` that change how long a
+    message or a step takes (or anything else their process does).
+
+Examples
+--------
+A link that adds a fixed overhead to every message, on one 2-hop transfer:
+
+>>> import numpy as np
+>>> from types import SimpleNamespace as T
+>>> from netsim.engine import play
+>>> from netsim.network.topology import ring
+>>> class OverheadLink(Link):
+...     overhead_s = 0.5e-6
+...
+...     def transmission_s(self, message):
+...         return super().transmission_s(message) + self.overhead_s
+>>> move = T(src=0, dst=2, key="x", reduce=False, direction=1, deps=())
+>>> topology, buffers = ring(4, bandwidth_Bps=1e9, latency_s=1e-6), [{"x": np.zeros(1000, np.uint8)}, {}, {}, {}]
+>>> round(play(topology, [move], buffers, engine="processes").time * 1e6, 6)  # 2 hops of 1 us + 1 us of bytes
+3.0
+>>> round(play(topology, [move], buffers, link_class=OverheadLink).time * 1e6, 6)  # each link held 0.5 us longer
+3.5
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import deque
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+import simpy
+
+from netsim.engine.payloads import ABSENT, computed, made, take
+
+__all__ = ["ComputeUnit", "Device", "Link", "Message", "Model", "compute_time_s"]
+
+
+def compute_time_s(step: Any, peak_flops: float | None, hbm_bandwidth_Bps: float | None, device: int = 0, index: int = 0) -> float:
+    """How long a compute step takes on a chip: its ``seconds``, or ``max(flops / peak_flops, bytes / hbm_bandwidth_Bps)``.
+
+    Raises
+    ------
+    ValueError
+        If the step counts flops (or bytes) and the chip's peak FLOP/s (or HBM
+        bandwidth) is not known, or if the time is negative or not finite.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as C
+    >>> compute_time_s(C(seconds=None, flops=2e12, bytes=4e9), peak_flops=1e15, hbm_bandwidth_Bps=1e12)  # HBM-bound
+    0.004
+    >>> compute_time_s(C(seconds=5e-6, flops=0.0, bytes=0.0), None, None)
+    5e-06
+    """
+    if step.seconds is not None:
+        time = float(step.seconds)
+    else:
+        time = 0.0
+        for amount, rate, what, field in ((step.flops, peak_flops, "flops", "peak_flops"), (step.bytes, hbm_bandwidth_Bps, "HBM bytes", "hbm_bandwidth")):
+            if amount:
+                if not rate:
+                    raise ValueError(f"compute step #{index} counts {what} but device {device} has no {field}: give the topology's device: {{{field}: ...}}")
+                time = max(time, amount / rate)
+    if not 0 <= time < float("inf"):
+        raise ValueError(f"compute step #{index} on device {device} would take {time!r} s: give a finite time >= 0")
+    return time
+
+
+class Message:
+    """A transfer on its way: the chunk it carries (by reference), its route and how far it got."""
+
+    __slots__ = ("hop", "nbytes", "payload", "route", "tail_at", "transfer")
+
+    def __init__(self, transfer: int, payload: Any, route: tuple[int, ...], now: float) -> None:
+        self.transfer = transfer
+        self.payload = payload
+        self.nbytes = int(payload.nbytes)
+        self.route = route  # link numbers
+        self.hop = 0  # the link of the route it is on
+        self.tail_at = now  # when its tail reaches the end of the link it last crossed
+
+
+class Link:
+    """A directed link: a SimPy process serving its FIFO queue of messages.
+
+    Override :meth:`transmission_s` to change how long a message holds the link.
+    """
+
+    def __init__(self, model: Model, number: int, bandwidth_Bps: float, latency_s: float) -> None:
+        self.model = model
+        self.number = number
+        self.bandwidth_Bps = bandwidth_Bps
+        self.latency_s = latency_s
+        self.queue: deque[Message] = deque()
+        self.max_queue = 0
+        self._idle: simpy.Event | None = None
+        model.env.process(self.serve())
+
+    def transmission_s(self, message: Message) -> float:
+        """How long ``message`` holds the link: its bytes over the link's bandwidth."""
+        return message.nbytes / self.bandwidth_Bps
+
+    def put(self, message: Message) -> None:
+        """Queue ``message``; wake the link if it is idle."""
+        self.queue.append(message)
+        self.max_queue = max(self.max_queue, len(self.queue))
+        if self._idle is not None and not self._idle.triggered:
+            self._idle.succeed()
+
+    def serve(self):
+        """The link's process: serve the queue, first come first served, for ever."""
+        model, env = self.model, self.model.env
+        while True:
+            while not self.queue:
+                self._idle = env.event()
+                yield self._idle
+            message = self.queue.popleft()
+            start = env.now
+            end = start + self.transmission_s(message)
+            if message.hop and message.tail_at > end:  # never done before its tail arrived
+                end = message.tail_at
+            span = end - start
+            model.record_hop(message.transfer, self.number, start, end)
+            message.hop += 1
+            if message.hop < len(message.route):  # its head (or its tail) asks for the next link
+                message.tail_at = end + self.latency_s
+                model.after(self.latency_s if model.cut_through else span + self.latency_s, model.links[message.route[message.hop]].put, message)
+            else:
+                model.after(span + self.latency_s, model.devices[model.dst[message.transfer]].deliver, message)
+            yield env.timeout(span)
+
+
+class ComputeUnit:
+    """A device's compute unit: a SimPy process serving its compute steps in order.
+
+    Override :meth:`duration_s` to change how long a step takes.
+    """
+
+    def __init__(self, model: Model, device: int, peak_flops: float | None, hbm_bandwidth_Bps: float | None) -> None:
+        self.model = model
+        self.device = device
+        self.peak_flops = peak_flops
+        self.hbm_bandwidth_Bps = hbm_bandwidth_Bps
+        self.queue: deque[int] = deque()
+        self.max_queue = 0
+        self._idle: simpy.Event | None = None
+        model.env.process(self.serve())
+
+    def duration_s(self, step: Any, index: int) -> float:
+        """How long compute step ``index`` takes here (see :func:`compute_time_s`)."""
+        return compute_time_s(step, self.peak_flops, self.hbm_bandwidth_Bps, self.device, index)
+
+    def submit(self, index: int) -> None:
+        """Queue compute step ``index``; wake the unit if it is idle."""
+        self.queue.append(index)
+        self.max_queue = max(self.max_queue, len(self.queue))
+        if self._idle is not None and not self._idle.triggered:
+            self._idle.succeed()
+
+    def serve(self):
+        """The unit's process: work through the queue, one step at a time, for ever."""
+        model, env = self.model, self.model.env
+        while True:
+            while not self.queue:
+                self._idle = env.event()
+                yield self._idle
+            index = self.queue.popleft()
+            duration = self.duration_s(model.computes[index], index)
+            model.started[index] = env.now
+            model.ended[index] = env.now + duration
+            yield env.timeout(duration)
+            model.devices[self.device].deliver(model.n_transfers + index)
+
+
+class Device:
+    """A device: a SimPy process that takes in what arrives and sends (or computes) what is ready."""
+
+    def __init__(self, model: Model, index: int, buffer: dict[Hashable, Any], start_s: float) -> None:
+        self.model = model
+        self.index = index
+        self.buffer = buffer
+        self.start_s = start_s
+        self.inbox: list[Message | int] = []  # arrivals, and numbers of its compute steps done
+        self.ready: list[int] = []  # steps that wait for nothing more, in the order they became ready
+        self.expected = 0  # arrivals and compute steps still to come
+        self._wake: simpy.Event | None = None
+        model.env.process(self.run())
+
+    def deliver(self, item: Message | int) -> None:
+        """A message arrived, or a compute step (its step number) is done: wake the device."""
+        self.inbox.append(item)
+        if self._wake is not None and not self._wake.triggered:
+            self._wake.succeed()
+
+    def run(self):
+        """The device's process: from its start, send what is ready, then take in and send until all came."""
+        env = self.model.env
+        if self.start_s > 0:
+            yield env.timeout(self.start_s)
+            self.take_in()
+        self.send_ready()
+        while self.expected:
+            self._wake = env.event()
+            yield self._wake
+            self.take_in()
+            self.send_ready()
+
+    def take_in(self) -> None:
+        """Store (or add in) every arrival and compute step's output, and count them off for whoever waits."""
+        model = self.model
+        inbox, self.inbox = self.inbox, []
+        self.expected -= len(inbox)
+        for item in inbox:
+            if isinstance(item, Message):
+                step = item.transfer
+                model.arrived_at[step] = model.env.now
+                take(self.buffer, model.key[step], item.payload, model.reduce[step], self.index)
+            else:
+                step = item
+                computed(self.buffer, model.computes[step - model.n_transfers], self.index, step - model.n_transfers)
+            for waiting in model.waiters[step]:
+                model.missing[waiting] -= 1
+                if not model.missing[waiting]:
+                    self.ready.append(waiting)
+
+    def send_ready(self) -> None:
+        """Send every ready transfer, hand every ready compute step to the compute unit."""
+        model = self.model
+        ready, self.ready = self.ready, []
+        for step in ready:
+            if step >= model.n_transfers:
+                model.units[self.index].submit(step - model.n_transfers)
+                continue
+            key = model.key[step]
+            chunk = self.buffer.get(key, ABSENT)
+            if chunk is ABSENT:
+                chunk = made(self.buffer, key, model.bundles, self.index, step, model.made)
+            message = Message(step, chunk, model.route[step], model.env.now)
+            model.sent_at[step] = model.env.now
+            model.nbytes[step] = message.nbytes
+            if message.route:
+                model.links[message.route[0]].put(message)
+            else:
+                model.after(0.0, model.devices[model.dst[step]].deliver, message)
+
+
+class Model:
+    """One run of the model: every link, compute unit and device as processes on one environment.
+
+    Built by :func:`netsim.engine.play` from the schedule's columns; ``route``
+    gives each transfer's links as numbers into ``link_ids``, ``rates`` each
+    device's ``(peak_flops, hbm_bandwidth_Bps)``.
+    """
+
+    def __init__(
+        self,
+        links: Sequence[tuple[float, float]],
+        route: Sequence[tuple[int, ...]],
+        columns: dict[str, Any],
+        computes: Sequence[Any],
+        compute_columns: dict[str, Any],
+        buffers: Sequence[dict],
+        rates: Sequence[tuple[float | None, float | None]],
+        *,
+        cut_through: bool,
+        start_s: Sequence[float],
+        link_class: type[Link] = Link,
+        compute_class: type[ComputeUnit] = ComputeUnit,
+    ) -> None:
+        n, m = len(columns["src"]), len(computes)
+        self.env = simpy.Environment()
+        self.cut_through = cut_through
+        self.n_transfers = n
+        self.computes = computes
+        self.route = route
+        self.dst = columns["dst"].tolist()
+        keys = columns["keys"]
+        self.key = [keys[k] for k in columns["key_index"].tolist()]
+        self.reduce = [bool(r) for r in columns["reduce"].tolist()]
+        self.bundles = columns.get("bundles") or {}
+        self.made: dict[tuple[int, Hashable], Any] = {}
+        self.sent_at = [float("nan")] * n
+        self.arrived_at = [float("nan")] * n
+        self.nbytes = array("q", bytes(8 * n))
+        self.started = [float("nan")] * m
+        self.ended = [float("nan")] * m
+        self.record = (array("i"), array("i"), array("d"), array("d"))
+        # Steps are numbered transfers first, then compute steps: who waits for each, and for how many.
+        deps = [columns["dep_idx"][a:b].tolist() for a, b in zip(columns["dep_ptr"][:-1].tolist(), columns["dep_ptr"][1:].tolist(), strict=True)]
+        cptr = compute_columns["dep_ptr"].tolist()
+        deps += [compute_columns["dep_idx"][cptr[j] : cptr[j + 1]].tolist() for j in range(m)]
+        self.missing = [len(d) for d in deps]
+        self.waiters: list[list[int]] = [[] for _ in deps]
+        for step, waited in enumerate(deps):
+            for d in waited:
+                self.waiters[d].append(step)
+        self.links = [link_class(self, k, bandwidth, latency) for k, (bandwidth, latency) in enumerate(links)]
+        self.units = [compute_class(self, d, *rates[d]) for d in range(len(buffers))]
+        self.devices = [Device(self, d, dict(buffers[d]), float(start_s[d])) for d in range(len(buffers))]
+        src, device = columns["src"].tolist(), compute_columns["device"].tolist()
+        for step in range(n + m):
+            where, done_at = (src[step], self.dst[step]) if step < n else (device[step - n], device[step - n])
+            self.devices[done_at].expected += 1
+            if not deps[step]:
+                self.devices[where].ready.append(step)
+        self.events = 0
+
+    def after(self, delay: float, callback: Any, item: Any) -> None:
+        """Call ``callback(item)`` ``delay`` seconds from now (a message reaching the end of a link)."""
+        event = self.env.timeout(delay)
+        event.callbacks.append(lambda _event: callback(item))
+
+    def record_hop(self, transfer: int, link: int, start: float, end: float) -> None:
+        """Note that ``transfer`` held ``link`` from ``start`` to ``end``."""
+        for column, value in zip(self.record, (transfer, link, start, end), strict=True):
+            column.append(value)
+
+    def run(self) -> None:
+        """Play until nothing more happens, counting SimPy's events."""
+        env = self.env
+        while True:
+            try:
+                env.step()
+            except simpy.core.EmptySchedule:
+                break
+            self.events += 1
+
+    @property
+    def missing_steps(self) -> np.ndarray:
+        """Steps that still wait for something (a deadlock when the run is over)."""
+        return np.flatnonzero(np.asarray(self.missing))

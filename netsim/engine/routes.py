@@ -1,0 +1,112 @@
+"""Routes as link numbers, and the checks a schedule passes before it is played."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, ClassVar
+
+import numpy as np
+
+from netsim.columnar import factorize
+from netsim.engine.columns import ArrayList
+from netsim.network.topology import LinkId, Topology
+
+__all__ = ["Routes", "check_schedule"]
+
+
+def check_schedule(transfers: dict[str, Any], computes: dict[str, Any], n_devices: int) -> None:
+    """Refuse a schedule whose steps name devices outside the topology or wait for what they cannot see.
+
+    ``transfers`` and ``computes`` are columns (:func:`~netsim.engine.columns.transfer_columns`,
+    :func:`~netsim.engine.columns.compute_columns`). A step may wait only for other steps,
+    and only for what is done where it starts: a transfer for arrivals at its source and
+    compute steps on its source, a compute step for arrivals at and compute steps on its device.
+
+    Raises
+    ------
+    ValueError
+        Naming the first step (in order) that breaks a rule.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as T
+    >>> from netsim.engine.columns import compute_columns, transfer_columns
+    >>> moves = transfer_columns([T(src=0, dst=1, key="x", reduce=False, direction=1, deps=()), T(src=2, dst=3, key="x", reduce=False, direction=1, deps=(0,))])
+    >>> check_schedule(moves, compute_columns([]), 4)
+    Traceback (most recent call last):
+    ...
+    ValueError: transfer #1 waits for transfer #0, which arrives at device 1, not at its source 2
+    """
+    src, dst = transfers["src"], transfers["dst"]
+    device = computes["device"]
+    n, m = len(src), len(device)
+    bad = np.flatnonzero((src < 0) | (src >= n_devices) | (dst < 0) | (dst >= n_devices))
+    if len(bad):
+        i = int(bad[0])
+        named = int(src[i]) if not 0 <= src[i] < n_devices else int(dst[i])
+        raise ValueError(f"transfer #{i} names device {named}, but the topology has {n_devices}")
+    bad = np.flatnonzero((device < 0) | (device >= n_devices))
+    if len(bad):
+        raise ValueError(f"compute step #{int(bad[0])} names device {int(device[bad[0]])}, but the topology has {n_devices}")
+    place = np.concatenate([dst, device]) if m else dst  # where each step is done
+    for kind, columns, base, starts in (("transfer", transfers, 0, src), ("compute step", computes, n, device)):
+        ptr, idx = columns["dep_ptr"], columns["dep_idx"]
+        count = len(ptr) - 1
+        owner = np.repeat(np.arange(count, dtype=np.int64), np.diff(ptr))
+        wrong = (idx < 0) | (idx >= n + m) | (idx == owner + base)
+        if wrong.any():
+            i = int(owner[np.flatnonzero(wrong)[0]])
+            deps = tuple(int(d) for d in idx[ptr[i] : ptr[i + 1]])
+            raise ValueError(f"{kind} #{i} waits for {deps!r}, which are not other steps")
+        elsewhere = np.flatnonzero(place[idx] != starts[owner])
+        if len(elsewhere):
+            k = int(elsewhere[0])
+            i, d = int(owner[k]), int(idx[k])
+            what = f"transfer #{d}, which arrives at device" if d < n else f"compute step #{d - n}, which runs on device"
+            mine = "its source" if kind == "transfer" else "its device"
+            raise ValueError(f"{kind} #{i} waits for {what} {int(place[d])}, not at {mine} {int(starts[i])}")
+
+
+class Routes:
+    """Routes as tuples of link numbers, computed once per (src, dst, direction) of a topology.
+
+    Kept between runs on the same topology (a sweep plays the same pairs again
+    and again); routes depend only on the grid, never on link bandwidths or
+    latencies, which are read afresh for every run.
+    """
+
+    _cache: ClassVar[weakref.WeakKeyDictionary[Topology, Routes]] = weakref.WeakKeyDictionary()
+
+    def __init__(self, topology: Topology) -> None:
+        self.owner = weakref.ref(topology)  # (a strong reference would keep the cache's key alive)
+        self.link_ids: list[LinkId] = topology.links
+        self.number = {link: k for k, link in enumerate(self.link_ids)}
+        self.known: dict[int, tuple[tuple[int, ...], tuple[LinkId, ...]]] = {}
+
+    @classmethod
+    def of_topology(cls, topology: Topology) -> Routes:
+        routes = cls._cache.get(topology)
+        if routes is None or routes.owner() is not topology or len(routes.link_ids) != topology.graph.number_of_edges():
+            routes = cls._cache[topology] = cls(topology)
+        return routes
+
+    def of(self, topology: Topology, columns: dict[str, Any]) -> tuple[list[tuple[int, ...]], list[tuple[LinkId, ...]]]:
+        """Per transfer: its route as link numbers, and as link ids (an :class:`ArrayList` that keeps,
+        as its columns, each transfer's number among the distinct routes and those routes)."""
+        n = topology.n_devices
+        code = np.multiply(columns["src"], n, dtype=np.int64)  # (src n + dst) 2 + forward, in one array
+        code += columns["dst"]
+        code *= 2
+        code += np.asarray(columns["direction"]) > 0
+        unique, inverse = factorize(code)
+        del code
+        as_ids, as_numbers = np.empty(len(unique), object), np.empty(len(unique), object)
+        for k, c in enumerate(unique.tolist()):
+            known = self.known.get(c)
+            if known is None:
+                pair, forward = divmod(c, 2)
+                route = topology.route(pair // n, pair % n, 1 if forward else -1)
+                known = self.known[c] = (tuple(self.number[link] for link in route), route)
+            as_numbers[k], as_ids[k] = known
+        inverse.flags.writeable = False
+        return as_numbers[inverse].tolist(), ArrayList(as_ids[inverse].tolist(), (inverse, tuple(as_ids)))

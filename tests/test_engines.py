@@ -1,0 +1,220 @@
+"""The fast player plays exactly the events of the process model.
+
+Random schedules full of ties (equal sizes, latencies and compute times that are
+multiples of each other, stragglers, contention on shared links, reductions,
+zero-byte and zero-hop messages, compute steps waiting for arrivals and transfers
+waiting for compute steps, steps that compute values) must give the same numbers
+bit for bit with both engines: times, hops in the same order, link and compute
+unit statistics, event counts and final buffers.
+"""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from netsim.algorithms.compute import Compute
+from netsim.engine import ComputeUnit, Link, play
+from netsim.network.topology import mesh, ring, torus
+
+
+def add_one(x):
+    return x + 1
+
+
+def random_case(seed, with_computes=True):
+    rng = random.Random(seed)
+    kind = rng.choice(["ring", "torus", "mesh"])
+    if kind == "ring":
+        topo = ring(rng.randint(2, 8), 1e9, rng.choice([0.0, 1e-6, 2e-6]))
+    elif kind == "torus":
+        topo = torus((rng.randint(2, 4), rng.randint(2, 4)), True, 1e9, rng.choice([0.0, 1e-6]))
+    else:
+        topo = mesh((rng.randint(2, 4), rng.randint(1, 3)), 1e9, 1e-6)
+    if rng.random() < 0.5:
+        for _, _, data in topo.graph.edges(data=True):
+            data["bandwidth_Bps"] = rng.choice([1e9, 2e9, 5e8])
+    for d in topo.graph.nodes:
+        topo.graph.nodes[d]["peak_flops"] = rng.choice([1e12, 2e12])
+        topo.graph.nodes[d]["hbm_bandwidth_Bps"] = 1e9
+    n = topo.n_devices
+    keys = ["a", "b", "c"]
+    sizes = {k: rng.choice([0, 1000, 2000, 3000]) for k in keys}
+    buffers = [{k: np.full(sizes[k] // 8, d + 1, np.int64) for k in keys} for d in range(n)]
+    # Steps in the order they are made; each waits only for earlier steps done where it starts.
+    made = []  # (kind, fields, done_at)
+    for _ in range(rng.randint(1, 60)):
+        computing = with_computes and rng.random() < 0.3
+        start = rng.randrange(n)
+        here = [k for k, (_, _, done_at) in enumerate(made) if done_at == start]
+        deps = sorted(rng.sample(here, min(len(here), rng.choice([0, 0, 1, 1, 2, 3]))))
+        if computing:
+            timing = rng.choice(
+                [{"seconds": rng.choice([0.0, 5e-7, 1e-6, 2e-6])}, {"flops": rng.choice([1e6, 2e6, 3e6])}, {"bytes": rng.choice([1000.0, 2000.0])}]
+            )
+            key = rng.choice(keys)
+            values = {"inputs": (key,), "output": key, "fn": add_one} if rng.random() < 0.5 else {}
+            made.append(("compute", dict(device=start, deps=deps, **timing, **values), start))
+        else:
+            dst = rng.randrange(n)
+            fields = dict(src=start, dst=dst, key=rng.choice(keys), reduce=rng.random() < 0.3, direction=rng.choice([1, -1]), deps=deps)
+            made.append(("transfer", fields, dst))
+    transfer_order = [k for k, step in enumerate(made) if step[0] == "transfer"]
+    compute_order = [k for k, step in enumerate(made) if step[0] == "compute"]
+    number = {k: i for i, k in enumerate(transfer_order + compute_order)}
+    transfers = [SimpleNamespace(**{**made[k][1], "deps": tuple(number[d] for d in made[k][1]["deps"])}) for k in transfer_order]
+    computes = [Compute(**{**made[k][1], "deps": tuple(number[d] for d in made[k][1]["deps"])}) for k in compute_order]
+    start_s = [rng.choice([0.0, 0.0, 0.0, 1e-6, 3e-6, 2.5e-6]) for _ in range(n)] if rng.random() < 0.3 else None
+    return topo, transfers, computes, buffers, rng.random() < 0.7, start_s
+
+
+def played(engine, topo, transfers, computes, buffers, cut_through, start_s, **classes):
+    return play(topo, transfers, buffers, computes=computes, cut_through=cut_through, start_s=start_s, engine=engine, **classes)
+
+
+def assert_same(ours, theirs):
+    assert ours.time == theirs.time
+    assert ours.actions == theirs.actions
+    assert ours.sent_at == theirs.sent_at
+    np.testing.assert_array_equal(ours.arrived_at, theirs.arrived_at)
+    assert ours.nbytes == theirs.nbytes
+    assert ours.routes == theirs.routes
+    assert [(h.transfer, h.link, h.start, h.end) for h in ours.hops] == [(h.transfer, h.link, h.start, h.end) for h in theirs.hops]
+    stats = lambda links: {link: (s.bytes, s.messages, s.busy_s, s.max_queue) for link, s in links.items()}  # noqa: E731
+    assert stats(ours.links) == stats(theirs.links)
+    np.testing.assert_array_equal(ours.computes.started_at, theirs.computes.started_at)
+    np.testing.assert_array_equal(ours.computes.ended_at, theirs.computes.ended_at)
+    assert ours.compute_units == theirs.compute_units
+    for mine, reference in zip(ours.buffers, theirs.buffers, strict=True):
+        assert mine.keys() == reference.keys()
+        for key in mine:
+            np.testing.assert_array_equal(mine[key], reference[key])
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_random_schedules_play_the_same_on_both_engines(seed):
+    case = random_case(seed)
+    fast, processes = played("fast", *case), played("processes", *case)
+    assert (fast.engine, processes.engine) == ("fast", "processes")
+    assert_same(fast, processes)
+
+
+def test_the_random_schedules_are_tie_heavy_and_mix_compute_with_transfers():
+    cases = [random_case(seed) for seed in range(200)]
+    runs = [played("fast", *case) for case in cases]
+    assert sum(1 for run in runs if any(s.max_queue > 1 for s in run.links.values())) > 50  # contention
+    assert sum(1 for run in runs if any(u.max_queue > 1 for u in run.compute_units.values())) > 20  # queued compute
+    transfer_waits_compute = sum(1 for _, t, c, *_ in cases if any(d >= len(t) for x in t for d in x.deps))
+    compute_waits_transfer = sum(1 for _, t, c, *_ in cases if any(d < len(t) for x in c for d in x.deps))
+    assert transfer_waits_compute > 20 and compute_waits_transfer > 20
+    instants = [np.concatenate([run.arrived_at, run.computes.ended_at]) for run in runs]
+    assert sum(1 for t in instants if len(np.unique(t)) < len(t)) > 100  # steps done at the same instant
+
+
+def test_a_transfer_waits_for_compute_and_compute_waits_for_transfers():
+    """By hand: 45 GB/s links of 1 us latency, 4.5 MB moves (100 us each), a chip of 1 PFLOP/s and 1 TB/s of HBM."""
+    topo = ring(4, 45e9, 1e-6)
+    for d in topo.graph.nodes:
+        topo.graph.nodes[d].update(peak_flops=1e15, hbm_bandwidth_Bps=1e12)
+    size = 4_500_000
+    buffers = [{"w": np.zeros(size, np.uint8)} for _ in range(4)]
+    move = lambda src, dst, deps=(): SimpleNamespace(src=src, dst=dst, key="w", reduce=False, direction=1, deps=deps)  # noqa: E731
+    transfers = [
+        move(0, 1),  # 0: one hop: 1 us + 100 us, arrives at 101 us
+        SimpleNamespace(src=3, dst=1, key="w", reduce=False, direction=-1, deps=()),  # 1: 3 -> 2 -> 1, cut-through: 2 us + 100 us
+        move(1, 2, deps=(3,)),  # 2: after compute step 0 (step 3) on device 1
+    ]
+    computes = [
+        Compute(device=1, flops=50e9, deps=(0, 1)),  # 50 GFLOP at 1 PFLOP/s: 50 us, once both arrived (102 us)
+        Compute(device=2, bytes=20e6, deps=(2,)),  # 20 MB at 1 TB/s: 20 us, once transfer 2 arrived
+    ]
+    for engine in ("fast", "processes"):
+        run = play(topo, transfers, buffers, computes=computes, engine=engine)
+        assert run.arrived_at[:2] == pytest.approx([101e-6, 102e-6], rel=1e-12)
+        assert run.computes.started_at.tolist() == pytest.approx([102e-6, 253e-6], rel=1e-12)
+        assert run.computes.ended_at[0] == pytest.approx(152e-6, rel=1e-12)
+        assert run.sent_at[2] == pytest.approx(152e-6, rel=1e-12)  # leaves when the compute step is done
+        assert run.arrived_at[2] == pytest.approx(253e-6, rel=1e-12)  # 1 hop: 1 us + 100 us
+        assert run.time == pytest.approx(273e-6, rel=1e-12)  # then 20 us of HBM-bound compute
+        assert run.compute_units[1].busy_s == pytest.approx(50e-6, rel=1e-12)
+
+
+def test_compute_steps_share_their_unit_in_order():
+    topo = ring(2, 1e9, 0.0)
+    computes = [Compute(device=0, seconds=3e-6), Compute(device=0, seconds=1e-6), Compute(device=1, seconds=2e-6, deps=())]
+    for engine in ("fast", "processes"):
+        run = play(topo, [], [{}, {}], computes=computes, engine=engine)
+        assert run.computes.started_at.tolist() == [0.0, 3e-6, 0.0]
+        assert run.computes.ended_at.tolist() == [3e-6, 4e-6, 2e-6]
+        assert run.compute_units[0].max_queue == 2 and run.compute_units[0].steps == 2
+        assert run.time == 4e-6
+
+
+def test_compute_steps_compute_values():
+    topo = ring(2, 1e9, 1e-6)
+    a, b = np.arange(4.0).reshape(2, 2), np.eye(2)
+    computes = [Compute(device=0, seconds=1e-6, inputs=("a", "b"), output="c", fn=np.matmul)]
+    move = SimpleNamespace(src=0, dst=1, key="c", reduce=False, direction=1, deps=(1,))
+    for engine in ("fast", "processes"):
+        run = play(topo, [move], [{"a": a, "b": b}, {}], computes=computes, engine=engine)
+        np.testing.assert_array_equal(run.buffers[1]["c"], a @ b)
+
+
+class OverheadLink(Link):
+    overhead_s = 0.5e-6
+
+    def transmission_s(self, message):
+        return super().transmission_s(message) + self.overhead_s
+
+
+class SlowStart(ComputeUnit):
+    def duration_s(self, step, index):
+        return super().duration_s(step, index) + 1e-6
+
+
+def test_your_own_link_and_compute_unit():
+    topo = ring(4, 1e9, 1e-6)
+    move = SimpleNamespace(src=0, dst=2, key="x", reduce=False, direction=1, deps=(1,))
+    buffers = [{"x": np.zeros(1000, np.uint8)}, {}, {}, {}]
+    computes = [Compute(device=0, seconds=2e-6)]
+    plain = play(topo, [move], buffers, computes=computes)
+    assert plain.time == pytest.approx(2e-6 + 2e-6 + 1e-6, rel=1e-12)
+    # Cut-through: the second link starts 1 us after the first and ends 1 us after it, so of the two
+    # links' 0.5 us overheads only one adds to the time.
+    assert play(topo, [move], buffers, computes=computes, link_class=OverheadLink).time == pytest.approx(plain.time + 0.5e-6, rel=1e-12)
+    mine = play(topo, [move], buffers, computes=computes, link_class=OverheadLink, compute_class=SlowStart)
+    assert mine.engine == "processes" and mine.time == pytest.approx(plain.time + 0.5e-6 + 1e-6, rel=1e-12)
+    with pytest.raises(ValueError, match=r"^the fast player plays only the built-in links and compute units: use engine='processes' with link_class"):
+        play(topo, [move], buffers, computes=computes, engine="fast", link_class=OverheadLink)
+
+
+@pytest.mark.parametrize(
+    ("transfers", "computes", "message"),
+    [
+        (
+            [SimpleNamespace(src=0, dst=1, key="x", reduce=False, direction=1, deps=())],
+            [Compute(device=1, seconds=1.0, deps=(0,)), Compute(device=0, seconds=1.0, deps=(0,))],
+            r"^compute step #1 waits for transfer #0, which arrives at device 1, not at its device 0$",
+        ),
+        (
+            [SimpleNamespace(src=1, dst=0, key="x", reduce=False, direction=1, deps=(1,))],
+            [Compute(device=0, seconds=1.0)],
+            r"^transfer #0 waits for compute step #0, which runs on device 0, not at its source 1$",
+        ),
+        ([], [Compute(device=2, seconds=1.0)], r"^compute step #0 names device 2, but the topology has 2$"),
+        ([], [Compute(device=0, seconds=1.0, deps=(0,))], r"^compute step #0 waits for \(0,\), which are not other steps$"),
+        (
+            [],
+            [Compute(device=0, flops=1e9)],
+            r"^compute step #0 counts flops but device 0 has no peak_flops: give the topology's device: \{peak_flops: \.\.\.\}$",
+        ),
+        ([], [Compute(device=0, seconds=float("inf"))], r"^compute step #0 on device 0 would take inf s: give a finite time >= 0$"),
+    ],
+)
+@pytest.mark.parametrize("engine", ["fast", "processes"])
+def test_bad_compute_steps(transfers, computes, message, engine):
+    with pytest.raises(ValueError, match=message):
+        play(ring(2), transfers, [{"x": np.zeros(1)}, {"x": np.zeros(1)}], computes=computes, engine=engine)
