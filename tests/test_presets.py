@@ -26,6 +26,60 @@ def test_generation_numbers_are_the_documented_ones():
     assert all(g.latency_s == 1e-6 for g in GENERATIONS.values())
 
 
+def test_chip_figures_are_the_cited_ones():
+    # The scaling book's TPU chapter, table "TPU specs", per chip: bf16 FLOP/s, HBM bytes/s, HBM GB (10**9 bytes).
+    expected = {
+        "tpu-v4": (2.75e14, 1.2e12, 32 * 10**9),
+        "tpu-v5p": (4.59e14, 2.8e12, 96 * 10**9),
+        "tpu-v5e": (1.97e14, 8.1e11, 16 * 10**9),
+        "tpu-v6e": (9.20e14, 1.6e12, 32 * 10**9),
+    }
+    assert {name: (g.peak_flops, g.hbm_bandwidth_Bps, g.hbm_capacity_bytes) for name, g in GENERATIONS.items()} == expected
+    # every device of every slice carries them
+    for name, shape in (("tpu-v4", "2x2x4"), ("tpu-v5p", "4x4x4"), ("tpu-v5e", "4x4"), ("tpu-v6e", "8x16")):
+        t = tpu_slice(f"{name}:{shape}")
+        peak, hbm, capacity = expected[name]
+        assert all(t.device(d) == {"peak_flops": peak, "hbm_bandwidth_Bps": hbm, "hbm_capacity_bytes": capacity} for d in range(t.n_devices))
+    # v5e: the arithmetic intensity where a chip stops being HBM-bound, about 240 FLOP/byte
+    v5e = tpu_slice("tpu-v5e:4x4").device(0)
+    assert v5e["peak_flops"] / v5e["hbm_bandwidth_Bps"] == pytest.approx(243, abs=1)
+
+
+def test_a_scenario_device_section_overrides_the_preset_field_by_field(tmp_path):
+    text = """
+        name: t
+        topology: tpu-v5e:2x2
+        device: {hbm_capacity: 32 GiB, hbm_bandwidth: 819 GB/s}
+        collective: {op: psum}
+        input: {shape: [8], dtype: int32}
+    """
+    path = tmp_path / "s.yaml"
+    path.write_text(textwrap.dedent(text))
+    scenario = netsim.load_scenario(path)
+    merged = {"peak_flops": 1.97e14, "hbm_bandwidth_Bps": 8.19e11, "hbm_capacity_bytes": 32 * 2**30}
+    assert scenario.topology_obj.device(3) == merged
+    assert scenario.topology_shape.device == merged
+    # the scenario as run carries the merged figures in its inline topology and loads back to them
+    as_run = scenario.as_run()
+    assert as_run["topology"]["device"] == {"peak_flops": "197 TFLOP/s", "hbm_bandwidth": "819 GB/s", "hbm_capacity": "32 GiB"} and "device" not in as_run
+    again = tmp_path / "again.yaml"
+    again.write_text(yaml.safe_dump(as_run))
+    assert netsim.load_scenario(again).topology_obj.device(0) == merged
+    # without a device section, the preset's figures
+    path.write_text(textwrap.dedent(text).replace("device: {hbm_capacity: 32 GiB, hbm_bandwidth: 819 GB/s}\n", ""))
+    assert netsim.load_scenario(path).topology_obj.device(0) == GENERATIONS["tpu-v5e"].device
+
+
+def test_a_topology_file_with_a_device_section_gives_those_figures(tmp_path):
+    path = tmp_path / "chips.yaml"
+    path.write_text("kind: torus\ndims: [2, 2]\ndevice:\n  peak_flops: 197 TFLOP/s\n  hbm_bandwidth: 819 GB/s\n  hbm_capacity: 16 GiB\n")
+    t = netsim.load_topology(path)
+    assert all(t.device(d) == {"peak_flops": 1.97e14, "hbm_bandwidth_Bps": 8.19e11, "hbm_capacity_bytes": 16 * 2**30} for d in range(4))
+    path.write_text("kind: torus\ndims: [2, 2]\ndevice: {peak_flops: 918 TFLOPS}\n")
+    assert netsim.load_topology(path).device(1) == {"peak_flops": 9.18e14, "hbm_bandwidth_Bps": None, "hbm_capacity_bytes": None}
+    assert netsim.load_topology("ring8").device(0)["peak_flops"] is None  # a generic ring knows no chip
+
+
 @pytest.mark.parametrize(
     ("name", "wraps"),
     [
@@ -93,6 +147,8 @@ def test_bundled_tpu_files_agree_with_the_presets():
         from_file = netsim.load_topology(path)
         assert (from_file.dims, from_file.wraparound) == (preset.dims, preset.wraparound), stem
         assert {tuple(sorted(from_file.link(lk).items())) for lk in from_file.links} == {tuple(sorted(preset.link(lk).items())) for lk in preset.links}, stem
+        assert [from_file.device(d) for d in range(from_file.n_devices)] == [preset.device(d) for d in range(preset.n_devices)], stem
+        assert from_file.device(0)["peak_flops"] is not None, stem
         assert "#" in path.read_text() and yaml.safe_load(path.read_text())["name"] == stem
 
 

@@ -40,8 +40,8 @@ CASES = [
     (replace("  dtype: int32", "  dtype: int32\n  colour: red"), "input.colour: unknown field; allowed here: shape, bytes_per_device, dtype, values"),
     (
         replace("name: t", "name: t\nalgoritm: ring"),
-        "algoritm: unknown field; allowed here: name, description, topology, collective, input, algorithm, link, forwarding, seed, expected, "
-        "mesh, faults, stragglers, data",
+        "algoritm: unknown field; allowed here: name, description, topology, collective, input, algorithm, link, device, forwarding, seed, "
+        "expected, mesh, faults, stragglers, data",
     ),
     (
         replace("  op: all_gather", "  op: all_gather\n  scatter_dimension: 0"),
@@ -53,6 +53,31 @@ CASES = [
         replace("name: t", "name: t\nalgorithm: tree"),
         "algorithm: unknown algorithm 'tree'; expected one of ring, bidirectional_ring, bidirectional_halfway, "
         "direct, recursive_doubling, recursive_halving, rabenseifner, multiaxis, dimension_ordered, multiaxis_bundled (got 'tree')",
+    ),
+    (
+        replace("ring4", "{kind: ring, dims: [4], device: {peak_flops: fast}}"),
+        "topology.device.peak_flops: cannot read 'fast' as a compute rate; write it like '197 TFLOP/s' (got 'fast')",
+    ),
+    (
+        replace("ring4", "{kind: ring, dims: [4], device: {flops: 197 TFLOP/s}}"),
+        "topology.device.flops: unknown field; allowed here: peak_flops, hbm_bandwidth, hbm_capacity",
+    ),
+    (
+        replace("ring4", "{kind: ring, dims: [4], device: {hbm_bandwidth: 819 Gb/s}}"),
+        "topology.device.hbm_bandwidth: cannot read '819 Gb/s' as a bandwidth; write it like '45 GB/s' (got '819 Gb/s')",
+    ),
+    (
+        replace("ring4", "{kind: ring, dims: [4], device: {hbm_capacity: true}}"),
+        "topology.device.hbm_capacity: expected a number or a string with a unit such as '64 MiB' (got True)",
+    ),
+    (replace("ring4", "{kind: ring, dims: [4], device: {hbm_capacity: 0 GiB}}"), "topology.device.hbm_capacity: Input should be greater than 0 (got '0 GiB')"),
+    (
+        replace("ring4", "{kind: ring, dims: [4], device: {peak_flops: 0.5}}"),
+        "topology.device.peak_flops: compute rates below 1 FLOP/s are not simulated (got 0.5)",
+    ),
+    (
+        replace("name: t", "name: t\ndevice: {peak_flops: 197 TFLOPs}"),
+        "device.peak_flops: cannot read '197 TFLOPs' as a compute rate; write it like '197 TFLOP/s'",
     ),
     (replace("name: t", "name: t\nlink: {bandwidth: 0 GB/s}"), "link.bandwidth: Input should be greater than 0 (got '0 GB/s')"),
     (
@@ -173,3 +198,11 @@ def test_relative_topology_path_is_found_next_to_the_scenario(tmp_path):
     _, result = run_text(tmp_path, replace("topology: ring4", "topology: mine.yaml"))
     assert result.exit_code == 0, result.output
     assert "mine" in result.output
+
+
+def test_bad_device_figures_in_a_topology_file_name_that_file_and_the_field(tmp_path):
+    (tmp_path / "chips.yaml").write_text("kind: ring\ndims: [4]\ndevice: {peak_flops: 197 TFLOP/s, hbm_capacity: 16 Gb}\n")
+    _, result = run_text(tmp_path, replace("topology: ring4", "topology: chips.yaml"))
+    assert result.exit_code == 2
+    expected = f"error: {tmp_path / 'chips.yaml'}: device.hbm_capacity: cannot read '16 Gb' as a size; write it like '64 MiB' (got '16 Gb')"
+    assert result.output.strip() == expected

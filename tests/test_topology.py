@@ -1,7 +1,8 @@
 import networkx as nx
+import numpy as np
 import pytest
 
-from netsim.network.topology import mesh, ring, torus
+from netsim.network.topology import DEVICE_FIELDS, mesh, ring, torus
 
 
 def test_ring_links_both_directions():
@@ -67,9 +68,50 @@ def test_every_route_follows_existing_links():
         (lambda: ring(4, bandwidth_Bps=0), "bandwidth_Bps must be a positive finite number, got 0"),
         (lambda: ring(4, latency_s=-1.0), "latency_s must be zero or a positive finite number, got -1.0"),
         (lambda: ring(4).route(0, 1, tie=0), "tie must be +1 or -1, got 0"),
+        (lambda: ring(4, device={"flops": 1e12}), "unknown device field 'flops'; known: peak_flops, hbm_bandwidth_Bps, hbm_capacity_bytes"),
+        (lambda: ring(4, device={"peak_flops": 0}), "device peak_flops must be a positive finite number, got 0"),
+        (lambda: mesh((2, 2), device={"hbm_bandwidth_Bps": float("inf")}), "device hbm_bandwidth_Bps must be a positive finite number, got inf"),
+        (lambda: torus((2,), device={"hbm_capacity_bytes": "16 GB"}), "device hbm_capacity_bytes must be a positive finite number, got '16 GB'"),
+        (lambda: torus((2,), device={"hbm_capacity_bytes": 1.5}), "device hbm_capacity_bytes must be a whole number of bytes, got 1.5"),
+        (
+            lambda: torus((2,), device=[("peak_flops", 1.0)]),
+            "device must be a mapping of peak_flops, hbm_bandwidth_Bps, hbm_capacity_bytes, got [('peak_flops', 1.0)]",
+        ),
+        (lambda: ring(4).device(4), "device 4 is not on ring4 (devices 0..3)"),
+        (lambda: ring(4).with_device({"peak_flops": -1.0}), "device peak_flops must be a positive finite number, got -1.0"),
     ],
 )
 def test_bad_arguments_are_named(call, message):
     with pytest.raises(ValueError) as error:
         call()
     assert str(error.value) == message
+
+
+def test_devices_carry_their_compute_facts():
+    unknown = ring(4).device(0)
+    assert unknown == {"peak_flops": None, "hbm_bandwidth_Bps": None, "hbm_capacity_bytes": None} and tuple(unknown) == DEVICE_FIELDS
+    assert "peak_flops" not in ring(4).graph.nodes[0]  # unknown facts are not stored on the node
+    facts = {"peak_flops": 1.97e14, "hbm_bandwidth_Bps": 8.1e11, "hbm_capacity_bytes": 16 * 10**9}
+    for topology in (ring(4, device=facts), torus((4, 4), device=facts), mesh((2, 3), device=facts)):
+        assert all(topology.device(d) == facts for d in range(topology.n_devices))
+        assert topology.graph.nodes[1]["peak_flops"] == 1.97e14
+        assert topology.device(np.int64(1)) == facts  # numpy indices too
+    t = torus((4, 4), device=facts)
+    t.device(0)["peak_flops"] = 1.0  # a new dict each time
+    assert t.device(0) == facts
+    assert isinstance(t.device(0)["hbm_capacity_bytes"], int)
+    assert t.device((1, 2)) == 6  # coordinates still give the index
+    # copies keep the facts; None fields are left unknown
+    assert t.fail_link(0, 1).device(0) == facts and t.with_links(bandwidth_Bps=1e9).device(5) == facts
+    assert ring(2, device={"peak_flops": 1e12, "hbm_capacity_bytes": None}).device(1) == {
+        "peak_flops": 1e12,
+        "hbm_bandwidth_Bps": None,
+        "hbm_capacity_bytes": None,
+    }
+
+
+def test_with_device_merges_the_given_fields():
+    t = ring(4, device={"peak_flops": 1.97e14, "hbm_capacity_bytes": 16 * 10**9})
+    merged = t.with_device({"hbm_capacity_bytes": 32 * 2**30, "hbm_bandwidth_Bps": None})
+    assert merged.device(3) == {"peak_flops": 1.97e14, "hbm_bandwidth_Bps": None, "hbm_capacity_bytes": 32 * 2**30}
+    assert t.device(3)["hbm_capacity_bytes"] == 16 * 10**9  # the original is unchanged

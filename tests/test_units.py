@@ -1,6 +1,6 @@
 import pytest
 
-from netsim.network.units import format_bytes, format_seconds, parse_bandwidth, parse_bytes, parse_duration
+from netsim.network.units import format_bytes, format_seconds, parse_bandwidth, parse_bytes, parse_duration, parse_flops
 
 
 @pytest.mark.parametrize(
@@ -14,6 +14,14 @@ def test_parse_bytes(text, value):
 @pytest.mark.parametrize(("text", "value"), [("45 GB/s", 45e9), ("90GB/s", 90e9), ("1 MiB/s", 2**20), ("100 B/s", 100.0)])
 def test_parse_bandwidth(text, value):
     assert parse_bandwidth(text) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("197 TFLOP/s", 1.97e14), ("1.97e14 FLOP/s", 1.97e14), ("918 TFLOPS", 9.18e14), ("4.6 PFLOPs/s", 4.6e15), ("2 GFLOP/s", 2e9), ("5 FLOP/s", 5.0)],
+)
+def test_parse_flops(text, value):
+    assert parse_flops(text) == pytest.approx(value, rel=1e-15)
 
 
 @pytest.mark.parametrize(("text", "value"), [("1 us", 1e-6), ("1 µs", 1e-6), ("500 ns", 5e-7), ("2 ms", 2e-3), ("3s", 3.0), ("0 us", 0.0)])
@@ -30,6 +38,10 @@ def test_parse_duration(text, value):
         (parse_bandwidth, "45 Gb/s", "cannot read '45 Gb/s' as a bandwidth; write it like '45 GB/s'"),
         (parse_duration, "1 fortnight", "cannot read '1 fortnight' as a duration; write it like '1 us'"),
         (parse_bytes, "1e400 B", "'1e400 B' is not a whole number of bytes"),
+        (parse_flops, "197 TFLOPs", "cannot read '197 TFLOPs' as a compute rate; write it like '197 TFLOP/s'"),
+        (parse_flops, "1 TiFLOP/s", "cannot read '1 TiFLOP/s' as a compute rate; write it like '197 TFLOP/s'"),
+        (parse_flops, 1.97e14, "expected a compute rate string such as '197 TFLOP/s', got 197000000000000.0"),
+        (parse_flops, "1e400 FLOP/s", "'1e400 FLOP/s' is not a finite compute rate"),
     ],
 )
 def test_bad_units_name_the_text(parse, text, message):

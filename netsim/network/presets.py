@@ -28,6 +28,25 @@ On v4 and v5p the wraparound links come from the optical switches that join
 whole 4x4x4 cubes; a slice smaller than a cube (2x2x4, 2x4x4) has no wraparound
 on any axis, even on an axis of 4 (the book's TPU chapter). So "an axis that is
 a multiple of 4 wraps" holds for the slices made of whole cubes, and only those.
+
+Every chip of a slice also carries its compute facts (:meth:`Topology.device
+<netsim.network.topology.Topology.device>`), per chip, from the scaling book's TPU
+chapter, table "TPU specs" (jax-ml.github.io/scaling-book/tpus):
+
+============  ===============  ==============  ============
+generation    bf16 peak        HBM bandwidth   HBM capacity
+============  ===============  ==============  ============
+``tpu-v4``    2.75e14 FLOP/s   1.2e12 B/s      32 GB
+``tpu-v5p``   4.59e14 FLOP/s   2.8e12 B/s      96 GB
+``tpu-v5e``   1.97e14 FLOP/s   8.1e11 B/s      16 GB
+``tpu-v6e``   9.20e14 FLOP/s   1.6e12 B/s      32 GB
+============  ===============  ==============  ============
+
+GB is 10**9 bytes, as the book and the Cloud TPU pages write it. The Cloud TPU
+pages ("TPU v5e", "TPU v6e") agree with the book on v5e's peak and capacity
+(197 TFLOPs, 16 GB) but give 819 GBps for its HBM; for v6e they give 918 TFLOPs,
+32 GB and 1600 to 1640 GBps (depending on the page's version). We take the
+book's figures throughout.
 """
 
 from __future__ import annotations
@@ -72,6 +91,12 @@ class Generation:
         The wraparound rule in words.
     wraps : callable
         ``f(dims)`` -> one wraparound flag per axis.
+    peak_flops : float
+        One chip's peak bf16 compute, FLOP/s.
+    hbm_bandwidth_Bps : float
+        One chip's HBM bandwidth, bytes per second.
+    hbm_capacity_bytes : int
+        One chip's HBM capacity, bytes.
     """
 
     name: str
@@ -82,24 +107,47 @@ class Generation:
     max_axis: int | None
     rule: str
     wraps: Callable[[tuple[int, ...]], tuple[bool, ...]]
+    peak_flops: float
+    hbm_bandwidth_Bps: float
+    hbm_capacity_bytes: int
+
+    @property
+    def device(self) -> dict[str, float | int]:
+        """One chip's compute facts, keyed as :data:`~netsim.network.chips.DEVICE_FIELDS`.
+
+        Examples
+        --------
+        >>> GENERATIONS["tpu-v5e"].device
+        {'peak_flops': 197000000000000.0, 'hbm_bandwidth_Bps': 810000000000.0, 'hbm_capacity_bytes': 16000000000}
+        """
+        return {"peak_flops": self.peak_flops, "hbm_bandwidth_Bps": self.hbm_bandwidth_Bps, "hbm_capacity_bytes": self.hbm_capacity_bytes}
 
 
 _CUBES = "every axis wraps when all axes are multiples of 4 (whole 4x4x4 cubes); otherwise none does"
 _SIXTEEN = "an axis wraps only when it has 16 chips"
 
+# Chip figures (the last three numbers of each generation): the scaling book's TPU chapter
+# (jax-ml.github.io/scaling-book/tpus), table "TPU specs", per chip: bf16 FLOP/s, HBM bandwidth
+# in bytes/s, HBM capacity in GB (10**9 bytes, as the book and the Cloud TPU pages write it).
 GENERATIONS: dict[str, Generation] = {
     # scaling book, TPU chapter: v4 ICI 4.5e10 B/s one way per link direction; 3D torus;
     # pod 16x16x16 = 4096 chips (Cloud TPU v4 docs); ~1 us per hop (the book).
-    "tpu-v4": Generation("tpu-v4", 3, 45e9, 1e-6, 4096, None, _CUBES, _whole_cubes),
+    # Chip (book, "TPU specs", v4p): 2.75e14 bf16 FLOP/s, 1.2e12 B/s HBM, 32 GB HBM.
+    "tpu-v4": Generation("tpu-v4", 3, 45e9, 1e-6, 4096, None, _CUBES, _whole_cubes, 2.75e14, 1.2e12, 32 * 10**9),
     # scaling book: v5p 9e10 B/s one way (the Cloud docs' 1200 GB/s per chip suggests 100 GB/s
     # per port; we take the book's); 3D torus; pod 16x20x28 = 8960 chips (Cloud TPU v5p docs).
-    "tpu-v5p": Generation("tpu-v5p", 3, 90e9, 1e-6, 8960, None, _CUBES, _whole_cubes),
+    # Chip (book, "TPU specs"): 4.59e14 bf16 FLOP/s, 2.8e12 B/s HBM, 96 GB HBM.
+    "tpu-v5p": Generation("tpu-v5p", 3, 90e9, 1e-6, 8960, None, _CUBES, _whole_cubes, 4.59e14, 2.8e12, 96 * 10**9),
     # scaling book: v5e 4.5e10 B/s one way (Cloud docs: 400 GB/s per chip over 4 ports = 50 GB/s
     # one way per port; we take the book's); 2D torus, wraparound only on an axis of 16; pod 16x16.
-    "tpu-v5e": Generation("tpu-v5e", 2, 45e9, 1e-6, 256, 16, _SIXTEEN, _sixteen),
+    # Chip (book, "TPU specs"): 1.97e14 bf16 FLOP/s, 8.1e11 B/s HBM, 16 GB HBM (the Cloud TPU v5e
+    # page: 197 TFLOPs bf16, "16 GB, 819 GBps"; we take the book's 8.1e11).
+    "tpu-v5e": Generation("tpu-v5e", 2, 45e9, 1e-6, 256, 16, _SIXTEEN, _sixteen, 1.97e14, 8.1e11, 16 * 10**9),
     # scaling book: v6e (Trillium) 9e10 B/s one way (Cloud docs: 800 GB/s per chip, 4 ports);
     # 2D torus, wraparound only on an axis of 16; pod 16x16.
-    "tpu-v6e": Generation("tpu-v6e", 2, 90e9, 1e-6, 256, 16, _SIXTEEN, _sixteen),
+    # Chip (book, "TPU specs"): 9.20e14 bf16 FLOP/s, 1.6e12 B/s HBM, 32 GB HBM (the Cloud TPU v6e
+    # page: 918 TFLOPs bf16, 32 GB, 1600-1640 GBps; we take the book's).
+    "tpu-v6e": Generation("tpu-v6e", 2, 90e9, 1e-6, 256, 16, _SIXTEEN, _sixteen, 9.20e14, 1.6e12, 32 * 10**9),
 }
 """The known TPU generations, by the name used before the colon."""
 
@@ -166,7 +214,8 @@ def tpu_slice(name: str) -> Topology:
     Returns
     -------
     Topology
-        Named as given, with the generation's links and wraparound.
+        Named as given, with the generation's links and wraparound, and its
+        chip's compute facts on every device.
 
     Raises
     ------
@@ -180,10 +229,12 @@ def tpu_slice(name: str) -> Topology:
     ((8, 16), (False, True), 'tpu-v5e:8x16')
     >>> tpu_slice("tpu-v4:4x4x8").wraparound, tpu_slice("tpu-v4:2x2x4").wraparound
     ((True, True, True), (False, False, False))
+    >>> tpu_slice("tpu-v5e:4x4").device(0)["peak_flops"]
+    197000000000000.0
     >>> tpu_slice("tpu-v9:4x4")
     Traceback (most recent call last):
     ...
     ValueError: unknown TPU generation 'tpu-v9' in 'tpu-v9:4x4'; known: tpu-v4, tpu-v5p, tpu-v5e, tpu-v6e (write e.g. tpu-v5e:8x16)
     """
     generation, dims = parse_slice(name)
-    return torus(dims, generation.wraps(dims), generation.bandwidth_Bps, generation.latency_s, name=name)
+    return torus(dims, generation.wraps(dims), generation.bandwidth_Bps, generation.latency_s, name=name, device=generation.device)

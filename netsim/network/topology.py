@@ -17,14 +17,18 @@ This module knows nothing of SimPy or collectives.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+import numbers
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
 
+from netsim.network.chips import DEVICE_FIELDS, check_device
+
 __all__ = [
     "DEFAULT_BANDWIDTH_BPS",
     "DEFAULT_LATENCY_S",
+    "DEVICE_FIELDS",
     "LinkId",
     "Topology",
     "UnreachableError",
@@ -65,8 +69,8 @@ class Topology:
     Attributes
     ----------
     graph : networkx.MultiDiGraph
-        Nodes are device indices with a ``coord`` attribute; edges are link
-        directions keyed ``(axis, step)`` with ``bandwidth_Bps`` and ``latency_s``.
+        Nodes are device indices with a ``coord`` attribute and the :data:`DEVICE_FIELDS`
+        that are known; edges are link directions keyed ``(axis, step)`` with ``bandwidth_Bps`` and ``latency_s``.
     dims : tuple of int
         Size of each axis.
     wraparound : tuple of bool
@@ -94,8 +98,30 @@ class Topology:
         """Coordinates of a device on the grid."""
         return self.graph.nodes[device]["coord"]
 
-    def device(self, coord: Sequence[int]) -> int:
-        """Device index at the given coordinates (row-major)."""
+    def device(self, d: int | Sequence[int]) -> dict | int:
+        """A device's compute facts (given its index), or the device index at some coordinates.
+
+        ``device(d)`` for an index ``d`` is a new dict with the keys of :data:`DEVICE_FIELDS`:
+        ``peak_flops`` (FLOP/s), ``hbm_bandwidth_Bps`` (bytes/s) and ``hbm_capacity_bytes``,
+        None where unknown (ValueError if ``d`` is not a device here). ``device(coord)`` for
+        a sequence of coordinates is the index of the device there (row-major).
+
+        Examples
+        --------
+        >>> t = ring(4, device={"peak_flops": 1.97e14})
+        >>> t.device(0)
+        {'peak_flops': 197000000000000.0, 'hbm_bandwidth_Bps': None, 'hbm_capacity_bytes': None}
+        >>> torus((4, 4)).device((1, 2))
+        6
+        """
+        if isinstance(d, numbers.Integral) and not isinstance(d, bool):
+            if not 0 <= d < self.n_devices:
+                raise ValueError(f"device {d!r} is not on {self.name} (devices 0..{self.n_devices - 1})")
+            node = self.graph.nodes[int(d)]
+            return {field: node.get(field) for field in DEVICE_FIELDS}
+        return self._index(d)
+
+    def _index(self, coord: Sequence[int]) -> int:
         index = 0
         for c, size in zip(coord, self.dims, strict=True):
             index = index * size + c
@@ -132,6 +158,23 @@ class Topology:
                 data["bandwidth_Bps"] = float(bandwidth_Bps)
             if latency_s is not None:
                 data["latency_s"] = float(latency_s)
+        return Topology(graph, self.dims, self.wraparound, self.name)
+
+    def with_device(self, device: Mapping[str, float | int | None]) -> Topology:
+        """A copy in which every device has the given compute facts (as ``device`` of :func:`torus`).
+
+        Fields left out or None keep their value; a bad mapping is a ValueError.
+
+        Examples
+        --------
+        >>> t = ring(2, device={"peak_flops": 1e12}).with_device({"hbm_capacity_bytes": 2**30})
+        >>> t.device(1)
+        {'peak_flops': 1000000000000.0, 'hbm_bandwidth_Bps': None, 'hbm_capacity_bytes': 1073741824}
+        """
+        facts = check_device(device)
+        graph = self.graph.copy()
+        for node in graph.nodes:
+            graph.nodes[node].update(facts)
         return Topology(graph, self.dims, self.wraparound, self.name)
 
     def route(self, src: int, dst: int, tie: int = 1) -> tuple[LinkId, ...]:
@@ -320,9 +363,9 @@ def _route(topology: Topology, src: int, dst: int, tie: int) -> tuple[LinkId, ..
             step = 1 if target[axis] >= here[axis] else -1
             count = abs(target[axis] - here[axis])
         for _ in range(count):
-            u = topology.device(here)
+            u = topology._index(here)
             here[axis] = (here[axis] + step) % size
-            hops.append((u, topology.device(here), (axis, step)))
+            hops.append((u, topology._index(here), (axis, step)))
     return tuple(hops)
 
 
@@ -339,6 +382,7 @@ def torus(
     bandwidth_Bps: float = DEFAULT_BANDWIDTH_BPS,
     latency_s: float = DEFAULT_LATENCY_S,
     name: str | None = None,
+    device: Mapping[str, float | int | None] | None = None,
 ) -> Topology:
     """A torus (or, without wraparound, a mesh) of any number of axes.
 
@@ -354,6 +398,9 @@ def torus(
         Per-hop latency, seconds.
     name : str, optional
         Label for reports; defaults to e.g. ``torus4x4``.
+    device : mapping, optional
+        Compute facts of every device, keys from :data:`DEVICE_FIELDS`: ``peak_flops`` (FLOP/s),
+        ``hbm_bandwidth_Bps`` (bytes/s), ``hbm_capacity_bytes`` (whole); left out or None: unknown.
 
     Returns
     -------
@@ -363,7 +410,8 @@ def torus(
     ------
     ValueError
         If a size is not a positive integer, the wraparound flags do not match the
-        axes, or a link parameter is not positive and finite.
+        axes, a link parameter or a device fact is not positive and finite, or a
+        device field is unknown.
 
     Examples
     --------
@@ -374,6 +422,8 @@ def torus(
     4
     >>> torus((4, 2), wraparound=(True, False)).graph.number_of_edges()
     24
+    >>> torus((2, 2), device={"hbm_bandwidth_Bps": 8.1e11}).device(3)["hbm_bandwidth_Bps"]
+    810000000000.0
     """
     dims = tuple(dims)
     if not dims or any(not isinstance(d, int) or isinstance(d, bool) or d < 1 for d in dims):
@@ -385,14 +435,15 @@ def torus(
         if len(wraps) != len(dims) or not all(isinstance(w, bool) for w in wraps):
             raise ValueError(f"wraparound must be a bool or one bool per axis of {dims!r}, got {wraparound!r}")
     _check_link(bandwidth_Bps, latency_s)
+    facts = check_device(device)
     graph = nx.MultiDiGraph()
     coords = list(itertools.product(*(range(d) for d in dims)))
     for index, coord in enumerate(coords):
-        graph.add_node(index, coord=coord)
+        graph.add_node(index, coord=coord, **facts)
     attrs = {"bandwidth_Bps": float(bandwidth_Bps), "latency_s": float(latency_s)}
     topology = Topology(graph, dims, wraps, name or _default_name(dims, wraps))
     for coord in coords:
-        u = topology.device(coord)
+        u = topology._index(coord)
         for axis, size in enumerate(dims):
             for step in (1, -1):
                 c = coord[axis] + step
@@ -400,7 +451,7 @@ def torus(
                     continue
                 neighbour = list(coord)
                 neighbour[axis] = c % size
-                graph.add_edge(u, topology.device(neighbour), key=(axis, step), **attrs)
+                graph.add_edge(u, topology._index(neighbour), key=(axis, step), **attrs)
     return topology
 
 
@@ -416,8 +467,9 @@ def ring(
     bandwidth_Bps: float = DEFAULT_BANDWIDTH_BPS,
     latency_s: float = DEFAULT_LATENCY_S,
     name: str | None = None,
+    device: Mapping[str, float | int | None] | None = None,
 ) -> Topology:
-    """A bidirectional ring of ``n`` devices: device i is linked to i-1 and i+1 (mod n).
+    """A bidirectional ring of ``n`` devices, i linked to i-1 and i+1 (mod n); other parameters as :func:`torus` (``device``: compute facts).
 
     Examples
     --------
@@ -427,7 +479,7 @@ def ring(
     """
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"n must be a positive integer, got {n!r}")
-    return torus((n,), True, bandwidth_Bps, latency_s, name)
+    return torus((n,), True, bandwidth_Bps, latency_s, name, device)
 
 
 def mesh(
@@ -435,12 +487,13 @@ def mesh(
     bandwidth_Bps: float = DEFAULT_BANDWIDTH_BPS,
     latency_s: float = DEFAULT_LATENCY_S,
     name: str | None = None,
+    device: Mapping[str, float | int | None] | None = None,
 ) -> Topology:
-    """A grid without wraparound on any axis (a line when one-dimensional).
+    """A grid without wraparound on any axis (a line when one-dimensional); parameters as :func:`torus` (``device``: compute facts).
 
     Examples
     --------
     >>> mesh((4,)).graph.number_of_edges()
     6
     """
-    return torus(dims, False, bandwidth_Bps, latency_s, name)
+    return torus(dims, False, bandwidth_Bps, latency_s, name, device)

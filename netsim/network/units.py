@@ -7,6 +7,9 @@ Decimal prefixes (k, M, G, T) are powers of 1000 and binary ones (Ki, Mi, Gi, Ti
 powers of 1024, as in the IEC standard: "1 GB" is 10**9 bytes and "1 GiB" is
 2**30 bytes. Only ``B`` (bytes) is accepted as a size unit; bits are not, so that
 a bandwidth written "45 Gb/s" is an error instead of an eight-fold surprise.
+
+Compute rates are written in FLOP/s with decimal prefixes up to E ("197 TFLOP/s",
+"918 TFLOPS", "1.97e14 FLOP/s"); binary prefixes make no sense for them and are refused.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["format_bytes", "format_seconds", "parse_bandwidth", "parse_bytes", "parse_duration", "parse_percent"]
+__all__ = ["format_bytes", "format_seconds", "parse_bandwidth", "parse_bytes", "parse_duration", "parse_flops", "parse_percent"]
 
 _PREFIX = {
     "": 1,
@@ -33,6 +36,8 @@ _TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9,
 _NUMBER = r"(?P<num>[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)"
 _SIZE_RE = re.compile(_NUMBER + r"\s*(?P<prefix>Ki|Mi|Gi|Ti|k|K|M|G|T|)B")
 _RATE_RE = re.compile(_NUMBER + r"\s*(?P<prefix>Ki|Mi|Gi|Ti|k|K|M|G|T|)B/s")
+_FLOPS_RE = re.compile(_NUMBER + r"\s*(?P<prefix>k|K|M|G|T|P|E|)(?:FLOP/s|FLOPs/s|FLOPS)")
+_FLOPS_PREFIX = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
 _TIME_RE = re.compile(_NUMBER + r"\s*(?P<unit>s|ms|us|µs|μs|ns|ps)")
 _PERCENT_RE = re.compile(_NUMBER + r"\s*%")
 
@@ -91,6 +96,39 @@ def parse_bandwidth(text: str) -> float:
     value = float(match["num"]) * _PREFIX[match["prefix"]]
     if not math.isfinite(value):
         raise ValueError(f"{text!r} is not a finite bandwidth")
+    return value
+
+
+def parse_flops(text: str) -> float:
+    """Read a compute rate such as ``"197 TFLOP/s"`` in floating-point operations per second.
+
+    Parameters
+    ----------
+    text : str
+        A number followed by ``FLOP/s`` (or ``FLOPs/s`` or ``FLOPS``), with an optional
+        decimal prefix ``k``, ``M``, ``G``, ``T``, ``P`` or ``E``.
+
+    Returns
+    -------
+    float
+        The rate in FLOP/s.
+
+    Raises
+    ------
+    ValueError
+        If the text is not a compute rate or is not finite.
+
+    Examples
+    --------
+    >>> parse_flops("197 TFLOP/s")
+    197000000000000.0
+    >>> parse_flops("918 TFLOPS"), parse_flops("1.97e14 FLOP/s")
+    (918000000000000.0, 197000000000000.0)
+    """
+    match = _match(_FLOPS_RE, text, "compute rate", "197 TFLOP/s")
+    value = float(match["num"]) * _FLOPS_PREFIX[match["prefix"]]
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is not a finite compute rate")
     return value
 
 

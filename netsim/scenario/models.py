@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -17,7 +18,7 @@ from netsim.network.topology import Topology, UnreachableError
 from netsim.scenario.collective_spec import AllGatherSpec, AllToAllSpec, PpermuteSpec, PsumScatterSpec, PsumSpec
 from netsim.scenario.errors import ScenarioError
 from netsim.scenario.fields import Bytes, Duration, _Strict
-from netsim.scenario.topology_spec import LinkSpec, TopologyShape, TopologySpec, _build_topology, _find_topology, load_topology, topology_names
+from netsim.scenario.topology_spec import DeviceSpec, LinkSpec, TopologyShape, TopologySpec, _build_topology, _find_topology, load_topology, topology_names
 from netsim.scenario.yaml_files import _read_yaml, _validate
 from netsim.semantics.layouts import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
 
@@ -140,6 +141,7 @@ class Scenario(_Strict):
     input: InputSpec
     algorithm: str | None = None
     link: LinkSpec | None = None
+    device: DeviceSpec | None = None
     forwarding: Literal["cut_through", "store_and_forward"] = "cut_through"
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
     expected: ExpectedSpec | None = None
@@ -159,7 +161,7 @@ class Scenario(_Strict):
 
     @cached_property
     def topology_obj(self) -> Topology:
-        """The topology with the scenario's link overrides applied."""
+        """The topology with the scenario's link and device overrides applied."""
         if isinstance(self.topology, TopologySpec):
             topo = _build_topology(self.topology, self.source, "topology", self.name)
         else:
@@ -171,6 +173,8 @@ class Scenario(_Strict):
                 raise ScenarioError(self.source, "topology", error.problem) from None
         if self.link is not None:
             topo = topo.with_links(self.link.bandwidth, self.link.latency)
+        if self.device is not None:
+            topo = topo.with_device(self.device.facts())
         for index, fault in enumerate(self.faults):
             try:
                 topo = fault.apply(topo)
@@ -180,7 +184,7 @@ class Scenario(_Strict):
 
     @cached_property
     def topology_shape(self) -> TopologyShape:
-        """The topology's axes and links (with the link overrides), without building its graph."""
+        """The topology's axes, links and chip facts (with the overrides), without building its graph."""
         if isinstance(self.topology, TopologySpec):
             spec, source, field, stem = self.topology, self.source, "topology", self.name
         elif is_slice_name(self.topology) and not (Path(self.topology).is_file() or (self.base_dir and (self.base_dir / self.topology).is_file())):
@@ -188,7 +192,7 @@ class Scenario(_Strict):
                 generation, dims = parse_slice(self.topology)
             except ValueError as error:
                 raise ScenarioError(self.source, "topology", str(error)) from None
-            shape = TopologyShape(self.topology, dims, generation.wraps(dims), generation.bandwidth_Bps, generation.latency_s)
+            shape = TopologyShape(self.topology, dims, generation.wraps(dims), generation.bandwidth_Bps, generation.latency_s, **generation.device)
             return self._with_link_overrides(shape)
         else:
             try:
@@ -204,11 +208,13 @@ class Scenario(_Strict):
         return self._with_link_overrides(shape)
 
     def _with_link_overrides(self, shape: TopologyShape) -> TopologyShape:
+        if self.device is not None:
+            shape = shape.with_device(self.device.facts())
         if self.link is None:
             return shape
         bandwidth = self.link.bandwidth if self.link.bandwidth is not None else shape.bandwidth_Bps
         latency = self.link.latency if self.link.latency is not None else shape.latency_s
-        return TopologyShape(shape.name, shape.dims, shape.wraparound, bandwidth, latency)
+        return replace(shape, bandwidth_Bps=bandwidth, latency_s=latency)
 
     def as_run(self) -> dict[str, Any]:
         """The scenario as it runs, self-contained: defaults filled in, the topology inline.
@@ -224,6 +230,7 @@ class Scenario(_Strict):
         data = self.model_dump(mode="json", exclude_none=True)
         data["topology"] = self.topology_shape.as_spec()
         data.pop("link", None)  # folded into the inline topology
+        data.pop("device", None)
         return data
 
     @property

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -13,7 +13,7 @@ from netsim.network import units
 from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, torus
 from netsim.scenario.errors import ScenarioError
-from netsim.scenario.fields import Bandwidth, Duration, _Strict
+from netsim.scenario.fields import Bandwidth, Bytes, Duration, Flops, _Strict
 from netsim.scenario.yaml_files import _read_yaml, _validate
 
 
@@ -34,9 +34,27 @@ class LinkSpec(_Strict):
     latency: Duration | None = None
 
 
+class DeviceSpec(_Strict):
+    """A chip's compute facts, each optional: peak FLOP/s, HBM bandwidth and HBM capacity.
+
+    Examples
+    --------
+    >>> DeviceSpec(peak_flops="197 TFLOP/s", hbm_capacity="16 GB").facts()
+    {'peak_flops': 197000000000000.0, 'hbm_bandwidth_Bps': None, 'hbm_capacity_bytes': 16000000000}
+    """
+
+    peak_flops: Flops | None = None
+    hbm_bandwidth: Bandwidth | None = None
+    hbm_capacity: Bytes | None = None
+
+    def facts(self) -> dict[str, float | int | None]:
+        """The facts keyed as :meth:`Topology.device <netsim.network.topology.Topology.device>` gives them."""
+        return {"peak_flops": self.peak_flops, "hbm_bandwidth_Bps": self.hbm_bandwidth, "hbm_capacity_bytes": self.hbm_capacity}
+
+
 @dataclass(frozen=True)
 class TopologyShape:
-    """A topology's axes and links without its graph: enough for closed-form estimates of any size.
+    """A topology's axes, links and chip facts without its graph: enough for closed-form estimates of any size.
 
     Examples
     --------
@@ -49,15 +67,27 @@ class TopologyShape:
     wraparound: tuple[bool, ...]
     bandwidth_Bps: float
     latency_s: float
+    peak_flops: float | None = None
+    hbm_bandwidth_Bps: float | None = None
+    hbm_capacity_bytes: int | None = None
 
     @property
     def n_devices(self) -> int:
         """Number of devices."""
         return math.prod(self.dims)
 
+    @property
+    def device(self) -> dict[str, float | int | None]:
+        """Every device's compute facts, None where unknown (as :meth:`Topology.device <netsim.network.topology.Topology.device>`)."""
+        return {"peak_flops": self.peak_flops, "hbm_bandwidth_Bps": self.hbm_bandwidth_Bps, "hbm_capacity_bytes": self.hbm_capacity_bytes}
+
+    def with_device(self, device: dict[str, float | int | None]) -> TopologyShape:
+        """A copy with the given compute facts; fields left out or None keep their value."""
+        return replace(self, **{field: value for field, value in device.items() if value is not None})
+
     def as_spec(self) -> dict[str, Any]:
         """The topology as an inline scenario mapping (``kind: torus`` covers rings and meshes)."""
-        return {
+        spec = {
             "name": self.name,
             "kind": "torus",
             "dims": list(self.dims),
@@ -67,6 +97,16 @@ class TopologyShape:
                 "latency": _human(self.latency_s, units.parse_duration, ("us", 1e-6), ("ns", 1e-9), ("ms", 1e-3), ("s", 1.0)),
             },
         }
+        device = {
+            "peak_flops": None if self.peak_flops is None else _human(self.peak_flops, units.parse_flops, ("TFLOP/s", 1e12), ("GFLOP/s", 1e9), ("FLOP/s", 1.0)),
+            "hbm_bandwidth": None if self.hbm_bandwidth_Bps is None else _human(self.hbm_bandwidth_Bps, units.parse_bandwidth, ("GB/s", 1e9), ("B/s", 1.0)),
+            "hbm_capacity": None
+            if self.hbm_capacity_bytes is None
+            else _human(self.hbm_capacity_bytes, units.parse_bytes, ("GiB", 2**30), ("GB", 1e9), ("B", 1)),
+        }
+        if any(value is not None for value in device.values()):
+            spec["device"] = {field: value for field, value in device.items() if value is not None}
+        return spec
 
 
 def _human(value: float, parse: Any, *candidates: tuple[str, float]) -> str | float:
@@ -90,10 +130,11 @@ class TopologySpec(_Strict):
     dims: list[Annotated[int, Field(ge=1, le=1 << 16)]] = Field(min_length=1, max_length=3)
     wraparound: bool | list[bool] = True
     link: LinkSpec = LinkSpec()
+    device: DeviceSpec | None = None
 
     def build(self, default_name: str) -> Topology:
         shape = self.shape(default_name)
-        return torus(shape.dims, shape.wraparound, shape.bandwidth_Bps, shape.latency_s, name=shape.name)
+        return torus(shape.dims, shape.wraparound, shape.bandwidth_Bps, shape.latency_s, name=shape.name, device=shape.device)
 
     def shape(self, default_name: str) -> TopologyShape:
         """The checked axes and links, without building the graph."""
@@ -106,13 +147,14 @@ class TopologySpec(_Strict):
         wraps = False if self.kind == "mesh" else self.wraparound
         if isinstance(wraps, list) and len(wraps) != len(self.dims):
             raise ValueError(f"wraparound has {len(wraps)} flags for {len(self.dims)} axes")
-        return TopologyShape(
+        shape = TopologyShape(
             self.name or default_name,
             tuple(self.dims),
             tuple(wraps) if isinstance(wraps, list) else (wraps,) * len(self.dims),
             self.link.bandwidth if self.link.bandwidth is not None else DEFAULT_BANDWIDTH_BPS,
             self.link.latency if self.link.latency is not None else DEFAULT_LATENCY_S,
         )
+        return shape if self.device is None else shape.with_device(self.device.facts())
 
 
 MAX_DEVICES = 1 << 16

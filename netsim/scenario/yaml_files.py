@@ -81,6 +81,8 @@ def _nesting(text: str) -> int:
 
 
 _UNION_TAGS = set(_OPS)
+_MODEL_TAGS = {"TopologySpec"}
+"""Models that are one member of a union with a plain type (``topology: str | TopologySpec``): pydantic names them in paths."""
 
 
 _TYPE_TAG = re.compile(r"(function-[a-z-]+|constrained-[a-z]+|list|int|str|bool|float|dict|tuple|union|nullable)(\[.*\])?|\[key\]")
@@ -110,7 +112,7 @@ def _validate(model: type[BaseModel], data: Any, source: str, extra: dict[str, A
             message = f"unknown field; allowed here: {', '.join(allowed)}" if allowed else "unknown field"
         elif first["type"] == "missing":
             message = "required field is missing"
-        elif "input" in first and "op" not in loc[-1:]:
+        elif "input" in first and "op" not in loc[-1:] and "(got " not in message:
             message = f"{message} (got {_short(first['input'])})"
         raise ScenarioError(source, ".".join(loc), message) from None
     except RecursionError:
@@ -122,8 +124,8 @@ _REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother, _
 
 
 def _field_path(error: Any) -> list[str]:
-    """The fields an error's location goes through, without pydantic's union and validator tags."""
-    return [str(p) for p in error["loc"] if p not in _UNION_TAGS and not _TYPE_TAG.fullmatch(str(p))]
+    """The fields an error's location goes through, without pydantic's union and validator tags (a model's name among them)."""
+    return [str(p) for p in error["loc"] if p not in _UNION_TAGS and p not in _MODEL_TAGS and not _TYPE_TAG.fullmatch(str(p))]
 
 
 def _short(value: Any) -> str:
