@@ -118,7 +118,7 @@ def test_a_ring_with_a_link_down_becomes_a_line_and_stays_correct(both_ways):
 
 def test_routes_that_avoid_a_down_link_do_not_change_on_a_torus():
     intact = netsim.torus((4, 4))
-    broken = intact.fail_link(intact.device((0, 1)), intact.device((0, 2)))
+    broken = intact.fail_link(intact.index((0, 1)), intact.index((0, 2)))
     changed = 0
     for s in range(16):
         for d in range(16):
@@ -135,8 +135,8 @@ def test_routes_that_avoid_a_down_link_do_not_change_on_a_torus():
 
 def test_a_torus_routes_around_a_down_link_and_stays_correct():
     t = netsim.torus((4, 4))
-    topo = t.fail_link(t.device((0, 1)), t.device((0, 2))).fail_link(t.device((2, 0)), t.device((3, 0)), both_ways=False)
-    assert [topo.link_name(link) for link in topo.route(t.device((0, 1)), t.device((0, 2)))] == ["(0,1)->(1,1)", "(1,1)->(1,2)", "(1,2)->(0,2)"]
+    topo = t.fail_link(t.index((0, 1)), t.index((0, 2))).fail_link(t.index((2, 0)), t.index((3, 0)), both_ways=False)
+    assert [topo.link_name(link) for link in topo.route(t.index((0, 1)), t.index((0, 2)))] == ["(0,1)->(1,1)", "(1,1)->(1,2)", "(1,2)->(0,2)"]
     x = np.random.default_rng(2).integers(-50, 50, size=(16, 8), dtype=np.int32)
     rows = [[4 * r + c for c in range(4)] for r in range(4)]
     columns = [[4 * r + c for r in range(4)] for c in range(4)]
@@ -148,7 +148,7 @@ def test_a_torus_routes_around_a_down_link_and_stays_correct():
 
 def test_a_mesh_routes_around_a_down_link():
     m = netsim.mesh((3, 3))
-    topo = m.fail_link(m.device((1, 1)), m.device((1, 2)))
+    topo = m.fail_link(m.index((1, 1)), m.index((1, 2)))
     x = np.arange(9 * 3, dtype=np.int64).reshape(9, 3)
     result = netsim.all_gather(x, topology=topo, algorithm="ring")
     np.testing.assert_array_equal(result.output, expected_all_gather(x, 0, False, None))
@@ -438,7 +438,7 @@ def test_mesh_axes_over_a_cut_ring_run_as_lines():
     # Meshes decide ring or line from the routes: with row 0's wrap cable down, the y axis is a
     # line 0-1-2-3 and the multiaxis algorithm plays it as one; the output is still the reference's.
     t = netsim.torus((4, 4))
-    cut = t.fail_link(t.device((0, 3)), t.device((0, 0)))
+    cut = t.fail_link(t.index((0, 3)), t.index((0, 0)))
     mesh = netsim.Mesh({"x": 4, "y": 4}, cut)
     assert netsim.Mesh({"x": 4, "y": 4}, t).axis_is_ring("y")
     assert not mesh.axis_is_ring("y") and mesh.axis_is_ring("x")

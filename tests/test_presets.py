@@ -177,7 +177,7 @@ def test_corner_to_corner_on_a_v5e_4x4_is_data_time_plus_six_hops():
     # The scaling book: on a v5e 4x4 slice (no wraparound) a corner-to-corner send crosses
     # 3 + 3 links; cut-through it takes the data time plus 6 us.
     t = tpu_slice("tpu-v5e:4x4")
-    src, dst = t.device((0, 0)), t.device((3, 3))
+    src, dst = t.index((0, 0)), t.index((3, 3))
     route = t.route(src, dst)
     assert [t.link_name(h) for h in route] == ["(0,0)->(1,0)", "(1,0)->(2,0)", "(2,0)->(3,0)", "(3,0)->(3,1)", "(3,1)->(3,2)", "(3,2)->(3,3)"]
     size = 1 << 20
@@ -189,4 +189,4 @@ def test_corner_to_corner_on_a_v5e_4x4_is_data_time_plus_six_hops():
     assert play(t, [move], buffers, cut_through=False).time == pytest.approx(6 * (data_time + 1e-6), rel=1e-9)
     # with wraparound (a v5e 16x16 pod) the corner is 2 hops away round the back
     pod = tpu_slice("tpu-v5e:16x16")
-    assert len(pod.route(0, pod.device((15, 15)))) == 2
+    assert len(pod.route(0, pod.index((15, 15)))) == 2

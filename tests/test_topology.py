@@ -28,7 +28,7 @@ def test_torus_degree_and_mesh_edges():
 def test_coordinates_are_row_major():
     t = torus((2, 3, 4))
     for d in range(t.n_devices):
-        assert t.device(t.coord(d)) == d
+        assert t.index(t.coord(d)) == d
     assert t.coord(5) == (0, 1, 1)
 
 
@@ -43,7 +43,7 @@ def test_routes_go_the_short_way_and_break_ties_by_direction():
 
 def test_dimension_order_routing_on_a_torus_and_a_mesh():
     t = torus((4, 4))
-    hops = t.route(t.device((3, 0)), t.device((1, 3)))
+    hops = t.route(t.index((3, 0)), t.index((1, 3)))
     assert [t.link_name(h) for h in hops] == ["(3,0)->(0,0)", "(0,0)->(1,0)", "(1,0)->(1,3)"]  # a tie on axis 0 goes +
     m = mesh((4,))
     assert [v for _, v, _ in m.route(3, 0)] == [2, 1, 0]  # no wrap: the long way is the only way
@@ -100,7 +100,7 @@ def test_devices_carry_their_compute_facts():
     t.device(0)["peak_flops"] = 1.0  # a new dict each time
     assert t.device(0) == facts
     assert isinstance(t.device(0)["hbm_capacity_bytes"], int)
-    assert t.device((1, 2)) == 6  # coordinates still give the index
+    assert t.index((1, 2)) == 6
     # copies keep the facts; None fields are left unknown
     assert t.fail_link(0, 1).device(0) == facts and t.with_links(bandwidth_Bps=1e9).device(5) == facts
     assert ring(2, device={"peak_flops": 1e12, "hbm_capacity_bytes": None}).device(1) == {

@@ -213,7 +213,7 @@ def critical_path(
     while True:
         if h < 0:
             source = int(src[i])
-            deps = [d for d in dep_idx[dep_ptr[i] : dep_ptr[i + 1]].tolist() if dst[d] == source]
+            deps = [d for d in dep_idx[dep_ptr[i] : dep_ptr[i + 1]].tolist() if d < len(dst) and dst[d] == source]  # (arrivals, not compute steps)
             late_start = start_s[source] > 0 and _not_after(sent[i], start_s[source])
             if deps and not late_start:
                 j = max(deps, key=lambda d: (arrived[d], -d))

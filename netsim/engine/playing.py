@@ -42,8 +42,8 @@ def _gc_paused() -> Iterator[None]:
 
 def _rates(topology: Topology) -> list[tuple[float | None, float | None]]:
     """Each device's peak FLOP/s and HBM bandwidth (bytes/s), None where the topology does not say."""
-    nodes = topology.graph.nodes
-    return [(nodes[d].get("peak_flops"), nodes[d].get("hbm_bandwidth_Bps")) for d in range(topology.n_devices)]
+    facts = [topology.device(d) for d in range(topology.n_devices)]
+    return [(f["peak_flops"], f["hbm_bandwidth_Bps"]) for f in facts]
 
 
 def play(

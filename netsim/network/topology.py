@@ -98,30 +98,30 @@ class Topology:
         """Coordinates of a device on the grid."""
         return self.graph.nodes[device]["coord"]
 
-    def device(self, d: int | Sequence[int]) -> dict | int:
-        """A device's compute facts (given its index), or the device index at some coordinates.
+    def device(self, d: int) -> dict:
+        """A device's compute facts: a new dict with the keys of :data:`DEVICE_FIELDS`.
 
-        ``device(d)`` for an index ``d`` is a new dict with the keys of :data:`DEVICE_FIELDS`:
-        ``peak_flops`` (FLOP/s), ``hbm_bandwidth_Bps`` (bytes/s) and ``hbm_capacity_bytes``,
-        None where unknown (ValueError if ``d`` is not a device here). ``device(coord)`` for
-        a sequence of coordinates is the index of the device there (row-major).
+        ``peak_flops`` (FLOP/s), ``hbm_bandwidth_Bps`` (bytes/s) and
+        ``hbm_capacity_bytes``, None where unknown; ValueError if ``d`` is not a device here.
 
         Examples
         --------
-        >>> t = ring(4, device={"peak_flops": 1.97e14})
-        >>> t.device(0)
+        >>> ring(4, device={"peak_flops": 1.97e14}).device(0)
         {'peak_flops': 197000000000000.0, 'hbm_bandwidth_Bps': None, 'hbm_capacity_bytes': None}
-        >>> torus((4, 4)).device((1, 2))
+        """
+        if not isinstance(d, numbers.Integral) or isinstance(d, bool) or not 0 <= d < self.n_devices:
+            raise ValueError(f"device {d!r} is not on {self.name} (devices 0..{self.n_devices - 1})")
+        node = self.graph.nodes[int(d)]
+        return {field: node.get(field) for field in DEVICE_FIELDS}
+
+    def index(self, coord: Sequence[int]) -> int:
+        """The device at coordinates ``coord`` (row-major).
+
+        Examples
+        --------
+        >>> torus((4, 4)).index((1, 2))
         6
         """
-        if isinstance(d, numbers.Integral) and not isinstance(d, bool):
-            if not 0 <= d < self.n_devices:
-                raise ValueError(f"device {d!r} is not on {self.name} (devices 0..{self.n_devices - 1})")
-            node = self.graph.nodes[int(d)]
-            return {field: node.get(field) for field in DEVICE_FIELDS}
-        return self._index(d)
-
-    def _index(self, coord: Sequence[int]) -> int:
         index = 0
         for c, size in zip(coord, self.dims, strict=True):
             index = index * size + c
@@ -197,7 +197,7 @@ class Topology:
         Examples
         --------
         >>> t = torus((4, 4))
-        >>> [t.link_name(l) for l in t.route(t.device((0, 0)), t.device((1, 3)))]
+        >>> [t.link_name(l) for l in t.route(t.index((0, 0)), t.index((1, 3)))]
         ['(0,0)->(1,0)', '(1,0)->(1,3)']
         >>> ring(4).route(0, 2, tie=-1)
         ((0, 3, (0, -1)), (3, 2, (0, -1)))
@@ -363,9 +363,9 @@ def _route(topology: Topology, src: int, dst: int, tie: int) -> tuple[LinkId, ..
             step = 1 if target[axis] >= here[axis] else -1
             count = abs(target[axis] - here[axis])
         for _ in range(count):
-            u = topology._index(here)
+            u = topology.index(here)
             here[axis] = (here[axis] + step) % size
-            hops.append((u, topology._index(here), (axis, step)))
+            hops.append((u, topology.index(here), (axis, step)))
     return tuple(hops)
 
 
@@ -443,7 +443,7 @@ def torus(
     attrs = {"bandwidth_Bps": float(bandwidth_Bps), "latency_s": float(latency_s)}
     topology = Topology(graph, dims, wraps, name or _default_name(dims, wraps))
     for coord in coords:
-        u = topology._index(coord)
+        u = topology.index(coord)
         for axis, size in enumerate(dims):
             for step in (1, -1):
                 c = coord[axis] + step
@@ -451,7 +451,7 @@ def torus(
                     continue
                 neighbour = list(coord)
                 neighbour[axis] = c % size
-                graph.add_edge(u, topology._index(neighbour), key=(axis, step), **attrs)
+                graph.add_edge(u, topology.index(neighbour), key=(axis, step), **attrs)
     return topology
 
 

@@ -122,7 +122,7 @@ def _device(topology: Topology, end: int | list[int]) -> int:
         return end
     if len(end) != len(topology.dims) or any(c >= size for c, size in zip(end, topology.dims, strict=True)):
         raise ValueError(f"coordinates {end} are not on {topology.name} (dims {list(topology.dims)})")
-    return topology.device(end)
+    return topology.index(end)
 
 
 class ExpectedSpec(_Strict):
