@@ -14,7 +14,8 @@ from netsim.algorithms.bundled import gather_array
 from netsim.algorithms.bundles import Bundle, BundleTable, made_of_arrays, opened_codes, unbundled
 from netsim.algorithms.schedule import ALGORITHMS, TransferTable, _with_deps, build_schedule
 from netsim.analysis import costs
-from netsim.checks.invariants import InvariantError, check_playback
+from netsim.checks.errors import InvariantError
+from netsim.checks.invariants import check_playback
 from netsim.checks.memory import transfers_of
 from netsim.engine import EngineError, play
 from netsim.network.topology import torus
