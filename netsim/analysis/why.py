@@ -1,7 +1,7 @@
 """Put the closed forms beside a run's simulated time, and say why they differ.
 
 :func:`analyse` looks up the closed form of the run's (collective, algorithm, layout)
-in :mod:`netsim.analysis.costs`, evaluates it for the run's payload and links, and compares it
+in :mod:`netsim.analysis.closed_forms`, evaluates it for the run's payload and links, and compares it
 with the simulated time. Where they differ by more than 1 %, the reason is read from
 the run itself: the critical path of :mod:`netsim.analysis.stats` splits the simulated time
 into per-hop latency, transmission, queueing behind other messages and late starts,
@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from netsim.analysis.costs import COST_MODELS, CollectiveEstimate, Estimate, canonical_collective, estimate_collective, hops_between
+from netsim.analysis.closed_forms.geometry import hops_between
+from netsim.analysis.closed_forms.registry import COST_MODELS, CollectiveEstimate, estimate_collective
+from netsim.analysis.closed_forms.terms import Estimate, canonical_collective
 
 if TYPE_CHECKING:
     from netsim.analysis.stats import PathFacts, RunStats
