@@ -14,8 +14,6 @@ import numpy as np
 
 from netsim.engine import transfer_columns
 
-__all__ = []
-
 
 def _memory(schedule: Any, playback: Any, n_devices: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per device: peak extra bytes over its input, bytes held extra at the end, peak in flight.

@@ -1,7 +1,8 @@
-"""Rings: unidirectional, bidirectional and the scaling book's half-way scheme (what netsim's contention-free rings reproduce exactly).
+"""Rings: unidirectional, bidirectional and the scaling book's half-way scheme.
 
-Each takes ``n`` devices, ``s`` bytes per block, the per-hop latency ``alpha`` and the one-way
-link bandwidth ``B``, and serves all_gather and reduce-scatter alike.
+Each takes ``n`` devices, ``s`` bytes per block, the per-hop latency ``alpha`` and the
+one-way link bandwidth ``B``, and serves all_gather and reduce-scatter alike. netsim's
+contention-free rings reproduce them exactly.
 """
 
 from __future__ import annotations
