@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import naive
 
-from netsim.analysis import costs
+from netsim.analysis.closed_forms import multiaxis_bundled
 from netsim.collectives import all_gather, psum, psum_scatter
 from netsim.network.device_mesh import Mesh
 from netsim.network.topology import ring, torus
@@ -222,7 +222,7 @@ def bench_pod(repeat: int, quick: bool) -> None:
         if algorithm == "multiaxis_bundled":
             expected_transfers = 3 * sum(2 * (d - 1) * n for d in dims)
             # the closed form with every piece as big as the biggest (np.array_split's first), 6 pieces a block
-            expected = costs.multiaxis_bundled(dims, 6 * -(-shape[1] // 6) * 4, LATENCY_S, BANDWIDTH_BPS).time_s
+            expected = multiaxis_bundled(dims, 6 * -(-shape[1] // 6) * 4, LATENCY_S, BANDWIDTH_BPS).time_s
             if not math.isclose(result.time, expected, rel_tol=1e-9):
                 raise AssertionError(f"{dims} {algorithm}: time {result.time} vs the closed form {expected}")
         else:

@@ -29,7 +29,7 @@ from netsim import mlx
 from netsim.algorithms import ALGORITHMS, Schedule, build_schedule
 from netsim.analysis.stats import run_stats as stats
 from netsim.analysis.why import analyse
-from netsim.checks.invariants import InvariantError
+from netsim.checks.errors import InvariantError
 from netsim.collectives import all_gather, all_to_all, ppermute, psum, psum_scatter, simulate
 from netsim.engine import EngineError
 from netsim.network.device_mesh import AxisGroups, Mesh

@@ -8,7 +8,7 @@ from conftest import expected_all_to_all
 
 import netsim
 from netsim.algorithms.schedule import ALGORITHMS, build_schedule, check_algorithm
-from netsim.analysis import costs
+from netsim.analysis.closed_forms import book_all_to_all, dimension_ordered_all_to_all, direct_all_to_all
 from netsim.network.topology import torus
 
 B = 45e9
@@ -96,19 +96,19 @@ def test_2x2_is_contention_free():
     block arrives: it lands at c/(2B) + alpha + c/(2B) + alpha. T = c/B + 2 alpha = s/(4B) + 2 alpha."""
     result = run((2, 2), (True, True), ["x", "y"])
     assert result.time == pytest.approx(C / B + 2 * ALPHA, rel=1e-9)
-    assert result.time == pytest.approx(costs.direct_all_to_all((2, 2), 4 * C, ALPHA, B).bandwidth_s + 2 * ALPHA, rel=1e-9)
+    assert result.time == pytest.approx(direct_all_to_all((2, 2), 4 * C, ALPHA, B).bandwidth_s + 2 * ALPHA, rel=1e-9)
 
 
 @pytest.mark.parametrize(("dims", "chunk_bytes"), [((4, 4), C), ((4, 4, 4), C), ((8, 4), C), ((4, 4), 64), ((4, 4, 4), 64)])
 def test_time_between_the_busiest_link_and_the_axes_in_turn(dims, chunk_bytes):
     """Links carry exactly direct's loads, so T >= max_i L_i + alpha (busiest link, then the last hop);
-    phases overlap, so T <= the axes in turn (costs.dimension_ordered_all_to_all). Strictly inside:
+    phases overlap, so T <= the axes in turn (dimension_ordered_all_to_all). Strictly inside:
     the queues of consecutive axes interleave, which no closed form captures."""
     wraps = (True,) * len(dims)
     result = run(dims, wraps, ["x", "y", "z"][: len(dims)], chunk_bytes)
     s = int(np.prod(dims)) * chunk_bytes
-    lower = costs.direct_all_to_all(dims, s, ALPHA, B).bandwidth_s + ALPHA
-    upper = costs.dimension_ordered_all_to_all(dims, s, ALPHA, B).time_s
+    lower = direct_all_to_all(dims, s, ALPHA, B).bandwidth_s + ALPHA
+    upper = dimension_ordered_all_to_all(dims, s, ALPHA, B).time_s
     assert lower < result.time < upper
     direct = run(dims, wraps, ["x", "y", "z"][: len(dims)], chunk_bytes, algorithm="direct")
     loads = {link: stats.bytes for link, stats in result.leaves[0].playback.links.items()}
@@ -120,8 +120,8 @@ def test_4x4_against_the_scaling_book():
     schedule takes 9 c/B + 2 alpha here (measured): chunks that must cross both axes reach the axis-1 links
     only after their axis-0 hop, so those links idle at first. Ratio to the book ~ 1.30."""
     result = run((4, 4), (True, True), ["x", "y"])
-    book = costs.book_all_to_all((4, 4), (True, True), 16 * 16 * C, 2 * B).time_s
+    book = book_all_to_all((4, 4), (True, True), 16 * 16 * C, 2 * B).time_s
     assert book == pytest.approx(8 * C / B, rel=1e-12)
-    assert book + ALPHA < result.time < costs.dimension_ordered_all_to_all((4, 4), 16 * C, ALPHA, B).time_s
+    assert book + ALPHA < result.time < dimension_ordered_all_to_all((4, 4), 16 * C, ALPHA, B).time_s
     assert result.time < run((4, 4), (True, True), ["x", "y"], algorithm="direct").time  # beats direct's 15.38 us
     assert 1.2 < result.time / book < 1.4

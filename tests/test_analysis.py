@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import netsim
 from netsim.algorithms.schedule import ALGORITHMS
-from netsim.analysis.costs import Estimate
+from netsim.analysis.closed_forms import Estimate
 from netsim.analysis.stats import run_stats
 from netsim.analysis.summary import summary
 from netsim.analysis.why import analyse, explain

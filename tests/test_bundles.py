@@ -13,8 +13,9 @@ from netsim.algorithms.bundled import bundles as bundle_table
 from netsim.algorithms.bundled import gather_array
 from netsim.algorithms.bundles import Bundle, BundleTable, made_of_arrays, opened_codes, unbundled
 from netsim.algorithms.schedule import ALGORITHMS, TransferTable, _with_deps, build_schedule
-from netsim.analysis import costs
-from netsim.checks.invariants import InvariantError, check_playback
+from netsim.analysis.closed_forms import multiaxis_bundled
+from netsim.checks.errors import InvariantError
+from netsim.checks.invariants import check_playback
 from netsim.checks.memory import transfers_of
 from netsim.engine import EngineError, play
 from netsim.network.topology import torus
@@ -219,7 +220,7 @@ def test_time_equals_the_closed_form_on_equal_axes(dims):
     result = netsim.all_gather(x, axis_index_groups=mesh.groups(NAMES[:k]), algorithm="multiaxis_bundled", data="none")
     formula = sum(d - 1 for d in dims) * ALPHA + (n - 1) * x[0].nbytes / (2 * k * B)
     assert result.time == pytest.approx(formula, rel=1e-9)
-    assert costs.multiaxis_bundled(dims, x[0].nbytes, ALPHA, B).time_s == pytest.approx(formula, rel=1e-12)
+    assert multiaxis_bundled(dims, x[0].nbytes, ALPHA, B).time_s == pytest.approx(formula, rel=1e-12)
     # multiaxis lets chunks go on as they arrive and hides some of the alphas; never slower
     streamed = netsim.all_gather(x, axis_index_groups=mesh.groups(NAMES[:k]), algorithm="multiaxis", data="none")
     assert streamed.time <= result.time
@@ -230,7 +231,7 @@ def test_unequal_axes_take_longer_than_the_slowest_part_alone():
     mesh = mesh_of(dims)
     x = np.zeros((24, 6 * 1000), np.float32)
     result = netsim.all_gather(x, axis_index_groups=mesh.groups(NAMES), algorithm="multiaxis_bundled", data="none")
-    slowest = costs.multiaxis_bundled(dims, x[0].nbytes, ALPHA, B).time_s
+    slowest = multiaxis_bundled(dims, x[0].nbytes, ALPHA, B).time_s
     # parts meet on an axis when their stages have different lengths: contention adds
     # time (about 10% here), but each part still has two link directions of its own most of the time
     assert slowest < result.time < 1.25 * slowest

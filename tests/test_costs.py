@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from netsim.algorithms.schedule import build_schedule
-from netsim.analysis import costs
-from netsim.analysis.costs import Geometry, estimate, estimate_collective, group_geometry, lookup
+from netsim.analysis import closed_forms
+from netsim.analysis.closed_forms import Geometry, estimate, estimate_collective, group_geometry, lookup
 from netsim.analysis.why import estimate_scenario
 from netsim.cli.main import app
 from netsim.engine import play
@@ -25,11 +25,11 @@ runner = CliRunner()
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 16])
 def test_ring_forms_are_the_textbook_ones(n):
     s = 12345.0
-    ring_ = costs.ring(n, s, ALPHA, B)
+    ring_ = closed_forms.ring(n, s, ALPHA, B)
     assert (ring_.latency_s, ring_.bandwidth_s) == pytest.approx(((n - 1) * ALPHA, (n - 1) * s / B), rel=1e-12)
-    bidi = costs.bidirectional_ring(n, s, ALPHA, B)
+    bidi = closed_forms.bidirectional_ring(n, s, ALPHA, B)
     assert bidi.time_s == pytest.approx((n - 1) * (ALPHA + s / (2 * B)), rel=1e-12)
-    half = costs.bidirectional_halfway(n, s, ALPHA, B)
+    half = closed_forms.bidirectional_halfway(n, s, ALPHA, B)
     assert half.time_s == pytest.approx((n // 2) * (ALPHA + s / B), rel=1e-12)
 
 
@@ -38,10 +38,10 @@ def test_thakur_forms(p):
     n_bytes = 1 << 20  # Thakur's n: the whole vector
     lg = math.log2(p)
     s = n_bytes / p
-    assert costs.recursive_doubling_all_gather(p, s, ALPHA, B).time_s == pytest.approx(lg * ALPHA + (p - 1) / p * n_bytes / B, rel=1e-12)
-    assert costs.recursive_halving_reduce_scatter(p, s, ALPHA, B).time_s == pytest.approx(lg * ALPHA + (p - 1) / p * n_bytes / B, rel=1e-12)
-    assert costs.recursive_doubling_all_reduce(p, s, ALPHA, B).time_s == pytest.approx(lg * ALPHA + n_bytes * lg / B, rel=1e-12)
-    assert costs.rabenseifner_all_reduce(p, s, ALPHA, B).time_s == pytest.approx(2 * lg * ALPHA + 2 * (p - 1) / p * n_bytes / B, rel=1e-12)
+    assert closed_forms.recursive_doubling_all_gather(p, s, ALPHA, B).time_s == pytest.approx(lg * ALPHA + (p - 1) / p * n_bytes / B, rel=1e-12)
+    assert closed_forms.recursive_halving_reduce_scatter(p, s, ALPHA, B).time_s == pytest.approx(lg * ALPHA + (p - 1) / p * n_bytes / B, rel=1e-12)
+    assert closed_forms.recursive_doubling_all_reduce(p, s, ALPHA, B).time_s == pytest.approx(lg * ALPHA + n_bytes * lg / B, rel=1e-12)
+    assert closed_forms.rabenseifner_all_reduce(p, s, ALPHA, B).time_s == pytest.approx(2 * lg * ALPHA + 2 * (p - 1) / p * n_bytes / B, rel=1e-12)
 
 
 def test_book_all_to_all_matches_the_direct_link_count_on_even_rings_and_tori():
@@ -49,37 +49,37 @@ def test_book_all_to_all_matches_the_direct_link_count_on_even_rings_and_tori():
     for dims in [(8,), (4, 4), (4, 4, 4), (16, 8)]:
         N = math.prod(dims)
         V, W = N * s, 2 * B
-        book = costs.book_all_to_all(dims, (True,) * len(dims), V, W).bandwidth_s
+        book = closed_forms.book_all_to_all(dims, (True,) * len(dims), V, W).bandwidth_s
         assert book == pytest.approx(V * max(dims) / (4 * N * W), rel=1e-12)
-        assert costs.direct_all_to_all(dims, s, ALPHA, B).bandwidth_s == pytest.approx(book, rel=1e-12)
-    assert costs.book_all_to_all((8,), (True,), 8 * s, 2 * B).bandwidth_s == pytest.approx(8 * s / (4 * 2 * B), rel=1e-12)  # V/(4 W_ici)
+        assert closed_forms.direct_all_to_all(dims, s, ALPHA, B).bandwidth_s == pytest.approx(book, rel=1e-12)
+    assert closed_forms.book_all_to_all((8,), (True,), 8 * s, 2 * B).bandwidth_s == pytest.approx(8 * s / (4 * 2 * B), rel=1e-12)  # V/(4 W_ici)
 
 
 def test_book_one_axis_all_gather_is_the_books_tpu_v4_example():
     # The scaling book's v4 example: bf16 [1024, 4096] sharded [B_X, D_Y] on 4x4x4, W_ici = 9e10:
     # gathering over X moves V = 1024 * 4096 * 2 / 4 bytes, V / W_ici = 23.3 us.
     V = 1024 * 4096 * 2 / 4
-    book = costs.book_all_gather((4,), (True,), V, 1e-6, 9e10)
+    book = closed_forms.book_all_gather((4,), (True,), V, 1e-6, 9e10)
     assert book.time_s == pytest.approx(V / 9e10, rel=1e-12)
     assert book.time_s == pytest.approx(23.3e-6, rel=1e-3)
     assert book.regime == "bandwidth-bound"
-    tiny = costs.book_all_gather((4,), (True,), 1000, 1e-6, 9e10)
+    tiny = closed_forms.book_all_gather((4,), (True,), 1000, 1e-6, 9e10)
     assert (tiny.time_s, tiny.regime) == (pytest.approx(2e-6), "latency-bound")  # T_min * X / 2
 
 
 def test_book_multi_axis_and_missing_wraparound():
     V = 3 * 2**20
-    three = costs.book_all_gather((4, 4, 4), (True,) * 3, V, 1e-6, 9e10)
+    three = closed_forms.book_all_gather((4, 4, 4), (True,) * 3, V, 1e-6, 9e10)
     assert three.bandwidth_s == pytest.approx(V / (9e10 * 3), rel=1e-12)
     assert three.latency_s == pytest.approx(1e-6 * 12 / 2, rel=1e-12)
-    line = costs.book_all_gather((4,), (False,), V, 1e-6, 9e10)
+    line = closed_forms.book_all_gather((4,), (False,), V, 1e-6, 9e10)
     assert line.bandwidth_s == pytest.approx(2 * V / 9e10, rel=1e-12)  # "typically doubles the time"
-    assert costs.book_all_reduce((4,), (True,), V, 1e-6, 9e10).time_s == pytest.approx(2 * V / 9e10, rel=1e-12)
+    assert closed_forms.book_all_reduce((4,), (True,), V, 1e-6, 9e10).time_s == pytest.approx(2 * V / 9e10, rel=1e-12)
 
 
 def test_multiaxis_is_k_times_faster_than_dimension_ordered_in_bandwidth():
     for dims in [(4, 4), (4, 4, 4)]:
-        fast, slow = costs.multiaxis(dims, 1e6, ALPHA, B), costs.dimension_ordered(dims, 1e6, ALPHA, B)
+        fast, slow = closed_forms.multiaxis(dims, 1e6, ALPHA, B), closed_forms.dimension_ordered(dims, 1e6, ALPHA, B)
         assert slow.bandwidth_s == pytest.approx(len(dims) * fast.bandwidth_s, rel=1e-12)
         assert fast.latency_s == slow.latency_s == pytest.approx(sum(d - 1 for d in dims) * ALPHA)
 

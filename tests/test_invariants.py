@@ -11,7 +11,12 @@ from typer.testing import CliRunner
 
 import netsim
 from netsim.algorithms.schedule import Schedule, build_schedule
-from netsim.checks.invariants import InvariantError, _Arrays, _check_device_bytes, _chunks_folded, _chunks_placed, check_playback
+from netsim.checks.arrays import _Arrays, _dependency_order
+from netsim.checks.chunks import _chunks_folded
+from netsim.checks.chunks_placed import _chunks_placed
+from netsim.checks.conservation import _check_device_bytes
+from netsim.checks.errors import InvariantError
+from netsim.checks.invariants import check_playback
 from netsim.cli.main import app
 from netsim.engine import play
 from netsim.network.topology import ring, torus
@@ -297,7 +302,6 @@ def test_a_corrupted_playback_inside_a_run_is_an_internal_error(tmp_path, monkey
 
 def chunk_errors(replay, topology, schedule, buffers, run, groups, wanted):
     """What one replay of the chunks check says: None, or the message it raises."""
-    from netsim.checks.invariants import _dependency_order
 
     a = _Arrays(topology, schedule.transfers, run)
     key_ids: dict = {}

@@ -1,4 +1,4 @@
-"""stats._memory on whole arrays against the straightforward event loop it replaced."""
+"""memory_over_time._memory on whole arrays against the straightforward event loop it replaced."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import netsim
-from netsim.analysis.stats import _memory
+from netsim.analysis.memory_over_time import _memory
 from netsim.network.topology import ring, torus
 
 

@@ -22,17 +22,24 @@ Critical path
     arrivals each transfer waited for, and its time split into per-hop latency,
     transmission, queueing behind other messages and late starts. The parts add up
     to the simulated time exactly.
+
+:func:`run_stats` gathers them all into :class:`RunStats`, with the per-device and
+per-link statistics computed here; memory over time comes from
+:mod:`netsim.analysis.memory_over_time`, the steps from :mod:`netsim.analysis.steps`,
+the critical path and route facts from :mod:`netsim.analysis.path_stats`.
 """
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from netsim.analysis.memory_over_time import _memory
+from netsim.analysis.path_stats import CriticalPath, PathFacts, _add_paths, _critical_path, _Hops, _longest_queues, _route_facts, path_facts
+from netsim.analysis.steps import StepSummary, StepTiming, _steps
 from netsim.engine import transfer_columns
 from netsim.network.topology import LinkId, Topology
 
@@ -108,103 +115,6 @@ class LinkUsage:
 
 
 @dataclass(frozen=True)
-class StepTiming:
-    """One algorithm step on one device: its first send and its last arrival (NaN if none)."""
-
-    leaf: int
-    step: int
-    phase: str
-    device: int
-    start_s: float
-    end_s: float
-
-
-@dataclass(frozen=True)
-class StepSummary:
-    """One algorithm step over all devices.
-
-    Attributes
-    ----------
-    leaf, step : int
-    phase : str
-    start_s : float
-        The first send of the step.
-    end_s : float
-        The last arrival of the step.
-    first_done_s : float
-        The earliest time a device had all of its chunks of the step.
-    straggler : int
-        The device whose chunks of the step arrived last.
-    """
-
-    leaf: int
-    step: int
-    phase: str
-    start_s: float
-    end_s: float
-    first_done_s: float
-    straggler: int
-
-
-@dataclass(frozen=True)
-class CriticalPath:
-    """The chain of transfers that sets the simulated time, and what its time is made of.
-
-    ``latency_s + transmission_s + queueing_s + straggle_s`` equals the simulated time.
-
-    Attributes
-    ----------
-    transfers, hops : int
-        Transfers on the chain and the links they crossed.
-    latency_s : float
-        Per-hop latency paid along the chain.
-    transmission_s : float
-        Time the chain's messages were being sent (bytes over bandwidth, once per
-        hop with store-and-forward).
-    queueing_s : float
-        Time the chain's messages waited for links busy with other messages.
-    straggle_s : float
-        Time lost to devices that started late.
-    queued_on : tuple of (str, float)
-        Links where the chain waited, with the wait, longest first.
-    """
-
-    transfers: int
-    hops: int
-    latency_s: float
-    transmission_s: float
-    queueing_s: float
-    straggle_s: float
-    queued_on: tuple[tuple[str, float], ...] = ()
-
-
-@dataclass(frozen=True)
-class PathFacts:
-    """What explaining a run's time needs: its critical path and a few facts about its routes.
-
-    Cheaper than :class:`RunStats` (no memory or step accounting); see :func:`path_facts`.
-
-    Attributes
-    ----------
-    critical_path : CriticalPath
-    transfers : int
-    max_route_hops : int
-    multi_hop_transfers : int
-    chunk_bytes : tuple of int
-        Smallest and largest transfer, bytes.
-    longest_queue : dict
-        Link name -> most messages that waited for it at once, for links where any waited.
-    """
-
-    critical_path: CriticalPath
-    transfers: int
-    max_route_hops: int
-    multi_hop_transfers: int
-    chunk_bytes: tuple[int, int]
-    longest_queue: dict[str, int]
-
-
-@dataclass(frozen=True)
 class RunStats:
     """All statistics of one run. Build with :func:`run_stats`.
 
@@ -276,169 +186,6 @@ def _device_name(topology: Topology, device: int) -> str:
     if len(topology.dims) == 1:
         return str(device)
     return "(" + ",".join(map(str, topology.coord(device))) + ")"
-
-
-class _Hops:
-    """Per-hop waits of one playback, and each transfer's hops as a chain of indices."""
-
-    def __init__(self, playback: Any, latency: dict[LinkId, float], cut_through: bool) -> None:
-        n = len(playback.sent_at)
-        self.first = [-1] * n  # index in playback.hops of each transfer's first hop
-        self.count = [0] * n
-        self.next: list[int] = []  # index of the same transfer's next hop, or -1
-        self.wait: list[float] = []
-        self.ready: list[float] = []
-        previous: dict[int, int] = {}
-        for index, hop in enumerate(playback.hops):
-            t = hop.transfer
-            p = previous.get(t)
-            if p is None:
-                ready = playback.sent_at[t]
-                self.first[t] = index
-            else:
-                prev = playback.hops[p]
-                ready = (prev.start if cut_through else prev.end) + latency[prev.link]
-                self.next[p] = index
-            previous[t] = index
-            self.count[t] += 1
-            self.next.append(-1)
-            self.ready.append(ready)
-            self.wait.append(max(0.0, hop.start - ready))
-
-
-def _longest_queues(playback: Any, hops: _Hops) -> dict[LinkId, int]:
-    """Most messages waiting at once for each link (intervals [ready, start))."""
-    events: dict[LinkId, list[tuple[float, int]]] = defaultdict(list)
-    for index, hop in enumerate(playback.hops):
-        if hops.wait[index] > 0:
-            events[hop.link].append((hops.ready[index], 1))
-            events[hop.link].append((hop.start, -1))
-    longest = {}
-    for link, marks in events.items():
-        marks.sort()  # at equal times -1 sorts first: a message leaving makes room first
-        depth = best = 0
-        for _, delta in marks:
-            depth += delta
-            best = max(best, depth)
-        longest[link] = best
-    return longest
-
-
-def _memory(schedule: Any, playback: Any, n_devices: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per device: peak extra bytes over its input, bytes held extra at the end, peak in flight.
-
-    Events, in time order (arrivals, then sends at equal times, then by transfer): a
-    transfer is in flight to its destination from when it is sent until it arrives; a
-    device holds a chunk extra from the first arrival of it, unless it touched the chunk
-    first by sending it (its input) or the arrival adds into a chunk it had. Computed on
-    whole arrays: each device's running totals are cumulative sums in event order.
-    """
-    columns = transfer_columns(schedule.transfers)
-    src, dst, reduce, key = (np.asarray(columns[name]) for name in ("src", "dst", "reduce", "key_index"))
-    n = len(src)
-    zeros = np.zeros(n_devices, dtype=np.int64)
-    if n == 0:
-        return zeros, zeros.copy(), zeros.copy()
-    sent = np.asarray(playback.sent_at, dtype=float)
-    arrived = np.asarray(playback.arrived_at, dtype=float)
-    size = np.asarray(playback.nbytes, dtype=np.int64)
-    index = np.arange(n, dtype=np.int64)
-    # events: arrivals (kind 0, at dst), incoming (kind 1, at dst, when sent), sends (kind 2, at src)
-    when = np.concatenate([arrived, sent, sent])
-    kind = np.repeat(np.arange(3, dtype=np.int64), n)
-    transfer = np.concatenate([index, index, index])
-    device = np.concatenate([dst, dst, src])
-    rank = np.empty(3 * n, np.int64)
-    rank[np.lexsort((transfer, kind, when))] = np.arange(3 * n)
-    # The first arrival or send of each (device, chunk): a plain arrival there adds a chunk.
-    touching = np.flatnonzero(kind != 1)
-    by_chunk = touching[np.lexsort((rank[touching], key[transfer[touching]], device[touching]))]
-    group = device[by_chunk] * (int(key.max()) + 1) + key[transfer[by_chunk]]
-    first = by_chunk[np.concatenate([[True], group[1:] != group[:-1]])]
-    adds = first[(kind[first] == 0) & ~reduce[transfer[first]]]
-    extra_delta = np.zeros(3 * n, np.int64)
-    extra_delta[adds] = size[transfer[adds]]
-    flight_delta = np.where(kind == 1, size[transfer], np.where(kind == 0, -size[transfer], 0))
-    # Running totals per device, in event order.
-    order = np.lexsort((rank, device))
-    device, extra_delta, flight_delta = device[order], extra_delta[order], flight_delta[order]
-    starts = np.flatnonzero(np.concatenate([[True], device[1:] != device[:-1]]))
-    flight = _running(flight_delta, starts)
-    held = _running(extra_delta, starts) + flight
-    owners = device[starts]
-    peak, peak_flight, extra = zeros.copy(), zeros.copy(), zeros.copy()
-    peak[owners] = np.maximum(np.maximum.reduceat(held, starts), 0)
-    peak_flight[owners] = np.maximum(np.maximum.reduceat(flight, starts), 0)
-    extra[owners] = np.add.reduceat(extra_delta, starts)
-    return peak, extra, peak_flight
-
-
-def _running(delta: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Cumulative sums of ``delta`` restarting at each of ``starts`` (sorted, starting with 0).
-
-    Examples
-    --------
-    >>> _running(np.array([5, -2, 1, 7, 3]), np.array([0, 3])).tolist()
-    [5, 3, 4, 7, 10]
-    """
-    total = np.cumsum(delta)
-    before = np.concatenate([[0], total])[starts]  # the running sum just before each segment
-    return total - np.repeat(before, np.diff(np.append(starts, len(delta))))
-
-
-def _critical_path(schedule: Any, playback: Any, hops: _Hops, latency: dict[LinkId, float], names: dict[LinkId, str]) -> CriticalPath:
-    if not playback.arrived_at:
-        return CriticalPath(0, 0, 0.0, 0.0, 0.0, 0.0)
-    arrived = playback.arrived_at
-    current = max(range(len(arrived)), key=lambda i: (arrived[i], -i))
-    n_transfers = n_hops = 0
-    lat = trans = queue = straggle = 0.0
-    waited: dict[str, float] = defaultdict(float)
-    while True:
-        sent = delivered = playback.sent_at[current]
-        chain_latency = chain_wait = 0.0
-        index = hops.first[current]
-        while index >= 0:
-            hop = playback.hops[index]
-            chain_latency += latency[hop.link]
-            if hops.wait[index] > 0:
-                chain_wait += hops.wait[index]
-                waited[names[hop.link]] += hops.wait[index]
-            delivered = hop.end + latency[hop.link]
-            index = hops.next[index]
-        late = arrived[current] - delivered  # the receiver had not started yet
-        late = late if late > 1e-9 * arrived[current] else 0.0  # not rounding noise
-        lat += chain_latency
-        queue += chain_wait
-        trans += arrived[current] - sent - chain_latency - chain_wait - late
-        straggle += late
-        n_transfers += 1
-        n_hops += hops.count[current]
-        deps = schedule.transfers[current].deps
-        if not deps:
-            straggle += sent  # the sender started late (0 when it started at once)
-            break
-        previous = max(deps, key=lambda d: (arrived[d], -d))
-        straggle += max(0.0, sent - arrived[previous])
-        current = previous
-    queued_on = tuple(sorted(waited.items(), key=lambda kv: (-kv[1], kv[0])))
-    return CriticalPath(n_transfers, n_hops, lat, trans, queue, straggle, queued_on)
-
-
-def _add_paths(a: CriticalPath, b: CriticalPath) -> CriticalPath:
-    waited: dict[str, float] = defaultdict(float)
-    for name, wait in (*a.queued_on, *b.queued_on):
-        waited[name] += wait
-    queued_on = tuple(sorted(waited.items(), key=lambda kv: (-kv[1], kv[0])))
-    return CriticalPath(
-        a.transfers + b.transfers,
-        a.hops + b.hops,
-        a.latency_s + b.latency_s,
-        a.transmission_s + b.transmission_s,
-        a.queueing_s + b.queueing_s,
-        a.straggle_s + b.straggle_s,
-        queued_on,
-    )
 
 
 def run_stats(result: Result, topology: Topology | None = None) -> RunStats:
@@ -560,79 +307,3 @@ def run_stats(result: Result, topology: Topology | None = None) -> RunStats:
     if derived is not None:
         derived["stats"] = stats
     return stats
-
-
-def _route_facts(result: Result) -> tuple[int, int, int, tuple[int, int]]:
-    """(transfers, longest route, transfers over more than one link, (smallest, largest) transfer bytes)."""
-    transfers = longest = multi = 0
-    smallest, largest = math.inf, 0
-    for leaf in result.leaves:
-        playback = leaf.playback
-        lengths = [len(r) for r in playback.routes] if playback.routes else []
-        transfers += len(playback.nbytes)
-        longest = max(longest, max(lengths, default=0))
-        multi += sum(length > 1 for length in lengths)
-        if playback.nbytes:
-            smallest, largest = min(smallest, min(playback.nbytes)), max(largest, max(playback.nbytes))
-    return transfers, longest, multi, ((int(smallest), int(largest)) if transfers else (0, 0))
-
-
-def path_facts(result: Result, topology: Topology | None = None) -> PathFacts:
-    """The critical path and route facts of a run, without the full statistics.
-
-    Examples
-    --------
-    >>> import numpy as np, netsim
-    >>> facts = path_facts(netsim.all_gather(np.zeros((4, 2**18), np.float32), axis_index_groups=[[0, 2], [1, 3]], algorithm="ring"))
-    >>> facts.max_route_hops, facts.longest_queue
-    (2, {'0->1': 1, '1->2': 1, '2->3': 1, '3->0': 1})
-    """
-    derived = getattr(result, "derived", None) if topology is None else None
-    if derived is not None and "stats" in derived:
-        return derived["stats"]
-    topology = topology if topology is not None else getattr(result, "topology_obj", None)
-    if topology is None:
-        raise ValueError(f"result of {result.collective} on {result.topology} carries no topology; pass topology=")
-    cut_through = getattr(result, "forwarding", "cut_through") != "store_and_forward"
-    links = topology.links
-    names = {link: topology.link_name(link) for link in links}
-    latency = {link: topology.link(link)["latency_s"] for link in links}
-    path = CriticalPath(0, 0, 0.0, 0.0, 0.0, 0.0)
-    queues: dict[str, int] = {}
-    for leaf in result.leaves:
-        hops = _Hops(leaf.playback, latency, cut_through)
-        path = _add_paths(path, _critical_path(leaf.schedule, leaf.playback, hops, latency, names))
-        for link, depth in _longest_queues(leaf.playback, hops).items():
-            queues[names[link]] = max(queues.get(names[link], 0), depth)
-    transfers, longest, multi, chunks = _route_facts(result)
-    return PathFacts(path, transfers, longest, multi, chunks, {name: q for name, q in queues.items() if q})
-
-
-def _steps(leaf: int, schedule: Any, playback: Any, offset: float, detail: bool) -> tuple[list[StepSummary], list[StepTiming]]:
-    start: dict[tuple[int, int], float] = {}
-    end: dict[tuple[int, int], float] = {}
-    phase: dict[int, str] = {}
-    for i, t in enumerate(schedule.transfers):
-        s, a = offset + playback.sent_at[i], offset + playback.arrived_at[i]
-        key = (t.step, t.src)
-        start[key] = min(start.get(key, math.inf), s)
-        key = (t.step, t.dst)
-        end[key] = max(end.get(key, -math.inf), a)
-        phase.setdefault(t.step, t.phase)
-    summaries = []
-    by_step: dict[int, list[tuple[int, float]]] = defaultdict(list)
-    for (step, device), value in end.items():
-        by_step[step].append((device, value))
-    first_send: dict[int, float] = {}
-    for (step, _), value in start.items():
-        first_send[step] = min(first_send.get(step, math.inf), value)
-    for step in sorted(phase):
-        ends = by_step.get(step, [])
-        straggler, last = max(ends, key=lambda dv: (dv[1], -dv[0])) if ends else (-1, math.nan)
-        first_done = min((v for _, v in ends), default=math.nan)
-        summaries.append(StepSummary(leaf, step, phase[step], first_send.get(step, math.nan), last, first_done, straggler))
-    timings = []
-    if detail:
-        for step, device in sorted(set(start) | set(end)):
-            timings.append(StepTiming(leaf, step, phase[step], device, start.get((step, device), math.nan), end.get((step, device), math.nan)))
-    return summaries, timings

@@ -1,13 +1,13 @@
 """Put the closed forms beside a run's simulated time, and say why they differ.
 
 :func:`analyse` looks up the closed form of the run's (collective, algorithm, layout)
-in :mod:`netsim.analysis.costs`, evaluates it for the run's payload and links, and compares it
-with the simulated time. Where they differ by more than 1 %, the reason is read from
-the run itself: the critical path of :mod:`netsim.analysis.stats` splits the simulated time
-into per-hop latency, transmission, queueing behind other messages and late starts,
-and each part is set against the formula's latency and bandwidth terms (contention on
-named links, extra hops, a missing wraparound, store-and-forward, uneven chunks,
-pipelining, stragglers). Nothing is simulated again and nothing is assumed.
+in :mod:`netsim.analysis.closed_forms`, evaluates it for the run's payload and links, and
+compares it with the simulated time. Where they differ by more than 1 %, the reason is
+read from the run itself: the critical path of :mod:`netsim.analysis.path_stats` splits
+the simulated time into per-hop latency, transmission, queueing behind other messages
+and late starts, and each part is set against the formula's latency and bandwidth
+terms (contention on named links, extra hops, a missing wraparound, store-and-forward,
+uneven chunks, pipelining, stragglers). Nothing is simulated again and nothing is assumed.
 
 :func:`estimate_scenario` gives the same closed forms for a scenario without running
 it (``netsim estimate``).
@@ -22,10 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from netsim.analysis.costs import COST_MODELS, CollectiveEstimate, Estimate, canonical_collective, estimate_collective, hops_between
+from netsim.analysis.closed_forms.geometry import hops_between
+from netsim.analysis.closed_forms.registry import COST_MODELS, CollectiveEstimate, estimate_collective
+from netsim.analysis.closed_forms.terms import Estimate, canonical_collective
 
 if TYPE_CHECKING:
-    from netsim.analysis.stats import PathFacts, RunStats
+    from netsim.analysis.path_stats import PathFacts
+    from netsim.analysis.stats import RunStats
     from netsim.network.topology import Topology
     from netsim.result import Result
 
@@ -208,7 +211,7 @@ def analyse(result: Result, stats: RunStats | None = None) -> Analysis:
     ratio = result.time / estimate.time_s if estimate is not None and estimate.time_s > 0 else None
     why = ""
     if ratio is not None and abs(ratio - 1) > TOLERANCE:
-        from netsim.analysis.stats import path_facts
+        from netsim.analysis.path_stats import path_facts
 
         facts = stats.path_facts() if stats is not None else path_facts(result, topology)
         why = explain(result.time, estimate, facts, closed, latency, getattr(result, "forwarding", "cut_through"))
@@ -239,7 +242,7 @@ def explain(simulated_s: float, estimate: Estimate, facts: PathFacts, closed: Co
     Examples
     --------
     >>> import numpy as np, netsim
-    >>> from netsim.analysis.stats import path_facts
+    >>> from netsim.analysis.path_stats import path_facts
     >>> r = netsim.all_gather(np.zeros((8, 2**14), np.float32), topology=netsim.mesh((8,)), algorithm="ring")
     >>> a = analyse(r)
     >>> print(explain(r.time, a.estimate, path_facts(r), a.closed, a.latency_s))  # doctest: +NORMALIZE_WHITESPACE

@@ -9,7 +9,7 @@ file is rewritten sorted by point, so the same study always gives the same bytes
 
 A row holds the point's index, the label of every swept field, what ran
 (collective, algorithm, topology, devices, group size, bytes), the simulated time,
-the closed-form estimate of :mod:`netsim.analysis.costs` for the same algorithm and layout
+the closed-form estimate of :mod:`netsim.analysis.closed_forms` for the same algorithm and layout
 (empty where there is none), their ratio, the regime (latency- or bandwidth-bound),
 the one-line reason when time and estimate differ by more than 1 %
 (:mod:`netsim.analysis.why`), nccl-tests' algbw and busbw, whether the output was

@@ -1,0 +1,108 @@
+"""Closed-form costs of collectives, in the α–β form, and the scaling book's estimates.
+
+Every closed form splits a collective's time into a **latency term** (the per-hop
+latencies α it pays one after another) and a **bandwidth term** (bytes over link
+bandwidth). Which term is larger is the *regime* (latency-bound or bandwidth-bound);
+the per-device payload at which they are equal is the *crossover*. Both terms are
+linear in what they count, so the crossover is the payload times latency/bandwidth.
+
+Notation (as in the project's COST_MODELS.md): a group of ``n`` devices, ``s`` bytes per
+block, ``α`` the per-hop latency, ``B`` the one-way bandwidth of one link direction,
+``W_ici = 2B`` the scaling book's bidirectional bandwidth of one axis, ``V`` the bytes of
+the whole collective (the gathered array for all_gather, one device's full input for a
+reduction, the bytes over all devices for all_to_all).
+
+Sources
+    * J. Austin et al., *How to Scale Your Model* ("the scaling book"),
+      jax-ml.github.io/scaling-book, chapters on TPUs and sharded matmuls: W_ici, the
+      one- and multi-axis all_gather, reduce-scatter, all-reduce and all-to-all estimates.
+    * R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of Collective Communication
+      Operations in MPICH", IJHPCA 19(1), 2005: the α–β costs of ring, recursive
+      doubling / halving and Rabenseifner's algorithm (with γ = 0: reductions are free).
+    * NVIDIA nccl-tests, doc/PERFORMANCE.md: algbw, busbw and the (n−1)/n factors.
+
+Each family's modules hold pure functions, one closed form each, returning an
+:class:`AlphaBeta`. :data:`COST_MODELS` lists them keyed by (collective, algorithm,
+topology) so a run looks up its own with :func:`lookup` (``None`` means "no closed form"),
+and :func:`estimate_collective` applies the right one to a group layout on a grid without
+building any graph, so it is instant even for a 4096-chip pod. Nothing here simulates.
+
+Modules
+-------
+==================  ===================================================================
+``terms``           :class:`AlphaBeta` (the two terms), :class:`Estimate` (a closed
+                    form applied to a run), the collectives' names in the registry
+``rings``           unidirectional, bidirectional and half-way rings
+``doubling``        recursive doubling and halving, Rabenseifner's all-reduce
+``direct``          direct all_gather and all_to_all, all_to_all one axis at a time
+``torus``           several torus axes: all at once, bundled, one after the other
+``point_to_point``  one message over several links (ppermute)
+``book``            the scaling book's estimates and its bandwidth bound
+``geometry``        where a group lies on the grid (:class:`Geometry`)
+``registry``        :data:`COST_MODELS`, :func:`lookup`, :func:`estimate`,
+                    :func:`estimate_collective`
+==================  ===================================================================
+
+Where a change goes
+-------------------
+A new closed form: a function ``(n or dims, s, alpha, B) -> AlphaBeta`` in the module of
+its family (a new module for a new family), with its source and a doctest; then one
+:class:`CostModel` line in ``_models`` of :mod:`~netsim.analysis.closed_forms.registry` so
+runs find it, and a test against the simulated time (tests/test_costs.py). Modules import
+their siblings directly, never this package.
+
+Examples
+--------
+>>> from netsim.analysis.closed_forms import Geometry, estimate
+>>> e = estimate("all_gather", "ring", Geometry((8,), (True,)), 262144, 1e-6, 45e9)
+>>> round(e.latency_s * 1e6, 9), round(e.bandwidth_s * 1e6, 6), e.regime
+(7.0, 40.777956, 'bandwidth-bound')
+"""
+
+from netsim.analysis.closed_forms.book import book_all_gather, book_all_reduce, book_all_to_all, book_estimate
+from netsim.analysis.closed_forms.direct import dimension_ordered_all_to_all, direct_all_gather, direct_all_to_all
+from netsim.analysis.closed_forms.doubling import (
+    rabenseifner_all_reduce,
+    recursive_doubling_all_gather,
+    recursive_doubling_all_reduce,
+    recursive_halving_reduce_scatter,
+)
+from netsim.analysis.closed_forms.geometry import Geometry, group_geometry, hops_between
+from netsim.analysis.closed_forms.point_to_point import point_to_point
+from netsim.analysis.closed_forms.registry import COST_MODELS, CollectiveEstimate, CostModel, estimate, estimate_collective, lookup
+from netsim.analysis.closed_forms.rings import bidirectional_halfway, bidirectional_ring, ring
+from netsim.analysis.closed_forms.terms import AlphaBeta, Estimate, canonical_collective
+from netsim.analysis.closed_forms.torus import dimension_ordered, multiaxis, multiaxis_bundled
+
+__all__ = [
+    "COST_MODELS",
+    "AlphaBeta",
+    "CollectiveEstimate",
+    "CostModel",
+    "Estimate",
+    "Geometry",
+    "bidirectional_halfway",
+    "bidirectional_ring",
+    "book_all_gather",
+    "book_all_reduce",
+    "book_all_to_all",
+    "book_estimate",
+    "canonical_collective",
+    "dimension_ordered",
+    "dimension_ordered_all_to_all",
+    "direct_all_gather",
+    "direct_all_to_all",
+    "estimate",
+    "estimate_collective",
+    "group_geometry",
+    "hops_between",
+    "lookup",
+    "multiaxis",
+    "multiaxis_bundled",
+    "point_to_point",
+    "rabenseifner_all_reduce",
+    "recursive_doubling_all_gather",
+    "recursive_doubling_all_reduce",
+    "recursive_halving_reduce_scatter",
+    "ring",
+]

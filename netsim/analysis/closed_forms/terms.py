@@ -1,0 +1,117 @@
+"""The two terms of a closed form, and a closed form applied to one run's numbers.
+
+:class:`AlphaBeta` is what every closed form returns: its latency term and its bandwidth
+term. :class:`Estimate` is one evaluated for a run's payload, with its formula, source and
+crossover. :func:`canonical_collective` gives a collective's name in the registry.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["AlphaBeta", "Estimate", "canonical_collective"]
+
+
+@dataclass(frozen=True)
+class AlphaBeta:
+    """A closed form evaluated: the latency term and the bandwidth term, in seconds.
+
+    ``combine`` says how they make a time: ``"sum"`` for the α–β form (latency +
+    bandwidth), ``"max"`` for the scaling book's ``max(T_min·X/2, V/W_ici)``.
+
+    Examples
+    --------
+    >>> AlphaBeta(2.0, 3.0).time_s, AlphaBeta(2.0, 3.0, "max").time_s
+    (5.0, 3.0)
+    >>> AlphaBeta(2.0, 3.0).regime
+    'bandwidth-bound'
+    """
+
+    latency_s: float
+    bandwidth_s: float
+    combine: str = "sum"
+
+    @property
+    def time_s(self) -> float:
+        """The estimated time, seconds."""
+        if self.combine == "max":
+            return max(self.latency_s, self.bandwidth_s)
+        return self.latency_s + self.bandwidth_s
+
+    @property
+    def regime(self) -> str:
+        """``"latency-bound"`` if the latency term is the larger, else ``"bandwidth-bound"``."""
+        return "latency-bound" if self.latency_s > self.bandwidth_s else "bandwidth-bound"
+
+
+_ALIASES = {"all_reduce": "psum", "all_sum": "psum", "reduce_scatter": "psum_scatter"}
+
+
+def canonical_collective(name: str) -> str:
+    """The collective's name in the registry (``all_reduce`` and ``all_sum`` are ``psum``).
+
+    Examples
+    --------
+    >>> canonical_collective("all_sum"), canonical_collective("all_gather")
+    ('psum', 'all_gather')
+    """
+    return _ALIASES.get(name, name)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A closed form applied to one run's numbers.
+
+    Attributes
+    ----------
+    latency_s, bandwidth_s, time_s : float
+        The two terms and the time they make (their sum, or for the book their max).
+    formula : str
+        The closed form in symbols.
+    source : str
+        Where the formula comes from.
+    crossover_bytes : float
+        Per-device payload at which the two terms are equal (inf when nothing scales
+        with the payload).
+    bytes_per_device : float
+        The payload the terms were evaluated for.
+    """
+
+    formula: str
+    source: str
+    latency_s: float
+    bandwidth_s: float
+    time_s: float
+    crossover_bytes: float
+    bytes_per_device: float = 0.0
+
+    @property
+    def regime(self) -> str:
+        """``"latency-bound"`` or ``"bandwidth-bound"``: which term is the larger (``"nothing moves"`` if neither)."""
+        if self.latency_s == self.bandwidth_s == 0:
+            return "nothing moves"
+        return "latency-bound" if self.latency_s > self.bandwidth_s else "bandwidth-bound"
+
+    def __add__(self, other: Estimate) -> Estimate:
+        """Two collectives run one after the other (the leaves of a pytree).
+
+        The crossover is then for all leaves' payloads growing in proportion.
+
+        Examples
+        --------
+        >>> a = Estimate("f", "-", 1e-6, 2e-6, 3e-6, 500.0, 1000.0)
+        >>> (a + a).time_s, round((a + a).crossover_bytes, 6)
+        (6e-06, 1000.0)
+        """
+        latency, bandwidth, payload = self.latency_s + other.latency_s, self.bandwidth_s + other.bandwidth_s, self.bytes_per_device + other.bytes_per_device
+        crossover = payload * latency / bandwidth if bandwidth > 0 else (math.inf if latency > 0 else 0.0)
+        return Estimate(self.formula, self.source, latency, bandwidth, self.time_s + other.time_s, crossover, payload)
+
+
+def _evaluate(cost: Callable[[float], AlphaBeta], bytes_per_device: float, formula: str, source: str) -> Estimate:
+    ab = cost(float(bytes_per_device))
+    unit = cost(1.0)  # both terms are linear in what they count: the crossover is exact
+    crossover = unit.latency_s / unit.bandwidth_s if unit.bandwidth_s > 0 else (math.inf if unit.latency_s > 0 else 0.0)
+    return Estimate(formula, source, ab.latency_s, ab.bandwidth_s, ab.time_s, crossover, float(bytes_per_device))

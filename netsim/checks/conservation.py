@@ -1,0 +1,85 @@
+"""The ``link bytes`` and ``device bytes`` invariants: bytes are conserved on every link and at every device."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from netsim.checks.arrays import _Arrays, _first, _later, _slack
+from netsim.checks.errors import InvariantError
+from netsim.engine import Playback, TransferLike
+
+
+def _check_link_bytes(playback: Playback, a: _Arrays) -> None:
+    if len(a.hop_link) and int(a.hop_link.min()) < 0:
+        k = _first(a.hop_link < 0)
+        raise InvariantError("link bytes", f"transfer #{a.hop_transfer[k]} crossed link {a.hop_link_id(k)}, which is not in the topology")
+    m = len(a.links)
+    carried = np.bincount(a.hop_link, weights=a.nbytes[a.hop_transfer], minlength=m)
+    messages = np.bincount(a.hop_link, minlength=m)
+    busy = np.bincount(a.hop_link, weights=a.hop_end - a.hop_start, minlength=m)
+    stats = list(playback.links.values())
+    counted = np.fromiter((s.bytes for s in stats), float, m)
+    counted_messages = np.fromiter((s.messages for s in stats), np.int64, m)
+    counted_busy = np.fromiter((s.busy_s for s in stats), float, m)
+    wrong = (counted != carried) | (counted_messages != messages) | (np.abs(counted_busy - busy) > _slack(counted_busy, busy))
+    if wrong.any():
+        k = _first(wrong)
+        raise InvariantError(
+            "link bytes",
+            f"link {a.topology.link_name(a.links[k])} counted {int(counted[k])} B in {counted_messages[k]} message(s), busy {counted_busy[k]:.9g} s, "
+            f"but its crossings carry {int(carried[k])} B in {messages[k]}, busy {busy[k]:.9g} s",
+        )
+    # Sorted by link (stably), each crossing against the one before it on the same link.
+    h = len(a.hop_link)
+    if h < 2:
+        return
+    order = a.by("link")
+    start, end = a.hop_start[order], a.hop_end[order]
+    overlap = _later(end[:-1], start[1:])
+    firsts = np.cumsum(messages)[:-1]  # where each link's crossings begin in the sorted order
+    overlap[firsts[(firsts > 0) & (firsts < h)] - 1] = False  # the first crossing of a link follows another link's
+    if overlap.any():
+        k = _first(overlap) + 1
+        raise InvariantError(
+            "link bytes",
+            f"link {a.topology.link_name(a.links[a.hop_link[order[k]]])} carried transfer #{a.hop_transfer[order[k]]} from {start[k]:.9g} s "
+            f"while still busy until {end[k - 1]:.9g} s",
+        )
+
+
+def _check_device_bytes(transfers: Sequence[TransferLike], buffers: Sequence[dict[Hashable, Any]], playback: Playback, a: _Arrays) -> None:
+    size: dict[Hashable, int] = {}
+    for held in buffers:
+        for key, chunk in held.items():
+            if hasattr(chunk, "nbytes"):  # payload-free (timing-only) chunks have no size to compare
+                size.setdefault(key, int(chunk.nbytes))
+    key_size = np.fromiter((size.get(key, -1) for key in a.keys), np.int64, len(a.keys))
+    expected = key_size[a.key_index] if len(a.keys) else np.full(len(a.key_index), -1, np.int64)
+    wrong = expected != a.nbytes
+    wrong &= expected >= 0
+    if wrong.any():
+        i = _first(wrong)
+        raise InvariantError("device bytes", f"transfer #{i} carried {a.nbytes[i]} B of chunk {a.keys[a.key_index[i]]!r}, which is {expected[i]} B")
+    n = a.topology.n_devices
+    counted = np.fromiter((s.bytes for s in playback.links.values()), np.int64, len(a.links))
+    link_out = np.bincount(a.link_u, weights=counted, minlength=n)
+    link_in = np.bincount(a.link_v, weights=counted, minlength=n)
+    if a.single_link:  # every transfer moves
+        src, dst, nbytes = a.src, a.dst, a.nbytes
+    else:
+        moving = a.route_length > 0
+        src, dst, nbytes = a.src[moving], a.dst[moving], a.nbytes[moving]
+    sent = np.bincount(src, weights=nbytes, minlength=n)
+    received = np.bincount(dst, weights=nbytes, minlength=n)
+    forwarded_in, forwarded_out = link_in - received, link_out - sent
+    wrong = (forwarded_in != forwarded_out) | (forwarded_in < 0)
+    if wrong.any():
+        d = _first(wrong)
+        raise InvariantError(
+            "device bytes",
+            f"device {d} took in {int(link_in[d])} B and received {int(received[d])} B, but put out {int(link_out[d])} B and sent {int(sent[d])} B "
+            f"(forwarded {int(forwarded_in[d])} B in, {int(forwarded_out[d])} B out)",
+        )
