@@ -4,7 +4,7 @@ Each function takes the input stacked ``[n_devices, ...]`` (as :func:`jax.pmap`
 does), plans the collective with an algorithm from :mod:`netsim.algorithms.schedule`, plays
 it on a topology with :mod:`netsim.engine.fast`, moving the real arrays, builds JAX's
 output from what each device holds at the end, and checks it against the NumPy
-reference in :mod:`netsim.semantics.layouts`.
+reference in :mod:`netsim.semantics`.
 """
 
 from __future__ import annotations
@@ -33,8 +33,11 @@ from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import Topology, UnreachableError, ring
 from netsim.network.units import format_bytes
 from netsim.result import LeafRun, Result
+from netsim.semantics.all_to_all import AllToAllLayout
 from netsim.semantics.chunks import SLICE_ELEMENTS, LazyOutput, SizeOnly, bounded_slices, shape_only
-from netsim.semantics.layouts import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
+from netsim.semantics.gather import AllGatherLayout
+from netsim.semantics.permute import PermuteLayout
+from netsim.semantics.reduce import AllReduceLayout, ReduceScatterLayout
 
 __all__ = [
     "DATA_MODES",

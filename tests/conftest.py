@@ -1,6 +1,6 @@
 """Shared helpers for the tests: an index-based formulation of JAX's collectives.
 
-These are written differently from :mod:`netsim.semantics.layouts` (whole-group fancy
+These are written differently from :mod:`netsim.semantics` (whole-group fancy
 indexing and moveaxis instead of per-member stacking) so that a mistake in one is
 not copied into the other.
 """

@@ -19,7 +19,7 @@ from netsim.checks.memory import transfers_of
 from netsim.engine import EngineError, play
 from netsim.network.topology import torus
 from netsim.semantics.chunks import SizeOnly
-from netsim.semantics.layouts import AllGatherLayout
+from netsim.semantics.gather import AllGatherLayout
 
 ALPHA, B = 1e-6, 45e9
 NAMES = ("x", "y", "z")

@@ -15,7 +15,8 @@ from netsim.engine import EngineError
 from netsim.network.topology import torus
 from netsim.scenario import load_scenario
 from netsim.semantics.chunks import SLICE_ELEMENTS, LazyOutput, SizeOnly, bounded_slices, shape_only
-from netsim.semantics.layouts import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
+from netsim.semantics.gather import AllGatherLayout
+from netsim.semantics.reduce import AllReduceLayout, ReduceScatterLayout
 
 PAIRS = [[0, 5], [1, 4], [2, 7], [3, 6]]
 CASES = [

@@ -16,7 +16,8 @@ from netsim.algorithms.schedule import Schedule, Transfer
 from netsim.cli.main import app
 from netsim.engine import EngineError
 from netsim.network.topology import UnreachableError
-from netsim.semantics.layouts import all_to_all_reference, ppermute_reference
+from netsim.semantics.all_to_all import all_to_all_reference
+from netsim.semantics.permute import ppermute_reference
 
 B, ALPHA = 45e9, 1e-6
 runner = CliRunner()

@@ -19,7 +19,10 @@ from netsim.scenario.errors import ScenarioError
 from netsim.scenario.fields import Bytes, Duration, _Strict
 from netsim.scenario.topology_spec import LinkSpec, TopologyShape, TopologySpec, _build_topology, _find_topology, load_topology, topology_names
 from netsim.scenario.yaml_files import _read_yaml, _validate
-from netsim.semantics.layouts import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
+from netsim.semantics.all_to_all import AllToAllLayout
+from netsim.semantics.gather import AllGatherLayout
+from netsim.semantics.permute import PermuteLayout
+from netsim.semantics.reduce import AllReduceLayout, ReduceScatterLayout
 
 
 def _mesh_shorthand(value: Any) -> Any:
