@@ -1,7 +1,7 @@
 """The Python API: collectives that mirror ``jax.lax`` and return simulated results.
 
 Each function takes the input stacked ``[n_devices, ...]`` (as :func:`jax.pmap`
-does), plans the collective with an algorithm from :mod:`netsim.algorithms.schedule`, plays
+does), plans the collective with an algorithm from :mod:`netsim.algorithms`, plays
 it on a topology with :mod:`netsim.engine.fast`, moving the real arrays, builds JAX's
 output from what each device holds at the end, and checks it against the NumPy
 reference in :mod:`netsim.semantics`.
@@ -23,7 +23,8 @@ import numpy as np
 
 from netsim.algorithms.bundles import unbundled
 from netsim.algorithms.direct import permutation
-from netsim.algorithms.schedule import ALGORITHMS, Schedule, build_schedule, check_algorithm, default_algorithm
+from netsim.algorithms.registry import ALGORITHMS, check_algorithm, default_algorithm
+from netsim.algorithms.schedule import Schedule, build_schedule
 from netsim.analysis.critical_path import critical_path
 from netsim.checks.invariants import InvariantError, check_playback
 from netsim.checks.memory import MATERIALISE_LIMIT_BYTES, MemoryLimitError, check_memory, estimate_memory, pieces_of, transfers_of

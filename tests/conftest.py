@@ -31,7 +31,7 @@ def make_input(n_devices: int, shape: tuple[int, ...], dtype: str, seed: int) ->
 
 def runnable(pattern: str, group_size: int) -> list[str]:
     """The algorithms that can play a pattern on groups of this size (some need a power of two)."""
-    from netsim.algorithms.schedule import ALGORITHMS, check_algorithm
+    from netsim.algorithms.registry import ALGORITHMS, check_algorithm
 
     names = []
     for name in sorted(ALGORITHMS):

@@ -25,7 +25,7 @@ __all__ = ["play"]
 
 
 class TransferLike(Protocol):
-    """What the engine needs to know about a transfer (see :class:`netsim.algorithms.schedule.Transfer`)."""
+    """What the engine needs to know about a transfer (see :class:`netsim.algorithms.transfers.Transfer`)."""
 
     src: int
     dst: int

@@ -7,7 +7,8 @@ import pytest
 from conftest import expected_all_to_all
 
 import netsim
-from netsim.algorithms.schedule import ALGORITHMS, build_schedule, check_algorithm
+from netsim.algorithms.registry import ALGORITHMS, check_algorithm
+from netsim.algorithms.schedule import build_schedule
 from netsim.analysis import costs
 from netsim.network.topology import torus
 

@@ -12,7 +12,10 @@ from netsim import Mesh, collectives
 from netsim.algorithms.bundled import bundles as bundle_table
 from netsim.algorithms.bundled import gather_array
 from netsim.algorithms.bundles import Bundle, BundleTable, made_of_arrays, opened_codes, unbundled
-from netsim.algorithms.schedule import ALGORITHMS, TransferTable, _with_deps, build_schedule
+from netsim.algorithms.planning import _with_deps
+from netsim.algorithms.registry import ALGORITHMS
+from netsim.algorithms.schedule import build_schedule
+from netsim.algorithms.transfers import TransferTable
 from netsim.analysis import costs
 from netsim.checks.invariants import InvariantError, check_playback
 from netsim.checks.memory import transfers_of

@@ -12,7 +12,8 @@ from conftest import ROOT, expected_all_gather, expected_psum, expected_psum_sca
 from typer.testing import CliRunner
 
 import netsim
-from netsim.algorithms.schedule import Schedule, Transfer
+from netsim.algorithms.schedule import Schedule
+from netsim.algorithms.transfers import Transfer
 from netsim.cli.main import app
 from netsim.engine import EngineError
 from netsim.network.topology import UnreachableError

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import netsim
-from netsim.algorithms.schedule import Schedule, Transfer
+from netsim.algorithms.schedule import Schedule
+from netsim.algorithms.transfers import Transfer
 from netsim.network.topology import ring, torus
 from netsim.semantics.gather import AllGatherLayout
 from netsim.semantics.reduce import AllReduceLayout, ReduceScatterLayout

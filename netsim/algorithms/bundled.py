@@ -44,7 +44,7 @@ import math
 import numpy as np
 
 from netsim.algorithms.bundles import BundleTable
-from netsim.algorithms.schedule import AxesAlgorithm, register
+from netsim.algorithms.registry import AxesAlgorithm, register
 from netsim.algorithms.torus import _one_axis, _rotations, _strides
 
 __all__ = ["bundles", "gather_array"]

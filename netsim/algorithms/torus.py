@@ -60,7 +60,7 @@ from collections.abc import Callable, Iterator
 
 from netsim.algorithms.direct import HALVES
 from netsim.algorithms.direct import _order as _farthest_first
-from netsim.algorithms.schedule import ALGORITHMS, AxesAlgorithm, Move, register
+from netsim.algorithms.registry import ALGORITHMS, AxesAlgorithm, Move, register
 
 __all__ = ["dimension_ordered_all_to_all", "line_gather", "line_reduce_scatter"]
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from netsim.algorithms.schedule import ALGORITHMS, default_algorithm
+from netsim.algorithms.registry import ALGORITHMS, default_algorithm
 from netsim.network import units
 from netsim.network.device_mesh import AxisGroups, Mesh
 from netsim.network.presets import is_slice_name, parse_slice

@@ -19,7 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from netsim.algorithms.bundles import leaves
-from netsim.algorithms.schedule import ALGORITHMS, Schedule, Transfer
+from netsim.algorithms.registry import ALGORITHMS
+from netsim.algorithms.schedule import Schedule
+from netsim.algorithms.transfers import Transfer
 from netsim.network.topology import Topology
 from netsim.network.units import format_bytes, format_seconds
 from netsim.result import LeafRun, Result
