@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from netsim.collectives import TopologyLike, _simulate
+from netsim.pipeline import TopologyLike, _simulate
 from netsim.result import Result
 from netsim.semantics.gather import AllGatherLayout
 from netsim.semantics.reduce import AllReduceLayout

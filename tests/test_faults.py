@@ -357,7 +357,7 @@ def test_a_deadlocking_schedule_ends_with_an_internal_error_naming_the_waiting_d
         moves = (Transfer(0, 0, 1, (0, 0), False, 1, (1,), "gather"), Transfer(0, 1, 0, (1, 0), False, 1, (0,), "gather"))
         return Schedule("ring", pattern, ((0, 1),), 1, moves)
 
-    monkeypatch.setattr("netsim.collectives.build_schedule", deadlocked)
+    monkeypatch.setattr("netsim.pipeline.build_schedule", deadlocked)
     with pytest.raises(EngineError, match=r"deadlock: devices \[0, 1\] still wait for chunks"):
         netsim.all_gather(np.zeros((2, 4)))
     path = tmp_path / "two.yaml"
