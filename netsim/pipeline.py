@@ -37,18 +37,11 @@ from netsim.version import __version__
 __all__ = ["DATA_MODES", "OUTPUT_MODES", "Groups", "Stragglers", "TopologyLike", "provenance", "resolve_topology", "start_times"]
 
 TopologyLike = Topology | str | Path | None
-
-
 Groups = Sequence[Sequence[int]] | None
-
-
 Stragglers = Mapping[int, float] | None
-
 
 DATA_MODES = ("values", "none")
 """``data=``: move the real arrays, or stand-ins that carry sizes only (same timings)."""
-
-
 OUTPUT_MODES = ("auto", "full", "lazy")
 """``output=``: materialise the stacked output, keep it lazy, or decide by its size."""
 

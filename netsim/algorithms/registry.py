@@ -33,22 +33,14 @@ __all__ = [
 ]
 
 PATTERNS = ("gather", "reduce_scatter", "all_reduce", "all_to_all")
-
-
 DEFAULT_ALGORITHM = "bidirectional_ring"
-
-
 DEFAULT_AXES_ALGORITHM = "multiaxis"
 """The default for a collective over mesh axes (groups from :meth:`netsim.Mesh.groups`)."""
-
-
 _DEFAULTS = {"all_to_all": "direct", "permute": "direct"}
 
 
 # A move within one group: (step, from position, to position, block, piece, direction).
 Move = tuple[int, int, int, int, int, int]
-
-
 MoveFn = Callable[[int], Iterator[Move]]
 
 

@@ -19,8 +19,6 @@ from netsim.columnar import factorize
 __all__ = ["PHASES", "Key", "Transfer", "TransferTable"]
 
 Key = tuple[int, int]
-
-
 PHASES = ("reduce_scatter", "gather", "all_to_all", "permute")
 """Names of the phases a transfer may belong to (``TransferTable.phase`` indexes this)."""
 
