@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from netsim.collectives import TopologyLike, _simulate
+from netsim.pipeline import TopologyLike, _simulate
 from netsim.result import Result
-from netsim.semantics.layouts import AllGatherLayout, AllReduceLayout
+from netsim.semantics.gather import AllGatherLayout
+from netsim.semantics.reduce import AllReduceLayout
 
 __all__ = ["all_gather", "all_sum"]
 

@@ -1,6 +1,6 @@
 """Shared helpers for the tests: an index-based formulation of JAX's collectives.
 
-These are written differently from :mod:`netsim.semantics.layouts` (whole-group fancy
+These are written differently from :mod:`netsim.semantics` (whole-group fancy
 indexing and moveaxis instead of per-member stacking) so that a mistake in one is
 not copied into the other.
 """
@@ -31,7 +31,7 @@ def make_input(n_devices: int, shape: tuple[int, ...], dtype: str, seed: int) ->
 
 def runnable(pattern: str, group_size: int) -> list[str]:
     """The algorithms that can play a pattern on groups of this size (some need a power of two)."""
-    from netsim.algorithms.schedule import ALGORITHMS, check_algorithm
+    from netsim.algorithms.registry import ALGORITHMS, check_algorithm
 
     names = []
     for name in sorted(ALGORITHMS):

@@ -7,7 +7,8 @@ import pytest
 from conftest import expected_all_to_all
 
 import netsim
-from netsim.algorithms.schedule import ALGORITHMS, build_schedule, check_algorithm
+from netsim.algorithms.registry import ALGORITHMS, check_algorithm
+from netsim.algorithms.schedule import build_schedule
 from netsim.analysis.closed_forms import book_all_to_all, dimension_ordered_all_to_all, direct_all_to_all
 from netsim.network.topology import torus
 

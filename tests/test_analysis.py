@@ -10,7 +10,7 @@ from conftest import ROOT
 from typer.testing import CliRunner
 
 import netsim
-from netsim.algorithms.schedule import ALGORITHMS
+from netsim.algorithms.registry import ALGORITHMS
 from netsim.analysis.closed_forms import Estimate
 from netsim.analysis.stats import run_stats
 from netsim.analysis.summary import summary

@@ -8,11 +8,14 @@ import numpy as np
 import pytest
 
 import netsim
-from netsim import Mesh, collectives
+from netsim import Mesh, outputs
 from netsim.algorithms.bundled import bundles as bundle_table
 from netsim.algorithms.bundled import gather_array
 from netsim.algorithms.bundles import Bundle, BundleTable, made_of_arrays, opened_codes, unbundled
-from netsim.algorithms.schedule import ALGORITHMS, TransferTable, _with_deps, build_schedule
+from netsim.algorithms.planning import _with_deps
+from netsim.algorithms.registry import ALGORITHMS
+from netsim.algorithms.schedule import build_schedule
+from netsim.algorithms.transfers import TransferTable
 from netsim.analysis.closed_forms import multiaxis_bundled
 from netsim.checks.errors import InvariantError
 from netsim.checks.invariants import check_playback
@@ -20,7 +23,7 @@ from netsim.checks.memory import transfers_of
 from netsim.engine import EngineError, play
 from netsim.network.topology import torus
 from netsim.semantics.chunks import SizeOnly
-from netsim.semantics.layouts import AllGatherLayout
+from netsim.semantics.gather import AllGatherLayout
 
 ALPHA, B = 1e-6, 45e9
 NAMES = ("x", "y", "z")
@@ -201,15 +204,15 @@ def test_the_lazy_check_finds_a_copied_chunk_inside_a_bundle():
     layout = AllGatherLayout.check(x, axis=0, tiled=False, axis_index_groups=None)
     sources = [{(d, p): piece for p, piece in enumerate(np.array_split(x[d], 4))} for d in range(4)]
     with pytest.raises(EngineError, match=r"^all_gather: a device holds a chunk that is not its owner's array; this is a netsim bug"):
-        collectives._check_bundled_sources("all_gather", layout, run, sources, 4)  # not the arrays the run moved
+        outputs._check_bundled_sources("all_gather", layout, run, sources, 4)  # not the arrays the run moved
     sources = [{key: chunk for key, chunk in held.items() if key not in run.bundles} for held in run.buffers]  # each device's own
     sources = [{(d, p): sources[d][(d, p)] for p in range(4)} for d in range(4)]
-    collectives._check_bundled_sources("all_gather", layout, run, sources, 4)  # as it ran: fine
+    outputs._check_bundled_sources("all_gather", layout, run, sources, 4)  # as it ran: fine
     device, key = next((d, k) for d, held in enumerate(run.buffers) for k in held if k in run.bundles)
     bundle = run.buffers[device][key]
     run.buffers[device][key] = Bundle([part.copy() for part in bundle.parts])  # same values, not the owners' arrays
     with pytest.raises(EngineError, match=r"^all_gather: a device holds a chunk that is not its owner's array; this is a netsim bug"):
-        collectives._check_bundled_sources("all_gather", layout, run, sources, 4)
+        outputs._check_bundled_sources("all_gather", layout, run, sources, 4)
 
 
 @pytest.mark.parametrize("dims", [(2, 2), (4, 4), (3, 3), (2, 2, 2), (4, 4, 4), (3, 3, 3)])

@@ -9,13 +9,15 @@ import numpy as np
 import pytest
 from conftest import ROOT, expected_all_gather, expected_psum, expected_psum_scatter
 
-import netsim.collectives as collectives
+import netsim.outputs as outputs
+import netsim.pipeline as pipeline
 from netsim.collectives import all_gather, psum, psum_scatter, simulate
 from netsim.engine import EngineError
 from netsim.network.topology import torus
 from netsim.scenario import load_scenario
 from netsim.semantics.chunks import SLICE_ELEMENTS, LazyOutput, SizeOnly, bounded_slices, shape_only
-from netsim.semantics.layouts import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
+from netsim.semantics.gather import AllGatherLayout
+from netsim.semantics.reduce import AllReduceLayout, ReduceScatterLayout
 
 PAIRS = [[0, 5], [1, 4], [2, 7], [3, 6]]
 CASES = [
@@ -79,21 +81,21 @@ def test_lazy_outputs_equal_the_materialised_ones(collective, kwargs, expected):
 
 def test_outputs_above_the_limit_stay_lazy(monkeypatch):
     x = np.arange(4 * 6, dtype=np.int64).reshape(4, 6)
-    monkeypatch.setattr(collectives, "MATERIALISE_LIMIT_BYTES", 4 * 4 * 6 * 8 - 1)
+    monkeypatch.setattr(pipeline, "MATERIALISE_LIMIT_BYTES", 4 * 4 * 6 * 8 - 1)
     assert isinstance(all_gather(x).output, LazyOutput)
-    monkeypatch.setattr(collectives, "MATERIALISE_LIMIT_BYTES", 4 * 4 * 6 * 8)
+    monkeypatch.setattr(pipeline, "MATERIALISE_LIMIT_BYTES", 4 * 4 * 6 * 8)
     assert isinstance(all_gather(x).output, np.ndarray)
 
 
 def test_lazy_check_catches_a_copied_chunk(monkeypatch):
-    real_play = collectives.play
+    real_play = pipeline.play
 
     def play_then_copy(*args, **kwargs):
         run = real_play(*args, **kwargs)
         run.buffers[2][(1, 0)] = run.buffers[2][(1, 0)].copy()  # same values, but not the owner's array
         return run
 
-    monkeypatch.setattr(collectives, "play", play_then_copy)
+    monkeypatch.setattr(pipeline, "play", play_then_copy)
     with pytest.raises(EngineError, match=r"all_gather: device 2 holds a chunk that is not its owner's array"):
         all_gather(np.arange(12).reshape(4, 3), output="lazy")
 
@@ -208,4 +210,4 @@ def test_the_tolerance_of_a_float_sum_is_set_by_its_whole_row():
         output = expected.copy()
         output[1, 0] += error
         assert np.allclose(output[1], expected[1], rtol=tolerance, atol=tolerance * 1000.0) is whole_row_matches
-        assert collectives._first_difference(layout, x, output, False, 2) == (None if whole_row_matches else 1)
+        assert outputs._first_difference(layout, x, output, False, 2) == (None if whole_row_matches else 1)

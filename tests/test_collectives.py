@@ -9,7 +9,7 @@ import pytest
 from conftest import expected_all_gather, expected_psum, expected_psum_scatter, make_input, shuffled_groups
 
 import netsim
-from netsim.algorithms.schedule import ALGORITHMS
+from netsim.algorithms.registry import ALGORITHMS
 
 GROUP_SIZES = (2, 3, 4, 5, 8, 16)
 RANK_SHAPES = {0: (), 1: (4,), 2: (2, 3), 3: (2, 1, 2)}

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 import netsim
 from netsim.cli.main import app
-from netsim.teaching.explain import explain, step_captions, step_costs
+from netsim.teaching.explain import explain
+from netsim.teaching.steps import step_captions, step_costs
 
 runner = CliRunner()
 B, ALPHA = 45e9, 1e-6

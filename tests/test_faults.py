@@ -12,11 +12,13 @@ from conftest import ROOT, expected_all_gather, expected_psum, expected_psum_sca
 from typer.testing import CliRunner
 
 import netsim
-from netsim.algorithms.schedule import Schedule, Transfer
+from netsim.algorithms.schedule import Schedule
+from netsim.algorithms.transfers import Transfer
 from netsim.cli.main import app
 from netsim.engine import EngineError
 from netsim.network.topology import UnreachableError
-from netsim.semantics.layouts import all_to_all_reference, ppermute_reference
+from netsim.semantics.all_to_all import all_to_all_reference
+from netsim.semantics.permute import ppermute_reference
 
 B, ALPHA = 45e9, 1e-6
 runner = CliRunner()
@@ -355,7 +357,7 @@ def test_a_deadlocking_schedule_ends_with_an_internal_error_naming_the_waiting_d
         moves = (Transfer(0, 0, 1, (0, 0), False, 1, (1,), "gather"), Transfer(0, 1, 0, (1, 0), False, 1, (0,), "gather"))
         return Schedule("ring", pattern, ((0, 1),), 1, moves)
 
-    monkeypatch.setattr("netsim.collectives.build_schedule", deadlocked)
+    monkeypatch.setattr("netsim.pipeline.build_schedule", deadlocked)
     with pytest.raises(EngineError, match=r"deadlock: devices \[0, 1\] still wait for chunks"):
         netsim.all_gather(np.zeros((2, 4)))
     path = tmp_path / "two.yaml"

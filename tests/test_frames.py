@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 import netsim
-from netsim.algorithms.schedule import Schedule, Transfer
+from netsim.algorithms.schedule import Schedule
+from netsim.algorithms.transfers import Transfer
 from netsim.network.topology import ring, torus
-from netsim.semantics.layouts import AllGatherLayout, AllReduceLayout, ReduceScatterLayout
+from netsim.semantics.gather import AllGatherLayout
+from netsim.semantics.reduce import AllReduceLayout, ReduceScatterLayout
 from netsim.teaching.frames import build_frames, frame_times
 from netsim.teaching.replay import Replay
 

@@ -268,7 +268,7 @@ def test_a_block_from_the_wrong_member_is_caught():
 
 
 def test_a_broken_output_is_an_internal_error_with_scenario_and_seed(tmp_path, monkeypatch):
-    monkeypatch.setattr("netsim.collectives._matches", lambda *args: False)
+    monkeypatch.setattr("netsim.outputs._matches", lambda *args: False)
     with pytest.raises(InvariantError, match=r"invariant 'output' violated: all_gather with ring on ring4: device 0's simulated output differs"):
         netsim.all_gather(np.arange(4), algorithm="ring")
     path = tmp_path / "s.yaml"
@@ -282,14 +282,14 @@ def test_a_broken_output_is_an_internal_error_with_scenario_and_seed(tmp_path, m
 
 
 def test_a_corrupted_playback_inside_a_run_is_an_internal_error(tmp_path, monkeypatch):
-    real_play = netsim.collectives.play
+    real_play = netsim.pipeline.play
 
     def lossy(*args, **kwargs):
         run = real_play(*args, **kwargs)
         run.hops = list(run.hops)[:-1]
         return run
 
-    monkeypatch.setattr("netsim.collectives.play", lossy)
+    monkeypatch.setattr("netsim.pipeline.play", lossy)
     path = tmp_path / "s.yaml"
     path.write_text("name: t\ntopology: ring8\ncollective: {op: psum}\ninput: {shape: [16]}\nseed: 3\n")
     result = runner.invoke(app, ["run", str(path)])

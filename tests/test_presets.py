@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 import netsim
 from netsim.cli.main import app
-from netsim.collectives import resolve_topology
 from netsim.engine import play
 from netsim.network.presets import GENERATIONS, parse_slice, tpu_slice
+from netsim.pipeline import resolve_topology
 
 runner = CliRunner()
 

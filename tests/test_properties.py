@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import netsim
-from netsim.semantics.layouts import all_to_all_reference, ppermute_reference
+from netsim.semantics.all_to_all import all_to_all_reference
+from netsim.semantics.permute import ppermute_reference
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 DTYPES = ("int8", "uint16", "int32", "int64", "float16", "float32", "float64")

@@ -109,10 +109,10 @@ def test_a_lazy_output_is_not_counted_up_front(monkeypatch):
     import numpy as np
 
     import netsim
-    import netsim.collectives
+    import netsim.pipeline
 
     seen = []
-    monkeypatch.setattr(netsim.collectives, "check_memory", seen.append)
+    monkeypatch.setattr(netsim.pipeline, "check_memory", seen.append)
     x = np.arange(8 * 16, dtype=np.int32).reshape(8, 16)
     lazy = netsim.all_gather(x, output="lazy")
     full = netsim.all_gather(x, output="full")

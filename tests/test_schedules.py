@@ -6,7 +6,9 @@ from collections import Counter
 
 import pytest
 
-from netsim.algorithms.schedule import ALGORITHMS, Algorithm, Transfer, build_schedule
+from netsim.algorithms.registry import ALGORITHMS, Algorithm
+from netsim.algorithms.schedule import build_schedule
+from netsim.algorithms.transfers import Transfer
 
 SIZES = (1, 2, 3, 4, 5, 8, 16)
 

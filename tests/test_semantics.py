@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 from conftest import expected_all_gather, expected_all_to_all, expected_ppermute, expected_psum, expected_psum_scatter
 
-from netsim.semantics.layouts import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
+from netsim.semantics.all_to_all import AllToAllLayout
+from netsim.semantics.gather import AllGatherLayout
+from netsim.semantics.permute import PermuteLayout
+from netsim.semantics.reduce import AllReduceLayout, ReduceScatterLayout
 
 GROUPS = [[0, 2], [1, 3], [5, 4]]
 CASES = {

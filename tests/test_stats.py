@@ -7,7 +7,8 @@ import pytest
 from conftest import runnable
 
 import netsim
-from netsim.algorithms.schedule import ALGORITHMS, build_schedule
+from netsim.algorithms.registry import ALGORITHMS
+from netsim.algorithms.schedule import build_schedule
 from netsim.analysis.stats import run_stats
 from netsim.analysis.why import analyse
 from netsim.engine import play

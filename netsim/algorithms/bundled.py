@@ -25,7 +25,7 @@ Timing
 
     where c is a member's block, N_s the members whose blocks a bundle carries
     at stage s (1, then n_0, then n_0 n_1, ...) and B one link direction's
-    bandwidth (see :func:`netsim.analysis.costs.multiaxis_bundled_all_gather`). Each
+    bandwidth (see :func:`netsim.analysis.closed_forms.torus.multiaxis_bundled`). Each
     stage waits for the one before to end at every chip, so unlike
     ``multiaxis`` it pays every step's alpha: (n-1) alpha per stage, k (n-1)
     alpha in all, where ``multiaxis`` streams its chunks and overlaps them.
@@ -44,7 +44,7 @@ import math
 import numpy as np
 
 from netsim.algorithms.bundles import BundleTable
-from netsim.algorithms.schedule import AxesAlgorithm, register
+from netsim.algorithms.registry import AxesAlgorithm, register
 from netsim.algorithms.torus import _one_axis, _rotations, _strides
 
 __all__ = ["bundles", "gather_array"]

@@ -35,7 +35,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from netsim.algorithms.schedule import Algorithm, Move, Schedule, Transfer, register
+from netsim.algorithms.registry import Algorithm, Move, register
+from netsim.algorithms.schedule import Schedule
+from netsim.algorithms.transfers import Transfer
 
 __all__ = ["permutation"]
 

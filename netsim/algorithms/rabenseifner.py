@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from netsim.algorithms.recursive_doubling import doubling_gather
 from netsim.algorithms.recursive_halving import halving_reduce_scatter
-from netsim.algorithms.schedule import Algorithm, register
+from netsim.algorithms.registry import Algorithm, register
 
 register(
     "rabenseifner",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from netsim.algorithms.schedule import Algorithm, Move, register
+from netsim.algorithms.registry import Algorithm, Move, register
 
 __all__ = ["doubling_gather"]
 

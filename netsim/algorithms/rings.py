@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from netsim.algorithms.schedule import Algorithm, Move, register
+from netsim.algorithms.registry import Algorithm, Move, register
 
 
 def _ring_gather(n: int, direction: int, piece: int) -> Iterator[Move]:

@@ -49,7 +49,7 @@ Along one axis
     along a_1, and so on; each stage is a direct all_to_all within the lines of
     one axis. The links carry what ``direct``'s dimension-order routes put on
     them; the stages overlap, so the time lies between the busiest link plus a
-    hop and the stages in turn (see :func:`netsim.analysis.costs.dimension_ordered_all_to_all`).
+    hop and the stages in turn (see :func:`netsim.analysis.closed_forms.direct.dimension_ordered_all_to_all`).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from collections.abc import Callable, Iterator
 
 from netsim.algorithms.direct import HALVES
 from netsim.algorithms.direct import _order as _farthest_first
-from netsim.algorithms.schedule import ALGORITHMS, AxesAlgorithm, Move, register
+from netsim.algorithms.registry import ALGORITHMS, AxesAlgorithm, Move, register
 
 __all__ = ["dimension_ordered_all_to_all", "line_gather", "line_reduce_scatter"]
 

@@ -46,7 +46,7 @@ class _Arrays:
     """The playback and the transfers as NumPy arrays, built once for every check.
 
     Read from ``transfers.columns()`` and ``playback.hops.columns`` when they offer
-    them (a :class:`~netsim.algorithms.schedule.TransferTable`, a :class:`~netsim.engine.HopList`),
+    them (a :class:`~netsim.algorithms.transfers.TransferTable`, a :class:`~netsim.engine.HopList`),
     from the objects otherwise (plain sequences, as the tests corrupt them).
 
     Routes are kept per distinct route (``route_inverse`` numbers each transfer's);

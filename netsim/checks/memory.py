@@ -58,13 +58,13 @@ class MemoryEstimate:
 
 
 def pieces_of(algorithm: Any) -> int:
-    """Pieces an algorithm (an entry of :data:`netsim.algorithms.schedule.ALGORITHMS`, or None) cuts a block into, at most.
+    """Pieces an algorithm (an entry of :data:`netsim.algorithms.registry.ALGORITHMS`, or None) cuts a block into, at most.
 
     Algorithms over mesh axes cut by the number of axes: counted for three.
 
     Examples
     --------
-    >>> from netsim.algorithms.schedule import ALGORITHMS
+    >>> from netsim.algorithms.registry import ALGORITHMS
     >>> pieces_of(ALGORITHMS["bidirectional_ring"]), pieces_of(None)
     (2, 2)
     """
@@ -73,12 +73,12 @@ def pieces_of(algorithm: Any) -> int:
 
 
 def transfers_of(algorithm: Any, n_devices: int, group_shape: tuple[int, ...] | None) -> int | None:
-    """Transfers an algorithm (an entry of :data:`netsim.algorithms.schedule.ALGORITHMS`) plans for
+    """Transfers an algorithm (an entry of :data:`netsim.algorithms.registry.ALGORITHMS`) plans for
     ``n_devices`` in groups of ``group_shape``, if it says (None otherwise).
 
     Examples
     --------
-    >>> from netsim.algorithms.schedule import ALGORITHMS
+    >>> from netsim.algorithms.registry import ALGORITHMS
     >>> transfers_of(ALGORITHMS["multiaxis_bundled"], 4096, (16, 16, 16))  # one group: the whole pod
     1105920
     >>> transfers_of(ALGORITHMS["multiaxis"], 4096, (16, 16, 16)) is None

@@ -23,7 +23,7 @@ __all__ = ["ComputeLike", "ComputeRecord", "ComputeStats", "EngineError", "Hop",
 
 
 class TransferLike(Protocol):
-    """What the engine needs to know about a transfer (see :class:`netsim.algorithms.schedule.Transfer`).
+    """What the engine needs to know about a transfer (see :class:`netsim.algorithms.transfers.Transfer`).
 
     A sequence of transfers may also offer ``columns()``, returning the same
     facts as whole arrays (see :func:`play`), which spares the engine from

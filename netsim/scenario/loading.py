@@ -9,7 +9,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from netsim.algorithms.schedule import ALGORITHMS, check_algorithm
+from netsim.algorithms.registry import ALGORITHMS, check_algorithm
 from netsim.checks.memory import MATERIALISE_LIMIT_BYTES, MemoryLimitError, check_memory, estimate_memory, pieces_of, transfers_of
 from netsim.network.topology import Topology
 from netsim.scenario.errors import ScenarioError

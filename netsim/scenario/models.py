@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from netsim.algorithms.schedule import ALGORITHMS, default_algorithm
+from netsim.algorithms.registry import ALGORITHMS, default_algorithm
 from netsim.network import units
 from netsim.network.device_mesh import AxisGroups, Mesh
 from netsim.network.presets import is_slice_name, parse_slice
@@ -20,7 +20,10 @@ from netsim.scenario.errors import ScenarioError
 from netsim.scenario.fields import Bytes, Duration, _Strict
 from netsim.scenario.topology_spec import DeviceSpec, LinkSpec, TopologyShape, TopologySpec, _build_topology, _find_topology, load_topology, topology_names
 from netsim.scenario.yaml_files import _read_yaml, _validate
-from netsim.semantics.layouts import AllGatherLayout, AllReduceLayout, AllToAllLayout, PermuteLayout, ReduceScatterLayout
+from netsim.semantics.all_to_all import AllToAllLayout
+from netsim.semantics.gather import AllGatherLayout
+from netsim.semantics.permute import PermuteLayout
+from netsim.semantics.reduce import AllReduceLayout, ReduceScatterLayout
 
 
 def _mesh_shorthand(value: Any) -> Any:

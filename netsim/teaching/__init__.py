@@ -1,1 +1,32 @@
-"""TODO"""
+"""Teaching: a run told in words, drawn frame by frame, and laid out as a timeline.
+
+Everything here reads a finished :class:`~netsim.result.Result` (its schedule,
+playback and topology); nothing simulates or changes a run. The words and the data
+behind the pictures need only NumPy; drawing needs matplotlib (the ``teaching``
+extra), imported only when something is drawn.
+
+Modules
+-------
+============= ======================================================================
+``replay``    who holds what, when: the run replayed symbolically (whose data went
+              into each chunk), from its schedule and timings
+``steps``     each step in one sentence (:func:`~netsim.teaching.steps.step_captions`)
+              and in the α–β model (:func:`~netsim.teaching.steps.step_costs`)
+``explain``   ``netsim explain``: the whole story, buffers after every step, the
+              total beside the closed forms (:data:`~netsim.teaching.explain.CLOSED_FORMS`)
+``frames``    what an animation shows at each moment, as plain data
+``layout_2d`` where devices and links go on the page (geometry, no plotting)
+``animate``   the frames drawn with matplotlib: GIF, MP4 or an HTML player
+``player``    the self-contained HTML page that plays the frames
+``timeline``  a Gantt chart: one row per link, one bar per message
+============= ======================================================================
+
+Where a change goes
+-------------------
+A sentence that should read differently goes in ``steps`` (one step) or
+``explain`` (the text around the steps); a new closed form is an entry of
+``CLOSED_FORMS``. What a picture shows is decided in ``frames`` (and tested
+there, without matplotlib); how it looks, in ``animate``; where a device sits, in
+``layout_2d``. A new way to tell who holds what belongs in ``replay``, so that the
+words and the pictures agree.
+"""

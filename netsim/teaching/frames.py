@@ -22,8 +22,8 @@ from netsim.engine import Hop
 from netsim.network.topology import LinkId
 from netsim.network.units import format_seconds
 from netsim.result import Result
-from netsim.teaching.explain import step_captions
 from netsim.teaching.replay import Replay
+from netsim.teaching.steps import step_captions
 
 __all__ = ["Flight", "Frame", "Slot", "build_frames", "frame_times"]
 

@@ -1,0 +1,283 @@
+"""JAX's output from the chunks each device ends with, and its check against the NumPy reference.
+
+After a run every device holds chunks ``(block, piece)``; a layout from
+:mod:`netsim.semantics` says where each block goes in JAX's output.
+:func:`_output` writes the whole stacked output, :func:`_row` one device's row
+(for a :class:`~netsim.semantics.chunks.LazyOutput`). :func:`_first_difference`
+compares a materialised output with the NumPy reference, a part of a row at a
+time; :func:`_check_lazy` checks a lazy one without materialising it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import itertools
+import operator
+import warnings
+from typing import Any
+
+import numpy as np
+
+from netsim.algorithms.bundles import unbundled
+from netsim.engine import EngineError, Playback
+from netsim.network.units import format_bytes
+from netsim.semantics.chunks import SLICE_ELEMENTS, LazyOutput, bounded_slices
+
+SAMPLED_DEVICES = 2
+"""A lazy output's values are checked on this many devices drawn at random (seed 0), plus the first and the last."""
+
+
+def _matches(actual: np.ndarray, expected: np.ndarray, exact: bool, group_size: int, scale: float) -> bool:
+    """Whether ``actual`` equals ``expected``: exactly, or for sums of floats within a few ulps per addend.
+
+    ``scale`` is the largest magnitude in the whole reference ``expected`` is part
+    of (at least 1); it sets the absolute tolerance. Compared a slice at a time,
+    so the check needs no temporaries the size of the output.
+    """
+    if actual.shape != expected.shape or actual.dtype != expected.dtype:
+        return False
+    slices = bounded_slices(expected.shape, SLICE_ELEMENTS)
+    if exact or not np.issubdtype(expected.dtype, np.inexact):
+        nan = np.issubdtype(expected.dtype, np.inexact)
+        return all(np.array_equal(actual[i], expected[i], equal_nan=nan) for i in slices)
+    # Sums in a different order differ by rounding only: allow a few ulps per addend.
+    tolerance = 4 * np.finfo(expected.dtype).eps * group_size
+    return all(np.allclose(actual[i], expected[i], rtol=tolerance, atol=tolerance * scale) for i in slices)
+
+
+def _largest(expected: np.ndarray, scale: float = 1.0) -> float:
+    """The larger of ``scale`` and the largest magnitude in ``expected`` (NaN if there is one), a slice at a time."""
+    for i in bounded_slices(np.shape(expected), SLICE_ELEMENTS):
+        scale = np.maximum(scale, np.max(np.abs(expected[i]), initial=1.0))
+    return float(scale)
+
+
+def _first_difference(layout: Any, leaf: np.ndarray, output: np.ndarray, exact: bool, group_size: int) -> int | None:
+    """The first device, in the reference's order, whose output differs from the NumPy reference; None if none does.
+
+    The reference comes a part of a row at a time (``layout.reference_parts``),
+    never a whole row. The tolerance for sums of floats depends on the largest
+    value of a device's whole reference, known only at the end: each part is
+    compared with the largest value seen so far (a part that matches then also
+    matches with the final, larger tolerance), and the devices with a part that
+    did not are compared again with the final one.
+    """
+    strict = exact or not np.issubdtype(leaf.dtype, np.inexact)
+    scale: dict[int, float] = {}
+    differ: set[int] = set()
+    for device, index, expected in layout.reference_parts(leaf):
+        scale[device] = 1.0 if strict else _largest(expected, scale.get(device, 1.0))
+        if device not in differ and not _matches(output[device, ...][index], expected, exact, group_size, scale[device]):
+            differ.add(device)
+    if differ and not strict:
+        suspects, differ = differ, set()
+        for device, index, expected in layout.reference_parts(leaf, devices=suspects):
+            if device not in differ and not _matches(output[device, ...][index], expected, exact, group_size, scale[device]):
+                differ.add(device)
+    return next((device for device in scale if device in differ), None)
+
+
+def _flat_range(chunks: list[np.ndarray], starts: list[int], start: int, stop: int) -> np.ndarray:
+    """Elements ``start:stop`` of the flat chunks laid end to end (``starts``: where each begins).
+
+    A view when they lie in one chunk; otherwise a copy of those elements only.
+    """
+    i = bisect.bisect_right(starts, start, hi=len(chunks)) - 1
+    first = chunks[i][start - starts[i] : stop - starts[i]]
+    if first.size == stop - start:
+        return first
+    parts, got = [first], first.size
+    while got < stop - start:
+        i += 1
+        parts.append(chunks[i][: stop - start - got])
+        got += parts[-1].size
+    return np.concatenate(parts)
+
+
+def _chunks_match(chunks: list[np.ndarray], expected: np.ndarray, exact: bool, group_size: int) -> bool:
+    """Whether a block's flat chunks, in order, hold ``expected`` (a view into a reference row) in C order.
+
+    Compared a slice at a time, without joining the chunks (as :func:`_matches`
+    would compare them joined, the tolerance set by the whole block).
+    """
+    sizes = [chunk.size for chunk in chunks]
+    if sum(sizes) != expected.size:
+        return False
+    scale = 1.0 if exact or not np.issubdtype(expected.dtype, np.inexact) else _largest(expected)
+    starts, position = list(itertools.accumulate(sizes, initial=0)), 0
+    for index in bounded_slices(expected.shape, SLICE_ELEMENTS):
+        part = expected[index]
+        size = np.size(part)
+        if not _matches(_flat_range(chunks, starts, position, position + size), np.reshape(part, -1), exact, group_size, scale):
+            return False
+        position += size
+    return True
+
+
+def _write(target: np.ndarray, pieces: list[np.ndarray]) -> None:
+    """Copy a block's pieces, in order, into its place in the output."""
+    if sum(p.size for p in pieces) != target.size:
+        raise EngineError(f"pieces of {sum(p.size for p in pieces)} elements do not fill a block of {target.size}; this is a netsim bug, please report it")
+    if len(pieces) == 1:
+        target[...] = pieces[0].reshape(target.shape)
+    elif target.flags.c_contiguous:
+        flat, offset = target.reshape(-1), 0
+        for piece in pieces:
+            flat[offset : offset + piece.size] = piece
+            offset += piece.size
+    else:
+        # A strided view: written a slice at a time, copying only slices that straddle two pieces.
+        starts, position = list(itertools.accumulate((p.size for p in pieces), initial=0)), 0
+        for index in bounded_slices(target.shape, SLICE_ELEMENTS):
+            part = target[index]
+            part[...] = _flat_range(pieces, starts, position, position + part.size).reshape(part.shape)
+            position += part.size
+
+
+def _held(playback: Playback, device: int) -> dict:
+    """The chunks a device ends with, its bundles opened (the buffer itself when there are none)."""
+    buffer = playback.buffers[device]
+    return unbundled(buffer, playback.bundles) if playback.bundles else buffer
+
+
+def _output(collective: str, layout: Any, playback: Playback, pieces: int, dtype: np.dtype) -> np.ndarray:
+    """JAX's stacked output, written straight from the chunks each device holds at the end.
+
+    Devices that want no block (ppermute's non-destinations) keep zeros.
+    """
+    out = np.zeros((len(playback.buffers), *layout.output_shape), dtype)
+    for device in range(len(playback.buffers)):
+        buffer = _held(playback, device)
+        for block in layout.wanted(device):
+            try:
+                chunks = [buffer[(block, p)] for p in range(pieces)]
+            except KeyError as missing:
+                raise EngineError(f"{collective}: device {device} ended without chunk {missing}; this is a netsim bug, please report it") from None
+            _write(layout.slot(out[device, ...], block), chunks)
+    return out
+
+
+def _row(collective: str, layout: Any, buffer: dict, device: int, pieces: int, dtype: np.dtype) -> np.ndarray:
+    """One device's output, written from the chunks it holds (for lazy outputs)."""
+    row = np.empty(layout.output_shape, dtype)
+    for block in layout.wanted(device):
+        try:
+            chunks = [buffer[(block, p)] for p in range(pieces)]
+        except KeyError as missing:
+            raise EngineError(f"{collective}: device {device} ended without chunk {missing}; this is a netsim bug, please report it") from None
+        _write(layout.slot(row, block), chunks)
+    return row
+
+
+def _check_sources(collective: str, layout: Any, playback: Playback, sources: list[dict], pieces: int) -> None:
+    """:func:`_check_lazy`'s first check: every device holds every chunk its output needs and,
+    for gathers, each is the very array its owner started with."""
+    gather = layout.pattern == "gather"
+    keys_of: dict[range, list[tuple[int, int]]] = {}
+    for group in layout.groups:
+        owned: tuple | None = None
+        whole: dict | None = None  # for gathers: every chunk a device must hold, by key, when a buffer can be tested at once
+        for device in group:
+            wanted = layout.wanted(device)
+            keys = keys_of.get(wanted)
+            if keys is None:
+                keys = keys_of[wanted] = [(block, p) for block in wanted for p in range(pieces)]
+            buffer = playback.buffers[device]
+            if gather:
+                owned = owned or tuple(sources[group[block]][(block, p)] for block, p in keys)
+                if whole is None:
+                    whole = dict(zip(keys, owned, strict=True)) if all(type(c) is np.ndarray and c.size > 1 for c in owned) else {}
+                if whole and _holds_exactly(buffer, whole):
+                    continue
+            try:
+                held = list(map(buffer.__getitem__, keys))
+            except KeyError as missing:
+                raise EngineError(f"{collective}: device {device} ended without chunk {missing}; this is a netsim bug, please report it") from None
+            if gather and not all(map(operator.is_, held, owned)):
+                raise EngineError(f"{collective}: device {device} holds a chunk that is not its owner's array; this is a netsim bug, please report it")
+
+
+def _check_bundled_sources(collective: str, layout: Any, playback: Playback, sources: list[dict], pieces: int) -> None:
+    """:func:`_check_lazy`'s first check when bundles travelled, without opening every device's.
+
+    Devices share the bundle objects they were sent, so each distinct (object, key)
+    is opened once: its parts must be the bundles and chunks its key names, every
+    chunk its owner's own array. Each device must then carry as many chunks as its
+    output needs (which ones, exactly, the invariants checked).
+    """
+    bundles, group_of = playback.bundles, {d: g for g in layout.groups for d in g}
+    count: dict[tuple[int, Any], int] = {}
+
+    def chunks_in(key: Any, chunk: Any, group: tuple[int, ...]) -> int:
+        seen = count.get((id(chunk), key))
+        if seen is None:
+            parts = bundles.get(key)
+            if parts is None:
+                block, _ = key
+                if chunk is not sources[group[block]].get(key):
+                    raise EngineError(f"{collective}: a device holds a chunk that is not its owner's array; this is a netsim bug, please report it")
+                seen = 1
+            else:
+                seen = sum(chunks_in(part, inner, group) for part, inner in zip(parts, chunk.parts, strict=True))
+            count[(id(chunk), key)] = seen
+        return seen
+
+    for device, buffer in enumerate(playback.buffers):
+        group = group_of.get(device, ())
+        held = sum(chunks_in(key, chunk, group) for key, chunk in buffer.items())
+        needed = len(layout.wanted(device)) * pieces
+        if held != needed:
+            raise EngineError(f"{collective}: device {device} ended with {held} chunks, not {needed}; this is a netsim bug, please report it")
+
+
+def _check_lazy(collective: str, layout: Any, leaf: np.ndarray, playback: Playback, sources: list[dict], pieces: int, output: LazyOutput) -> str:
+    """Verify a lazy output without materialising it; return what was checked.
+
+    Every device must hold every chunk its output needs; for gathers each must be
+    the very array its owner started with (so nothing was copied or mixed up),
+    in order. Values are compared with the NumPy reference on a few devices,
+    block by block, straight from the chunks: the check holds one device's
+    reference row at a time (built from ``layout.reference_parts``, whose sums
+    take a slice at a time), never a simulated row.
+    """
+    gather = layout.pattern == "gather"
+    (_check_bundled_sources if playback.bundles else _check_sources)(collective, layout, playback, sources, pieces)
+    n = leaf.shape[0]
+    sampled = sorted({0, n - 1, *np.random.default_rng(0).choice(n, size=min(n, SAMPLED_DEVICES), replace=False).tolist()})
+    expected_row = np.empty(layout.output_shape, leaf.dtype)  # one device's answer at a time, in the same array
+    for group in layout.groups:
+        members = [d for d in group if d in sampled]
+        if not members:
+            continue
+        single = dataclasses.replace(layout, groups=(group,))
+        for device in members:
+            for _, index, part in single.reference_parts(leaf, devices=(device,)):
+                expected_row[index] = part
+            buffer = _held(playback, device)
+            for block in layout.wanted(device):
+                chunks = [buffer[(block, p)] for p in range(pieces)]
+                if not _chunks_match(chunks, layout.slot(expected_row, block), gather, len(group)):
+                    raise EngineError(
+                        f"{collective}: device {device}'s simulated output differs from the NumPy reference in block {block}; "
+                        "this is a netsim bug, please report it"
+                    )
+    what = "every device holds each chunk of its output, the owner's own array, in order" if gather else "every device holds each chunk of its output"
+    return f"lazy output ({format_bytes(output.nbytes)} not materialised): {what}; values equal the NumPy reference on devices {sampled}"
+
+
+def _holds_exactly(buffer: dict, whole: dict) -> bool:
+    """Whether ``buffer`` holds exactly the keys of ``whole``, each the very same array.
+
+    One dict comparison, in C: values are compared with ``==`` after an identity
+    test, and the arrays here have more than one element, so anything but the same
+    array makes ``==`` raise or answer False. False means: look closer.
+    """
+    if len(buffer) != len(whole):
+        return False
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return buffer == whole
+    except Exception:  # an array compared with a different array: its truth value is ambiguous
+        return False

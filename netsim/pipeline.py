@@ -1,0 +1,278 @@
+"""How a collective runs: from the stacked input to a :class:`~netsim.result.Result`.
+
+:func:`_simulate` is what every function of :mod:`netsim.collectives` and
+:mod:`netsim.mlx` calls. It flattens a pytree input into its arrays, resolves the
+topology, checks that the run fits in memory (:mod:`netsim.checks.memory`), plans the
+collective with an algorithm (:func:`netsim.algorithms.schedule.build_schedule`),
+builds each device's starting chunks (real arrays, or size-only stand-ins), plays
+them on the topology (:func:`netsim.engine.play`), checks the run's invariants,
+writes and verifies JAX's output (:mod:`netsim.outputs`) and follows the critical
+path; each array of the pytree runs after the previous one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from netsim.algorithms.registry import ALGORITHMS, check_algorithm, default_algorithm
+from netsim.algorithms.schedule import Schedule, build_schedule
+from netsim.analysis.critical_path import critical_path
+from netsim.checks.invariants import InvariantError, check_playback
+from netsim.checks.memory import MATERIALISE_LIMIT_BYTES, check_memory, estimate_memory, pieces_of, transfers_of
+from netsim.engine import play
+from netsim.network.device_mesh import AxisGroups
+from netsim.network.presets import is_slice_name, tpu_slice
+from netsim.network.topology import Topology, ring
+from netsim.outputs import _check_lazy, _first_difference, _held, _output, _row
+from netsim.result import LeafRun, Result
+from netsim.scenario.topology_spec import load_topology
+from netsim.semantics.chunks import LazyOutput, SizeOnly
+from netsim.version import __version__
+
+__all__ = ["DATA_MODES", "OUTPUT_MODES", "Groups", "Stragglers", "TopologyLike", "provenance", "resolve_topology", "start_times"]
+
+TopologyLike = Topology | str | Path | None
+Groups = Sequence[Sequence[int]] | None
+Stragglers = Mapping[int, float] | None
+
+DATA_MODES = ("values", "none")
+"""``data=``: move the real arrays, or stand-ins that carry sizes only (same timings)."""
+OUTPUT_MODES = ("auto", "full", "lazy")
+"""``output=``: materialise the stacked output, keep it lazy, or decide by its size."""
+
+
+def resolve_topology(topology: TopologyLike, n_devices: int) -> Topology:
+    """The topology to run on: a default ring, a bundled or file topology, or the object given.
+
+    Parameters
+    ----------
+    topology : Topology, str, pathlib.Path or None
+        None means a ring of ``n_devices`` with 45 GB/s and 1 us links; a string
+        names a TPU slice (``"tpu-v5e:8x16"``, see :mod:`netsim.network.presets`), a file
+        in ``topologies/`` (with or without ``.yaml``) or a path.
+    n_devices : int
+        Leading dimension of the input; the topology must have exactly this many.
+
+    Examples
+    --------
+    >>> resolve_topology(None, 8).name
+    'ring8'
+    >>> resolve_topology("torus4x4", 16).dims
+    (4, 4)
+    >>> resolve_topology("tpu-v5e:8x4", 32).wraparound
+    (False, False)
+    """
+    if topology is None:
+        return ring(n_devices)
+    if isinstance(topology, str) and is_slice_name(topology):
+        topology = tpu_slice(topology)
+    elif isinstance(topology, (str, Path)):
+        topology = load_topology(topology)
+    if not isinstance(topology, Topology):
+        raise ValueError(f"topology must be a Topology, a topology name or a path, got {topology!r}")
+    if topology.n_devices != n_devices:
+        raise ValueError(f"input has {n_devices} devices on its leading axis but topology {topology.name} has {topology.n_devices}")
+    return topology
+
+
+def start_times(stragglers: Stragglers, n_devices: int) -> list[float]:
+    """Each device's start time, seconds, from ``{device: delay_s}`` (others start at 0).
+
+    Examples
+    --------
+    >>> start_times({2: 20e-6}, 4)
+    [0.0, 0.0, 2e-05, 0.0]
+    >>> start_times({4: 1e-6}, 4)
+    Traceback (most recent call last):
+    ...
+    ValueError: stragglers names device 4, but there are 4 devices (0..3)
+    """
+    start = [0.0] * n_devices
+    for device, delay in (stragglers or {}).items():
+        if isinstance(device, bool) or not isinstance(device, (int, np.integer)) or not 0 <= device < n_devices:
+            raise ValueError(f"stragglers names device {device!r}, but there are {n_devices} devices (0..{n_devices - 1})")
+        if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay < math.inf:
+            raise ValueError(f"stragglers gives device {device} a delay of {delay!r}; expected a finite number of seconds >= 0")
+        start[int(device)] = float(delay)
+    return start
+
+
+def _fault_names(topology: Topology) -> tuple[str, ...]:
+    """The topology's down and degraded links, as people read them."""
+    names = [f"{topology.link_name(link)} down" for link in topology.down_links]
+    for link in dict.fromkeys(topology.degraded_links):
+        if topology.graph.has_edge(*link):
+            data = topology.link(link)
+            names.append(f"{topology.link_name(link)} at {data['bandwidth_Bps'] / 1e9:.6g} GB/s, {data['latency_s'] * 1e6:.6g} us")
+    return tuple(names)
+
+
+def _leaves(tree: Any) -> tuple[list[np.ndarray], Callable[[list[Any]], Any]]:
+    """Flatten a pytree of dicts, lists and tuples (dict keys sorted, as in JAX)."""
+    if isinstance(tree, dict):
+        keys = sorted(tree)
+        parts = [_leaves(tree[k]) for k in keys]
+    elif isinstance(tree, (list, tuple)):
+        keys = None
+        parts = [_leaves(v) for v in tree]
+    else:
+        return [np.asarray(tree)], lambda values: values[0]
+    counts = [len(leaves) for leaves, _ in parts]
+
+    def rebuild(values: list[Any]) -> Any:
+        out, start = [], 0
+        for (_, unflatten), count in zip(parts, counts, strict=True):
+            out.append(unflatten(values[start : start + count]))
+            start += count
+        if keys is not None:
+            return dict(zip(keys, out, strict=True))
+        if isinstance(tree, tuple):
+            return type(tree)(*out) if hasattr(tree, "_fields") else type(tree)(out)
+        return out
+
+    return [leaf for leaves, _ in parts for leaf in leaves], rebuild
+
+
+def _size_buffers(layout: Any, pieces: int, itemsize: int, n_devices: int) -> list[dict]:
+    """Each device's starting chunks as :class:`SizeOnly` stand-ins of the sizes np.array_split gives."""
+    buffers = []
+    for held in layout.block_sizes(n_devices):
+        buffer = {}
+        for block, elements in held.items():
+            small, big = divmod(elements, pieces)
+            for p in range(pieces):
+                buffer[(block, p)] = SizeOnly((small + (p < big)) * itemsize)
+        buffers.append(buffer)
+    return buffers
+
+
+def _simulate(
+    collective: str,
+    x: Any,
+    make_layout: Callable[[np.ndarray], Any],
+    topology: TopologyLike,
+    algorithm: str | None,
+    verify: bool,
+    cut_through: bool = True,
+    plan: Callable[[Any], Schedule] | None = None,
+    axis_index_groups: Groups = None,
+    stragglers: Stragglers = None,
+    data: str = "values",
+    output: str = "auto",
+) -> Result:
+    if data not in DATA_MODES:
+        raise ValueError(f"data must be one of {', '.join(map(repr, DATA_MODES))}, got {data!r}")
+    if output not in OUTPUT_MODES:
+        raise ValueError(f"output must be one of {', '.join(map(repr, OUTPUT_MODES))}, got {output!r}")
+    leaves, rebuild = _leaves(x)
+    if not leaves:
+        raise ValueError("input pytree has no arrays")
+    n_devices = leaves[0].shape[0] if leaves[0].ndim else 0
+    for leaf in leaves:
+        if leaf.ndim == 0 or leaf.shape[0] != n_devices:
+            raise ValueError(f"every input array must be stacked [n_devices, ...] with the same n_devices; got shapes {[a.shape for a in leaves]}")
+    layouts = [make_layout(leaf) for leaf in leaves]
+    axes = axis_index_groups if isinstance(axis_index_groups, AxisGroups) else None
+    topo = resolve_topology(axes.topology if axes is not None and topology is None else topology, n_devices)
+    shape = {}
+    if axes is not None:
+        if (topo.dims, topo.wraparound) != (axes.topology.dims, axes.topology.wraparound):
+            raise ValueError(f"axis_index_groups come from a mesh on {axes.topology.name} but the topology is {topo.name}; pass the mesh's topology or none")
+        if algorithm is None:
+            algorithm = default_algorithm(layouts[0].pattern, over_mesh_axes=True)
+        shape = {"group_shape": axes.shape, "wraparound": axes.wraparound}
+    if plan is None:
+        algorithm = check_algorithm(layouts[0].pattern, len(layouts[0].groups[0]), algorithm)
+    start_s = start_times(stragglers, n_devices)
+    pieces = pieces_of(ALGORITHMS.get(algorithm))
+    group_size = len(layouts[0].groups[0]) if layouts[0].groups else 1
+    if data == "values":
+        out_bytes = max(n_devices * math.prod(layout.output_shape) * leaf.dtype.itemsize for leaf, layout in zip(leaves, layouts, strict=True))
+        materialised = output == "full" or (output == "auto" and out_bytes <= MATERIALISE_LIMIT_BYTES)
+        input_bytes = sum(leaf[0].nbytes for leaf in leaves)
+        transfers = transfers_of(ALGORITHMS.get(algorithm), n_devices, axes.shape if axes is not None else None)
+        check_memory(estimate_memory(collective, n_devices, group_size, input_bytes, pieces, input_exists=True, materialised=materialised, transfers=transfers))
+    outputs, runs, time, checks = [], [], 0.0, []
+    for leaf, layout in zip(leaves, layouts, strict=True):
+        schedule = build_schedule(layout.pattern, layout.groups, algorithm, **shape) if plan is None else plan(layout)
+        algorithm = schedule.algorithm
+        if data == "none":
+            buffers = _size_buffers(layout, schedule.pieces, leaf.dtype.itemsize, n_devices)
+        else:
+            buffers = [
+                {(b, p): piece for b, block in held.items() for p, piece in enumerate(np.array_split(block, schedule.pieces))} for held in layout.blocks(leaf)
+            ]
+        playback = play(topo, schedule.transfers, buffers, cut_through=cut_through, start_s=start_s)
+        check_playback(topo, schedule.transfers, buffers, playback, groups=schedule.groups, pattern=layout.pattern, wanted=layout.wanted)
+        out_bytes = n_devices * int(np.prod(layout.output_shape, dtype=np.int64)) * leaf.dtype.itemsize
+        exact = layout.pattern in ("gather", "all_to_all", "permute")
+        if data == "none":
+            result = None
+            checks.append("not materialised: data none, chunks carried sizes only (timings are those of the real data)")
+        elif output == "full" or (output == "auto" and out_bytes <= MATERIALISE_LIMIT_BYTES):
+            result = _output(collective, layout, playback, schedule.pieces, leaf.dtype)
+            if verify:
+                device = _first_difference(layout, leaf, result, exact, len(layout.groups[0]) if layout.groups else 1)
+                if device is not None:
+                    where = f"{collective} with {algorithm} on {topo.name}"
+                    raise InvariantError("output", f"{where}: device {device}'s simulated output differs from the NumPy reference")
+                checks.append("equals the NumPy reference of JAX's semantics on every device")
+        else:
+            final, pieces, dtype = playback, schedule.pieces, leaf.dtype
+            result = LazyOutput(
+                (n_devices, *layout.output_shape),
+                dtype,
+                lambda device, layout=layout, final=final, pieces=pieces, dtype=dtype: _row(collective, layout, _held(final, device), device, pieces, dtype),
+            )
+            if verify:
+                checks.append(_check_lazy(collective, layout, leaf, playback, buffers, schedule.pieces, result))
+        outputs.append(result)
+        path = critical_path(topo, schedule.transfers, playback, start_s=start_s, cut_through=cut_through)
+        runs.append(LeafRun(leaf.shape, str(leaf.dtype), schedule, playback, path.shifted(time)))
+        time += playback.time
+    groups = layouts[0].groups
+    n = len(groups[0]) if groups else 0
+    per_device = sum(leaf[0].nbytes for leaf in leaves)
+    verified = verify and data == "values"
+    return Result(
+        output=rebuild(outputs),
+        time=time,
+        collective=collective,
+        algorithm=algorithm,
+        topology=topo.name,
+        n_devices=n_devices,
+        groups=groups,
+        bytes_per_device=per_device,
+        total_bytes=per_device * n if collective == "all_gather" else per_device,
+        verified=verified,
+        leaves=runs,
+        topology_obj=topo,
+        forwarding="cut_through" if cut_through else "store_and_forward",
+        axes=axes.axes if axes is not None else None,
+        faults=_fault_names(topo),
+        stragglers={d: t for d, t in enumerate(start_s) if t > 0},
+        provenance={"netsim_version": __version__, "scenario": None, "seed": None},
+        verification="; ".join(dict.fromkeys(checks)) if checks else "verification off",
+    )
+
+
+def provenance(scenario: Any) -> dict[str, Any]:
+    """What reproduces a scenario's run: netsim's version, the scenario as run and its seed.
+
+    The scenario as run is self-contained (:meth:`netsim.scenario.Scenario.as_run`:
+    defaults filled in, the topology inline); result.json records the same.
+
+    Examples
+    --------
+    >>> from netsim.scenario import load_scenario
+    >>> p = provenance(load_scenario("scenarios/allgather_ring8.yaml"))
+    >>> p["seed"], p["scenario"]["algorithm"], p["scenario"]["topology"]["dims"]
+    (0, 'bidirectional_ring', [8])
+    """
+    as_run = scenario.as_run() if hasattr(scenario, "as_run") else scenario.model_dump(mode="json")
+    return {"netsim_version": __version__, "scenario": as_run, "seed": scenario.seed, "source": getattr(scenario, "source", None)}

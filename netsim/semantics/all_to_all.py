@@ -1,0 +1,143 @@
+"""All-to-all: JAX's layout and the NumPy reference."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from netsim.semantics.groups import Groups, _canonical_axis, _check_stacked, _flat, _Layout, normalize_groups
+
+__all__ = ["AllToAllLayout", "all_to_all_reference"]
+
+
+@dataclass(frozen=True)
+class AllToAllLayout(_Layout):
+    """``jax.lax.all_to_all(x, split_axis, concat_axis, axis_index_groups=groups, tiled=tiled)``.
+
+    Each member cuts its input into n chunks along ``split_axis`` and sends chunk j
+    to member j; every member puts the chunks it receives, in the order of their
+    senders' positions, along ``concat_axis``. Untiled, ``shape[split_axis]`` must
+    equal n: the split axis goes (each chunk is one slice) and a new axis of size n
+    appears at ``concat_axis``, so the rank stays the same. Tiled,
+    ``shape[split_axis]`` must be divisible by n and the chunks are concatenated
+    along the existing ``concat_axis``. Both axes are normalised against the rank
+    (-1 is the last axis), as positive axes would be.
+
+    Block ``i*n + j`` is the chunk member i sends to member j.
+
+    Examples
+    --------
+    >>> layout = AllToAllLayout.check(np.zeros((4, 4, 3)), split_axis=0, concat_axis=-1, tiled=False, axis_index_groups=None)
+    >>> layout.concat_axis, layout.block_shape, layout.output_shape
+    (1, (3,), (3, 4))
+    """
+
+    split_axis: int
+    concat_axis: int
+    tiled: bool
+    groups: Groups
+    block_shape: tuple[int, ...]
+    pattern = "all_to_all"
+
+    @classmethod
+    def check(cls, x: np.ndarray, split_axis: int, concat_axis: int, tiled: bool, axis_index_groups: Sequence[Sequence[int]] | None) -> AllToAllLayout:
+        """Validate the arguments against the stacked input ``x``."""
+        _check_stacked(x)
+        groups = normalize_groups(axis_index_groups, x.shape[0])
+        n = len(groups[0])
+        shape = x.shape[1:]
+        if not shape:
+            raise ValueError("all_to_all needs at least one dimension per device; got scalars")
+        split = _canonical_axis(split_axis, len(shape), "split_axis")
+        concat = _canonical_axis(concat_axis, len(shape), "concat_axis")
+        size = shape[split]
+        if tiled:
+            if size % n:
+                raise ValueError(f"all_to_all with tiled=True needs shape[{split}]={size} to be divisible by the group size {n}")
+            block_shape = (*shape[:split], size // n, *shape[split + 1 :])
+        else:
+            if size != n:
+                raise ValueError(f"all_to_all with tiled=False needs shape[{split}]={size} to equal the group size {n}")
+            block_shape = shape[:split] + shape[split + 1 :]
+        return cls(split, concat, bool(tiled), groups, block_shape)
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        """Shape of one device's output."""
+        n, shape, c = len(self.groups[0]), self.block_shape, self.concat_axis
+        if self.tiled:
+            return (*shape[:c], n * shape[c], *shape[c + 1 :])
+        return (*shape[:c], n, *shape[c:])
+
+    def block_sizes(self, n_devices: int) -> list[dict[int, int]]:
+        """Member i starts with blocks ``i*n + j``, each one n-th of its input.
+
+        Examples
+        --------
+        >>> AllToAllLayout.check(np.zeros((2, 2, 3)), 0, 0, False, None).block_sizes(2)
+        [{0: 3, 1: 3}, {2: 3, 3: 3}]
+        """
+        n = len(self.groups[0])
+        sizes: list[dict[int, int]] = [{} for _ in range(n_devices)]
+        for group in self.groups:
+            for i, device in enumerate(group):
+                sizes[device] = dict.fromkeys(range(i * n, (i + 1) * n), math.prod(self.block_shape))
+        return sizes
+
+    def blocks(self, x: np.ndarray) -> list[dict[int, np.ndarray]]:
+        """Per device, the chunks it sends: member i holds block ``i*n + j`` for every j (flat)."""
+        n = len(self.groups[0])
+        held: list[dict[int, np.ndarray]] = [{} for _ in range(x.shape[0])]
+        for group in self.groups:
+            for i, device in enumerate(group):
+                chunks = np.split(x[device], n, axis=self.split_axis)
+                held[device] = {i * n + j: _flat(chunk) for j, chunk in enumerate(chunks)}
+        return held
+
+    def wanted(self, device: int) -> range:
+        """Blocks a device must hold at the end: ``j*n + i`` for every sender j, i its position."""
+        group = next(g for g in self.groups if device in g)
+        n, i = len(group), group.index(device)
+        return range(i, n * n, n)
+
+    def slot(self, row: np.ndarray, block: int) -> np.ndarray:
+        """Where the chunk from sender ``block // n`` goes in one device's output."""
+        sender = block // len(self.groups[0])
+        if self.tiled:
+            size = self.block_shape[self.concat_axis]
+            index = (slice(None),) * self.concat_axis + (slice(sender * size, (sender + 1) * size),)
+            return row[index]
+        return np.moveaxis(row, self.concat_axis, 0)[sender, ...]
+
+    def reference_rows(self, x: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+        n, split, concat = len(self.groups[0]), self.split_axis, self.concat_axis
+        for group in self.groups:
+            for i, device in enumerate(group):
+                if self.tiled:
+                    received = [np.split(x[sender], n, axis=split)[i] for sender in group]
+                    yield device, np.concatenate(received, axis=concat)
+                else:
+                    received = [np.take(x[sender], i, axis=split) for sender in group]
+                    yield device, np.stack(received, axis=concat)
+
+
+def all_to_all_reference(
+    x: np.ndarray, split_axis: int, concat_axis: int, axis_index_groups: Sequence[Sequence[int]] | None = None, tiled: bool = False
+) -> np.ndarray:
+    """JAX's all_to_all computed directly from its definition.
+
+    Examples
+    --------
+    >>> all_to_all_reference(np.arange(9).reshape(3, 3), 0, 0)
+    array([[0, 3, 6],
+           [1, 4, 7],
+           [2, 5, 8]])
+    >>> all_to_all_reference(np.arange(8).reshape(2, 4), 0, 0, tiled=True)
+    array([[0, 1, 4, 5],
+           [2, 3, 6, 7]])
+    """
+    x = np.asarray(x)
+    return AllToAllLayout.check(x, split_axis, concat_axis, tiled, axis_index_groups).reference(x)

@@ -1,0 +1,126 @@
+"""ppermute: the permutation's check, JAX's layout and the NumPy reference."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from netsim.semantics.groups import Groups, _check_stacked, _flat, _Layout
+
+__all__ = ["PermuteLayout", "normalize_perm", "ppermute_reference"]
+
+
+def normalize_perm(perm: Sequence[Sequence[int]], n_devices: int) -> tuple[tuple[int, int], ...]:
+    """Check a ``ppermute`` permutation and return it as a tuple of (source, destination) pairs.
+
+    Raises
+    ------
+    ValueError
+        If an entry is not a pair of integers, an index is out of range, or a
+        source or a destination appears twice.
+
+    Examples
+    --------
+    >>> normalize_perm([[0, 1], (1, 2)], 4)
+    ((0, 1), (1, 2))
+    >>> normalize_perm([(0, 1), (2, 1)], 4)
+    Traceback (most recent call last):
+    ...
+    ValueError: perm repeats destination 1: (0, 1) and (2, 1) both send to it
+    """
+    try:
+        pairs = [tuple(p) for p in perm]
+    except TypeError:
+        raise ValueError(f"perm must be a list of (source, destination) pairs, got {perm!r}") from None
+    for p in pairs:
+        if len(p) != 2:
+            raise ValueError(f"perm must be a list of (source, destination) pairs; {p!r} is not a pair")
+        for i in p:
+            if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+                raise ValueError(f"perm entries must be integer device indices, got {i!r} in {p!r}")
+    pairs = [(int(s), int(d)) for s, d in pairs]
+    for p in pairs:
+        for i in p:
+            if not 0 <= i < n_devices:
+                raise ValueError(f"perm index {i} is out of range for {n_devices} devices (valid: 0..{n_devices - 1}), in {p}")
+    for end, what, verb in ((0, "source", "send from"), (1, "destination", "send to")):
+        first: dict[int, tuple[int, int]] = {}
+        for p in pairs:
+            if p[end] in first:
+                raise ValueError(f"perm repeats {what} {p[end]}: {first[p[end]]} and {p} both {verb} it")
+            first[p[end]] = p
+    return tuple(pairs)
+
+
+@dataclass(frozen=True)
+class PermuteLayout(_Layout):
+    """``jax.lax.ppermute(x, perm)``: device d receives the input of the device that sends to it.
+
+    ``perm`` lists (source, destination) pairs over the device axis; no source and
+    no destination may repeat. A device that is no pair's destination gets zeros.
+    Block k is pair k's payload, held by its source and wanted by its destination.
+
+    Examples
+    --------
+    >>> layout = PermuteLayout.check(np.zeros((3, 2)), [(0, 1), (1, 2)])
+    >>> layout.groups, list(layout.wanted(0)), list(layout.wanted(2))
+    (((0, 1), (1, 2)), [], [1])
+    """
+
+    groups: Groups
+    shape: tuple[int, ...]
+    pattern = "permute"
+
+    @classmethod
+    def check(cls, x: np.ndarray, perm: Sequence[Sequence[int]]) -> PermuteLayout:
+        """Validate the arguments against the stacked input ``x``."""
+        _check_stacked(x)
+        return cls(normalize_perm(perm, x.shape[0]), x.shape[1:])
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        """Shape of one device's output."""
+        return self.shape
+
+    def block_sizes(self, n_devices: int) -> list[dict[int, int]]:
+        """The source of pair k starts with block k: its whole input."""
+        sizes: list[dict[int, int]] = [{} for _ in range(n_devices)]
+        for k, (source, _) in enumerate(self.groups):
+            sizes[source][k] = math.prod(self.shape)
+        return sizes
+
+    def blocks(self, x: np.ndarray) -> list[dict[int, np.ndarray]]:
+        """Per device, the payload of the pair it is the source of (flat)."""
+        held: list[dict[int, np.ndarray]] = [{} for _ in range(x.shape[0])]
+        for k, (source, _) in enumerate(self.groups):
+            held[source][k] = _flat(x[source])
+        return held
+
+    def wanted(self, device: int) -> list[int]:
+        """The pair whose destination the device is, if any."""
+        return [k for k, (_, destination) in enumerate(self.groups) if destination == device]
+
+    def slot(self, row: np.ndarray, block: int) -> np.ndarray:
+        """A device's output is the one payload it receives."""
+        return row
+
+    def reference_rows(self, x: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+        senders = {destination: source for source, destination in self.groups}
+        zeros = np.zeros(self.shape, x.dtype)
+        for device in range(x.shape[0]):
+            yield device, x[senders[device]] if device in senders else zeros
+
+
+def ppermute_reference(x: np.ndarray, perm: Sequence[Sequence[int]]) -> np.ndarray:
+    """JAX's ppermute computed directly from its definition.
+
+    Examples
+    --------
+    >>> ppermute_reference(np.arange(4), [(0, 1), (1, 2), (2, 3)])
+    array([0, 0, 1, 2])
+    """
+    x = np.asarray(x)
+    return PermuteLayout.check(x, perm).reference(x)
