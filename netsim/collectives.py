@@ -15,7 +15,7 @@ from typing import Any
 
 from netsim.algorithms.direct import permutation
 from netsim.checks.memory import MATERIALISE_LIMIT_BYTES, MemoryLimitError
-from netsim.engine import EngineError
+from netsim.engine import ComputeUnit, EngineError, Link
 from netsim.network.topology import UnreachableError
 from netsim.pipeline import DATA_MODES, OUTPUT_MODES, Groups, Stragglers, TopologyLike, _simulate, provenance
 from netsim.result import Result
@@ -52,6 +52,9 @@ def all_gather(
     stragglers: Stragglers = None,
     data: str = "values",
     output: str = "auto",
+    engine: str = "auto",
+    link_class: type[Link] | None = None,
+    compute_class: type[ComputeUnit] | None = None,
 ) -> Result:
     """Simulate ``jax.lax.all_gather`` over the leading (device) axis of ``x``.
 
@@ -92,6 +95,16 @@ def all_gather(
         :class:`netsim.semantics.chunks.LazyOutput` that builds a device's row when read,
         verified without materialising it (``Result.verification`` says how);
         ``"auto"`` is full up to :data:`MATERIALISE_LIMIT_BYTES`, lazy above.
+    engine : {"auto", "processes", "fast"}, default "auto"
+        Which engine plays the run: the model as SimPy processes
+        (:mod:`netsim.engine.processes`) or the fast player of the same events
+        (:mod:`netsim.engine.fast`); both give the same numbers. ``"auto"`` runs
+        the processes up to :data:`~netsim.pipeline.AUTO_PROCESSES_MAX_TRANSFERS`
+        transfers, the fast player above. ``Result.engine`` says which ran.
+    link_class, compute_class : type, optional
+        Your own :class:`~netsim.engine.processes.Link` or
+        :class:`~netsim.engine.processes.ComputeUnit` subclass (a link with a
+        per-message overhead, say): the process model plays the run with it.
 
     Returns
     -------
@@ -136,6 +149,9 @@ def all_gather(
         stragglers=stragglers,
         data=data,
         output=output,
+        engine=engine,
+        link_class=link_class,
+        compute_class=compute_class,
     )
 
 
@@ -152,6 +168,9 @@ def psum_scatter(
     stragglers: Stragglers = None,
     data: str = "values",
     output: str = "auto",
+    engine: str = "auto",
+    link_class: type[Link] | None = None,
+    compute_class: type[ComputeUnit] | None = None,
 ) -> Result:
     """Simulate ``jax.lax.psum_scatter`` (a reduce-scatter) over the device axis of ``x``.
 
@@ -183,6 +202,9 @@ def psum_scatter(
         stragglers=stragglers,
         data=data,
         output=output,
+        engine=engine,
+        link_class=link_class,
+        compute_class=compute_class,
     )
 
 
@@ -197,6 +219,9 @@ def psum(
     stragglers: Stragglers = None,
     data: str = "values",
     output: str = "auto",
+    engine: str = "auto",
+    link_class: type[Link] | None = None,
+    compute_class: type[ComputeUnit] | None = None,
 ) -> Result:
     """Simulate ``jax.lax.psum`` (an all-reduce: reduce-scatter then all-gather).
 
@@ -221,6 +246,9 @@ def psum(
         stragglers=stragglers,
         data=data,
         output=output,
+        engine=engine,
+        link_class=link_class,
+        compute_class=compute_class,
     )
 
 
@@ -238,6 +266,9 @@ def all_to_all(
     stragglers: Stragglers = None,
     data: str = "values",
     output: str = "auto",
+    engine: str = "auto",
+    link_class: type[Link] | None = None,
+    compute_class: type[ComputeUnit] | None = None,
 ) -> Result:
     """Simulate ``jax.lax.all_to_all`` over the device axis of ``x``.
 
@@ -298,6 +329,9 @@ def all_to_all(
         stragglers=stragglers,
         data=data,
         output=output,
+        engine=engine,
+        link_class=link_class,
+        compute_class=compute_class,
     )
 
 
@@ -311,6 +345,9 @@ def ppermute(
     stragglers: Stragglers = None,
     data: str = "values",
     output: str = "auto",
+    engine: str = "auto",
+    link_class: type[Link] | None = None,
+    compute_class: type[ComputeUnit] | None = None,
 ) -> Result:
     """Simulate ``jax.lax.ppermute``: each (source, destination) pair of ``perm`` sends one device's input.
 
@@ -358,6 +395,9 @@ def ppermute(
         stragglers=stragglers,
         data=data,
         output=output,
+        engine=engine,
+        link_class=link_class,
+        compute_class=compute_class,
     )
 
 
@@ -378,6 +418,7 @@ def simulate(scenario: Any) -> Result:
     spec = scenario.collective
     groups = scenario.groups
     options = {
+        "engine": scenario.engine,
         "topology": scenario.topology_obj,
         "algorithm": scenario.algorithm,
         "cut_through": scenario.forwarding == "cut_through",

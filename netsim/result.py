@@ -87,6 +87,10 @@ class Result:
     verification : str
         How the output was checked, or why it was not (lazy outputs are checked
         without being materialised; ``data="none"`` runs have no output).
+    engine : str
+        Which engine played the run: ``"processes"`` (the model as SimPy
+        processes) or ``"fast"`` (the fast player of the same events); both give
+        the same numbers.
     derived : dict
         What readers computed from the result and keep with it, so that it is
         computed once: :func:`netsim.stats` and :func:`netsim.analyse` keep their
@@ -112,6 +116,7 @@ class Result:
     stragglers: dict[int, float] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict, repr=False)
     verification: str = ""
+    engine: str = "fast"
     derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property

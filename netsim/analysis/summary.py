@@ -21,6 +21,7 @@ def summary(result: Result) -> dict[str, Any]:
         "axes": list(result.axes) if result.axes is not None else None,
         "group_size": result.group_size,
         "algorithm": result.algorithm,
+        "engine": result.engine,
         "bytes_per_device": result.bytes_per_device,
         "total_bytes": result.total_bytes,
         "time_s": result.time,

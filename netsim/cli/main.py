@@ -22,6 +22,7 @@ from netsim.analysis.stats import run_stats
 from netsim.cli.report import device_table, estimate_rows, estimate_table, estimate_to_dict, link_table, step_table, summary_rows, to_json
 from netsim.collectives import simulate
 from netsim.engine import EngineError
+from netsim.pipeline import ENGINE_MODES
 from netsim.scenario import load_scenario
 
 app = typer.Typer(
@@ -53,11 +54,17 @@ def run(
     json_output: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
     trace: Annotated[str | None, typer.Option("--trace", help="Write a Chrome/Perfetto trace (trace-event JSON) to this file.")] = None,
     output: Annotated[str | None, typer.Option("--output", help="Write result.json, links.csv, devices.csv and scenario.yaml into this directory.")] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option("--engine", help="auto, processes (links, devices, compute units as SimPy processes) or fast (the fast player): same numbers."),
+    ] = None,
 ) -> None:
     """Simulate a scenario and print the output check, the timing, its estimates and statistics."""
     from netsim.cli.output import check_output_dir, check_trace_path, write_output_dir
     from netsim.cli.trace import write_trace
 
+    if engine is not None and engine not in ENGINE_MODES:
+        raise _fail(f"--engine {engine!r}: use one of {', '.join(ENGINE_MODES)}", USER_ERROR)
     try:
         if trace is not None:
             check_trace_path(trace)
@@ -65,7 +72,7 @@ def run(
             check_output_dir(output)
     except ValueError as error:
         raise _fail(str(error), USER_ERROR) from None
-    loaded, result = _simulated(scenario)
+    loaded, result = _simulated(scenario, engine)
     text = _guarded(scenario, to_json, result) if json_output else None
     try:
         if output is not None:
@@ -155,14 +162,16 @@ def _guarded(scenario: str, work: Callable[..., T], *args: Any) -> T:
         ) from None
 
 
-def _load_and_simulate(scenario: str) -> tuple[Any, Any]:
+def _load_and_simulate(scenario: str, engine: str | None = None) -> tuple[Any, Any]:
     loaded = load_scenario(scenario)
+    if engine is not None:
+        loaded = loaded.model_copy(update={"engine": engine})
     return loaded, simulate(loaded)
 
 
-def _simulated(scenario: str) -> tuple[Any, Any]:
-    """Load and run a scenario: (the scenario, its result), or exit with one line."""
-    return _guarded(scenario, _load_and_simulate, scenario)
+def _simulated(scenario: str, engine: str | None = None) -> tuple[Any, Any]:
+    """Load and run a scenario (on ``engine`` if given): (the scenario, its result), or exit with one line."""
+    return _guarded(scenario, _load_and_simulate, scenario, engine)
 
 
 def _drawn(scenario: str, output: str, suffixes: tuple[str, ...], draw: Callable[[Any], Any]) -> tuple[Any, Any]:

@@ -54,6 +54,12 @@ def format_groups(groups: tuple[tuple[int, ...], ...], limit: int = 6) -> str:
     return f"[{shown}{more}]"
 
 
+ENGINE_WORDS = {
+    "processes": "processes (links, devices and compute units as SimPy processes)",
+    "fast": "fast (the fast player of the process model's events)",
+}
+
+
 def summary_rows(result: Result) -> list[tuple[str, str]]:
     """Label/value pairs for the summary table of ``netsim run``."""
     s = summary(result)
@@ -65,6 +71,7 @@ def summary_rows(result: Result) -> list[tuple[str, str]]:
         ("group layout", format_groups(result.groups)),
         *([("mesh axes", ", ".join(result.axes))] if result.axes else []),
         ("algorithm", s["algorithm"]),
+        ("engine", ENGINE_WORDS.get(s["engine"], s["engine"])),
         ("steps / transfers", f"{s['steps']} / {s['transfers']}"),
         ("bytes per device", f"{format_bytes(s['bytes_per_device'])} ({s['bytes_per_device']} B)"),
         ("total bytes (S)", f"{format_bytes(s['total_bytes'])} ({s['total_bytes']} B)"),

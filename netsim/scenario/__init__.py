@@ -25,6 +25,7 @@ A scenario::
     algorithm: bidirectional_ring   # any name in netsim.ALGORITHMS; default per op
     link: {bandwidth: 45 GB/s, latency: 1 us}   # optional: override every link
     forwarding: cut_through         # or store_and_forward
+    engine: auto                    # or processes (the SimPy process model) or fast (the fast player): same numbers
     seed: 0                         # input data
     mesh: {data: 2, model: 4}       # optional: named axes, row-major on the devices; or
                                     # {shape: {...}, devices: [...]} or {shape: {...}, axis_dims: {data: 1, model: 0}}

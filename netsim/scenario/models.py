@@ -146,6 +146,7 @@ class Scenario(_Strict):
     link: LinkSpec | None = None
     device: DeviceSpec | None = None
     forwarding: Literal["cut_through", "store_and_forward"] = "cut_through"
+    engine: Literal["auto", "processes", "fast"] = "auto"
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
     expected: ExpectedSpec | None = None
     mesh: Annotated[MeshSpec | None, BeforeValidator(_mesh_shorthand)] = None
