@@ -173,10 +173,10 @@ def bench_memory(quick: bool) -> None:
     for n in (256,) if quick else (256, 1024):
 
         def lazy(n=n):
-            return all_gather(ring_input(n), topology=ring(n), output="lazy")
+            return all_gather(ring_input(n), topology=ring(n), output="lazy", engine="fast")
 
         def sizes_only(n=n):
-            return all_gather(shape_only((n, 64 * MiB // n), np.uint8), topology=ring(n), data="none")
+            return all_gather(shape_only((n, 64 * MiB // n), np.uint8), topology=ring(n), data="none", engine="fast")
 
         result, peak = traced_peak(lazy)
         transfers = len(result.leaves[0].schedule.transfers)
@@ -216,7 +216,9 @@ def bench_pod(repeat: int, quick: bool) -> None:
         shape = (n, GiB // n // 4)
         x = shape_only(shape, "float32") if data == "none" else np.random.default_rng(0).standard_normal(shape, np.float32)
         runs_here = repeat if n <= 512 and data == "none" and not (algorithm == "multiaxis" and n > 64) else 1
-        result, wall, cpu, runs = best_of(runs_here, all_gather, x, axis_index_groups=mesh.groups(("x", "y", "z")), algorithm=algorithm, data=data)
+        result, wall, cpu, runs = best_of(
+            runs_here, all_gather, x, axis_index_groups=mesh.groups(("x", "y", "z")), algorithm=algorithm, data=data, engine="fast"
+        )
         transfers = len(result.leaves[0].schedule.transfers)
         events = result.leaves[0].playback.actions
         if algorithm == "multiaxis_bundled":
@@ -274,17 +276,34 @@ def bench_torus(repeat: int, quick: bool) -> None:
         print(f"  three phases: {total_wall:.2f} s wall in all, {total_moves} chunk moves, simulated {total_time * 1e3:.3f} ms (phases do not overlap)")
 
 
+def bench_engines(repeat: int) -> None:
+    """The process model against the fast player on the same runs: same times, and what each costs."""
+    print("\n## engines: the model as SimPy processes against the fast player, bidirectional ring all_gather of 64 MiB")
+    print("(engine='processes' / 'fast' through the API, lazy output verified; both must give the same time bit for bit)")
+    print(f"{'N':>5} {'transfers':>10} {'processes s':>12} {'fast s':>8} {'ratio':>6} {'us/transfer (processes, fast)':>30}  load")
+    for n in (8, 32, 64, 128, 256):
+        played = {}
+        for engine in ("processes", "fast"):
+            result, _, cpu, _ = best_of(repeat, all_gather, ring_input(n), topology=ring(n), output="lazy", engine=engine)
+            played[engine] = (result.time, cpu, len(result.leaves[0].schedule.transfers))
+        (t_p, cpu_p, count), (t_f, cpu_f, _) = played["processes"], played["fast"]
+        if t_p != t_f:
+            raise AssertionError(f"N={n}: the engines differ: {t_p!r} against {t_f!r}")
+        per = f"{cpu_p / count * 1e6:.1f}, {cpu_f / count * 1e6:.1f}"
+        print(f"{n:>5} {count:>10,} {cpu_p:>12.3f} {cpu_f:>8.3f} {cpu_p / cpu_f:>5.1f}x {per:>30}  {load()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="N <= 256, 8x8x8 only, smaller memory runs")
     parser.add_argument("--repeat", type=int, default=3, help="runs of netsim per figure (best is shown)")
     parser.add_argument("--sizes", type=lambda s: [int(v) for v in s.split(",")], default=None, help="ring sizes, e.g. 64,256,1024")
     parser.add_argument("--naive-max", type=int, default=None, help="largest N the naive reference runs at (default: all, 256 with --quick)")
-    parser.add_argument("--only", choices=["ring", "memory", "torus", "pod"], action="append", help="run only these benchmarks")
+    parser.add_argument("--only", choices=["ring", "memory", "torus", "pod", "engines"], action="append", help="run only these benchmarks")
     args = parser.parse_args()
     sizes = args.sizes or ([64, 128, 256] if args.quick else [64, 128, 256, 512, 1024])
     naive_max = args.naive_max if args.naive_max is not None else (256 if args.quick else max(sizes))
-    only = set(args.only or ["ring", "memory", "torus", "pod"])
+    only = set(args.only or ["ring", "memory", "torus", "pod", "engines"])
     print(f"netsim benchmarks, {time.strftime('%Y-%m-%d %H:%M')}, Python {platform.python_version()}, {os.cpu_count()} cores, {load()}")
     if "ring" in only:
         bench_ring(sizes, args.repeat, naive_max)
@@ -294,6 +313,8 @@ def main() -> None:
         bench_pod(args.repeat, args.quick)
     if "memory" in only:
         bench_memory(args.quick)
+    if "engines" in only:
+        bench_engines(args.repeat)
 
 
 if __name__ == "__main__":
