@@ -248,7 +248,15 @@ def _simulate(
             ]
         chosen = choose_engine(engine, len(schedule.transfers), custom=link_class is not None or compute_class is not None)
         playback = play(
-            topo, schedule.transfers, buffers, cut_through=cut_through, start_s=start_s, engine=chosen, link_class=link_class, compute_class=compute_class
+            topo,
+            schedule.transfers,
+            buffers,
+            computes=schedule.computes,
+            cut_through=cut_through,
+            start_s=start_s,
+            engine=chosen,
+            link_class=link_class,
+            compute_class=compute_class,
         )
         check_playback(topo, schedule.transfers, buffers, playback, groups=schedule.groups, pattern=layout.pattern, wanted=layout.wanted)
         out_bytes = n_devices * int(np.prod(layout.output_shape, dtype=np.int64)) * leaf.dtype.itemsize

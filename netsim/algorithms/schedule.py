@@ -66,6 +66,7 @@ from functools import partial
 from numbers import Integral
 
 from netsim.algorithms.bundles import BundleTable, as_table
+from netsim.algorithms.compute import Compute
 from netsim.algorithms.planning import _planned_with_arrays, _planned_with_rows
 from netsim.algorithms.registry import ALGORITHMS, Algorithm, AxesAlgorithm, AxesMoves, Move, MoveFn, check_algorithm
 from netsim.algorithms.transfers import Key, Transfer, TransferTable
@@ -92,6 +93,10 @@ class Schedule:
         :class:`Transfer` works.
     group_shape : tuple of int or None
         The groups' shape over mesh axes, when the algorithm used one.
+    computes : tuple of Compute
+        Compute steps beside the transfers (:class:`~netsim.algorithms.compute.Compute`),
+        numbered after them: with n transfers, compute step j is ``n + j`` in
+        anyone's ``deps``. Collectives have none; programs do.
     """
 
     @property
@@ -105,6 +110,7 @@ class Schedule:
     pieces: int
     transfers: Sequence[Transfer]
     group_shape: tuple[int, ...] | None = None
+    computes: tuple[Compute, ...] = ()
 
     @property
     def n_steps(self) -> int:
@@ -126,12 +132,28 @@ class Schedule:
            1    0    1      2      0  place  #2
            1    1    2      0      0  place  #0
            1    2    0      1      0  place  #1
+
+        Compute steps follow the transfers, numbered after them:
+
+        >>> import dataclasses
+        >>> from netsim.algorithms.compute import Compute
+        >>> two = build_schedule("gather", [[0, 1]], "ring")
+        >>> print(dataclasses.replace(two, computes=(Compute(device=1, flops=2e9, deps=(0,), name="matmul"),)).table())
+        step  src  dst  block  piece  op     after
+           0    0    1      0      0  place  -
+           0    1    0      1      0  place  -
+        #2: device 1 computes matmul (2e+09 flops, 0 B) after #0
         """
         lines = ["step  src  dst  block  piece  op     after"]
         for t in self.transfers:
             after = ",".join(f"#{d}" for d in t.deps) or "-"
             op = "add" if t.reduce else "place"
             lines.append(f"{t.step:4d} {t.src:4d} {t.dst:4d} {t.key[0]:6d} {t.key[1]:6d}  {op:<5}  {after}")
+        n = len(self.transfers)
+        for j, c in enumerate(self.computes):
+            work = f"{c.seconds:g} s" if c.seconds is not None else f"{c.flops:g} flops, {c.bytes:g} B"
+            after = ",".join(f"#{d}" for d in c.deps) or "-"
+            lines.append(f"#{n + j}: device {c.device} computes {c.name or ''} ({work}) after {after}".replace("  (", " ("))
         return "\n".join(lines)
 
 
