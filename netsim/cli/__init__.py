@@ -1,4 +1,15 @@
-"""The command line: the only place that prints or exits (``netsim run``, ``estimate``, ``sweep``, ...)."""
+"""The command line: the only place that prints or exits.
+
+| module | holds |
+|---|---|
+| ``main`` | the ``netsim`` commands (``run``, ``estimate``, ``explain``, ``animate``, ``timeline``, ``sweep``) and exit codes |
+| ``report`` | a result as table rows and as JSON |
+| ``trace`` | the Chrome/Perfetto trace of a run |
+| ``output`` | ``--output`` folders, written all or nothing |
+
+Where a change goes: a new command or option in ``main``, a new row or JSON field in
+``report`` (computed in :mod:`netsim.analysis`, never here).
+"""
 
 from netsim.cli.main import app, main
 

@@ -1,4 +1,4 @@
-"""The network: topologies of devices and links, TPU slices by name, logical meshes, units.
+"""The network: topologies of devices and links, TPU slices by name, chips, logical meshes, units.
 
 This is the bottom layer: it knows nothing of collectives, schedules or timing
 models, only devices, directed links with their bandwidth and latency, and the
@@ -10,7 +10,8 @@ Modules
 ``topology``    :class:`~netsim.network.topology.Topology` (a NetworkX graph, one edge
                 per link direction), ``ring``, ``torus``, ``mesh``, routes, failed
                 and degraded links
-``presets``     TPU slices by name (``tpu-v5e:8x16``): generation, shape, links
+``presets``     TPU slices by name (``tpu-v5e:8x16``): generation, shape, links, chips
+``chips``       the chips' compute facts (peak FLOP/s, HBM bandwidth and capacity)
 ``device_mesh`` logical meshes with named axes on a topology, and the groups they give
 ``units``       human units in (``"64 MiB"``, ``"45 GB/s"``, ``"1 us"``), SI floats out
 =============== ====================================================================
@@ -18,6 +19,6 @@ Modules
 Where a change goes
 -------------------
 A new shape of interconnect or routing rule goes in ``topology``; a new TPU
-generation in ``presets``; how named axes map to devices in ``device_mesh``; a
+generation in ``presets``; a new compute fact of a chip in ``chips``; how named axes map to devices in ``device_mesh``; a
 new unit in ``units``.
 """
