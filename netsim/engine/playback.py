@@ -114,7 +114,7 @@ class Playback:
     buffers : list of dict
         Each device's chunks at the end.
     time : float
-        When the last transfer arrived, seconds.
+        When the last transfer arrived or the last compute step ended, seconds.
     sent_at, arrived_at : list of float
         Per transfer: when it left its source, when its tail reached its destination.
     nbytes : list of int

@@ -173,7 +173,7 @@ def play(
             # The process model's events less each process's start, each device's end and the late devices' timeouts:
             # the events the fast player handles as actions.
             actions = run.events - len(run.links) - 2 * n_devices - late
-            route_ids, unit_queues = route_ids, [unit.max_queue for unit in run.units]
+            unit_queues = [unit.max_queue for unit in run.units]
         if waiting:
             stuck = [int(i) for i, left in enumerate(run.missing) if left]
             raise EngineError(f"deadlock: devices {waiting} still wait for chunks; steps {stuck[:10]} never became ready")

@@ -70,7 +70,6 @@ from collections import deque
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-import numpy as np
 import simpy
 
 from netsim.engine.payloads import ABSENT, computed, made, take
@@ -367,8 +366,3 @@ class Model:
             except simpy.core.EmptySchedule:
                 break
             self.events += 1
-
-    @property
-    def missing_steps(self) -> np.ndarray:
-        """Steps that still wait for something (a deadlock when the run is over)."""
-        return np.flatnonzero(np.asarray(self.missing))
