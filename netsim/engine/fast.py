@@ -31,6 +31,7 @@ from netsim.columnar import stable_order
 from netsim.engine.columns import HopList, hops_and_links
 from netsim.engine.payloads import ABSENT, computed, made, shared
 from netsim.engine.playback import EngineError, LinkStats
+from netsim.engine.processes import run_counting
 from netsim.engine.routes import Routes
 from netsim.network.topology import LinkId, Topology
 
@@ -394,13 +395,8 @@ class FastPlayer:
             del pending[now]
 
     def run(self) -> None:
-        env = self.env
-        while True:
-            try:
-                env.step()
-            except simpy.core.EmptySchedule:
-                break
-            self.events += 1
+        """Play until nothing more happens, counting SimPy's events."""
+        self.events = run_counting(self.env)
 
     def stats(self) -> tuple[HopList, dict[LinkId, LinkStats]]:
         """Hops in start order and per-link statistics, from the recorded columns."""

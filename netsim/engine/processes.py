@@ -74,7 +74,18 @@ import simpy
 
 from netsim.engine.payloads import ABSENT, computed, made, take
 
-__all__ = ["ComputeUnit", "Device", "Link", "Message", "Model", "compute_time_s"]
+__all__ = ["ComputeUnit", "Device", "Link", "Message", "Model", "Server", "compute_time_s", "run_counting"]
+
+
+def run_counting(env: simpy.Environment) -> int:
+    """Run ``env`` until nothing more happens; the number of SimPy events it processed."""
+    events = 0
+    while True:
+        try:
+            env.step()
+        except simpy.core.EmptySchedule:
+            return events
+        events += 1
 
 
 def compute_time_s(step: Any, peak_flops: float | None, hbm_bandwidth_Bps: float | None, device: int = 0, index: int = 0) -> float:
@@ -122,41 +133,59 @@ class Message:
         self.tail_at = now  # when its tail reaches the end of the link it last crossed
 
 
-class Link:
+class Server:
+    """A FIFO queue served by a SimPy process (:meth:`serve`), one item at a time.
+
+    ``max_queue`` is the most items it held at once, the one about to be served included.
+    """
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.queue: deque[Any] = deque()
+        self.max_queue = 0
+        self._idle: simpy.Event | None = None
+        model.env.process(self.serve())
+
+    def put(self, item: Any) -> None:
+        """Queue ``item``; wake the server if it is idle."""
+        self.queue.append(item)
+        self.max_queue = max(self.max_queue, len(self.queue))
+        if self._idle is not None and not self._idle.triggered:
+            self._idle.succeed()
+
+    def next_item(self):
+        """Wait (``yield from``) until the queue holds something; then the first item."""
+        while not self.queue:
+            self._idle = self.model.env.event()
+            yield self._idle
+        return self.queue.popleft()
+
+    def serve(self):
+        """The process: serve the queue, first come first served, for ever."""
+        raise NotImplementedError
+
+
+class Link(Server):
     """A directed link: a SimPy process serving its FIFO queue of messages.
 
     Override :meth:`transmission_s` to change how long a message holds the link.
     """
 
     def __init__(self, model: Model, number: int, bandwidth_Bps: float, latency_s: float) -> None:
-        self.model = model
         self.number = number
         self.bandwidth_Bps = bandwidth_Bps
         self.latency_s = latency_s
-        self.queue: deque[Message] = deque()
-        self.max_queue = 0
-        self._idle: simpy.Event | None = None
-        model.env.process(self.serve())
+        super().__init__(model)
 
     def transmission_s(self, message: Message) -> float:
         """How long ``message`` holds the link: its bytes over the link's bandwidth."""
         return message.nbytes / self.bandwidth_Bps
 
-    def put(self, message: Message) -> None:
-        """Queue ``message``; wake the link if it is idle."""
-        self.queue.append(message)
-        self.max_queue = max(self.max_queue, len(self.queue))
-        if self._idle is not None and not self._idle.triggered:
-            self._idle.succeed()
-
     def serve(self):
         """The link's process: serve the queue, first come first served, for ever."""
         model, env = self.model, self.model.env
         while True:
-            while not self.queue:
-                self._idle = env.event()
-                yield self._idle
-            message = self.queue.popleft()
+            message = yield from self.next_item()
             start = env.now
             end = start + self.transmission_s(message)
             if message.hop and message.tail_at > end:  # never done before its tail arrived
@@ -172,41 +201,27 @@ class Link:
             yield env.timeout(span)
 
 
-class ComputeUnit:
-    """A device's compute unit: a SimPy process serving its compute steps in order.
+class ComputeUnit(Server):
+    """A device's compute unit: a SimPy process serving its compute steps (their numbers) in order.
 
     Override :meth:`duration_s` to change how long a step takes.
     """
 
     def __init__(self, model: Model, device: int, peak_flops: float | None, hbm_bandwidth_Bps: float | None) -> None:
-        self.model = model
         self.device = device
         self.peak_flops = peak_flops
         self.hbm_bandwidth_Bps = hbm_bandwidth_Bps
-        self.queue: deque[int] = deque()
-        self.max_queue = 0
-        self._idle: simpy.Event | None = None
-        model.env.process(self.serve())
+        super().__init__(model)
 
     def duration_s(self, step: Any, index: int) -> float:
         """How long compute step ``index`` takes here (see :func:`compute_time_s`)."""
         return compute_time_s(step, self.peak_flops, self.hbm_bandwidth_Bps, self.device, index)
 
-    def submit(self, index: int) -> None:
-        """Queue compute step ``index``; wake the unit if it is idle."""
-        self.queue.append(index)
-        self.max_queue = max(self.max_queue, len(self.queue))
-        if self._idle is not None and not self._idle.triggered:
-            self._idle.succeed()
-
     def serve(self):
         """The unit's process: work through the queue, one step at a time, for ever."""
         model, env = self.model, self.model.env
         while True:
-            while not self.queue:
-                self._idle = env.event()
-                yield self._idle
-            index = self.queue.popleft()
+            index = yield from self.next_item()
             duration = self.duration_s(model.computes[index], index)
             model.started[index] = env.now
             model.ended[index] = env.now + duration
@@ -271,7 +286,7 @@ class Device:
         ready, self.ready = self.ready, []
         for step in ready:
             if step >= model.n_transfers:
-                model.units[self.index].submit(step - model.n_transfers)
+                model.units[self.index].put(step - model.n_transfers)
                 continue
             key = model.key[step]
             chunk = self.buffer.get(key, ABSENT)
@@ -359,10 +374,4 @@ class Model:
 
     def run(self) -> None:
         """Play until nothing more happens, counting SimPy's events."""
-        env = self.env
-        while True:
-            try:
-                env.step()
-            except simpy.core.EmptySchedule:
-                break
-            self.events += 1
+        self.events = run_counting(self.env)
