@@ -32,6 +32,7 @@ from netsim.analysis.why import analyse
 from netsim.checks.errors import InvariantError
 from netsim.collectives import all_gather, all_to_all, ppermute, psum, psum_scatter, simulate
 from netsim.engine import EngineError
+from netsim.moved import install as _install_moved_paths
 from netsim.network.device_mesh import AxisGroups, Mesh
 from netsim.network.presets import tpu_slice
 from netsim.network.topology import Topology, UnreachableError, mesh, ring, torus
@@ -40,6 +41,8 @@ from netsim.scenario import ScenarioError, load_scenario, load_topology
 from netsim.scenario.study import Study, load_study
 from netsim.studies.sweep import sweep
 from netsim.version import __version__
+
+_install_moved_paths()  # code that imports the old flat module paths (netsim.topology, ...) keeps working
 
 
 def animate(result: Result, frames: int = 40, leaf: int = 0) -> Any:
