@@ -108,15 +108,21 @@ class FastPlayer:
             idx = np.concatenate([idx, compute_columns["dep_idx"]])
         counts_in = np.diff(ptr)
         self.missing = counts_in.tolist()
-        n_steps = n + m
-        waiter = np.repeat(np.arange(n_steps, dtype=np.int64), counts_in)
-        counts = np.bincount(idx, minlength=n_steps)
-        first = np.full(n_steps, -1, np.int64)
-        second = np.full(n_steps, -1, np.int64)
+        waiter = np.repeat(np.arange(n + m, dtype=np.int64), counts_in)
+        # Who waits for each compute step: a list each, in step order (few compute steps, no need for speed).
+        self.compute_waiters: list[list[int]] = [[] for _ in range(m)]
+        on_compute = idx >= n
+        if on_compute.any():
+            for j, w in zip((idx[on_compute] - n).tolist(), waiter[on_compute].tolist(), strict=True):
+                self.compute_waiters[j].append(w)
+            idx, waiter = idx[~on_compute], waiter[~on_compute]
+        counts = np.bincount(idx, minlength=n)
+        first = np.full(n, -1, np.int64)
+        second = np.full(n, -1, np.int64)
         self.more: list[tuple[int, ...]] = []
         if len(idx) and int(counts.max()) > 1:  # some transfers have several waiting: their waiters in order
             waiter = waiter[stable_order(idx)]  # grouped by the transfer waited for
-            starts = np.zeros(n_steps + 1, np.int64)
+            starts = np.zeros(n + 1, np.int64)
             np.cumsum(counts, out=starts[1:])
             has = counts > 0
             first[has] = waiter[starts[:-1][has]]
@@ -185,6 +191,7 @@ class FastPlayer:
         finish_base = start_base + m
         device_of, duration, started, ended, unit_max_queue = self.compute_device, self.duration, self.started, self.ended, self.unit_max_queue
         unit_queue: list[list[int]] = [[] for _ in range(n_devices)]
+        finished: list[list[int]] = [[] for _ in range(n_devices)]  # compute steps done, not yet taken in
         unit_state = [0] * n_devices  # as a link's state
         record_transfer, record_link, record_start, record_end = (c.append for c in self.record)
         pending: dict[float, list[int]] = {}  # instant -> actions due then, in the order scheduled
@@ -224,18 +231,15 @@ class FastPlayer:
                         taken[c] += len(arrived)
                         buffer, becoming = buffers[c], ready[c]
                         for i in arrived:
-                            if i >= n:  # one of its compute steps is done
-                                computed(buffer, self.computes[i - n], c, i - n)
+                            arrived_at[i] = now
+                            key = key_of[i]
+                            chunk, payload[i] = payload[i], None
+                            if reduce[i]:
+                                if key not in buffer:
+                                    raise EngineError(f"device {c} was sent chunk {key!r} to add into, but holds no such chunk")
+                                buffer[key] = buffer[key] + chunk
                             else:
-                                arrived_at[i] = now
-                                key = key_of[i]
-                                chunk, payload[i] = payload[i], None
-                                if reduce[i]:
-                                    if key not in buffer:
-                                        raise EngineError(f"device {c} was sent chunk {key!r} to add into, but holds no such chunk")
-                                    buffer[key] = buffer[key] + chunk
-                                else:
-                                    buffer[key] = chunk
+                                buffer[key] = chunk
                             # Count the arrival off for whoever waits for it (written out three times on
                             # purpose: a call per waiter would cost more than the rest of the arrival).
                             j = first[i]
@@ -261,26 +265,21 @@ class FastPlayer:
                                         missing[waiter] -= 1
                                         if not missing[waiter]:
                                             becoming.append(waiter)
+                    if m and finished[c]:  # then its compute steps that are done, in the order they ended
+                        self._take_finished(c, finished[c])
+                        finished[c] = []
                     awake[c] = True
                     sending = ready[c]
                     if not sending:
                         continue
                     ready[c] = []
+                    starting = ()
+                    if m:  # compute steps go to the compute unit once the ready transfers are sent
+                        starting = [i - n for i in sending if i >= n]
+                        if starting:
+                            sending = [i for i in sending if i < n]
                     buffer = buffers[c]
                     for i in sending:
-                        if i >= n:  # a compute step: to the device's compute unit
-                            j = i - n
-                            if unit_state[c]:
-                                waiting = unit_queue[c]
-                                waiting.append(j)
-                                if len(waiting) + (unit_state[c] == 1) > unit_max_queue[c]:
-                                    unit_max_queue[c] = len(waiting) + (unit_state[c] == 1)
-                            else:
-                                unit_state[c] = 1
-                                if not unit_max_queue[c]:
-                                    unit_max_queue[c] = 1
-                                batch.append(~(start_base + j))
-                            continue
                         key = key_of[i]
                         chunk = buffer.get(key, ABSENT)
                         if chunk is ABSENT:
@@ -303,6 +302,17 @@ class FastPlayer:
                             if not max_queue[link]:
                                 max_queue[link] = 1
                             batch.append(~(serve_base + i))
+                    for j in starting:  # as a link takes messages
+                        if unit_state[c]:
+                            waiting = unit_queue[c]
+                            waiting.append(j)
+                            if len(waiting) + (unit_state[c] == 1) > unit_max_queue[c]:
+                                unit_max_queue[c] = len(waiting) + (unit_state[c] == 1)
+                        else:
+                            unit_state[c] = 1
+                            if not unit_max_queue[c]:
+                                unit_max_queue[c] = 1
+                            batch.append(~(start_base + j))
                     continue
                 if c < forward_base:  # an idle link starts on transfer i
                     i = c - serve_base
@@ -325,14 +335,14 @@ class FastPlayer:
                             max_queue[link] = 1
                         batch.append(~(serve_base + i))
                     continue
-                elif c >= start_base:  # a compute unit starts a step, or is done with one
+                elif m and c >= start_base:  # a compute unit starts a step, or is done with one
                     if c < finish_base:
                         j = c - start_base
                         d = device_of[j]
                     else:
                         j = c - finish_base
                         d = device_of[j]
-                        inbox[d].append(n + j)
+                        finished[d].append(j)
                         if awake[d]:
                             awake[d] = False
                             batch.append(~d)
@@ -393,6 +403,17 @@ class FastPlayer:
                 freeings.append(~(done_base + link))
             self.actions += len(batch)
             del pending[now]
+
+    def _take_finished(self, device: int, steps: list[int]) -> None:
+        """Device ``device`` takes in its compute steps that are done: their outputs, and who waited for them."""
+        buffer, ready, missing = self.buffers[device], self.ready[device], self.missing
+        self.taken[device] += len(steps)
+        for j in steps:
+            computed(buffer, self.computes[j], device, j)
+            for waiting in self.compute_waiters[j]:
+                missing[waiting] -= 1
+                if not missing[waiting]:
+                    ready.append(waiting)
 
     def run(self) -> None:
         """Play until nothing more happens, counting SimPy's events."""

@@ -23,8 +23,9 @@ Forwarding
 Devices
     Each device (:class:`Device`) is a process that sleeps until something
     arrives or one of its compute steps is done, takes it in (stores an arriving
-    chunk, or adds it into its own copy), and then sends every transfer and
-    starts every compute step that no longer waits for anything. A device that
+    chunk, or adds it into its own copy; then stores what its finished compute
+    steps made), and then sends every transfer and hands to its compute unit
+    every compute step that no longer waits for anything, in that order. A device that
     starts late (``start_s``) keeps what arrives in memory until it starts.
 
 Compute units
@@ -226,7 +227,7 @@ class ComputeUnit(Server):
             model.started[index] = env.now
             model.ended[index] = env.now + duration
             yield env.timeout(duration)
-            model.devices[self.device].deliver(model.n_transfers + index)
+            model.devices[self.device].finish(index)
 
 
 class Device:
@@ -237,15 +238,25 @@ class Device:
         self.index = index
         self.buffer = buffer
         self.start_s = start_s
-        self.inbox: list[Message | int] = []  # arrivals, and numbers of its compute steps done
+        self.inbox: list[Message] = []  # arrivals not yet taken in
+        self.finished: list[int] = []  # its compute steps done, not yet taken in
         self.ready: list[int] = []  # steps that wait for nothing more, in the order they became ready
         self.expected = 0  # arrivals and compute steps still to come
         self._wake: simpy.Event | None = None
         model.env.process(self.run())
 
-    def deliver(self, item: Message | int) -> None:
-        """A message arrived, or a compute step (its step number) is done: wake the device."""
-        self.inbox.append(item)
+    def deliver(self, message: Message) -> None:
+        """A message arrived: wake the device."""
+        self.inbox.append(message)
+        self.wake()
+
+    def finish(self, index: int) -> None:
+        """Compute step ``index`` is done: wake the device."""
+        self.finished.append(index)
+        self.wake()
+
+    def wake(self) -> None:
+        """Wake the device if it sleeps."""
         if self._wake is not None and not self._wake.triggered:
             self._wake.succeed()
 
@@ -263,30 +274,34 @@ class Device:
             self.send_ready()
 
     def take_in(self) -> None:
-        """Store (or add in) every arrival and compute step's output, and count them off for whoever waits."""
+        """Store (or add in) every arrival, then every compute step's output, and count them off for whoever waits."""
         model = self.model
         inbox, self.inbox = self.inbox, []
-        self.expected -= len(inbox)
-        for item in inbox:
-            if isinstance(item, Message):
-                step = item.transfer
-                model.arrived_at[step] = model.env.now
-                take(self.buffer, model.key[step], item.payload, model.reduce[step], self.index)
-            else:
-                step = item
-                computed(self.buffer, model.computes[step - model.n_transfers], self.index, step - model.n_transfers)
-            for waiting in model.waiters[step]:
-                model.missing[waiting] -= 1
-                if not model.missing[waiting]:
-                    self.ready.append(waiting)
+        finished, self.finished = self.finished, []
+        self.expected -= len(inbox) + len(finished)
+        for message in inbox:
+            step = message.transfer
+            model.arrived_at[step] = model.env.now
+            take(self.buffer, model.key[step], message.payload, model.reduce[step], self.index)
+            self.count_off(step)
+        for index in finished:
+            computed(self.buffer, model.computes[index], self.index, index)
+            self.count_off(model.n_transfers + index)
+
+    def count_off(self, step: int) -> None:
+        """``step`` is done here: whoever waited for it and waits for nothing more is ready."""
+        model = self.model
+        for waiting in model.waiters[step]:
+            model.missing[waiting] -= 1
+            if not model.missing[waiting]:
+                self.ready.append(waiting)
 
     def send_ready(self) -> None:
-        """Send every ready transfer, hand every ready compute step to the compute unit."""
+        """Send every ready transfer, then hand every ready compute step to the compute unit."""
         model = self.model
         ready, self.ready = self.ready, []
         for step in ready:
             if step >= model.n_transfers:
-                model.units[self.index].put(step - model.n_transfers)
                 continue
             key = model.key[step]
             chunk = self.buffer.get(key, ABSENT)
@@ -299,6 +314,9 @@ class Device:
                 model.links[message.route[0]].put(message)
             else:
                 model.after(0.0, model.devices[model.dst[step]].deliver, message)
+        for step in ready:
+            if step >= model.n_transfers:
+                model.units[self.index].put(step - model.n_transfers)
 
 
 class Model:
