@@ -49,17 +49,17 @@ class FastPlayer:
         transfer i is delivered: its tail reached its destination.
     ``~d`` for a device d
         device d wakes up (or starts): takes in its arrivals, sends what became ready.
-    ``~(n_devices + i)`` for a transfer i
+    ``~(n_devices + j)`` for a compute step j
+        the compute unit of its device, idle until now, starts it.
+    ``~(n_devices + n_computes + j)``
+        compute step j is done: its device takes it in, its unit starts the next, or goes idle.
+    ``~(n_devices + 2 n_computes + i)`` for a transfer i
         the link transfer i asked for, idle until now, starts serving it.
-    ``~(n_devices + n_transfers + i)``
+    ``~(n_devices + 2 n_computes + n_transfers + i)``
         the head (cut-through) or tail of transfer i reaches the start of its
         next link, and asks for it.
-    ``~(n_devices + 2 n_transfers + k)``
+    ``~(n_devices + 2 n_computes + 2 n_transfers + k)``
         link k is done with a message: it serves the next in its queue, or goes idle.
-    ``~(n_devices + 2 n_transfers + n_links + j)`` for a compute step j
-        the compute unit of its device, idle until now, starts it.
-    ``~(n_devices + 2 n_transfers + n_links + n_computes + j)``
-        compute step j is done: its device takes it in, its unit starts the next, or goes idle.
 
     Arrivals and finished compute steps share one numbering (transfer i, compute
     step ``n_transfers + j``), so counting off who waits for what is one code path.
@@ -186,9 +186,9 @@ class FastPlayer:
         awake = [False] * n_devices  # waiting for arrivals (from its start on)
         queue: list[list[int]] = [[] for _ in range(n_links)]  # messages waiting for a busy link
         state = [0] * n_links  # 0 idle, 1 about to serve a message (not in queue), 2 serving
-        serve_base, forward_base, done_base = n_devices, n_devices + n, n_devices + 2 * n
-        start_base = done_base + n_links  # compute units: an idle one starts step j, step j is done
-        finish_base = start_base + m
+        start_base, finish_base = n_devices, n_devices + m  # compute units: an idle one starts step j, step j is done
+        serve_base = n_devices + 2 * m
+        forward_base, done_base = serve_base + n, serve_base + 2 * n
         device_of, duration, started, ended, unit_max_queue = self.compute_device, self.duration, self.started, self.ended, self.unit_max_queue
         unit_queue: list[list[int]] = [[] for _ in range(n_devices)]
         finished: list[list[int]] = [[] for _ in range(n_devices)]  # compute steps done, not yet taken in
@@ -224,7 +224,32 @@ class FastPlayer:
                         batch.append(~d)
                     continue
                 c = ~a
-                if c < serve_base:  # device c wakes up: takes in what arrived, sends what is ready
+                if c < serve_base:  # device c wakes up (or, with compute steps, a compute unit acts)
+                    if m and c >= start_base:  # a compute unit starts a step, or is done with one
+                        if c < finish_base:
+                            j = c - start_base
+                            d = device_of[j]
+                        else:
+                            j = c - finish_base
+                            d = device_of[j]
+                            finished[d].append(j)
+                            if awake[d]:
+                                awake[d] = False
+                                batch.append(~d)
+                            waiting = unit_queue[d]
+                            if not waiting:
+                                unit_state[d] = 0
+                                continue
+                            j = waiting.pop(0)
+                        unit_state[d] = 2
+                        started[j] = now
+                        when = ended[j] = now + duration[j]
+                        due = pending.get(when)
+                        if due is None:
+                            due = pending[when] = []
+                            heappush(times, when)
+                        due.append(~(finish_base + j))
+                        continue
                     arrived = inbox[c]
                     if arrived:
                         inbox[c] = []
@@ -265,19 +290,35 @@ class FastPlayer:
                                         missing[waiter] -= 1
                                         if not missing[waiter]:
                                             becoming.append(waiter)
-                    if m and finished[c]:  # then its compute steps that are done, in the order they ended
-                        self._take_finished(c, finished[c])
-                        finished[c] = []
-                    awake[c] = True
-                    sending = ready[c]
-                    if not sending:
-                        continue
-                    ready[c] = []
-                    starting = ()
-                    if m:  # compute steps go to the compute unit once the ready transfers are sent
+                    if m:  # compute steps: those done are taken in, those ready go to the unit (before the transfers are sent)
+                        if finished[c]:
+                            self._take_finished(c, finished[c])
+                            finished[c] = []
+                        awake[c] = True
+                        sending = ready[c]
+                        if not sending:
+                            continue
+                        ready[c] = []
                         starting = [i - n for i in sending if i >= n]
                         if starting:
                             sending = [i for i in sending if i < n]
+                            for j in starting:  # as a link takes messages
+                                if unit_state[c]:
+                                    waiting = unit_queue[c]
+                                    waiting.append(j)
+                                    if len(waiting) + (unit_state[c] == 1) > unit_max_queue[c]:
+                                        unit_max_queue[c] = len(waiting) + (unit_state[c] == 1)
+                                else:
+                                    unit_state[c] = 1
+                                    if not unit_max_queue[c]:
+                                        unit_max_queue[c] = 1
+                                    batch.append(~(start_base + j))
+                    else:
+                        awake[c] = True
+                        sending = ready[c]
+                        if not sending:
+                            continue
+                        ready[c] = []
                     buffer = buffers[c]
                     for i in sending:
                         key = key_of[i]
@@ -302,17 +343,6 @@ class FastPlayer:
                             if not max_queue[link]:
                                 max_queue[link] = 1
                             batch.append(~(serve_base + i))
-                    for j in starting:  # as a link takes messages
-                        if unit_state[c]:
-                            waiting = unit_queue[c]
-                            waiting.append(j)
-                            if len(waiting) + (unit_state[c] == 1) > unit_max_queue[c]:
-                                unit_max_queue[c] = len(waiting) + (unit_state[c] == 1)
-                        else:
-                            unit_state[c] = 1
-                            if not unit_max_queue[c]:
-                                unit_max_queue[c] = 1
-                            batch.append(~(start_base + j))
                     continue
                 if c < forward_base:  # an idle link starts on transfer i
                     i = c - serve_base
@@ -334,31 +364,6 @@ class FastPlayer:
                         if not max_queue[link]:
                             max_queue[link] = 1
                         batch.append(~(serve_base + i))
-                    continue
-                elif m and c >= start_base:  # a compute unit starts a step, or is done with one
-                    if c < finish_base:
-                        j = c - start_base
-                        d = device_of[j]
-                    else:
-                        j = c - finish_base
-                        d = device_of[j]
-                        finished[d].append(j)
-                        if awake[d]:
-                            awake[d] = False
-                            batch.append(~d)
-                        waiting = unit_queue[d]
-                        if not waiting:
-                            unit_state[d] = 0
-                            continue
-                        j = waiting.pop(0)
-                    unit_state[d] = 2
-                    started[j] = now
-                    when = ended[j] = now + duration[j]
-                    due = pending.get(when)
-                    if due is None:
-                        due = pending[when] = []
-                        heappush(times, when)
-                    due.append(~(finish_base + j))
                     continue
                 else:  # a link is done with a message: the next one, or idle
                     link = c - done_base

@@ -24,8 +24,8 @@ Devices
     Each device (:class:`Device`) is a process that sleeps until something
     arrives or one of its compute steps is done, takes it in (stores an arriving
     chunk, or adds it into its own copy; then stores what its finished compute
-    steps made), and then sends every transfer and hands to its compute unit
-    every compute step that no longer waits for anything, in that order. A device that
+    steps made), and then hands to its compute unit every compute step and
+    sends every transfer that no longer waits for anything, in that order. A device that
     starts late (``start_s``) keeps what arrives in memory until it starts.
 
 Compute units
@@ -297,9 +297,12 @@ class Device:
                 self.ready.append(waiting)
 
     def send_ready(self) -> None:
-        """Send every ready transfer, then hand every ready compute step to the compute unit."""
+        """Hand every ready compute step to the compute unit, then send every ready transfer."""
         model = self.model
         ready, self.ready = self.ready, []
+        for step in ready:
+            if step >= model.n_transfers:
+                model.units[self.index].put(step - model.n_transfers)
         for step in ready:
             if step >= model.n_transfers:
                 continue
@@ -314,9 +317,6 @@ class Device:
                 model.links[message.route[0]].put(message)
             else:
                 model.after(0.0, model.devices[model.dst[step]].deliver, message)
-        for step in ready:
-            if step >= model.n_transfers:
-                model.units[self.index].put(step - model.n_transfers)
 
 
 class Model:
