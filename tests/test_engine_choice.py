@@ -49,7 +49,7 @@ def test_the_table_says_which_engine_ran():
     result = runner.invoke(app, ["run", str(ROOT / "scenarios" / "allgather_ring8.yaml"), "--engine", "fast"])
     assert result.exit_code == 0, result.output
     row = next(line for line in result.output.splitlines() if "│ engine " in line)
-    assert "fast (the fast player" in row
+    assert "fast (the same events, without the processes)" in row
 
 
 def test_a_bad_engine_is_one_line():

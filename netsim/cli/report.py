@@ -55,8 +55,8 @@ def format_groups(groups: tuple[tuple[int, ...], ...], limit: int = 6) -> str:
 
 
 ENGINE_WORDS = {
-    "processes": "processes (links, devices and compute units as SimPy processes)",
-    "fast": "fast (the fast player of the process model's events)",
+    "processes": "processes (a SimPy process per link, device, unit)",
+    "fast": "fast (the same events, without the processes)",
 }
 
 
