@@ -163,3 +163,13 @@ def test_stats_need_the_topology():
     result.topology_obj = None
     with pytest.raises(ValueError, match="carries no topology"):
         run_stats(result)
+
+
+def test_path_facts_are_path_facts_once_statistics_are_kept():
+    from netsim.analysis.path_stats import PathFacts, path_facts
+
+    result = netsim.all_gather(np.zeros((4, 64), np.float32), axis_index_groups=[[0, 2], [1, 3]], algorithm="ring")
+    before = path_facts(result)
+    netsim.stats(result)  # kept in result.derived
+    after = path_facts(result)
+    assert isinstance(after, PathFacts) and after == before

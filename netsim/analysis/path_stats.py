@@ -207,9 +207,6 @@ def path_facts(result: Result, topology: Topology | None = None) -> PathFacts:
     >>> facts.max_route_hops, facts.longest_queue
     (2, {'0->1': 1, '1->2': 1, '2->3': 1, '3->0': 1})
     """
-    derived = getattr(result, "derived", None) if topology is None else None
-    if derived is not None and "stats" in derived:
-        return derived["stats"]
     topology = topology if topology is not None else getattr(result, "topology_obj", None)
     if topology is None:
         raise ValueError(f"result of {result.collective} on {result.topology} carries no topology; pass topology=")
