@@ -47,7 +47,7 @@ CLOSED_FORMS: dict[str, ClosedForm] = {
     "bidirectional_ring": ClosedForm("(n−1)·(α + s/(2B))", lambda n, s, a, b: (n - 1) * (a + s / (2 * b))),
     "bidirectional_halfway": ClosedForm("⌊n/2⌋·(α + s/B)", lambda n, s, a, b: (n // 2) * (a + s / b)),
 }
-"""Algorithm name -> closed form of one phase on a contention-free ring (/work/shared/COST_MODELS.md).
+"""Algorithm name -> closed form of one phase on a contention-free ring (see :mod:`netsim.analysis.closed_forms`).
 An all-reduce is a reduce-scatter and an all-gather: twice the phase. Algorithms
 without an entry are explained all the same, without a closed form."""
 
