@@ -312,10 +312,13 @@ def test_time_vs_devices_has_a_line_per_total_payload(tmp_path):
 
 
 def test_ctrl_c_on_a_real_sweep_keeps_the_rows_and_resume_finishes(tmp_path):
+    # Rows are written in point order: enough points that a slow first point on a busy machine
+    # cannot let the whole sweep finish before the interrupt arrives.
+    points = 64
     data = {
         "name": "ctrl_c",
         "base": {"topology": {"kind": "ring", "dims": [32]}, "collective": {"op": "all_gather"}, "input": {"bytes_per_device": "4 KiB"}},
-        "grid": {"seed": list(range(16))},
+        "grid": {"seed": list(range(points))},
     }
     study, out = write_study(tmp_path, data), tmp_path / "out"
     command = [sys.executable, "-m", "netsim", "sweep", str(study), "--output", str(out), "--workers", "2"]
@@ -328,14 +331,14 @@ def test_ctrl_c_on_a_real_sweep_keeps_the_rows_and_resume_finishes(tmp_path):
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 130
     kept = results.read_text().splitlines(keepends=True)[1:]
-    assert 2 <= len(kept) < 16, "the sweep finished before it could be interrupted"
-    assert stderr.strip() == f"error: interrupted: {len(kept)} of 16 points kept in {results}; run again with --resume to finish"
+    assert 2 <= len(kept) < points, "the sweep finished before it could be interrupted"
+    assert stderr.strip() == f"error: interrupted: {len(kept)} of {points} points kept in {results}; run again with --resume to finish"
     assert [int(line.split(",")[0]) for line in kept] == sorted(int(line.split(",")[0]) for line in kept)
     done = subprocess.run([*command, "--resume", "--quiet"], cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
-    assert f"16 points: 16 ok, 0 failed, {len(kept)} kept from an earlier run" in done.stdout
+    assert f"{points} points: {points} ok, 0 failed, {len(kept)} kept from an earlier run" in done.stdout
     final = read_results(results)
-    assert list(final["point"]) == list(range(16))
+    assert list(final["point"]) == list(range(points))
     assert set(kept) <= set(results.read_text().splitlines(keepends=True))
     assert np.allclose(final["ratio"], 1.0, rtol=1e-9, atol=0)  # every ring of 32 takes its closed form: nothing half-written
 
