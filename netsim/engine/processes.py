@@ -79,7 +79,15 @@ __all__ = ["ComputeUnit", "Device", "Link", "Message", "Model", "Server", "compu
 
 
 def run_counting(env: simpy.Environment) -> int:
-    """Run ``env`` until nothing more happens; the number of SimPy events it processed."""
+    """Run ``env`` until nothing more happens; the number of SimPy events it processed.
+
+    Examples
+    --------
+    >>> env = simpy.Environment()
+    >>> _ = env.timeout(1.0), env.timeout(2.0)
+    >>> run_counting(env), env.now
+    (2, 2.0)
+    """
     events = 0
     while True:
         try:
