@@ -12,11 +12,11 @@ import json
 import numpy as np
 import pytest
 from conftest import ROOT
+from test_engines import OverheadLink
 from typer.testing import CliRunner
 
 import netsim
 from netsim.cli.main import app
-from netsim.engine import Link
 from netsim.pipeline import AUTO_PROCESSES_MAX_TRANSFERS
 
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
@@ -77,15 +77,6 @@ def test_auto_plays_big_schedules_on_the_fast_player():
     assert netsim.all_gather(np.zeros((128, 2), np.float32), engine="processes").time == big.time
     with pytest.raises(ValueError, match=r"^engine must be one of 'auto', 'processes', 'fast', got 'turbo'$"):
         netsim.psum(np.zeros(4), engine="turbo")
-
-
-class OverheadLink(Link):
-    """A link that adds a fixed cost to every message it carries."""
-
-    overhead_s = 0.25e-6
-
-    def transmission_s(self, message):
-        return super().transmission_s(message) + self.overhead_s
 
 
 def test_your_own_link_through_the_api():

@@ -164,6 +164,8 @@ def test_compute_steps_compute_values():
 
 
 class OverheadLink(Link):
+    """A link that adds a fixed cost to every message it carries."""
+
     overhead_s = 0.5e-6
 
     def transmission_s(self, message):

@@ -32,7 +32,7 @@ from netsim.engine.columns import HopList, hops_and_links
 from netsim.engine.payloads import ABSENT, computed, made, shared
 from netsim.engine.playback import EngineError, LinkStats
 from netsim.engine.processes import run_counting
-from netsim.engine.routes import Routes
+from netsim.engine.routes import Routes, link_rates
 from netsim.network.topology import LinkId, Topology
 
 __all__ = ["FastPlayer"]
@@ -96,9 +96,7 @@ class FastPlayer:
         routes = Routes.of_topology(topology)
         self.link_ids = routes.link_ids
         self.route, self.routes = routes.of(topology, columns) if n else ([], [])
-        attributes = {(u, v, key): data for u, v, key, data in topology.graph.edges(keys=True, data=True)}
-        self.bandwidth = [float(attributes[link]["bandwidth_Bps"]) for link in self.link_ids]
-        self.latency = [float(attributes[link]["latency_s"]) for link in self.link_ids]
+        self.bandwidth, self.latency = link_rates(topology, self.link_ids)
         # missing[i]: arrivals transfer i still waits for. Who waits for transfer i: nobody if
         # first[i] == -1; first[i] alone if it is >= 0; else -2 - first[i], then second[i] if that
         # is >= 0, else the tuple more[-1 - second[i]] (one waiter, the common case, reads one array).

@@ -14,7 +14,7 @@ from netsim.engine.fast import FastPlayer
 from netsim.engine.payloads import sizes
 from netsim.engine.playback import ComputeLike, ComputeRecord, ComputeStats, EngineError, Playback, TransferLike
 from netsim.engine.processes import ComputeUnit, Link, Model, compute_time_s
-from netsim.engine.routes import Routes, check_schedule
+from netsim.engine.routes import Routes, check_schedule, link_rates
 from netsim.network.topology import Topology
 
 __all__ = ["ENGINES", "play"]
@@ -139,9 +139,9 @@ def play(
         check_schedule(columns, computed, n_devices)
         if len(start_s) != n_devices or any(not 0 <= t < float("inf") for t in start_s):
             raise ValueError(f"start_s must give a finite time >= 0 for each of the {n_devices} devices, got {list(start_s)!r}")
-        rates = _rates(topology)
         devices = computed["device"].tolist()
         if engine == "fast":
+            rates = _rates(topology) if devices else []  # (every device's, for the process model's compute units)
             durations = [compute_time_s(step, *rates[d], d, j) for j, (step, d) in enumerate(zip(computes, devices, strict=True))]
             run = FastPlayer(topology, columns, buffers, cut_through, start_s, computes, computed, durations)
             run.run()
@@ -151,16 +151,14 @@ def play(
         else:
             routes = Routes.of_topology(topology)
             route, route_ids = routes.of(topology, columns) if len(columns["src"]) else ([], [])
-            attributes = {(u, v, key): data for u, v, key, data in topology.graph.edges(keys=True, data=True)}
-            link_rates = [(float(attributes[lk]["bandwidth_Bps"]), float(attributes[lk]["latency_s"])) for lk in routes.link_ids]
             run = Model(
-                link_rates,
+                list(zip(*link_rates(topology, routes.link_ids), strict=True)),
                 route,
                 columns,
                 computes,
                 computed,
                 buffers,
-                rates,
+                _rates(topology),
                 cut_through=cut_through,
                 start_s=start_s,
                 link_class=link_class or Link,
@@ -179,7 +177,7 @@ def play(
             raise EngineError(f"deadlock: devices {waiting} still wait for chunks; steps {stuck[:10]} never became ready")
         started, ended = np.array(run.started, np.float64), np.array(run.ended, np.float64)
         playback = Playback(
-            buffers=run.buffers if engine == "fast" else [d.buffer for d in run.devices],
+            buffers=run.buffers,
             time=max(max(run.arrived_at, default=0.0), max(run.ended, default=0.0)),
             sent_at=run.sent_at,
             arrived_at=run.arrived_at,

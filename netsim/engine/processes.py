@@ -388,6 +388,11 @@ class Model:
                 self.devices[where].ready.append(step)
         self.events = 0
 
+    @property
+    def buffers(self) -> list[dict[Hashable, Any]]:
+        """Each device's chunks (at the end of the run: what it holds)."""
+        return [device.buffer for device in self.devices]
+
     def after(self, delay: float, callback: Any, item: Any) -> None:
         """Call ``callback(item)`` ``delay`` seconds from now (a message reaching the end of a link)."""
         event = self.env.timeout(delay)

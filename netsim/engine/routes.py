@@ -11,7 +11,22 @@ from netsim.columnar import factorize
 from netsim.engine.columns import ArrayList
 from netsim.network.topology import LinkId, Topology
 
-__all__ = ["Routes", "check_schedule"]
+__all__ = ["Routes", "check_schedule", "link_rates"]
+
+
+def link_rates(topology: Topology, link_ids: list[LinkId]) -> tuple[list[float], list[float]]:
+    """Bandwidth (bytes/s) and latency (s) of each link in ``link_ids``, read afresh from the topology.
+
+    Examples
+    --------
+    >>> from netsim.network.topology import ring
+    >>> t = ring(4, bandwidth_Bps=1e9, latency_s=1e-6).degrade_link(0, 1, bandwidth_factor=0.5)
+    >>> bandwidth, latency = link_rates(t, t.links)
+    >>> sorted(set(bandwidth)), sorted(set(latency))
+    ([500000000.0, 1000000000.0], [1e-06])
+    """
+    attributes = {(u, v, key): data for u, v, key, data in topology.graph.edges(keys=True, data=True)}
+    return [float(attributes[link]["bandwidth_Bps"]) for link in link_ids], [float(attributes[link]["latency_s"]) for link in link_ids]
 
 
 def check_schedule(transfers: dict[str, Any], computes: dict[str, Any], n_devices: int) -> None:
