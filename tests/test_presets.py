@@ -28,6 +28,9 @@ def test_generation_numbers_are_the_documented_ones():
         "tpu-v6e": (2, 90e9, 256),
         "tpu-v3": (2, 100e9, 1024),  # the book's interconnect table: 1e11 one way; pod 32x32
         "tpu-v2": (2, 60e9, 256),  # the book's profiling example: 1.2e11 bidirectional on one link
+        # TPU7x: the book's 90 GB/s per chip-to-chip link, shared by the chip's two devices (assumed
+        # evenly: a 45 GB/s lane each); 9216 chips per pod (the Cloud TPU7x page)
+        "tpu7x": (3, 90e9 / 2, 9216),
     }
     assert {name: (g.n_axes, g.bandwidth_Bps, g.max_chips) for name, g in GENERATIONS.items()} == expected
     assert all(g.latency_s == 1e-6 for g in GENERATIONS.values())
@@ -42,10 +45,12 @@ def test_chip_figures_are_the_cited_ones():
         "tpu-v6e": (9.20e14, 1.6e12, 32 * 10**9),
         "tpu-v3": (1.4e14, 9.0e11, 32 * 10**9),
         "tpu-v2": (None, None, None),  # not in the book's table: unknown
+        # TPU7x, per device = half a chip: 2307 TFLOP/s bf16 and 192 GiB (Cloud TPU7x page), 7.37 TB/s (Google)
+        "tpu7x": (2307e12 / 2, 7.37e12 / 2, 192 * 2**30 // 2),
     }
     assert {name: (g.peak_flops, g.hbm_bandwidth_Bps, g.hbm_capacity_bytes) for name, g in GENERATIONS.items()} == expected
     # every device of every slice carries them
-    for name, shape in (("tpu-v4", "2x2x4"), ("tpu-v5p", "4x4x4"), ("tpu-v5e", "4x4"), ("tpu-v6e", "8x16")):
+    for name, shape in (("tpu-v4", "2x2x4"), ("tpu-v5p", "4x4x4"), ("tpu-v5e", "4x4"), ("tpu-v6e", "8x16"), ("tpu7x", "2x2x2")):
         t = tpu_slice(f"{name}:{shape}")
         peak, hbm, capacity = expected[name]
         assert all(t.device(d) == {"peak_flops": peak, "hbm_bandwidth_Bps": hbm, "hbm_capacity_bytes": capacity} for d in range(t.n_devices))
@@ -126,8 +131,11 @@ def test_the_largest_v4_pod_builds():
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("tpu-v9:4x4", "unknown TPU generation 'tpu-v9' in 'tpu-v9:4x4'; known: tpu-v4, tpu-v5p, tpu-v5e, tpu-v6e, tpu-v3, tpu-v2 (write e.g. tpu-v5e:8x16)"),
-        ("v5e:4x4", "unknown TPU generation 'v5e' in 'v5e:4x4'; known: tpu-v4, tpu-v5p, tpu-v5e, tpu-v6e, tpu-v3, tpu-v2 (write e.g. tpu-v5e:8x16)"),
+        (
+            "tpu-v9:4x4",
+            "unknown TPU generation 'tpu-v9' in 'tpu-v9:4x4'; known: tpu-v4, tpu-v5p, tpu-v5e, tpu-v6e, tpu-v3, tpu-v2, tpu7x (write e.g. tpu-v5e:8x16)",
+        ),
+        ("v5e:4x4", "unknown TPU generation 'v5e' in 'v5e:4x4'; known: tpu-v4, tpu-v5p, tpu-v5e, tpu-v6e, tpu-v3, tpu-v2, tpu7x (write e.g. tpu-v5e:8x16)"),
         ("tpu-v5e:4x4x4", "tpu-v5e is a 2D torus: 'tpu-v5e:4x4x4' gives 3 axes; write e.g. tpu-v5e:4x4"),
         ("tpu-v4:4x4", "tpu-v4 is a 3D torus: 'tpu-v4:4x4' gives 2 axes; write e.g. tpu-v4:4x4x4"),
         ("tpu-v4:4x4x", "cannot read the slice shape '4x4x' in 'tpu-v4:4x4x'; write the axis sizes joined by 'x', e.g. tpu-v4:4x4x4"),
@@ -147,8 +155,8 @@ def test_bad_slice_names(name, message):
 
 
 def test_bundled_tpu_files_agree_with_the_presets():
-    files = sorted((ROOT / "topologies").glob("tpu-*.yaml"))
-    assert len(files) >= 5
+    files = sorted((ROOT / "topologies").glob("tpu*.yaml"))
+    assert len(files) >= 7 and {"tpu7x-2x2x1", "tpu7x-4x4x4"} <= {path.stem for path in files}
     for path in files:
         stem = path.stem
         generation, shape = stem.rsplit("-", 1)

@@ -25,6 +25,7 @@ import numpy as np
 from netsim.analysis.closed_forms.geometry import permutation_loads, ports
 from netsim.analysis.closed_forms.registry import COST_MODELS, CollectiveEstimate, estimate_collective
 from netsim.analysis.closed_forms.terms import Estimate, canonical_collective
+from netsim.analysis.mixed_links import other_links, with_other_links
 
 if TYPE_CHECKING:
     from netsim.analysis.path_stats import PathFacts
@@ -196,7 +197,9 @@ def analyse(result: Result, stats: RunStats | None = None) -> Analysis:
     if topology is None:
         raise ValueError(f"result of {result.collective} on {result.topology} carries no topology to estimate on")
     latency, bandwidth = nominal_link(topology)
-    per_leaf = leaf_estimates(result, latency, bandwidth)
+    crossed = {(d["latency_s"], d["bandwidth_Bps"]) for leaf in result.leaves for route in leaf.playback.routes for d in map(topology.link, route)}
+    others = other_links(crossed, latency, bandwidth)
+    per_leaf = [with_other_links(c, others, latency, bandwidth) for c in leaf_estimates(result, latency, bandwidth)]
     closed = per_leaf[0]
     estimate = _total([c.estimate for c in per_leaf])
     if estimate is not None and estimate.kind == "exact" and (topology.down_links or topology.degraded_links):
@@ -212,6 +215,10 @@ def analyse(result: Result, stats: RunStats | None = None) -> Analysis:
 
         facts = stats.path_facts() if stats is not None else path_facts(result, topology)
         why = explain(result.time, estimate, facts, closed, latency, getattr(result, "forwarding", "cut_through"))
+        if others:  # the formula's B and α are not every link's: say so first
+            speeds = ", ".join(f"{b / 1e9:.6g} GB/s and {_t(a)}" for a, b in sorted(others))
+            head, _, rest = why.partition(": ")
+            why = f"{head}: links of other speeds: the run crosses links of {speeds}, the formula counts {bandwidth / 1e9:.6g} GB/s and {_t(latency)}; {rest}"
     analysis = Analysis(result.time, closed, estimate, book, figure, bound, ratio, why, latency, bandwidth)
     if derived is not None:
         derived["analysis"] = analysis
@@ -442,6 +449,9 @@ def estimate_scenario(scenario: Any) -> tuple[CollectiveEstimate, list[tuple[str
         hops, shared, spread = permutation_loads(shape.dims, shape.wraparound, pairs)
         crossed = ports(shape.dims, shape.wraparound, pairs)
     groups = scenario.groups if scenario.groups is not None else (layout.groups or [(0,)])  # no pairs: nothing moves
+    others: set[tuple[float, float]] = set()
+    if shape.chip_axis is not None and any(len({d % 2 for d in group}) > 1 for group in groups):  # a group crosses a chip's own link
+        others = other_links([(shape.chip_link_latency_s, shape.chip_link_bandwidth_Bps)], shape.latency_s, shape.bandwidth_Bps)
     item = np.dtype(scenario.input.dtype).itemsize
     args = (shape.dims, shape.wraparound, groups, payload, shape.latency_s, shape.bandwidth_Bps)
     mine = estimate_collective(
@@ -455,4 +465,5 @@ def estimate_scenario(scenario: Any) -> tuple[CollectiveEstimate, list[tuple[str
         planned=shape.wraparound if _axes_default(scenario) else planned_wraparound(scenario.resolved_algorithm, groups),
         item_bytes=item,
     )
-    return mine, algorithm_estimates(op, *args, item_bytes=item)
+    held = [(name, with_other_links(c, others, shape.latency_s, shape.bandwidth_Bps)) for name, c in algorithm_estimates(op, *args, item_bytes=item)]
+    return with_other_links(mine, others, shape.latency_s, shape.bandwidth_Bps), held

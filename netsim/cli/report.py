@@ -371,6 +371,12 @@ def devices_csv(result: Result) -> str:
     return _csv(headers, rows)
 
 
+def _chip_link(shape: Any) -> str:
+    if shape.chip_axis is None:
+        return ""
+    return f"; between a chip's two devices {shape.chip_link_bandwidth_Bps / 1e9:.6g} GB/s, {format_seconds(shape.chip_link_latency_s)}"
+
+
 def estimate_rows(scenario: Any, mine: Any) -> list[tuple[str, str]]:
     """Label/value pairs for ``netsim estimate``: the scenario's closed forms, without simulating."""
     shape = scenario.topology_shape
@@ -384,7 +390,7 @@ def estimate_rows(scenario: Any, mine: Any) -> list[tuple[str, str]]:
             if len(shape.dims) == 1
             else f"{shape.name}: {'x'.join(map(str, shape.dims))} = {shape.n_devices} devices",
         ),
-        ("links", f"{shape.bandwidth_Bps / 1e9:.6g} GB/s one way, {format_seconds(shape.latency_s)} per hop"),
+        ("links", f"{shape.bandwidth_Bps / 1e9:.6g} GB/s one way, {format_seconds(shape.latency_s)} per hop" + _chip_link(shape)),
         ("group layout", mine.geometry.describe()),
         ("algorithm", scenario.algorithm or f"{scenario.resolved_algorithm} (the default)"),
     ]

@@ -11,6 +11,7 @@ Modules
                 per link direction), ``ring``, ``torus``, ``mesh``, routes, failed
                 and degraded links
 ``presets``     TPU slices by name (``tpu-v5e:8x16``): generation, shape, links, chips
+``chiplets``    chips that show two devices (TPU7x): the chips' torus plus a core axis
 ``chips``       the chips' compute facts (peak FLOP/s, HBM bandwidth and capacity)
 ``device_mesh`` logical meshes with named axes on a topology, and the groups they give
 ``units``       human units in (``"64 MiB"``, ``"45 GB/s"``, ``"1 us"``), SI floats out
@@ -18,7 +19,7 @@ Modules
 
 Where a change goes
 -------------------
-A new shape of interconnect or routing rule goes in ``topology``; a new TPU
-generation in ``presets``; a new compute fact of a chip in ``chips``; how named axes map to devices in ``device_mesh``; a
+A new shape of interconnect or routing rule goes in ``topology`` (or, for chips of
+several devices, ``chiplets``); a new TPU generation in ``presets``; a new compute fact of a chip in ``chips``; how named axes map to devices in ``device_mesh``; a
 new unit in ``units``.
 """

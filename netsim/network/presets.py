@@ -18,12 +18,31 @@ generation    axes  one-way bandwidth per link      wraparound                  
 ``tpu-v3``    2     100 GB/s                        only on an axis of size 32    32x32
 ``tpu-v2``    2     60 GB/s (the book's profiling   only on an axis of size 16    16x16
                     example: 1.2e11 B/s bidi)
+``tpu7x``     3     90 GB/s per chip-to-chip link,  as v4                         9216 chips
+                    45 GB/s per core's lane
+                    (assumed even split, below)
 ============  ====  ==============================  ============================  ==========
 
 The book states the wraparound rule for v4/v5p and v5e/v6e only; for v2 and v3 netsim
-assumes v5e's (an axis wraps when it spans the pod's whole axis). TPU7x (Ironwood),
-whose chips each show two devices joined by an on-chip link, has no preset: the
-bandwidth of that on-chip link is not published in the sources used here.
+assumes v5e's (an axis wraps when it spans the pod's whole axis).
+
+TPU7x (Ironwood): each chip holds two TensorCores and the compiler sees each as a
+device, so a ``tpu7x:4x4x4`` slice is 64 chips and 128 devices, laid out as
+:mod:`netsim.network.chiplets` describes (device ``d`` is core ``d % 2`` of chip
+``d // 2``; coordinates ``(x, y, z, core)``). Cited: 3D torus of 4x4x4 cubes joined by
+optical links, wrapping as v4/v5p (the Cloud TPU7x page: "shares many similarities
+with TPU v5p"); 90 GB/s one way per chip-to-chip link (the scaling book's live
+interconnect table); 1.2 TB/s bidirectional ICI per chip (Google's Ironwood
+announcement, April 2025), which six links of 2 x 90 GB/s match; 9216 chips per pod
+(the Cloud TPU7x page). Assumed, and said so wherever they are used:
+
+- *the lanes*: a chip-to-chip link is shared evenly by the chip's two devices, one
+  lane of 45 GB/s each way per core, so a chip still has six links of 90 GB/s and its
+  cited per-chip total. How the two cores share the chip's links is not published.
+- *the on-chip link* between the two devices: 90 GB/s one way and 1 us, the figures
+  of one chip-to-chip link (:data:`TPU7X_CHIP_LINK_BANDWIDTH_BPS`,
+  :data:`TPU7X_CHIP_LINK_LATENCY_S`). No public figure was found for this
+  die-to-die link; a topology file sets its own with ``chip_link``.
 
 Every generation: about 1 us per hop. Sources: the scaling book's TPU chapter
 (jax-ml.github.io/scaling-book/tpus) for the bandwidths, hop latency and
@@ -48,13 +67,19 @@ generation    bf16 peak        HBM bandwidth   HBM capacity
 ``tpu-v5p``   4.59e14 FLOP/s   2.8e12 B/s      96 GB
 ``tpu-v5e``   1.97e14 FLOP/s   8.1e11 B/s      16 GB
 ``tpu-v6e``   9.20e14 FLOP/s   1.6e12 B/s      32 GB
+``tpu7x``     2.307e15 FLOP/s  7.37e12 B/s     192 GiB
 ============  ===============  ==============  ============
 
 GB is 10**9 bytes, as the book and the Cloud TPU pages write it. The Cloud TPU
 pages ("TPU v5e", "TPU v6e") agree with the book on v5e's peak and capacity
 (197 TFLOPs, 16 GB) but give 819 GBps for its HBM; for v6e they give 918 TFLOPs,
 32 GB and 1600 to 1640 GBps (depending on the page's version). We take the
-book's figures throughout.
+book's figures throughout, except for TPU7x, which is not in the book's table: its
+bf16 peak (2307 TFLOP/s per chip; 4614 TFLOP/s in fp8) and HBM capacity (192 GiB)
+are the Cloud TPU7x page's, its HBM bandwidth (7.37 TB/s) Google's Ironwood
+announcement. A TPU7x *device* is half a chip: it carries half of each figure
+(1.1535e15 FLOP/s, 3.685e12 B/s, 96 GiB), taking the two TensorCores, with their own
+HBM stacks, as equal halves.
 """
 
 from __future__ import annotations
@@ -64,9 +89,18 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from netsim.network.chiplets import chip_torus
 from netsim.network.topology import Topology, torus
 
-__all__ = ["GENERATIONS", "Generation", "is_slice_name", "parse_slice", "tpu_slice"]
+__all__ = ["GENERATIONS", "TPU7X_CHIP_LINK_BANDWIDTH_BPS", "TPU7X_CHIP_LINK_LATENCY_S", "Generation", "is_slice_name", "parse_slice", "tpu_slice"]
+
+TPU7X_CHIP_LINK_BANDWIDTH_BPS = 90e9
+"""ASSUMED, not cited: one-way bandwidth of the link between a TPU7x chip's two devices.
+
+No public figure was found; netsim takes one chip-to-chip link's (the scaling book's
+90 GB/s). Set ``chip_link: {bandwidth: ...}`` in a topology file to use another."""
+TPU7X_CHIP_LINK_LATENCY_S = 1e-6
+"""ASSUMED, not cited: per-hop latency of that on-chip link (one chip-to-chip hop's, ~1 us)."""
 
 
 def _whole_cubes(dims: tuple[int, ...]) -> tuple[bool, ...]:
@@ -109,6 +143,12 @@ class Generation:
         One chip's HBM bandwidth, bytes per second (None: unknown).
     hbm_capacity_bytes : int or None
         One chip's HBM capacity, bytes (None: unknown).
+    devices_per_chip : int
+        1, or 2 where the compiler sees each of a chip's two TensorCores as a device
+        (TPU7x); then the compute facts are one device's (half a chip's), and
+        ``bandwidth_Bps`` is one core's lane (:mod:`netsim.network.chiplets`).
+    chip_link_bandwidth_Bps, chip_link_latency_s : float or None
+        The link between the two devices of a chip, when there are two.
     """
 
     name: str
@@ -122,6 +162,9 @@ class Generation:
     peak_flops: float | None
     hbm_bandwidth_Bps: float | None
     hbm_capacity_bytes: int | None
+    devices_per_chip: int = 1
+    chip_link_bandwidth_Bps: float | None = None
+    chip_link_latency_s: float | None = None
 
     @property
     def device(self) -> dict[str, float | int]:
@@ -172,6 +215,29 @@ GENERATIONS: dict[str, Generation] = {
     # as v5e's (an axis of 16), by the same assumption as v3. The book gives no v2 chip figures,
     # so compute, HBM bandwidth and capacity are unknown (None): runs that need them say so.
     "tpu-v2": Generation("tpu-v2", 2, 60e9, 1e-6, 256, 16, _SIXTEEN, _sixteen, None, None, None),
+    # TPU7x (Ironwood), two devices per chip. Cited: 3D torus of 4x4x4 cubes with optical links,
+    # wrapping as v4/v5p; 90 GB/s one way per chip-to-chip link (the scaling book's live
+    # interconnect table); 9216 chips per pod, 2307 TFLOP/s bf16 and 192 GiB HBM per chip (Cloud
+    # TPU7x page, docs.cloud.google.com/tpu/docs/tpu7x); 7.37 TB/s HBM per chip (Google's Ironwood
+    # announcement, April 2025). Derived: a device is half a chip (1.1535e15 FLOP/s, 3.685e12 B/s,
+    # 96 GiB). ASSUMED: each core has its own lane of half a link (45 GB/s); the on-chip link
+    # between the two devices is as fast as one chip-to-chip link (90 GB/s, 1 us).
+    "tpu7x": Generation(
+        "tpu7x",
+        3,
+        45e9,
+        1e-6,
+        9216,
+        None,
+        _CUBES,
+        _whole_cubes,
+        2307e12 / 2,
+        7.37e12 / 2,
+        192 * 2**30 // 2,
+        devices_per_chip=2,
+        chip_link_bandwidth_Bps=TPU7X_CHIP_LINK_BANDWIDTH_BPS,
+        chip_link_latency_s=TPU7X_CHIP_LINK_LATENCY_S,
+    ),
 }
 """The known TPU generations, by the name used before the colon."""
 
@@ -239,7 +305,9 @@ def tpu_slice(name: str) -> Topology:
     -------
     Topology
         Named as given, with the generation's links and wraparound, and its
-        chip's compute facts on every device.
+        chip's compute facts on every device. On a generation with two devices per
+        chip (``tpu7x``) the shape counts chips and the topology has one more axis,
+        the device's place on its chip (:func:`~netsim.network.chiplets.chip_torus`).
 
     Raises
     ------
@@ -255,10 +323,24 @@ def tpu_slice(name: str) -> Topology:
     ((True, True, True), (False, False, False))
     >>> tpu_slice("tpu-v5e:4x4").device(0)["peak_flops"]
     197000000000000.0
+    >>> ironwood = tpu_slice("tpu7x:4x4x4")
+    >>> ironwood.n_devices, ironwood.dims, ironwood.wraparound
+    (128, (4, 4, 4, 2), (True, True, True, False))
     >>> tpu_slice("tpu-v9:4x4")
     Traceback (most recent call last):
     ...
-    ValueError: unknown TPU generation 'tpu-v9' in 'tpu-v9:4x4'; known: tpu-v4, tpu-v5p, tpu-v5e, tpu-v6e, tpu-v3, tpu-v2 (write e.g. tpu-v5e:8x16)
+    ValueError: unknown TPU generation 'tpu-v9' in 'tpu-v9:4x4'; known: tpu-v4, tpu-v5p, tpu-v5e, tpu-v6e, tpu-v3, tpu-v2, tpu7x (write e.g. tpu-v5e:8x16)
     """
     generation, dims = parse_slice(name)
+    if generation.devices_per_chip == 2:
+        return chip_torus(
+            dims,
+            generation.wraps(dims),
+            generation.bandwidth_Bps,
+            generation.chip_link_bandwidth_Bps,
+            generation.latency_s,
+            generation.chip_link_latency_s,
+            name=name,
+            device=generation.device,
+        )
     return torus(dims, generation.wraps(dims), generation.bandwidth_Bps, generation.latency_s, name=name, device=generation.device)

@@ -230,6 +230,9 @@ class Scenario(_Strict):
             except ValueError as error:
                 raise ScenarioError(self.source, "topology", str(error)) from None
             shape = TopologyShape(self.topology, dims, generation.wraps(dims), generation.bandwidth_Bps, generation.latency_s, **generation.device)
+            if generation.devices_per_chip == 2:
+                chip = {"chip_link_bandwidth_Bps": generation.chip_link_bandwidth_Bps, "chip_link_latency_s": generation.chip_link_latency_s}
+                shape = replace(shape, dims=(*dims, 2), wraparound=(*shape.wraparound, False), **chip)
             return self._with_link_overrides(shape)
         else:
             try:
@@ -251,7 +254,13 @@ class Scenario(_Strict):
             return shape
         bandwidth = self.link.bandwidth if self.link.bandwidth is not None else shape.bandwidth_Bps
         latency = self.link.latency if self.link.latency is not None else shape.latency_s
-        return replace(shape, bandwidth_Bps=bandwidth, latency_s=latency)
+        shape = replace(shape, bandwidth_Bps=bandwidth, latency_s=latency)
+        if shape.chip_axis is None:
+            return shape
+        # the scenario's link section sets every link, the one between a chip's two devices too
+        chip_bandwidth = self.link.bandwidth if self.link.bandwidth is not None else shape.chip_link_bandwidth_Bps
+        chip_latency = self.link.latency if self.link.latency is not None else shape.chip_link_latency_s
+        return replace(shape, chip_link_bandwidth_Bps=chip_bandwidth, chip_link_latency_s=chip_latency)
 
     def as_run(self) -> dict[str, Any]:
         """The scenario as it runs, self-contained: defaults filled in, the topology inline.

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from netsim.network import units
+from netsim.network.chiplets import DEVICES_PER_CHIP, chip_torus
 from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, torus
 from netsim.scenario.errors import ScenarioError, clipped
@@ -60,6 +61,13 @@ class TopologyShape:
     --------
     >>> TopologyShape("pod", (16, 16, 16), (True, True, True), 45e9, 1e-6).n_devices
     4096
+
+    With two devices per chip (TPU7x) ``dims`` and ``wraparound`` are the devices'
+    grid, the chips' axes and then the core axis, and the ``chip_link_*`` fields the
+    link between a chip's two devices:
+
+    >>> TopologyShape("tpu7x:4x4x4", (4, 4, 4, 2), (True,) * 3 + (False,), 45e9, 1e-6, chip_link_bandwidth_Bps=90e9, chip_link_latency_s=1e-6).n_devices
+    128
     """
 
     name: str
@@ -70,6 +78,13 @@ class TopologyShape:
     peak_flops: float | None = None
     hbm_bandwidth_Bps: float | None = None
     hbm_capacity_bytes: int | None = None
+    chip_link_bandwidth_Bps: float | None = None
+    chip_link_latency_s: float | None = None
+
+    @property
+    def chip_axis(self) -> int | None:
+        """The core axis (the last) when each chip shows two devices, else None."""
+        return len(self.dims) - 1 if self.chip_link_bandwidth_Bps is not None else None
 
     @property
     def n_devices(self) -> int:
@@ -87,17 +102,18 @@ class TopologyShape:
 
     def as_spec(self) -> dict[str, Any]:
         """The topology as an inline scenario mapping (``kind: torus`` covers rings and meshes)."""
+        chips = slice(None, self.chip_axis)
         spec = {
             "name": self.name,
             "kind": "torus",
-            "dims": list(self.dims),
-            "wraparound": list(self.wraparound),
+            "dims": list(self.dims[chips]),
+            "wraparound": list(self.wraparound[chips]),
             **({"cables": 2} if any(d == 2 and w for d, w in zip(self.dims, self.wraparound, strict=True)) else {}),
-            "link": {
-                "bandwidth": _human(self.bandwidth_Bps, units.parse_bandwidth, ("GB/s", 1e9), ("MB/s", 1e6), ("B/s", 1.0)),
-                "latency": _human(self.latency_s, units.parse_duration, ("us", 1e-6), ("ns", 1e-9), ("ms", 1e-3), ("s", 1.0)),
-            },
+            "link": _link_spec(self.bandwidth_Bps, self.latency_s),
         }
+        if self.chip_axis is not None:
+            spec["devices_per_chip"] = DEVICES_PER_CHIP
+            spec["chip_link"] = _link_spec(self.chip_link_bandwidth_Bps, self.chip_link_latency_s)
         device = {
             "peak_flops": None if self.peak_flops is None else _human(self.peak_flops, units.parse_flops, ("TFLOP/s", 1e12), ("GFLOP/s", 1e9), ("FLOP/s", 1.0)),
             "hbm_bandwidth": None if self.hbm_bandwidth_Bps is None else _human(self.hbm_bandwidth_Bps, units.parse_bandwidth, ("GB/s", 1e9), ("B/s", 1.0)),
@@ -108,6 +124,13 @@ class TopologyShape:
         if any(value is not None for value in device.values()):
             spec["device"] = {field: value for field, value in device.items() if value is not None}
         return spec
+
+
+def _link_spec(bandwidth_Bps: float, latency_s: float) -> dict[str, str | float]:
+    return {
+        "bandwidth": _human(bandwidth_Bps, units.parse_bandwidth, ("GB/s", 1e9), ("MB/s", 1e6), ("B/s", 1.0)),
+        "latency": _human(latency_s, units.parse_duration, ("us", 1e-6), ("ns", 1e-9), ("ms", 1e-3), ("s", 1.0)),
+    }
 
 
 def _human(value: float, parse: Any, *candidates: tuple[str, float]) -> str | float:
@@ -133,16 +156,25 @@ class TopologySpec(_Strict):
     cables: Literal[1, 2] = 1
     """Links between the two chips of an axis of 2 that wraps: one cable (each way) unless the file says 2."""
     link: LinkSpec = LinkSpec()
+    devices_per_chip: Literal[1, 2] = 1
+    """2: each chip shows two devices joined on the chip (TPU7x); ``dims`` count chips and ``link`` is one core's lane."""
+    chip_link: LinkSpec | None = None
+    """The link between a chip's two devices; left out, as ``link``."""
     device: DeviceSpec | None = None
 
     def build(self, default_name: str) -> Topology:
-        shape = self.shape(default_name)
-        return torus(shape.dims, shape.wraparound, shape.bandwidth_Bps, shape.latency_s, name=shape.name, device=shape.device)
+        s = self.shape(default_name)
+        if s.chip_axis is not None:
+            chips = s.dims[: s.chip_axis], s.wraparound[: s.chip_axis]
+            return chip_torus(*chips, s.bandwidth_Bps, s.chip_link_bandwidth_Bps, s.latency_s, s.chip_link_latency_s, name=s.name, device=s.device)
+        return torus(s.dims, s.wraparound, s.bandwidth_Bps, s.latency_s, name=s.name, device=s.device)
 
     def shape(self, default_name: str) -> TopologyShape:
         """The checked axes and links, without building the graph."""
-        if math.prod(self.dims) > MAX_DEVICES:
-            raise ValueError(f"{math.prod(self.dims)} devices is more than netsim simulates ({MAX_DEVICES})")
+        if math.prod(self.dims) * self.devices_per_chip > MAX_DEVICES:
+            raise ValueError(f"{math.prod(self.dims) * self.devices_per_chip} devices is more than netsim simulates ({MAX_DEVICES})")
+        if self.chip_link is not None and self.devices_per_chip == 1:
+            raise ValueError("chip_link joins the two devices of a chip; give devices_per_chip: 2 or leave chip_link out")
         if self.kind == "ring" and len(self.dims) != 1:
             raise ValueError(f"a ring has one axis; got dims {self.dims}")
         if self.kind == "mesh" and self.wraparound not in (False, True) and any(self.wraparound):
@@ -153,13 +185,19 @@ class TopologySpec(_Strict):
         flags = tuple(wraps) if isinstance(wraps, list) else (wraps,) * len(self.dims)
         if self.cables == 2 and not any(d == 2 and w for d, w in zip(self.dims, flags, strict=True)):
             raise ValueError("cables: 2 joins the two chips of a wrapped axis of 2; this topology has no such axis")
-        shape = TopologyShape(
-            self.name or default_name,
-            tuple(self.dims),
-            tuple(w and (d != 2 or self.cables == 2) for d, w in zip(self.dims, flags, strict=True)),
-            self.link.bandwidth if self.link.bandwidth is not None else DEFAULT_BANDWIDTH_BPS,
-            self.link.latency if self.link.latency is not None else DEFAULT_LATENCY_S,
-        )
+        bandwidth = self.link.bandwidth if self.link.bandwidth is not None else DEFAULT_BANDWIDTH_BPS
+        latency = self.link.latency if self.link.latency is not None else DEFAULT_LATENCY_S
+        wraps = tuple(w and (d != 2 or self.cables == 2) for d, w in zip(self.dims, flags, strict=True))
+        shape = TopologyShape(self.name or default_name, tuple(self.dims), wraps, bandwidth, latency)
+        if self.devices_per_chip == 2:
+            chip = self.chip_link or LinkSpec()
+            shape = replace(
+                shape,
+                dims=(*shape.dims, DEVICES_PER_CHIP),
+                wraparound=(*wraps, False),
+                chip_link_bandwidth_Bps=chip.bandwidth if chip.bandwidth is not None else bandwidth,
+                chip_link_latency_s=chip.latency if chip.latency is not None else latency,
+            )
         return shape if self.device is None else shape.with_device(self.device.facts())
 
 
