@@ -458,7 +458,7 @@ def simulate(scenario: Any) -> Result:
         elif spec.op == "all_to_all":
             result = all_to_all(x, spec.split_axis, spec.concat_axis, groups, spec.tiled, **options)
         elif spec.op == "ppermute":
-            options.pop("algorithm")
+            options["algorithm"] = options["algorithm"] or "direct"
             result = ppermute(x, spec.perm, **options)
         elif spec.op == "psum_scatter":
             result = psum_scatter(x, spec.scatter_dimension, groups, spec.tiled, **options)

@@ -52,7 +52,8 @@ CASES = [
     (
         replace("name: t", "name: t\nalgorithm: tree"),
         "algorithm: unknown algorithm 'tree'; expected one of ring, bidirectional_ring, bidirectional_halfway, "
-        "direct, recursive_doubling, recursive_halving, rabenseifner, multiaxis, dimension_ordered, multiaxis_bundled (got 'tree')",
+        "direct, recursive_doubling, recursive_halving, rabenseifner, multiaxis, dimension_ordered, multiaxis_bundled, "
+        "or multipath (ppermute only) (got 'tree')",
     ),
     (
         replace("ring4", "{kind: ring, dims: [4], device: {peak_flops: fast}}"),
@@ -160,7 +161,15 @@ CASES = [
     ),
     (
         replace("  op: all_gather", "  op: ppermute\n  perm: [[0, 1]]").replace("name: t", "name: t\nalgorithm: ring"),
-        "algorithm: ppermute sends every pair directly; leave algorithm out or write direct (got 'ring')",
+        "algorithm: ppermute sends every pair directly (direct, the default) or over disjoint shortest routes (multipath), got 'ring'",
+    ),
+    (
+        replace("name: t", "name: t\nalgorithm: multipath"),
+        "algorithm: multipath is a ppermute algorithm (a pair's payload over disjoint routes); all_gather cannot run it",
+    ),
+    (
+        replace("  op: all_gather", "  op: psum").replace("name: t", "name: t\nalgorithm: multipath"),
+        "algorithm: multipath is a ppermute algorithm (a pair's payload over disjoint routes); psum cannot run it",
     ),
     (
         replace("  op: all_gather", "  op: psum").replace("name: t", "name: t\nalgorithm: rabenseifner").replace("ring4", "{kind: ring, dims: [6]}"),

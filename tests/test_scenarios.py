@@ -119,3 +119,23 @@ def test_new_collective_scenarios_match_closed_forms():
     assert time_of("ppermute_ring8_shift") == pytest.approx(alpha + s / B, rel=1e-9)
     assert time_of("psum_rabenseifner_2x2x2") == pytest.approx(2 * 3 * alpha + 2 * (7 / 8) * s / B, rel=1e-9)
     assert time_of("allgather_ring8_recursive_doubling") == pytest.approx(4 * alpha + 19 * s / B, rel=1e-9)
+
+
+def test_multipath_corner_scenario_is_the_books_half_right_half_down():
+    # The scaling book's TPU chapter, Question 5: bf16[8, 128, 8192] from (0,0) to (3,3) of a v5e
+    # 4x4 (no wraparound): half right then down, half down then right, so 6 hops plus s/(2B).
+    B, alpha, s = 45e9, 1e-6, 2 * 8 * 128 * 8192
+    path = ROOT / "scenarios" / "ppermute_multipath_corner.yaml"
+    result = runner.invoke(app, ["run", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["algorithm"] == "multipath" and data["verified"] is True
+    assert data["time_s"] == pytest.approx(6 * alpha + s / (2 * B), rel=1e-12)  # 192.414 us
+    assert data["estimate_kind"] == "exact" and data["estimate_s"] == pytest.approx(data["time_s"], rel=1e-9)
+    # the same file with the default algorithm (direct) sends it all down one route: s/B + 6 hops
+    scenario = netsim.load_scenario(path, build_topology=False)
+    direct = netsim.simulate(netsim.load_scenario(path).model_copy(update={"algorithm": None, "data": "none"}))
+    assert direct.algorithm == "direct" and direct.time == pytest.approx(6 * alpha + s / B, rel=1e-12)
+    # estimated without simulating, from the file alone
+    mine, _ = netsim.analysis.why.estimate_scenario(scenario)
+    assert mine.estimate.kind == "exact" and mine.estimate.time_s == pytest.approx(6 * alpha + s / (2 * B), rel=1e-12)

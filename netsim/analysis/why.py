@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from netsim.analysis.closed_forms.geometry import permutation_loads, ports
+from netsim.analysis.closed_forms.geometry import multipath_loads, permutation_loads, ports
 from netsim.analysis.closed_forms.registry import COST_MODELS, CollectiveEstimate, estimate_collective
 from netsim.analysis.closed_forms.terms import Estimate, canonical_collective
 from netsim.analysis.mixed_links import other_links, with_other_links
@@ -444,9 +444,13 @@ def estimate_scenario(scenario: Any) -> tuple[CollectiveEstimate, list[tuple[str
     op = scenario.collective.op
     hops, shared, spread, crossed = None, 1, 1, 1
     pairs = getattr(scenario.collective, "perm", None)
+    pieces = 2
     if canonical_collective(op) == "ppermute" and pairs:
         pairs = [(int(a), int(b)) for a, b in pairs]
-        hops, shared, spread = permutation_loads(shape.dims, shape.wraparound, pairs)
+        if scenario.resolved_algorithm == "multipath":
+            hops, shared, spread, pieces = multipath_loads(shape.dims, shape.wraparound, pairs)
+        else:
+            hops, shared, spread = permutation_loads(shape.dims, shape.wraparound, pairs)
         crossed = ports(shape.dims, shape.wraparound, pairs)
     groups = scenario.groups if scenario.groups is not None else (layout.groups or [(0,)])  # no pairs: nothing moves
     others: set[tuple[float, float]] = set()
@@ -462,6 +466,7 @@ def estimate_scenario(scenario: Any) -> tuple[CollectiveEstimate, list[tuple[str
         shared=shared,
         ports=crossed,
         routes=spread,
+        pieces=pieces,
         planned=shape.wraparound if _axes_default(scenario) else planned_wraparound(scenario.resolved_algorithm, groups),
         item_bytes=item,
     )

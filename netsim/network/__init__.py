@@ -20,6 +20,7 @@ Modules
 Where a change goes
 -------------------
 A new shape of interconnect or routing rule goes in ``topology`` (or, for chips of
-several devices, ``chiplets``); a new TPU generation in ``presets``; a new compute fact of a chip in ``chips``; how named axes map to devices in ``device_mesh``; a
-new unit in ``units``.
+several devices, ``chiplets``); a new TPU generation in ``presets``; a new compute fact
+of a chip in ``chips``; how named axes map to devices in ``device_mesh``; a new unit in
+``units``.
 """

@@ -29,12 +29,15 @@ _ARGUMENT_FIELDS = (
 
 
 def _check_scenario_algorithm(scenario: Scenario, layout: Any) -> None:
-    """The algorithm runs the collective on these groups (ppermute always sends directly)."""
+    """The algorithm runs the collective on these groups (ppermute: direct, or multipath)."""
     if layout.pattern == "permute":
-        if scenario.algorithm not in (None, "direct"):
-            problem = f"ppermute sends every pair directly; leave algorithm out or write direct (got {scenario.algorithm!r})"
+        if scenario.algorithm not in (None, "direct", "multipath"):
+            problem = f"ppermute sends every pair directly (direct, the default) or over disjoint shortest routes (multipath), got {scenario.algorithm!r}"
             raise ScenarioError(scenario.source, "algorithm", problem)
         return
+    if scenario.algorithm == "multipath":
+        problem = f"multipath is a ppermute algorithm (a pair's payload over disjoint routes); {scenario.collective.op} cannot run it"
+        raise ScenarioError(scenario.source, "algorithm", problem)
     try:
         check_algorithm(layout.pattern, len(layout.groups[0]), scenario.algorithm)
     except ValueError as error:

@@ -191,8 +191,8 @@ class Scenario(_Strict):
     @field_validator("algorithm")
     @classmethod
     def _known_algorithm(cls, value: str | None) -> str | None:
-        if value is not None and value not in ALGORITHMS:
-            raise ValueError(f"unknown algorithm {value!r}; expected one of {', '.join(ALGORITHMS)}")
+        if value is not None and value not in ALGORITHMS and value != "multipath":
+            raise ValueError(f"unknown algorithm {value!r}; expected one of {', '.join(ALGORITHMS)}, or multipath (ppermute only)")
         return value
 
     @cached_property

@@ -143,7 +143,7 @@ def _intro(result: Result, run: _Run, links: tuple[float, float] | None) -> list
     devices = len({d for g in groups for d in g})
     if schedule.pattern == "permute":
         pairs = ", ".join(f"{a}→{b}" for a, b in groups[:8]) + (", ..." if len(groups) > 8 else "")
-        senders = "each sends its" if len(groups) == devices else f"{len(groups)} of them send their"
+        senders = "each sends its" if len(groups) == devices else "1 of them sends its" if len(groups) == 1 else f"{len(groups)} of them send their"
         lines.append(f"{devices} devices; {senders} block (s = {s}) to another: {pairs}.")
     else:
         lines.append(f"{devices} devices in {len(groups)} group{'s' if len(groups) > 1 else ''} of {n}; a block is {s} (s).")
@@ -175,6 +175,9 @@ def _piece_routes(run: _Run) -> str:
         route = run.leaf.playback.routes[index]
         if route:
             ways.setdefault(t.key[0], (set(), set()))[t.key[1]].add(route[0][2])  # the link's (axis, direction)
+    axes = [({a for a, _ in first}, {a for a, _ in second}) for first, second in ways.values()]
+    if ways and all(len(f) == len(s) == 1 and f != s for f, s in axes):
+        return " (the two halves of a block leave along different axes)"
     opposite = sum(not (first & second) for first, second in ways.values())
     if opposite == len(ways):
         return " (the two halves of a block go opposite ways)"

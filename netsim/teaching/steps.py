@@ -113,16 +113,17 @@ def _run_of(result: Result, leaf: int) -> _Run:
 
 
 def _offset(run: _Run, src: int, dst: int) -> str | None:
-    """Where ``dst`` lies from ``src`` on a torus or mesh, by axis, when the groups span several axes."""
+    """Where ``dst`` lies from ``src`` on a torus or mesh, by axis, when the groups span several axes
+    (a ppermute's pairs: always, since a pair's devices are not neighbours by number)."""
     topology = run.topology
-    if len(topology.dims) < 2 or not run.multi_axis:
+    if len(topology.dims) < 2 or not (run.multi_axis or run.schedule.pattern == "permute"):
         return None
     a, b = topology.coord(src), topology.coord(dst)
     steps = []
     for axis, (x, y, size) in enumerate(zip(a, b, topology.dims, strict=True)):
         k = (y - x) % size
-        if k:
-            steps.append((axis, k if k <= size // 2 else k - size))
+        if k:  # the short way round on a ring; an axis without wraparound has only one way
+            steps.append((axis, (k if k <= size // 2 else k - size) if topology.wraparound[axis] else y - x))
     if len(steps) == 1 and abs(steps[0][1]) == 1:
         axis, k = steps[0]
         return f"its {'+' if k > 0 else '−'}1 neighbour along axis {axis}"

@@ -220,6 +220,57 @@ def permutation_loads(dims: Sequence[int], wraparound: Sequence[bool], pairs: Se
     return longest, max((len(u) for u in users.values()), default=1), spread.pop() if len(spread) == 1 else 0
 
 
+def _axis_first(dims: Sequence[int], wraparound: Sequence[bool], a: int, b: int, first: int) -> list[tuple[int, int, int]]:
+    """Links of the dimension-order route correcting axes ``first, first+1, ...`` in turn, ties forward
+    (:func:`netsim.engine.routes.axis_first_route`)."""
+    k = len(dims)
+    order = [(first + i) % k for i in range(k)]
+    here, target = list(np.unravel_index(a, tuple(dims))), np.unravel_index(b, tuple(dims))
+    links = []
+    for axis in order:
+        size = dims[axis]
+        forward = (int(target[axis]) - int(here[axis])) % size
+        if wraparound[axis]:
+            backward = size - forward if forward else 0
+            step, count = (1, forward) if forward <= backward else (-1, backward)
+        else:
+            step, count = (1 if target[axis] >= here[axis] else -1), abs(int(target[axis]) - int(here[axis]))
+        for _ in range(count):
+            links.append((int(np.ravel_multi_index(tuple(here), tuple(dims))), axis, step))
+            here[axis] = (here[axis] + step) % size
+    return links
+
+
+def multipath_loads(dims: Sequence[int], wraparound: Sequence[bool], pairs: Sequence[tuple[int, int]]) -> tuple[int, int, int, int]:
+    """(longest route, most pairs through one link, routes per pair or 0 if they differ, pieces) of a multipath ppermute.
+
+    The routes :func:`netsim.algorithms.direct.multipath_permutation` plans: a pair
+    crossing r >= 2 axes sends piece j in dimension order from its (j mod r)-th axis;
+    a pair along one axis sends two halves with opposite tie-breaks, as ``direct``.
+
+    Examples
+    --------
+    >>> multipath_loads((4, 4), (False, False), [(0, 15)])   # the book's corner to corner: 6 hops, two routes
+    (6, 1, 2, 2)
+    """
+    coords = [(np.unravel_index(a, tuple(dims)), np.unravel_index(b, tuple(dims))) for a, b in pairs]
+    crossed = [[axis for axis in range(len(dims)) if int(x[axis]) != int(y[axis])] for x, y in coords]
+    pieces = max([len(axes) for axes in crossed] + [2])
+    users: dict[tuple[int, int, int], set[int]] = {}
+    longest, spread = 0, set()
+    for k, ((a, b), axes) in enumerate(zip(pairs, crossed, strict=True)):
+        if len(axes) < 2:
+            routes = [_route(dims, wraparound, a, b, tie) for tie in (1, -1)]
+        else:
+            routes = [_axis_first(dims, wraparound, a, b, axes[j % len(axes)]) for j in range(pieces)]
+        distinct = {tuple(route) for route in routes}
+        spread.add(len(distinct))
+        longest = max([longest] + [len(route) for route in distinct])
+        for link in {link for route in distinct for link in route}:
+            users.setdefault(link, set()).add(k)
+    return longest, max((len(u) for u in users.values()), default=1), spread.pop() if len(spread) == 1 else 0, pieces
+
+
 def ports(dims: Sequence[int], wraparound: Sequence[bool], pairs: Sequence[tuple[int, int]]) -> int:
     """Axes along which the farthest pair of a ppermute differs (1 when nothing moves).
 
