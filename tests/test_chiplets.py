@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import netsim
+from netsim.algorithms.registry import ALGORITHMS
 from netsim.analysis.why import analyse, estimate_scenario
 from netsim.cli.main import app
 from netsim.network.chiplets import chip_axis, chip_torus
@@ -162,3 +163,52 @@ def test_a_scenario_on_a_tpu7x_slice_with_mesh_axes_runs_and_estimates(tmp_path)
     # the scenario as run writes the chip link back, and loads to the same topology
     as_run = netsim.load_scenario(path).as_run()["topology"]
     assert as_run["dims"] == [2, 2, 1] and as_run["devices_per_chip"] == 2 and as_run["chip_link"] == {"bandwidth": "90 GB/s", "latency": "1 us"}
+
+
+PATTERN = {"all_gather": "gather", "psum_scatter": "reduce_scatter", "psum": "all_reduce", "all_to_all": "all_to_all"}
+
+
+def _collective(topology, groups, collective, algorithm, elements):
+    n, group = topology.n_devices, len(groups[0]) if groups is not None else topology.n_devices
+    x = np.ones((n, group * elements), np.float32)
+    kwargs = {"topology": topology, "algorithm": algorithm, "data": "none", "axis_index_groups": groups}
+    if collective == "psum_scatter":
+        kwargs["tiled"] = True
+    if collective == "all_to_all":
+        x = x.reshape(n, group, elements)
+        kwargs.update(split_axis=0, concat_axis=0)
+    return getattr(netsim, collective)(x, **kwargs)
+
+
+@pytest.mark.parametrize("chip_link", [LANE, LANE / 2, 2 * LANE], ids=["as-fast", "slower", "faster"])
+def test_estimate_kinds_keep_their_promise_with_two_devices_per_chip(chip_link):
+    """Generated layouts on a 2x2x1 slice of two-device chips: with the on-chip link as fast as a lane
+    every promise holds as on any grid; a run that crosses a faster one promises nothing, a slower one
+    at most a lower bound, which holds."""
+    t = chip_torus((2, 2, 1), False, LANE, chip_link)
+    names = {"x": 2, "y": 2, "z": 1, "core": 2}
+    m = netsim.Mesh(names, t)
+    seen = set()
+    for groups in (m.groups(list(names)), m.groups("core"), m.groups(["x", "y"]), m.groups(["y", "core"])):
+        for collective, pattern in PATTERN.items():
+            for algorithm, plan in ALGORITHMS.items():
+                if not plan.runs(pattern):
+                    continue
+                for elements in (3, 12000):
+                    result = _collective(t, groups, collective, algorithm, elements)
+                    estimate = analyse(result).estimate
+                    crosses = any(link[2][0] == 3 for leaf in result.leaves for route in leaf.playback.routes for link in route)
+                    relative = (result.time - estimate.time_s) / estimate.time_s
+                    kind = estimate.kind
+                    seen.add((crosses, kind))
+                    if crosses and chip_link > LANE:
+                        assert kind == "none", (collective, algorithm, groups)
+                    elif crosses and chip_link < LANE:
+                        assert kind in ("none", "lower_bound")
+                    else:
+                        assert kind in ("exact", "lower_bound")
+                    if kind == "exact":
+                        assert abs(relative) <= 1e-9, (collective, algorithm, groups, result.time, estimate.time_s)
+                    elif kind == "lower_bound":
+                        assert relative >= -1e-9, (collective, algorithm, groups, result.time, estimate.time_s)
+    assert (False, "exact") in seen and (chip_link == LANE) == ((True, "exact") in seen)

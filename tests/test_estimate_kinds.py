@@ -2,7 +2,7 @@
 simulated time to 1e-9 relative, a ``lower_bound`` is never beaten.
 
 Layouts: rings and lines (groups planned as one ring, and as a mesh axis), 2-D and
-3-D tori and meshes (equal and unequal axes), a strided and a permuted group; every
+3-D tori and meshes (equal and unequal axes, and axes of one device), a strided and a permuted group; every
 algorithm that runs each collective; ppermute shifts and a scattered permutation.
 Payloads: latency-bound, bandwidth-bound, and blocks that do not split evenly into
 an algorithm's pieces.
@@ -32,7 +32,7 @@ def _layouts():
             topology = torus((n,)) if wrap else mesh((n,))
             yield f"{topology.name}", topology, None
             yield f"{topology.name}-axis", topology, Mesh({"x": n}, topology).groups("x")
-    for dims in ((2, 2), (4, 4), (2, 4), (4, 3), (2, 2, 2), (2, 3, 2)):
+    for dims in ((2, 2), (4, 4), (2, 4), (4, 3), (2, 2, 2), (2, 3, 2), (4, 1), (2, 1, 2)):  # axes of 1 move nothing
         for wrap in (True, False):
             topology = torus(dims) if wrap else mesh(dims)
             names = {f"a{i}": d for i, d in enumerate(dims)}

@@ -57,6 +57,12 @@ def _line_starts(shape: tuple[int, ...], axis: int) -> np.ndarray:
     return members[members // strides[axis] % shape[axis] == 0]
 
 
+def _orders(shape: tuple[int, ...]) -> list[list[int]]:
+    """Each part's axes in the order it crosses them, axes of size 1 left out (nothing moves along them,
+    so no bundle is made there: the next stage bundles what the stage before it brought)."""
+    return [[axis for axis in order if shape[axis] > 1] for order in _rotations(len(shape))]
+
+
 def _key_block(stage: int, member: np.ndarray | int, n: int) -> np.ndarray | int:
     """The ``block`` of the key a member sends at a stage: its own block, then its bundles."""
     return member if stage == 0 else n + (stage - 1) * n + member
@@ -78,7 +84,7 @@ def gather_array(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> np.ndarray:
     n = math.prod(shape)
     strides = _strides(shape)
     out = []
-    for part, order in enumerate(_rotations(len(shape))):
+    for part, order in enumerate(_orders(shape)):
         offset = 0
         for stage, axis in enumerate(order):
             one = np.array(list(_one_axis("gather", wraps[axis])(shape[axis])), np.int64).reshape(-1, 6)
@@ -116,7 +122,7 @@ def bundles(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> BundleTable:
     strides = _strides(shape)
     members = np.arange(n, dtype=np.int64)
     keys, parts = [], []
-    for part, order in enumerate(_rotations(len(shape))):
+    for part, order in enumerate(_orders(shape)):
         for stage in range(1, len(order)):
             axis = order[stage - 1]
             stride, size = strides[axis], shape[axis]
@@ -128,7 +134,7 @@ def bundles(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> BundleTable:
     if not keys:
         return BundleTable(np.zeros((0, 2), np.int64), np.zeros(1, np.int64), np.zeros((0, 2), np.int64))
     keys_a = np.concatenate(keys)
-    sizes = np.concatenate([np.full(n, shape[order[stage - 1]]) for order in _rotations(len(shape)) for stage in range(1, len(order)) for _ in (0, 1)])
+    sizes = np.concatenate([np.full(n, shape[order[stage - 1]]) for order in _orders(shape) for stage in range(1, len(order)) for _ in (0, 1)])
     ptr = np.zeros(len(keys_a) + 1, np.int64)
     np.cumsum(sizes, out=ptr[1:])
     return BundleTable(keys_a, ptr, np.concatenate(parts))

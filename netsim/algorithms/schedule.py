@@ -212,6 +212,7 @@ def build_schedule(
     shape, wraps = _check_shape(groups, group_shape, wraparound)
     bundles: BundleTable | None = None
     if isinstance(plan, AxesAlgorithm):
+        shape, wraps = _without_unit_axes(shape, wraps)
         pieces = plan.pieces(len(shape))
         bundles = None if plan.bundles is None else as_table(plan.bundles(shape, wraps))
         gather, reduce_scatter, all_to_all = (
@@ -238,6 +239,21 @@ def build_schedule(
 
 def _shaped(moves: AxesMoves, shape: tuple[int, ...], wraps: tuple[bool, ...], _n: int) -> Iterator[Move]:
     return moves(shape, wraps)
+
+
+def _without_unit_axes(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> tuple[tuple[int, ...], tuple[bool, ...]]:
+    """The group's axes of more than one member: nothing moves along an axis of 1, and the
+    members' row-major order is the same without it.
+
+    Examples
+    --------
+    >>> _without_unit_axes((2, 1, 4), (True, False, False))
+    ((2, 4), (True, False))
+    >>> _without_unit_axes((1, 1), (True, True))
+    ((1,), (True,))
+    """
+    kept = [a for a, d in enumerate(shape) if d > 1] or [0]
+    return tuple(shape[a] for a in kept), tuple(wraps[a] for a in kept)
 
 
 def _check_shape(

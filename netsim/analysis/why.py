@@ -414,7 +414,8 @@ def planned_wraparound(algorithm: str, groups: Any) -> tuple[bool, ...] | None:
     from netsim.network.device_mesh import AxisGroups
 
     if isinstance(groups, AxisGroups) and isinstance(ALGORITHMS.get(algorithm), AxesAlgorithm):
-        return tuple(groups.wraparound)
+        kept = [w for d, w in zip(groups.shape, groups.wraparound, strict=True) if d > 1]  # as the algorithm plans: axes of 1 left out
+        return tuple(kept) if kept else tuple(groups.wraparound[:1])
     return None
 
 

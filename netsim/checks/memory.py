@@ -125,7 +125,7 @@ def transfers_of(algorithm: Any, n_devices: int, group_shape: tuple[int, ...] | 
     count = getattr(algorithm, "transfers", None)
     if count is None or group_shape is None:
         return None
-    return n_devices // max(math.prod(group_shape), 1) * count(tuple(group_shape))
+    return n_devices // max(math.prod(group_shape), 1) * count(tuple(d for d in group_shape if d > 1) or (1,))  # as planned: axes of 1 left out
 
 
 def _scatter_sums(n_devices: int, group_size: int, input_bytes: int, algorithm: str | None, transfers: int) -> int:
