@@ -51,7 +51,12 @@ def test_every_bundled_scenario_reports_estimate_ratio_and_regime(path, scenario
     # tests/test_scenarios.py checks that `netsim run` prints these rows for every bundled scenario.
     result = scenario_runs[path.stem]
     rows = dict(summary_rows(result))
-    for label in ("estimate (closed form)", "formula", "simulated / estimate", "regime", "book estimate", "bandwidth bound", "memory per device"):
+    labels = ["estimate (closed form)", "formula", "simulated / estimate", "regime", "book estimate", "memory per device"]
+    if path.stem == "allgather_tpu7x_2x2x1_cores":  # it crosses the faster on-chip link: a bound for the lanes could be beaten
+        assert analyse(result).bound_s is None and "bandwidth bound" not in rows
+    else:
+        labels.append("bandwidth bound")
+    for label in labels:
         assert rows[label]
     data = json.loads(to_json(result))  # what `netsim run --json` prints
     assert data["estimate_s"] == pytest.approx(analyse(result).estimate.time_s, rel=1e-12)
@@ -213,6 +218,7 @@ def test_every_bundled_scenario_keeps_its_estimate_kinds_promise(path, scenario_
     elif data["estimate_kind"] == "lower_bound":
         assert data["time_s"] >= data["estimate_s"] * (1 - 1e-12)
         assert rows["estimate kind"] == "lower_bound: the simulated time is at least this"
-    else:  # failed or slowed links: the nominal form promises nothing, and the why-line says what happened
-        assert result.faults and data["why"]
+    else:  # failed or slowed links, or links of other speeds: the nominal form promises nothing, and the why-line says what happened
+        assert result.faults or "links of other speeds" in data["why"]
+        assert data["why"]
     assert data["bound_s"] is None or data["time_s"] >= data["bound_s"] * (1 - 1e-12)  # the bandwidth bound holds

@@ -139,3 +139,11 @@ def test_multipath_corner_scenario_is_the_books_half_right_half_down():
     # estimated without simulating, from the file alone
     mine, _ = netsim.analysis.why.estimate_scenario(scenario)
     assert mine.estimate.kind == "exact" and mine.estimate.time_s == pytest.approx(6 * alpha + s / (2 * B), rel=1e-12)
+
+
+def test_tpu7x_core_pairs_scenario_is_one_on_chip_hop():
+    # each device of a TPU7x chip sends its 256 KiB to the other over the on-chip link (assumed
+    # 90 GB/s, 1 us), every chip at once: alpha + s/B
+    result = netsim.simulate(netsim.load_scenario(ROOT / "scenarios" / "allgather_tpu7x_2x2x1_cores.yaml"))
+    assert [list(g) for g in result.groups] == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert result.time == pytest.approx(1e-6 + 256 * 256 * 4 / 90e9, rel=1e-12)

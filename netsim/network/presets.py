@@ -75,11 +75,11 @@ pages ("TPU v5e", "TPU v6e") agree with the book on v5e's peak and capacity
 (197 TFLOPs, 16 GB) but give 819 GBps for its HBM; for v6e they give 918 TFLOPs,
 32 GB and 1600 to 1640 GBps (depending on the page's version). We take the
 book's figures throughout, except for TPU7x, which is not in the book's table: its
-bf16 peak (2307 TFLOP/s per chip; 4614 TFLOP/s in fp8) and HBM capacity (192 GiB)
-are the Cloud TPU7x page's, its HBM bandwidth (7.37 TB/s) Google's Ironwood
-announcement. A TPU7x *device* is half a chip: it carries half of each figure
-(1.1535e15 FLOP/s, 3.685e12 B/s, 96 GiB), taking the two TensorCores, with their own
-HBM stacks, as equal halves.
+bf16 peak (2307 TFLOP/s per chip; 4614 TFLOP/s in fp8) and HBM capacity (192 GiB,
+the table's unit; the announcement writes 192 GB) are the Cloud TPU7x page's, its HBM
+bandwidth (7.37 TB/s) Google's Ironwood announcement. A TPU7x *device* is half a chip:
+it carries half of each figure (1.1535e15 FLOP/s, 3.685e12 B/s, 96 GiB), taking the two
+TensorCores, with their own HBM stacks, as equal halves (an assumption).
 """
 
 from __future__ import annotations
