@@ -51,11 +51,7 @@ def test_every_bundled_scenario_reports_estimate_ratio_and_regime(path, scenario
     # tests/test_scenarios.py checks that `netsim run` prints these rows for every bundled scenario.
     result = scenario_runs[path.stem]
     rows = dict(summary_rows(result))
-    labels = ["estimate (closed form)", "formula", "simulated / estimate", "regime", "book estimate", "memory per device"]
-    if path.stem == "allgather_tpu7x_2x2x1_cores":  # it crosses the faster on-chip link: a bound for the lanes could be beaten
-        assert analyse(result).bound_s is None and "bandwidth bound" not in rows
-    else:
-        labels.append("bandwidth bound")
+    labels = ["estimate (closed form)", "formula", "simulated / estimate", "regime", "book estimate", "memory per device", "bandwidth bound"]
     for label in labels:
         assert rows[label]
     data = json.loads(to_json(result))  # what `netsim run --json` prints

@@ -54,8 +54,8 @@ def with_other_links(closed: CollectiveEstimate, others: set[tuple[float, float]
     --------
     >>> import numpy as np, netsim
     >>> from netsim.analysis.why import analyse
-    >>> r = netsim.ppermute(np.zeros((8, 1024), np.float32), perm=[(0, 1)], topology="tpu7x:2x2x1")
-    >>> analyse(r).estimate.kind  # the on-chip link is not the nominal one
+    >>> r = netsim.ppermute(np.zeros((8, 1024), np.float32), perm=[(0, 1), (2, 0)], topology="tpu7x:2x2x1")
+    >>> analyse(r).estimate.kind  # 0 -> 1 crosses the on-chip link, 2 -> 0 a lane: no promise
     'none'
     """
     if not others:

@@ -164,6 +164,26 @@ def nominal_link(topology: Topology) -> tuple[float, float]:
     return max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
 
 
+def crossed_links(result: Result) -> set[tuple[float, float]]:
+    """The (latency_s, bandwidth_Bps) of every link a run crossed."""
+    topology = result.topology_obj
+    return {(d["latency_s"], d["bandwidth_Bps"]) for leaf in result.leaves for route in leaf.playback.routes for d in map(topology.link, route)}
+
+
+def run_link(result: Result) -> tuple[float, float]:
+    """(latency_s, bandwidth_Bps) the closed forms take: the speed every link the run crossed shares, else :func:`nominal_link`.
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> r = netsim.all_gather(np.zeros((8, 1024), np.float32), axis_index_groups=[[0, 1], [2, 3], [4, 5], [6, 7]], topology="tpu7x:2x2x1")
+    >>> run_link(r), nominal_link(r.topology_obj)  # the on-chip link's, not the lanes'
+    ((1e-06, 90000000000.0), (1e-06, 45000000000.0))
+    """
+    crossed = crossed_links(result)
+    return next(iter(crossed)) if len(crossed) == 1 else nominal_link(result.topology_obj)
+
+
 def _leaf_bytes(leaf: Any) -> int:
     return int(np.prod(leaf.shape[1:], dtype=np.int64)) * np.dtype(leaf.dtype).itemsize
 
@@ -196,8 +216,8 @@ def analyse(result: Result, stats: RunStats | None = None) -> Analysis:
     topology = result.topology_obj
     if topology is None:
         raise ValueError(f"result of {result.collective} on {result.topology} carries no topology to estimate on")
-    latency, bandwidth = nominal_link(topology)
-    crossed = {(d["latency_s"], d["bandwidth_Bps"]) for leaf in result.leaves for route in leaf.playback.routes for d in map(topology.link, route)}
+    crossed = crossed_links(result)
+    latency, bandwidth = next(iter(crossed)) if len(crossed) == 1 else nominal_link(topology)
     others = other_links(crossed, latency, bandwidth)
     per_leaf = [with_other_links(c, others, latency, bandwidth) for c in leaf_estimates(result, latency, bandwidth)]
     closed = per_leaf[0]
@@ -455,10 +475,13 @@ def estimate_scenario(scenario: Any) -> tuple[CollectiveEstimate, list[tuple[str
         crossed = ports(shape.dims, shape.wraparound, pairs)
     groups = scenario.groups if scenario.groups is not None else (layout.groups or [(0,)])  # no pairs: nothing moves
     others: set[tuple[float, float]] = set()
-    if shape.chip_axis is not None and any(len({d % 2 for d in group}) > 1 for group in groups):  # a group crosses a chip's own link
-        others = other_links([(shape.chip_link_latency_s, shape.chip_link_bandwidth_Bps)], shape.latency_s, shape.bandwidth_Bps)
+    latency, bandwidth = shape.latency_s, shape.bandwidth_Bps
+    if shape.chip_axis is not None and all(len({d // 2 for d in group}) == 1 for group in groups):  # every group is on one chip: on-chip links only
+        latency, bandwidth = shape.chip_link_latency_s, shape.chip_link_bandwidth_Bps
+    elif shape.chip_axis is not None and any(len({d % 2 for d in group}) > 1 for group in groups):  # a group crosses a chip's own link
+        others = other_links([(shape.chip_link_latency_s, shape.chip_link_bandwidth_Bps)], latency, bandwidth)
     item = np.dtype(scenario.input.dtype).itemsize
-    args = (shape.dims, shape.wraparound, groups, payload, shape.latency_s, shape.bandwidth_Bps)
+    args = (shape.dims, shape.wraparound, groups, payload, latency, bandwidth)
     mine = estimate_collective(
         op,
         scenario.resolved_algorithm,
@@ -471,5 +494,5 @@ def estimate_scenario(scenario: Any) -> tuple[CollectiveEstimate, list[tuple[str
         planned=shape.wraparound if _axes_default(scenario) else planned_wraparound(scenario.resolved_algorithm, groups),
         item_bytes=item,
     )
-    held = [(name, with_other_links(c, others, shape.latency_s, shape.bandwidth_Bps)) for name, c in algorithm_estimates(op, *args, item_bytes=item)]
-    return with_other_links(mine, others, shape.latency_s, shape.bandwidth_Bps), held
+    held = [(name, with_other_links(c, others, latency, bandwidth)) for name, c in algorithm_estimates(op, *args, item_bytes=item)]
+    return with_other_links(mine, others, latency, bandwidth), held

@@ -16,7 +16,7 @@ import itertools
 
 from netsim.algorithms.bundles import leaves
 from netsim.algorithms.registry import ALGORITHMS
-from netsim.analysis.why import leaf_estimates, nominal_link
+from netsim.analysis.why import leaf_estimates, run_link
 from netsim.network.topology import Topology
 from netsim.network.units import format_bytes, format_seconds
 from netsim.result import Result
@@ -188,7 +188,7 @@ def _piece_routes(run: _Run) -> str:
 
 def _closed_form(result: Result, leaf: int) -> tuple[str, str]:
     """The leaf's closed form from the registry, in words, and its kind."""
-    latency, bandwidth = nominal_link(result.topology_obj)
+    latency, bandwidth = run_link(result)
     closed = leaf_estimates(result, latency, bandwidth)[leaf]
     e = closed.estimate
     if e is None:
