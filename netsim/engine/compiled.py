@@ -25,6 +25,7 @@ import numpy as np
 
 from netsim.columnar import stable_order
 from netsim.engine.columns import ColumnList, HopList, hops_and_links
+from netsim.engine.compiled_bundles import bundled_player
 from netsim.engine.playback import LinkStats
 from netsim.engine.routes import Routes, id_list, link_rates
 from netsim.network.topology import LinkId, Topology
@@ -198,7 +199,11 @@ def compiled_player(
 ) -> CompiledPlayer | None:
     """The run played by the compiled loop, or None where the Python player must play it (see the module)."""
     n = len(columns["src"])
-    if n < MIN_TRANSFERS or computes or columns.get("bundles") or topology.n_devices * len(columns["keys"]) > MAX_CHUNK_TABLE:
+    if n < MIN_TRANSFERS or computes:
+        return None
+    if columns.get("bundles"):
+        return bundled_player(topology, columns, buffers, cut_through, start_s, CAPACITY)
+    if topology.n_devices * len(columns["keys"]) > MAX_CHUNK_TABLE:
         return None
     kernel = _kernel()
     if kernel is None:

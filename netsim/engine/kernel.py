@@ -26,7 +26,9 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
-__all__ = ["play_kernel"]
+from netsim.engine.kernel_bundles import make_bundle
+
+__all__ = ["play", "play_kernel"]
 
 
 @njit(cache=True)
@@ -117,7 +119,16 @@ def _occupy(link, state, max_queue):
 
 
 @njit(cache=True)
-def play_kernel(
+def play_kernel(*args):
+    """The loop for chunks held in a table of devices x keys (no bundles; arguments as :func:`play`): its status."""
+    no32, no64 = np.zeros(0, np.int32), np.zeros(0, np.int64)
+    extra = Dict.empty(key_type=types.int64, value_type=types.int64)
+    bundles = (no32, no32, no64, no64, no32, np.zeros(0, np.bool_), no64, no64, 0, no32, no64, no32, no64, np.zeros((0, 4), np.int64), no32, extra)
+    return play(*args, False, bundles)[0]
+
+
+@njit(cache=True)
+def play(
     n_devices,
     n_keys,
     cut_through,
@@ -155,7 +166,16 @@ def play_kernel(
     new_count,
     counts,
     capacity,
+    slotted,
+    bundles,
 ):
+    """Play the run; returns its status and the parts of the bundles made (see the module).
+
+    With ``slotted``, chunks are held by slot (:mod:`netsim.engine.kernel_bundles`): ``held``
+    and ``new_keys`` hold slots, and ``bundles`` gives the slots and bundle tables.
+    """
+    recv_slot, send_slot, part_start, part_count, part_key, is_bundle, slot_code, dev_slot, width = bundles[:9]
+    made, made_ptr, made_parts, made_counts, stack, scratch, extra = bundles[9:]
     n = len(dst)
     n_links = len(bandwidth)
     serve_base = n_devices
@@ -313,7 +333,7 @@ def play_kernel(
                     following = after[i]
                     count += 1
                     arrived_at[i] = now
-                    slot = c * n_keys + key[i]
+                    slot = recv_slot[i] if slotted else c * n_keys + key[i]
                     if reduce[i]:
                         was = held[slot]
                         if was < 0:
@@ -327,7 +347,7 @@ def play_kernel(
                         held[slot] = chunk
                     else:
                         if held[slot] < 0:  # a key new to the device: noted in the device's part of new_keys
-                            new_keys[new_start[c] + new_count[c]] = key[i]
+                            new_keys[new_start[c] + new_count[c]] = slot if slotted else key[i]
                             new_count[c] += 1
                         held[slot] = carried[i]
                     for w in range(wait_ptr[i], wait_ptr[i + 1]):
@@ -350,7 +370,14 @@ def play_kernel(
             ready_tail[c] = -1
             while i >= 0:
                 following = after[i]
-                chunk = held[c * n_keys + key[i]]
+                slot = send_slot[i] if slotted else c * n_keys + key[i]
+                chunk = held[slot]
+                if chunk < 0 and slotted:  # a bundle the device makes (or made before)
+                    tables = (part_start, part_count, part_key, is_bundle, slot_code, dev_slot, width, stack, scratch, extra)
+                    chunk = make_bundle(c, slot, key[i], held, made, size, n_chunks, made_ptr, made_parts, made_counts, *tables)
+                    while chunk == -2:  # room for more parts, and again
+                        made_parts = np.concatenate((made_parts, np.zeros(len(made_parts) + 1, np.int32)))
+                        chunk = make_bundle(c, slot, key[i], held, made, size, n_chunks, made_ptr, made_parts, made_counts, *tables)
                 if chunk < 0:
                     status = -1 - i
                     break
@@ -432,4 +459,4 @@ def play_kernel(
     counts[1] = instants
     counts[2] = n_records
     counts[3] = n_reduced
-    return status
+    return status, made_parts
