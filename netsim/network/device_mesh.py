@@ -283,6 +283,13 @@ class Mesh:
         lines = np.moveaxis(self.devices, a, -1).reshape(-1, self.devices.shape[a])
         if lines.shape[1] == 1:
             return True
+        if not self.topology.down_links:  # every route is dimension order: all lines at once, on arrays
+            following = np.roll(lines, -1, axis=1)
+            forward, backward = _one_hop(self.topology, lines, following, 1), _one_hop(self.topology, following, lines, -1)
+            hops = np.sort(np.concatenate([forward, backward], axis=1), axis=1)
+            rings = bool((hops >= 0).all() and (hops[:, 1:] != hops[:, :-1]).all())
+            chains = bool((forward[:, :-1] >= 0).all() and (backward[:, :-1] >= 0).all())
+            return rings or not chains
         rings = chains = True
         for line in lines.tolist():
             n = len(line)
@@ -294,3 +301,30 @@ class Mesh:
             if any(len(forward[i]) != 1 or len(backward[i]) != 1 for i in range(n - 1)):
                 chains = False
         return rings or not chains
+
+
+def _one_hop(topology: Topology, src: np.ndarray, dst: np.ndarray, tie: int) -> np.ndarray:
+    """Per pair, a number for the one link :meth:`Topology.route` takes from ``src`` to ``dst``, or -1
+    if that route is not one link; dimension-order routing, no link down (the arrays' shape is kept).
+
+    Examples
+    --------
+    >>> from netsim.network.topology import torus
+    >>> t = torus((4, 4))
+    >>> hop = _one_hop(t, np.array([0, 0, 0]), np.array([1, 5, 3]), 1)
+    >>> (hop >= 0).tolist(), len(t.route(0, 3)) == 1
+    ([True, False, True], True)
+    """
+    dims = np.array(topology.dims, np.int64)
+    here = np.stack(np.unravel_index(src.reshape(-1), topology.dims), axis=1)
+    there = np.stack(np.unravel_index(dst.reshape(-1), topology.dims), axis=1)
+    forward = (there - here) % dims
+    backward = np.where(forward > 0, dims - forward, 0)
+    ahead = (forward < backward) | ((forward == backward) & (tie > 0))
+    wraps = np.array(topology.wraparound, bool)
+    step = np.where(wraps, np.where(ahead, 1, -1), np.where(there >= here, 1, -1))
+    count = np.where(wraps, np.where(ahead, forward, backward), np.abs(there - here))
+    axis = np.argmax(count > 0, axis=1)
+    rows = np.arange(len(axis))
+    link = ((src.reshape(-1) * topology.n_devices + dst.reshape(-1)) * len(dims) + axis) * 2 + (step[rows, axis] > 0)
+    return np.where(count.sum(axis=1) == 1, link, -1).reshape(src.shape)
