@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["factorize", "in_sorted", "stable_order"]
+__all__ = ["factorize", "in_sorted", "searchsorted_many", "stable_order"]
 
 
 def stable_order(values: np.ndarray) -> np.ndarray:
@@ -91,3 +91,29 @@ def in_sorted(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
         return np.zeros(len(values), bool)
     spot = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
     return sorted_set[spot] == values
+
+
+def searchsorted_many(sorted_values: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(sorted_values, queries)`` for non-negative int queries, the queries taken in sorted order.
+
+    A binary search per query in no order reads memory at random; in sorted order
+    (packed with their positions, NumPy's fast sort) it is several times faster
+    for a million queries.
+
+    Examples
+    --------
+    >>> searchsorted_many(np.array([1, 3, 5]), np.array([4, 0, 5, 9])).tolist()
+    [2, 0, 2, 3]
+    """
+    n = len(queries)
+    if n < 2**16 or int(queries.min()) < 0 or int(queries.max()) >= 2**62 // n:
+        return np.searchsorted(sorted_values, queries)
+    packed = queries.astype(np.int64)
+    packed *= n
+    packed += np.arange(n, dtype=np.int64)
+    packed.sort()
+    where = packed % n
+    packed //= n
+    out = np.empty(n, np.int64)
+    out[where] = np.searchsorted(sorted_values, packed)
+    return out

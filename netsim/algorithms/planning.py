@@ -20,7 +20,7 @@ import numpy as np
 from netsim.algorithms.bundles import BundleTable, made_of_arrays
 from netsim.algorithms.registry import ALGORITHMS, Move, MoveFn
 from netsim.algorithms.transfers import PHASES, Key, Transfer, TransferTable
-from netsim.columnar import in_sorted, stable_order
+from netsim.columnar import searchsorted_many, stable_order
 
 
 def _planned_with_rows(phases: list[tuple[str, MoveFn]], groups: tuple[tuple[int, ...], ...]) -> tuple[Transfer, ...]:
@@ -177,21 +177,29 @@ def _with_parts(
     code = block.astype(np.int64) * pieces + piece
     steps = int(step.max()) + 1
     n_codes = 1 + max(int(code.max()), int(codes[0].max(initial=0)), int(codes[2].max(initial=0)))
-    makes = np.flatnonzero(np.isin(code, codes[0]) & (np.diff(dep_ptr) == 0))
+    is_bundle = np.zeros(n_codes, bool)
+    is_bundle[codes[0]] = True
+    makes = np.flatnonzero(is_bundle[code] & (np.diff(dep_ptr) == 0))
     if not len(makes):
         return dep_ptr, dep_idx
     # Arrivals by (device, key, step), to find those of a part at a source before a step.
     arrival = (dst.astype(np.int64) * n_codes + code) * steps + step
-    by_arrival = np.argsort(arrival, kind="stable")
+    by_arrival = stable_order(arrival)
     arrival = arrival[by_arrival]
     arrives = arrival // steps  # sorted: keep the first of each run
     arrives = arrives[np.concatenate([[True], arrives[1:] != arrives[:-1]])]
 
-    which, part = made_of_arrays(codes, src[makes].astype(np.int64), code[makes], lambda device, part: in_sorted(device * n_codes + part, arrives))
+    def is_sent(device: np.ndarray, part: np.ndarray) -> np.ndarray:
+        wanted = device * n_codes + part
+        spot = np.minimum(searchsorted_many(arrives, wanted), len(arrives) - 1)
+        return arrives[spot] == wanted
+
+    which, part = made_of_arrays(codes, src[makes].astype(np.int64), code[makes], is_sent)
     owner = makes[which]
     base = (src[owner].astype(np.int64) * n_codes + part) * steps
-    lo = np.searchsorted(arrival, base)
-    counts = np.searchsorted(arrival, base + step[owner]) - lo
+    lo = searchsorted_many(arrival, base)
+    base += step[owner]
+    counts = searchsorted_many(arrival, base) - lo
     starts = np.zeros(len(counts), np.int64)
     np.cumsum(counts[:-1], out=starts[1:])
     new_owner = np.repeat(owner, counts)

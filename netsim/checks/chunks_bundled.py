@@ -11,7 +11,7 @@ import numpy as np
 from netsim.algorithms.bundles import as_table, made_of_arrays, opened_codes
 from netsim.checks.arrays import _Arrays, _first, _slack
 from netsim.checks.errors import InvariantError
-from netsim.columnar import in_sorted, stable_order
+from netsim.columnar import in_sorted, searchsorted_many, stable_order
 
 
 def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position: dict[int, int], pattern: str, wanted: Callable[[int], Iterable[int]]) -> None:
@@ -152,24 +152,10 @@ def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position
 
 
 def _spot(sorted_codes: np.ndarray, values: np.ndarray, sort: bool = False) -> np.ndarray:
-    """Where each value (>= 0) is, or would be, in ``sorted_codes`` (clipped to the last place).
-
-    With ``sort``, many values are looked up in their sorted order (packed with their
-    positions, NumPy's fast sort): a binary search then reads memory in order, several
-    times faster than values in no order.
-    """
-    last = max(len(sorted_codes) - 1, 0)
-    n = len(values)
-    if not sort or n < 2**16 or int(values.max()) >= 2**62 // n:
-        return np.minimum(np.searchsorted(sorted_codes, values), last)
-    packed = values * n
-    packed += np.arange(n, dtype=np.int64)
-    packed.sort()
-    where = packed % n
-    packed //= n
-    spot = np.empty(n, np.int64)
-    spot[where] = np.minimum(np.searchsorted(sorted_codes, packed), last)
-    return spot
+    """Where each value (>= 0) is, or would be, in ``sorted_codes`` (clipped to the last place); with
+    ``sort``, many values are looked up in sorted order (:func:`netsim.columnar.searchsorted_many`)."""
+    spot = searchsorted_many(sorted_codes, values) if sort else np.searchsorted(sorted_codes, values)
+    return np.minimum(spot, max(len(sorted_codes) - 1, 0))
 
 
 def _deliveries(a: _Arrays, leaving: np.ndarray, by_code: np.ndarray, order: np.ndarray) -> np.ndarray:
