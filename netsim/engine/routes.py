@@ -9,6 +9,7 @@ import numpy as np
 
 from netsim.columnar import factorize
 from netsim.engine.columns import ArrayList
+from netsim.network.hops import one_hop
 from netsim.network.topology import LinkId, Topology
 
 __all__ = ["Routes", "check_schedule", "link_rates"]
@@ -154,6 +155,7 @@ class Routes:
         code += np.where(direction >= 2, direction + 1, direction > 0)  # 0, 1: the ties; 3 + a: axis a first
         unique, inverse = factorize(code)
         del code
+        self._one_hops(topology, unique)
         as_numbers, as_ids = [], []
         for c in unique.tolist():
             known = self.known.get(c)
@@ -166,6 +168,19 @@ class Routes:
             as_ids.append(known[1])
         inverse.flags.writeable = False
         return inverse, as_numbers, as_ids
+
+    def _one_hops(self, topology: Topology, codes: np.ndarray) -> None:
+        """Know the routes of ``codes`` that are one link of dimension-order routing, all at once (no link down)."""
+        if topology.down_links or len(codes) < 64:
+            return
+        pair, way = np.divmod(codes, _WAYS)
+        src, dst = np.divmod(pair, topology.n_devices)
+        axis, step = one_hop(topology, src, dst, np.where(way == 1, 1, -1))
+        take = np.flatnonzero((way < 2) & (axis >= 0))
+        for c, u, v, a, s in zip(*(x[take].tolist() for x in (codes, src, dst, axis, step)), strict=True):
+            if c not in self.known:
+                route = ((u, v, (a, s)),)
+                self.known[c] = ((self.number[route[0]],), route)
 
     def of(self, topology: Topology, columns: dict[str, Any]) -> tuple[list[tuple[int, ...]], list[tuple[LinkId, ...]]]:
         """Per transfer: its route as link numbers, and as link ids (an :class:`ArrayList` that keeps,

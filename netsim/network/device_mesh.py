@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from netsim.network.hops import one_hop
 from netsim.network.topology import Topology
 
 __all__ = ["AxisGroups", "Mesh"]
@@ -303,28 +304,8 @@ class Mesh:
         return rings or not chains
 
 
-def _one_hop(topology: Topology, src: np.ndarray, dst: np.ndarray, tie: int) -> np.ndarray:
-    """Per pair, a number for the one link :meth:`Topology.route` takes from ``src`` to ``dst``, or -1
-    if that route is not one link; dimension-order routing, no link down (the arrays' shape is kept).
 
-    Examples
-    --------
-    >>> from netsim.network.topology import torus
-    >>> t = torus((4, 4))
-    >>> hop = _one_hop(t, np.array([0, 0, 0]), np.array([1, 5, 3]), 1)
-    >>> (hop >= 0).tolist(), len(t.route(0, 3)) == 1
-    ([True, False, True], True)
-    """
-    dims = np.array(topology.dims, np.int64)
-    here = np.stack(np.unravel_index(src.reshape(-1), topology.dims), axis=1)
-    there = np.stack(np.unravel_index(dst.reshape(-1), topology.dims), axis=1)
-    forward = (there - here) % dims
-    backward = np.where(forward > 0, dims - forward, 0)
-    ahead = (forward < backward) | ((forward == backward) & (tie > 0))
-    wraps = np.array(topology.wraparound, bool)
-    step = np.where(wraps, np.where(ahead, 1, -1), np.where(there >= here, 1, -1))
-    count = np.where(wraps, np.where(ahead, forward, backward), np.abs(there - here))
-    axis = np.argmax(count > 0, axis=1)
-    rows = np.arange(len(axis))
-    link = ((src.reshape(-1) * topology.n_devices + dst.reshape(-1)) * len(dims) + axis) * 2 + (step[rows, axis] > 0)
-    return np.where(count.sum(axis=1) == 1, link, -1).reshape(src.shape)
+def _one_hop(topology: Topology, src: np.ndarray, dst: np.ndarray, tie: int) -> np.ndarray:
+    """Per pair, a number for the one link dimension-order routing takes from ``src`` to ``dst``, -1 if none."""
+    axis, step = one_hop(topology, src, dst, tie)
+    return np.where(axis >= 0, ((src * topology.n_devices + dst) * len(topology.dims) + axis) * 2 + (step > 0), -1)
