@@ -69,10 +69,11 @@ def _planned_with_arrays(
         offset += last + 1
     columns = {name: (parts[name][0] if len(parts[name]) == 1 else np.concatenate(parts[name])) if parts[name] else np.empty(0, np.int32) for name in names}
     parts.clear()
-    order = _stable_order(columns["step"])
-    for name in names:
-        columns[name] = columns[name][order]
-    del order
+    if len(columns["step"]) and (np.diff(columns["step"]) < 0).any():  # (not already in step order)
+        order = _stable_order(columns["step"])
+        for name in names:
+            columns[name] = columns[name][order]
+        del order
     step, src, dst, block, piece = (columns[name] for name in ("step", "src", "dst", "block", "piece"))
     dep_ptr, dep_idx = _with_deps(step, src, dst, block, piece)
     if bundles:
