@@ -205,15 +205,23 @@ def _with_parts(
     np.cumsum(counts[:-1], out=starts[1:])
     new_owner = np.repeat(owner, counts)
     new_dep = by_arrival[np.repeat(lo - starts, counts) + np.arange(int(counts.sum()))]
-    # Merge: the old dependencies, plus the new ones (the makers had none), sorted per transfer.
-    old_owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(dep_ptr))
-    pairs = np.concatenate([old_owner * n + dep_idx, new_owner * n + new_dep])  # (waiter, awaited) as one int
+    # Merge: the old dependencies, and the makers' new ones (they had none), sorted and once each.
+    pairs = new_owner * n + new_dep  # (waiter, awaited) as one int
     pairs.sort()
     pairs = pairs[np.concatenate([[True], pairs[1:] != pairs[:-1]])]
-    all_owner, all_dep = np.divmod(pairs, n)
+    new_owner, new_dep = np.divmod(pairs, n)
+    del pairs
+    old_count, new_count = np.diff(dep_ptr), np.bincount(new_owner, minlength=n)
     ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(all_owner, minlength=n), out=ptr[1:])
-    return ptr, all_dep
+    np.cumsum(old_count + new_count, out=ptr[1:])
+    deps = np.empty(int(ptr[-1]), np.int64)
+    for count, owned in ((old_count, dep_idx), (new_count, new_dep)):  # each transfer's, at its place
+        first = np.zeros(n, np.int64)
+        np.cumsum(count[:-1], out=first[1:])
+        place = np.repeat(ptr[:-1] - first, count)
+        place += np.arange(len(owned))
+        deps[place] = owned
+    return ptr, deps
 
 
 def _stable_order(values: np.ndarray) -> np.ndarray:
@@ -286,32 +294,42 @@ def _with_one_arrival_each(
     """:func:`_with_deps` when every (device, chunk) has at most one arrival, else None.
 
     A departure then waits for the one arrival of its chunk at its source, if
-    that arrival belongs to an earlier step. Reads a table over (device, chunk),
-    so only when that table is not much bigger than the schedule.
+    that arrival belongs to an earlier step. Reads a table over (device, chunk)
+    when that table is not much bigger than the schedule, else looks the arrivals
+    up sorted.
     """
     n = len(step)
     pieces = chunks // (int(block.max()) + 1)
     size = (max(int(src.max()), int(dst.max())) + 1) * chunks
-    if size > 4 * n + 1024:
-        return None
     chunk = block.astype(np.int64)
     chunk *= pieces
     chunk += piece
     code = dst.astype(np.int64)
     code *= chunks
     code += chunk
-    seen = np.zeros(size, bool)
-    seen[code] = True
-    if int(np.count_nonzero(seen)) != n:  # some (device, chunk) receives twice
-        return None
-    del seen
-    arrival = np.full(size, -1, np.int64)
-    arrival[code] = np.arange(n, dtype=np.int64)
-    np.multiply(src, chunks, out=code, dtype=np.int64)
-    code += chunk
-    del chunk
-    waited = arrival[code]
-    del code, arrival
+    if size > 4 * n + 1024:  # a table too big: the arrivals sorted, looked up
+        order = stable_order(code)
+        arrivals = code[order]
+        if (arrivals[1:] == arrivals[:-1]).any():  # some (device, chunk) receives twice
+            return None
+        np.multiply(src, chunks, out=code, dtype=np.int64)
+        code += chunk
+        spot = np.minimum(searchsorted_many(arrivals, code), n - 1)
+        waited = np.where(arrivals[spot] == code, order[spot], -1)
+        del order, arrivals, spot, code, chunk
+    else:
+        seen = np.zeros(size, bool)
+        seen[code] = True
+        if int(np.count_nonzero(seen)) != n:  # some (device, chunk) receives twice
+            return None
+        del seen
+        arrival = np.full(size, -1, np.int64)
+        arrival[code] = np.arange(n, dtype=np.int64)
+        np.multiply(src, chunks, out=code, dtype=np.int64)
+        code += chunk
+        del chunk
+        waited = arrival[code]
+        del code, arrival
     has = waited >= 0
     has &= step[waited] < step
     dep_ptr = np.zeros(n + 1, np.int64)
