@@ -197,14 +197,21 @@ def _with_parts(
 
     which, part = made_of_arrays(codes, src[makes].astype(np.int64), code[makes], is_sent)
     owner = makes[which]
-    base = (src[owner].astype(np.int64) * n_codes + part) * steps
-    lo = searchsorted_many(arrival, base)
-    base += step[owner]
-    counts = searchsorted_many(arrival, base) - lo
-    starts = np.zeros(len(counts), np.int64)
-    np.cumsum(counts[:-1], out=starts[1:])
-    new_owner = np.repeat(owner, counts)
-    new_dep = by_arrival[np.repeat(lo - starts, counts) + np.arange(int(counts.sum()))]
+    if len(arrives) == n:  # one arrival per (device, key) (gathers): one lookup each
+        wanted = src[owner].astype(np.int64) * n_codes + part
+        spot = np.minimum(searchsorted_many(arrives, wanted), n - 1)
+        hit = (arrives[spot] == wanted) & (arrival[spot] - wanted * steps < step[owner])
+        new_owner, new_dep = owner[hit], by_arrival[spot[hit]]
+        del wanted, spot, hit
+    else:
+        base = (src[owner].astype(np.int64) * n_codes + part) * steps
+        lo = searchsorted_many(arrival, base)
+        base += step[owner]
+        counts = searchsorted_many(arrival, base) - lo
+        starts = np.zeros(len(counts), np.int64)
+        np.cumsum(counts[:-1], out=starts[1:])
+        new_owner = np.repeat(owner, counts)
+        new_dep = by_arrival[np.repeat(lo - starts, counts) + np.arange(int(counts.sum()))]
     # Merge: the old dependencies, and the makers' new ones (they had none), sorted and once each.
     pairs = new_owner * n + new_dep  # (waiter, awaited) as one int
     pairs.sort()
