@@ -312,7 +312,7 @@ def random_bundled_case(seed):
         column([0] * len(moves)),
         ptr,
         column([i for d in deps for i in d]),
-        BundleTable.from_dict(table),
+        BundleTable.from_dict(table) if rng.random() < 0.5 else table,  # (the compiled loop numbers keys on arrays, or one by one)
     )
     start_s = [rng.choice([0.0, 0.0, 1e-6, 2.5e-6]) for _ in range(n)] if rng.random() < 0.3 else None
     return topo, transfers, [], buffers, rng.random() < 0.7, start_s

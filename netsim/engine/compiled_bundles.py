@@ -53,12 +53,12 @@ def _key_numbers(keys: list[Hashable], buffers: Sequence[dict], bundles: Mapping
     """
     start = [key for buffer in buffers for key in buffer]
     if isinstance(bundles, BundleTable):
-        try:
-            key_pairs = np.array(keys, np.int64).reshape(len(keys), 2)
-            start_pairs = np.array(start, np.int64).reshape(len(start), 2)
-        except (TypeError, ValueError):
+        try:  # (a tuple of two ints each, or the try fails)
+            key_pairs = np.fromiter(itertools.chain.from_iterable(keys), np.int64, 2 * len(keys)).reshape(len(keys), 2)
+            start_pairs = np.fromiter(itertools.chain.from_iterable(start), np.int64, 2 * len(start)).reshape(len(start), 2)
+        except (TypeError, ValueError, OverflowError):
             key_pairs = None
-        pairs = key_pairs is not None and all(type(k) is tuple for k in itertools.chain(keys[:1], start[:1]))
+        pairs = key_pairs is not None and all(type(k) is tuple and len(k) == 2 for k in itertools.chain(keys, start))
         if pairs and min(key_pairs.min(initial=0), start_pairs.min(initial=0), bundles.key_array.min(initial=0), bundles.part_array.min(initial=0)) >= 0:
             return _pair_numbers(keys, key_pairs, start_pairs, bundles)
     index = {key: j for j, key in enumerate(keys)}
