@@ -107,9 +107,6 @@ def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position
     # What each device ends with, bundles opened: each wanted piece once, nothing else.
     final_device = np.concatenate([a.dst, holder])
     final_key = np.concatenate([a.key_index, start_number])
-    by_device = stable_order(final_device)
-    final_device, final_key = final_device[by_device], final_key[by_device]
-    device_ptr = np.searchsorted(final_device, np.arange(len(buffers) + 1))
     wants: dict[Any, np.ndarray] = {}
     want_of = []
     for d in range(len(buffers)):
@@ -124,18 +121,15 @@ def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position
     size = 1 + max(int(block_piece.max(initial=0)), *(int(c.max(initial=0)) for c in wants.values()))
     chunk_print = np.random.default_rng(20261121).integers(0, 2**63, size, dtype=np.int64).astype(np.uint64) * np.uint64(2) + np.uint64(1)
     key_print, key_count = _fingerprints(codes, block_piece, chunk_print)
-    counts = np.diff(device_ptr)
     got_count = np.bincount(final_device, weights=key_count[final_key], minlength=len(buffers)).astype(np.int64)
     got_print = np.zeros(len(buffers), np.uint64)
-    some = np.flatnonzero(counts)
-    if len(some):
-        got_print[some] = np.add.reduceat(key_print[final_key], device_ptr[:-1][some])
+    np.add.at(got_print, final_device, key_print[final_key])  # (wrapping sums)
     sums = {id(c): (np.add.reduce(chunk_print[c], dtype=np.uint64), len(c)) for c in wants.values()}
     want_print = np.fromiter((sums[id(c)][0] for c in want_of), np.uint64, len(buffers))
     want_count = np.fromiter((sums[id(c)][1] for c in want_of), np.int64, len(buffers))
     suspects = np.flatnonzero((got_print != want_print) | (got_count != want_count))
     for d in suspects.tolist():
-        keys = final_key[device_ptr[d] : device_ptr[d + 1]]
+        keys = final_key[final_device == d]
         _, flat = opened_codes(codes, keys)
         got = np.sort(block_piece[flat[flat >= 0]]) if len(flat) else flat
         want = np.sort(want_of[d])
