@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 
 from netsim.algorithms.bundles import Bundle, BundleTable
-from netsim.columnar import stable_order
 from netsim.engine.columns import ColumnList, HopList, hops_and_links
 from netsim.engine.playback import LinkStats
 from netsim.engine.routes import Routes, id_list, link_rates
@@ -146,7 +145,7 @@ class BundledPlayer:
         from numba.typed import Dict
 
         from netsim.engine.kernel import play
-        from netsim.engine.kernel_bundles import number_slots
+        from netsim.engine.kernel_bundles import number_slots, waiters
 
         n = len(columns["src"])
         n_devices = topology.n_devices
@@ -187,11 +186,9 @@ class BundledPlayer:
         np.cumsum([len(r) for r in numbers], out=route_ptr[1:])
         route_links = np.fromiter((k for r in numbers for k in r), np.int64, int(route_ptr[-1]))
         bandwidth, latency = (np.asarray(v, np.float64) for v in link_rates(topology, self.link_ids))
-        ptr, idx = columns["dep_ptr"], columns["dep_idx"]
+        ptr = np.asarray(columns["dep_ptr"], np.int64)
         missing = np.diff(ptr).astype(np.int32)
-        waiter = np.repeat(np.arange(n, dtype=np.int32), missing)[stable_order(idx)] if len(idx) else np.zeros(0, np.int32)
-        wait_ptr = np.zeros(n + 1, np.int64)
-        np.cumsum(np.bincount(idx, minlength=n), out=wait_ptr[1:])
+        wait_ptr, waiter = waiters(ptr, np.asarray(columns["dep_idx"], np.int64), n)
         n_hops = int(np.diff(route_ptr)[inverse].sum()) if n else 0
 
         self.sent_at_array = np.full(n, np.nan)
