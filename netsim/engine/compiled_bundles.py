@@ -28,6 +28,7 @@ holds itself.
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -50,14 +51,15 @@ def _key_numbers(keys: list[Hashable], buffers: Sequence[dict], bundles: Mapping
     Keys that are pairs of non-negative ints ``(block, piece)`` with a :class:`BundleTable` are numbered
     on arrays; any other keys and mappings one by one.
     """
-    start = [key for buffer in buffers for key in buffer]
+    start = list(itertools.chain.from_iterable(buffers))
     if isinstance(bundles, BundleTable):
         try:  # (a tuple of two ints each, or the try fails)
             key_pairs = np.fromiter(itertools.chain.from_iterable(keys), np.int64, 2 * len(keys)).reshape(len(keys), 2)
             start_pairs = np.fromiter(itertools.chain.from_iterable(start), np.int64, 2 * len(start)).reshape(len(start), 2)
         except (TypeError, ValueError, OverflowError):
             key_pairs = None
-        pairs = key_pairs is not None and all(type(k) is tuple and len(k) == 2 for k in itertools.chain(keys, start))
+        every = list(itertools.chain(keys, start))
+        pairs = key_pairs is not None and set(map(type, every)) <= {tuple} and set(map(len, every)) <= {2}
         if pairs and min(key_pairs.min(initial=0), start_pairs.min(initial=0), bundles.key_array.min(initial=0), bundles.part_array.min(initial=0)) >= 0:
             return _pair_numbers(keys, key_pairs, start_pairs, bundles)
     index = {key: j for j, key in enumerate(keys)}
@@ -154,7 +156,7 @@ class BundledPlayer:
         src, dst, key = (np.asarray(columns[name], np.int64) for name in ("src", "dst", "key_index"))
         keys, start_key, part_start, part_count, part_key = _key_numbers(columns["keys"], buffers, self.bundles)
         width = len(keys)
-        chunks = [chunk for buffer in buffers for chunk in buffer.values()]
+        chunks = list(itertools.chain.from_iterable(buffer.values() for buffer in buffers))
         n_start = len(chunks)
         holder = np.repeat(np.arange(n_devices, dtype=np.int64), [len(b) for b in buffers])
         # Slots: every (device, key) the run can look up, numbered in the order of device * width + key.
@@ -176,7 +178,7 @@ class BundledPlayer:
         held = np.full(n_slots, -1, np.int32)
         held[start_slot] = np.arange(n_start, dtype=np.int32)
         size = np.zeros(n_start + n_slots, np.int64)  # (each slot makes one bundle at most)
-        size[:n_start] = np.fromiter((chunk.nbytes for chunk in chunks), np.int64, n_start)
+        size[:n_start] = np.fromiter(map(operator.attrgetter("nbytes"), chunks), np.int64, n_start)
 
         routes = Routes.of_topology(topology)
         self.link_ids = routes.link_ids
