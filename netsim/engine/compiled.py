@@ -9,7 +9,8 @@ the same additions (``held + arrived``) as the Python player. Each device's
 buffer is then built once, in the order the Python player would have filled it.
 
 It plays schedules of transfers without compute steps or bundles whose devices'
-chunk table (devices x keys) stays small; :func:`compiled_player` returns None
+chunk table (devices x keys) stays small; schedules that send bundles play in
+:mod:`netsim.engine.compiled_bundles`; :func:`compiled_player` returns None
 for the rest, and for runs where a reduction's result turns out not to weigh what
 it was taken to weigh, or where a chunk is missing (the Python player then plays
 the run and raises the error).
