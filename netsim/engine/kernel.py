@@ -235,10 +235,11 @@ def play(
         pend_t[d] = start_s[d]
         pend_a[d] = ~d
     n_pend = n_devices
-    last_t = -1.0
-    last_b = -1
-    other_t = -1.0
-    other_b = -1
+    # the instants last scheduled into, and their buckets: most actions are due at one of a few
+    # (arrivals and links freeing up of messages of a few sizes), so the dictionary is seldom asked
+    memo_t = np.full(8, -1.0)
+    memo_b = np.full(8, -1, np.int64)
+    memo_next = 0
     b = -1
     node = -1
     now = 0.0
@@ -247,12 +248,13 @@ def play(
             when = pend_t[p]
             if when == now and b >= 0:  # due at the instant being played: the end of its list
                 bb = b
-            elif when == last_t:
-                bb = last_b
-            elif when == other_t:  # (arrivals and links freeing up alternate between two instants)
-                bb = other_b
-                other_t, other_b, last_t, last_b = last_t, last_b, other_t, other_b
             else:
+                bb = -1
+                for q in range(8):
+                    if memo_t[q] == when:
+                        bb = memo_b[q]
+                        break
+            if bb < 0:
                 if when in bucket_at:
                     bb = bucket_at[when]
                 else:
@@ -265,9 +267,9 @@ def play(
                     b_tail[bb] = -1
                     bucket_at[when] = bb
                     n_heap = _push(heap, n_heap, b_time, bb)
-                other_t, other_b = last_t, last_b
-                last_t = when
-                last_b = bb
+                memo_t[memo_next] = when
+                memo_b[memo_next] = bb
+                memo_next = (memo_next + 1) & 7
             if n_free_a == 0:
                 a_value, a_next, free_a, n_free_a = _more_nodes(a_value, a_next, free_a)
             n_free_a -= 1
@@ -292,12 +294,10 @@ def play(
                 del bucket_at[now]
                 free_b[n_free_b] = b
                 n_free_b += 1
-                if last_b == b:
-                    last_t = -1.0
-                    last_b = -1
-                if other_b == b:
-                    other_t = -1.0
-                    other_b = -1
+                for q in range(8):
+                    if memo_b[q] == b:
+                        memo_t[q] = -1.0
+                        memo_b[q] = -1
             if n_heap == 0:
                 break
             b = heap[0]
