@@ -99,7 +99,7 @@ def gather_array(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> np.ndarray:
     moves = np.concatenate(out)
     # By step, then sender: the engine handles a member's sends together, and neighbouring
     # transfers in memory play several times faster on big runs than scattered ones.
-    return moves[stable_order(moves[:, 0] * n + moves[:, 1])]
+    return moves[stable_order(moves[:, 0].astype(np.int64) * n + moves[:, 1])]
 
 
 def bundles(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> BundleTable:
