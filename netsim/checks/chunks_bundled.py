@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
@@ -30,10 +31,13 @@ def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position
     start_keys = [key for held in buffers for key in held]
     holder = np.repeat(np.arange(len(buffers), dtype=np.int64), [len(held) for held in buffers])
     key_number = {key: k for k, key in enumerate(a.keys)}
-    start_number = np.fromiter((key_number.setdefault(key, len(key_number)) for key in start_keys), np.int64, len(start_keys))
+    numbers = list(map(key_number.get, start_keys))  # (keys the transfers name: all of them, as a rule)
+    if None in numbers:
+        numbers = [key_number.setdefault(key, len(key_number)) for key in start_keys]
+    start_number = np.array(numbers, np.int64)
     n_codes = len(key_number)
     # Keys as numbers: a.keys, then the starting ones; the bundle table's keys and parts too (-1: a key no one names).
-    pieces = sorted({key[1] for key in start_keys} | {int(p) for p in table.key_array[:, 1]})
+    pieces = sorted(set(map(operator.itemgetter(1), start_keys)) | set(table.key_array[:, 1].tolist()))
     width = len(pieces)
     key_code, ptr, part_code = table.codes(width)
     block_piece = np.fromiter(itertools.chain.from_iterable(key_number), np.int64, 2 * n_codes).reshape(-1, 2) @ np.array([width, 1])  # number -> code
@@ -46,7 +50,7 @@ def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position
     for d, k in position.items():
         if 0 <= d < len(buffers):
             mine[d] = k
-    start_block = np.fromiter((key[0] for key in start_keys), np.int64, len(start_keys))
+    start_block = np.fromiter(map(operator.itemgetter(0), start_keys), np.int64, len(start_keys))
     wrong = is_bundle[start_number] | (start_block != mine[holder]) | (mine[holder] < 0)
     if wrong.any():
         k = _first(wrong)
