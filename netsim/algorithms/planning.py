@@ -75,9 +75,10 @@ def _planned_with_arrays(
             columns[name] = columns[name][order]
         del order
     step, src, dst, block, piece = (columns[name] for name in ("step", "src", "dst", "block", "piece"))
-    dep_ptr, dep_idx = _with_deps(step, src, dst, block, piece)
+    sorted_arrivals: dict[str, np.ndarray] = {}
+    dep_ptr, dep_idx = _with_deps(step, src, dst, block, piece, sorted_arrivals)
     if bundles:
-        dep_ptr, dep_idx = _with_parts(step, src, dst, block, piece, dep_ptr, dep_idx, bundles)
+        dep_ptr, dep_idx = _with_parts(step, src, dst, block, piece, dep_ptr, dep_idx, bundles, sorted_arrivals.get("order"))
     phase_code = columns["phase"].astype(np.int8)
     reduce = phase_code == PHASES.index("reduce_scatter")
     return TransferTable(step, src, dst, block, piece, reduce, columns["direction"], phase_code, dep_ptr, dep_idx, bundles)
@@ -164,8 +165,12 @@ def _with_parts(
     dep_ptr: np.ndarray,
     dep_idx: np.ndarray,
     bundles: BundleTable,
+    arrival_order: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Make each transfer that sends a bundle its source was never sent wait for the parts.
+
+    ``arrival_order``, if given, orders the transfers by (dst, block, piece), each once
+    (as :func:`_with_deps` found it).
 
     Such a transfer makes the bundle: it waits for every arrival at its source, at
     an earlier step, of each part; a part that never arrives there but is a bundle
@@ -185,7 +190,7 @@ def _with_parts(
         return dep_ptr, dep_idx
     # Arrivals by (device, key, step), to find those of a part at a source before a step.
     arrival = (dst.astype(np.int64) * n_codes + code) * steps + step
-    by_arrival = stable_order(arrival)
+    by_arrival = stable_order(arrival) if arrival_order is None else arrival_order
     arrival = arrival[by_arrival]
     arrives = arrival // steps  # sorted: keep the first of each run
     arrives = arrives[np.concatenate([[True], arrives[1:] != arrives[:-1]])]
@@ -236,7 +241,9 @@ def _stable_order(values: np.ndarray) -> np.ndarray:
     return stable_order(values)
 
 
-def _with_deps(step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.ndarray, piece: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _with_deps(
+    step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.ndarray, piece: np.ndarray, keep: dict[str, np.ndarray] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Attach to each transfer the earlier arrivals of its chunk at its source.
 
     A chunk may only leave a device once every transfer of an earlier step that
@@ -256,7 +263,7 @@ def _with_deps(step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.nda
     pieces = int(piece.max()) + 1
     chunks = (int(block.max()) + 1) * pieces
     steps = int(step.max()) + 1
-    single = _with_one_arrival_each(step, src, dst, block, piece, chunks)
+    single = _with_one_arrival_each(step, src, dst, block, piece, chunks, keep)
     if single is not None:
         return single
     codes = np.empty(2 * n, np.int64)  # arrivals, then departures: ((device, chunk), step, departure first)
@@ -296,7 +303,7 @@ def _with_deps(step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.nda
 
 
 def _with_one_arrival_each(
-    step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.ndarray, piece: np.ndarray, chunks: int
+    step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.ndarray, piece: np.ndarray, chunks: int, keep: dict[str, np.ndarray] | None = None
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`_with_deps` when every (device, chunk) has at most one arrival, else None.
 
@@ -323,6 +330,8 @@ def _with_one_arrival_each(
         code += chunk
         spot = np.minimum(searchsorted_many(arrivals, code), n - 1)
         waited = np.where(arrivals[spot] == code, order[spot], -1)
+        if keep is not None:  # the transfers by (dst, block, piece), for the bundles' parts
+            keep["order"] = order
         del order, arrivals, spot, code, chunk
     else:
         seen = np.zeros(size, bool)
