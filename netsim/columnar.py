@@ -68,6 +68,20 @@ def factorize(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if n == 0:
         return np.zeros(0, codes.dtype), np.zeros(0, np.int64)
     low, high = int(codes.min()), int(codes.max())
+    if low >= 0 and high >= 4 * n + 1024 and high < 2**62 // n:  # sparse: the codes sorted with their positions
+        packed = codes.astype(np.int64)
+        packed *= n
+        packed += np.arange(n, dtype=np.int64)
+        packed.sort()
+        position = packed % n
+        packed //= n
+        new = np.empty(n, bool)
+        new[0] = True
+        np.not_equal(packed[1:], packed[:-1], out=new[1:])
+        unique = packed[new].astype(codes.dtype, copy=False)
+        inverse = np.empty(n, np.int64)
+        inverse[position] = np.cumsum(new) - 1
+        return unique, inverse
     if low < 0 or high >= 4 * n + 1024:
         unique, inverse = np.unique(codes, return_inverse=True)
         return unique, inverse.reshape(-1).astype(np.int64, copy=False)
