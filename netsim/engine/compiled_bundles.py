@@ -103,7 +103,8 @@ class BundledBuffers(Sequence):
     """
 
     def __init__(self, buffers: Sequence[dict], chunks: list, made: tuple, final: tuple[list[Hashable], np.ndarray, np.ndarray], new: tuple) -> None:
-        self._start, self._chunks, self._made, self._final, self._new = buffers, chunks, made, final, new
+        self._start = [dict(b) for b in buffers]  # (as the Python player copies them when it starts)
+        self._chunks, self._made, self._final, self._new = chunks, made, final, new
         self._built: list[dict] | None = None
 
     def _all(self) -> list[dict]:
@@ -114,7 +115,7 @@ class BundledBuffers(Sequence):
                 chunks.append(Bundle([chunks[p] for p in parts[ptr[m] : ptr[m + 1]]]))
             keys, held, slot_key = self._final
             start_slot, new_slots, new_start, new_count = self._new
-            built = [dict(b) for b in self._start]
+            built = self._start
             first = held[start_slot]
             changed = np.flatnonzero(first != np.arange(len(start_slot)))  # a chunk came in place of one held
             owner = np.repeat(np.arange(len(built)), [len(b) for b in self._start])

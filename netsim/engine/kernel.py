@@ -10,6 +10,9 @@ it (see there for the actions and their order), with chunks stood for by numbers
 * A reduction makes a new chunk numbered after the ones before it; it is
   recorded (``sum_of``, ``sum_with``) and computed afterwards, in that order,
   with its size taken to be that of the chunk added into (checked afterwards).
+* For schedules that send bundles (:func:`play` with ``slotted``), chunks are held
+  by (device, key) slot instead, and a device that sends a bundle it does not hold
+  makes it (:mod:`netsim.engine.kernel_bundles`).
 
 Instants are buckets of actions (a linked list each) found by their time in a
 dictionary and ordered in a binary heap: actions due at one instant run in the
