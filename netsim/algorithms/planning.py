@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from netsim.algorithms.bundles import BundleTable, made_of_arrays
+from netsim.algorithms.bundles import BundleTable, made_of_arrays, open_once
 from netsim.algorithms.registry import ALGORITHMS, Move, MoveFn
 from netsim.algorithms.transfers import PHASES, Key, Transfer, TransferTable
 from netsim.columnar import searchsorted_many, stable_order
@@ -200,15 +200,27 @@ def _with_parts(
         spot = np.minimum(searchsorted_many(arrives, wanted), len(arrives) - 1)
         return arrives[spot] == wanted
 
-    which, part = made_of_arrays(codes, src[makes].astype(np.int64), code[makes], is_sent)
-    owner = makes[which]
-    if len(arrives) == n:  # one arrival per (device, key) (gathers): one lookup each
+    if len(arrives) == n:  # one arrival per (device, key) (gathers): one lookup per part
+        which, part = open_once(codes, code[makes])
+        owner = makes[which]
         wanted = src[owner].astype(np.int64) * n_codes + part
         spot = np.minimum(searchsorted_many(arrives, wanted), n - 1)
-        hit = (arrives[spot] == wanted) & (arrival[spot] - wanted * steps < step[owner])
+        sent = arrives[spot] == wanted
+        deeper = np.flatnonzero(~sent & (part >= 0) & is_bundle[np.minimum(part, n_codes - 1)])  # made in turn
+        if len(deeper):
+            inner, inner_part = made_of_arrays(codes, src[owner[deeper]].astype(np.int64), part[deeper], is_sent)
+            inner_owner = owner[deeper][inner]
+            inner_wanted = src[inner_owner].astype(np.int64) * n_codes + inner_part
+            inner_spot = np.minimum(searchsorted_many(arrives, inner_wanted), n - 1)
+            owner, wanted = np.concatenate([owner, inner_owner]), np.concatenate([wanted, inner_wanted])
+            spot = np.concatenate([spot, inner_spot])
+            sent = np.concatenate([sent, arrives[inner_spot] == inner_wanted])
+        hit = sent & (arrival[spot] - wanted * steps < step[owner])
         new_owner, new_dep = owner[hit], by_arrival[spot[hit]]
-        del wanted, spot, hit
+        del wanted, spot, sent, hit
     else:
+        which, part = made_of_arrays(codes, src[makes].astype(np.int64), code[makes], is_sent)
+        owner = makes[which]
         base = (src[owner].astype(np.int64) * n_codes + part) * steps
         lo = searchsorted_many(arrival, base)
         base += step[owner]
