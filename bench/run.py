@@ -19,6 +19,7 @@ import gc
 import math
 import os
 import platform
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -216,9 +217,7 @@ def bench_pod(repeat: int, quick: bool) -> None:
         shape = (n, GiB // n // 4)
         x = shape_only(shape, "float32") if data == "none" else np.random.default_rng(0).standard_normal(shape, np.float32)
         runs_here = repeat if n <= 512 and data == "none" and not (algorithm == "multiaxis" and n > 64) else 1
-        result, wall, cpu, runs = best_of(
-            runs_here, all_gather, x, axis_index_groups=mesh.groups(("x", "y", "z")), algorithm=algorithm, data=data, engine="fast"
-        )
+        result, wall, cpu, runs = best_of(runs_here, gather_over_mesh, mesh, x, algorithm, data)
         transfers = len(result.leaves[0].schedule.transfers)
         events = result.leaves[0].playback.actions
         if algorithm == "multiaxis_bundled":
@@ -242,7 +241,28 @@ def bench_pod(repeat: int, quick: bool) -> None:
         if data == "values":
             print(f"          ({result.verification})")
         result = x = None
-    print("targets: 8x8x8 <= 2 s, 16x16x16 <= 2 s")
+    if not quick:
+        print(f"16x16x16 multiaxis_bundled, none, in a fresh process (numba's import and its cached loop's load included): {fresh_pod_cpu():.2f} s CPU")
+    print("targets: 8x8x8 <= 2 s, 16x16x16 <= 2 s (CPU: Mesh.groups and all_gather through the API; the play is compiled from 20,000 transfers up)")
+
+
+def gather_over_mesh(mesh: Mesh, x: object, algorithm: str, data: str) -> object:
+    """What a user times: the mesh's groups over its three axes, then the all_gather."""
+    return all_gather(x, axis_index_groups=mesh.groups(("x", "y", "z")), algorithm=algorithm, data=data, engine="fast")
+
+
+def fresh_pod_cpu() -> float:
+    """CPU seconds of the 16x16x16 pod (timing only) in a new Python process, imports excluded, numba's load included."""
+    code = (
+        "import time; from netsim.collectives import all_gather; from netsim.network.device_mesh import Mesh; "
+        "from netsim.network.topology import torus; from netsim.semantics.chunks import shape_only; "
+        "topo = torus((16, 16, 16), True, 45e9, 1e-6); mesh = Mesh({'x': 16, 'y': 16, 'z': 16}, topo); "
+        "x = shape_only((4096, 2**30 // 4096 // 4), 'float32'); t = time.process_time(); "
+        "all_gather(x, axis_index_groups=mesh.groups(('x', 'y', 'z')), algorithm='multiaxis_bundled', data='none', engine='fast'); "
+        "print(time.process_time() - t)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=dict(os.environ))
+    return float(out.stdout.split()[-1])
 
 
 def bench_torus(repeat: int, quick: bool) -> None:

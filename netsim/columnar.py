@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["factorize", "in_sorted", "stable_order"]
+__all__ = ["factorize", "in_sorted", "searchsorted_many", "stable_order"]
 
 
 def stable_order(values: np.ndarray) -> np.ndarray:
@@ -68,6 +68,20 @@ def factorize(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if n == 0:
         return np.zeros(0, codes.dtype), np.zeros(0, np.int64)
     low, high = int(codes.min()), int(codes.max())
+    if low >= 0 and high >= 4 * n + 1024 and high < 2**62 // n:  # sparse: the codes sorted with their positions
+        packed = codes.astype(np.int64)
+        packed *= n
+        packed += np.arange(n, dtype=np.int64)
+        packed.sort()
+        position = packed % n
+        packed //= n
+        new = np.empty(n, bool)
+        new[0] = True
+        np.not_equal(packed[1:], packed[:-1], out=new[1:])
+        unique = packed[new].astype(codes.dtype, copy=False)
+        inverse = np.empty(n, np.int64)
+        inverse[position] = np.cumsum(new) - 1
+        return unique, inverse
     if low < 0 or high >= 4 * n + 1024:
         unique, inverse = np.unique(codes, return_inverse=True)
         return unique, inverse.reshape(-1).astype(np.int64, copy=False)
@@ -91,3 +105,29 @@ def in_sorted(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
         return np.zeros(len(values), bool)
     spot = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
     return sorted_set[spot] == values
+
+
+def searchsorted_many(sorted_values: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(sorted_values, queries)`` for non-negative int queries, the queries taken in sorted order.
+
+    A binary search per query in no order reads memory at random; in sorted order
+    (packed with their positions, NumPy's fast sort) it is several times faster
+    for a million queries.
+
+    Examples
+    --------
+    >>> searchsorted_many(np.array([1, 3, 5]), np.array([4, 0, 5, 9])).tolist()
+    [2, 0, 2, 3]
+    """
+    n = len(queries)
+    if n < 2**16 or int(queries.min()) < 0 or int(queries.max()) >= 2**62 // n:
+        return np.searchsorted(sorted_values, queries)
+    packed = queries.astype(np.int64)
+    packed *= n
+    packed += np.arange(n, dtype=np.int64)
+    packed.sort()
+    where = packed % n
+    packed //= n
+    out = np.empty(n, np.int64)
+    out[where] = np.searchsorted(sorted_values, packed)
+    return out

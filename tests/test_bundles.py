@@ -21,6 +21,7 @@ from netsim.checks.errors import InvariantError
 from netsim.checks.invariants import check_playback
 from netsim.checks.memory import transfers_of
 from netsim.engine import EngineError, play
+from netsim.engine.compiled_bundles import BundledBuffers
 from netsim.network.topology import torus
 from netsim.semantics.chunks import SizeOnly
 from netsim.semantics.gather import AllGatherLayout
@@ -314,3 +315,41 @@ def test_explain_says_what_a_bundle_carries():
     # step 2 (stage 1): member 0 sends its line along axis 0 (members 0 and 2) as one message along axis 1
     assert "every device sends everything it has gathered so far as one bundle" in text
     assert "0 → 1   bundle of 2 blocks (0, 2)" in text
+
+
+# --- the same on the compiled loop ---------------------------------------------------------
+
+
+@pytest.fixture
+def compiled_always(monkeypatch):
+    """The fast player's compiled loop plays every bundled schedule, however small, from room for one instant."""
+    import netsim.engine.compiled as compiled
+
+    monkeypatch.setattr(compiled, "MIN_TRANSFERS", 0)
+    monkeypatch.setattr(compiled, "CAPACITY", 1)
+
+
+@pytest.mark.parametrize(("dims", "axes"), [((2, 2), ("x", "y")), ((2, 3, 4), ("x", "y", "z")), ((2, 2, 3), ("x", "z")), ((3, 3, 3), ("x", "y", "z"))])
+def test_the_compiled_loop_gives_the_reference_output_and_the_process_models_time(dims, axes, compiled_always):
+    mesh = mesh_of(dims)
+    n = math.prod(dims)
+    x = np.arange(n * 4 * 3 * 12, dtype=np.int32).reshape(n, 4, 36) * 7 - 1000
+    groups = mesh.groups(axes)
+    compiled = netsim.all_gather(x, axis_index_groups=groups, algorithm="multiaxis_bundled", engine="fast")
+    assert isinstance(compiled.leaves[0].playback.buffers, BundledBuffers)  # the compiled loop played it
+    assert compiled.verified and np.array_equal(compiled.output, reference_all_gather(x, [tuple(g) for g in groups]))
+    processes = netsim.all_gather(x, axis_index_groups=groups, algorithm="multiaxis_bundled", engine="processes")
+    assert compiled.time == processes.time
+    assert list(compiled.leaves[0].playback.arrived_at) == list(processes.leaves[0].playback.arrived_at)
+    sizes = netsim.all_gather(x, axis_index_groups=groups, algorithm="multiaxis_bundled", engine="fast", data="none")
+    assert sizes.time == processes.time
+
+
+@pytest.mark.parametrize("dims", [(4, 4), (4, 4, 4)])
+def test_the_compiled_loop_gives_the_closed_form(dims, compiled_always):
+    mesh = mesh_of(dims)
+    n, k = math.prod(dims), len(dims)
+    x = np.zeros((n, 2 * k * 1000), np.float32)
+    result = netsim.all_gather(x, axis_index_groups=mesh.groups(NAMES[:k]), algorithm="multiaxis_bundled", data="none", engine="fast")
+    assert isinstance(result.leaves[0].playback.buffers, BundledBuffers)
+    assert result.time == pytest.approx(sum(d - 1 for d in dims) * ALPHA + (n - 1) * x[0].nbytes / (2 * k * B), rel=1e-9)

@@ -241,3 +241,35 @@ def test_mesh_scenario_runs_and_reports_its_groups(tmp_path):
     # naming an algorithm overrides the multi-axis default
     path, _ = run_text(tmp_path, SCENARIO + "algorithm: dimension_ordered\n")
     assert netsim.simulate(netsim.load_scenario(path)).algorithm == "dimension_ordered"
+
+
+def _is_ring_by_routes(mesh, axis):
+    """axis_is_ring written route by route (the reference of the arrays' version)."""
+    a = mesh.axis_names.index(axis)
+    lines = np.moveaxis(mesh.devices, a, -1).reshape(-1, mesh.devices.shape[a]).tolist()
+    rings = chains = True
+    for line in lines:
+        n = len(line)
+        forward = [mesh.topology.route(line[i], line[(i + 1) % n], 1) for i in range(n)]
+        backward = [mesh.topology.route(line[(i + 1) % n], line[i], -1) for i in range(n)]
+        hops = forward + backward
+        rings &= all(len(r) == 1 for r in hops) and len({r[0] for r in hops}) == 2 * n
+        chains &= all(len(forward[i]) == 1 and len(backward[i]) == 1 for i in range(n - 1))
+    return n == 1 or rings or not chains
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_axis_is_ring_agrees_with_the_routes(seed):
+    rng = np.random.default_rng(seed)
+    dims = tuple(int(d) for d in rng.integers(1, 5, rng.integers(1, 4)))
+    wraps = tuple(bool(w) for w in rng.random(len(dims)) < 0.6)
+    topo = torus(dims, wraps)
+    n = topo.n_devices
+    shape = {f"a{i}": d for i, d in enumerate(dims)}
+    placements = [None, rng.permutation(n)]
+    if len(dims) > 1:
+        shape = {"a": dims[0], "rest": n // dims[0]}
+    for devices in placements:
+        mesh = Mesh(shape, topo, devices=devices)
+        for axis in mesh.axis_names:
+            assert mesh.axis_is_ring(axis) == _is_ring_by_routes(mesh, axis), (dims, wraps, devices, axis)

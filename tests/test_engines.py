@@ -10,15 +10,22 @@ unit statistics, event counts and final buffers.
 
 from __future__ import annotations
 
+import math
 import random
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from netsim.algorithms.bundles import Bundle, BundleTable
 from netsim.algorithms.compute import Compute
+from netsim.algorithms.schedule import build_schedule
+from netsim.algorithms.transfers import TransferTable
+from netsim.checks.invariants import check_playback
 from netsim.engine import ComputeUnit, EngineError, Link, play, transfer_columns
+from netsim.engine.compiled_bundles import BundledBuffers
 from netsim.network.topology import mesh, ring, torus
+from netsim.semantics.chunks import SizeOnly
 
 
 def add_one(x):
@@ -75,7 +82,7 @@ def played(engine, topo, transfers, computes, buffers, cut_through, start_s, **c
     return play(topo, transfers, buffers, computes=computes, cut_through=cut_through, start_s=start_s, engine=engine, **classes)
 
 
-def assert_same(ours, theirs):
+def assert_same(ours, theirs, payloads=True):
     assert ours.time == theirs.time
     assert ours.actions == theirs.actions
     assert ours.sent_at == theirs.sent_at
@@ -88,7 +95,8 @@ def assert_same(ours, theirs):
     np.testing.assert_array_equal(ours.computes.started_at, theirs.computes.started_at)
     np.testing.assert_array_equal(ours.computes.ended_at, theirs.computes.ended_at)
     assert ours.compute_units == theirs.compute_units
-    for mine, reference in zip(ours.buffers, theirs.buffers, strict=True):
+    assert ours.bundles == theirs.bundles
+    for mine, reference in zip(ours.buffers, theirs.buffers, strict=True) if payloads else ():
         assert mine.keys() == reference.keys()
         for key in mine:
             np.testing.assert_array_equal(mine[key], reference[key])
@@ -259,3 +267,110 @@ def test_the_compiled_loop_hands_back_what_it_cannot_play(compiled_always):
     # A missing chunk: the Python player raises the error.
     with pytest.raises(EngineError, match=r"^device 0 must send chunk 'b' \(transfer #0\) but does not hold it$"):
         play(topo, [move("b")], buffers)
+
+
+def random_bundled_case(seed):
+    """A random gather-like schedule that sends bundles (nested ones too), full of ties: every transfer
+    sends a chunk or bundle its source holds, or can make from what it holds, by the arrivals it waits for."""
+    rng = random.Random(seed)
+    topo, *_ = random_case(seed, with_computes=False)
+    n = topo.n_devices
+    size = rng.choice([8, 16])
+    values = rng.random() < 0.5
+    chunk = lambda d, p: np.full(size // 8, 10 * d + p, np.int64) if values else SizeOnly(size * (1 + p % 2))  # noqa: E731
+    buffers = [{(d, p): chunk(d, p) for p in range(2)} for d in range(n)]
+    table = {}
+    for b in range(rng.randint(1, 6)):  # bundle (n + b, 0) of some chunks and earlier bundles
+        known = [(d, p) for d in range(n) for p in range(2)]
+        inner = [rng.choice(list(table))] if table and rng.random() < 0.7 else []
+        table[(n + b, 0)] = tuple(inner + rng.sample(known, rng.randint(1, min(3, len(known)))))
+
+    def makeable(key, holds):
+        return key in holds or (key in table and all(makeable(part, holds) for part in table[key]))
+
+    moves, deps = [], []  # (src, dst, key, direction), deps
+    for _ in range(rng.randint(1, 40)):
+        src = rng.randrange(n)
+        here = [i for i, (_, dst, _, _) in enumerate(moves) if dst == src]
+        waits = sorted(rng.sample(here, min(len(here), rng.choice([0, 1, 2, 3, len(here)]))))
+        holds = set(buffers[src]) | {moves[i][2] for i in waits}
+        sendable = sorted(k for k in set(holds) | set(table) if makeable(k, holds))
+        bundles = [k for k in sendable if k in table]
+        key = rng.choice(bundles if bundles and rng.random() < 0.6 else sendable)
+        moves.append((src, rng.randrange(n), key, rng.choice([1, -1])))
+        deps.append(waits)
+    column = lambda values, dtype=np.int64: np.array(values, dtype)  # noqa: E731
+    ptr = np.cumsum([0] + [len(d) for d in deps])
+    transfers = TransferTable(
+        column(range(len(moves))),
+        column([m[0] for m in moves]),
+        column([m[1] for m in moves]),
+        column([m[2][0] for m in moves]),
+        column([m[2][1] for m in moves]),
+        column([False] * len(moves), bool),
+        column([m[3] for m in moves]),
+        column([0] * len(moves)),
+        ptr,
+        column([i for d in deps for i in d]),
+        BundleTable.from_dict(table) if rng.random() < 0.5 else table,  # (the compiled loop numbers keys on arrays, or one by one)
+    )
+    start_s = [rng.choice([0.0, 0.0, 1e-6, 2.5e-6]) for _ in range(n)] if rng.random() < 0.3 else None
+    return topo, transfers, [], buffers, rng.random() < 0.7, start_s
+
+
+def assert_same_payloads(ours, theirs, same_objects):
+    """The same keys in the same order; bundles made of the same parts (the very same objects if asked)."""
+    for mine, reference in zip(ours.buffers, theirs.buffers, strict=True):
+        assert list(mine) == list(reference)
+        stack = [(mine[key], reference[key]) for key in mine]
+        while stack:
+            a, b = stack.pop()
+            assert type(a) is type(b) and a.nbytes == b.nbytes
+            if isinstance(a, Bundle):
+                stack.extend(zip(a.parts, b.parts, strict=True))
+            elif same_objects:
+                assert a is b
+            elif isinstance(a, np.ndarray):
+                np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_random_bundled_schedules_play_the_same_on_every_engine(seed, compiled_always, monkeypatch):
+    case = random_bundled_case(seed)
+    played_by = []
+    real = compiled_always.compiled_player
+    monkeypatch.setattr("netsim.engine.playing.compiled_player", lambda *a: played_by.append(real(*a)) or played_by[-1])
+    compiled, processes = played("fast", *case), played("processes", *case)
+    assert played_by[0] is not None  # the compiled loop played it
+    assert_same(compiled, processes, payloads=False)
+    assert_same_payloads(compiled, processes, same_objects=False)
+    monkeypatch.setattr(compiled_always, "MIN_TRANSFERS", 10**9)
+    python = played("fast", *case)
+    assert compiled.events == python.events
+    assert_same_payloads(compiled, python, same_objects=True)  # bundles of the very chunks the Python player put in them
+
+
+def test_the_random_bundled_schedules_make_nested_bundles_and_contend():
+    runs = [played("processes", *random_bundled_case(seed)) for seed in range(150)]
+    assert sum(1 for run in runs if any(s.max_queue > 1 for s in run.links.values())) > 30
+    nested = 0
+    for run in runs:
+        nested += any(isinstance(part, Bundle) for held in run.buffers for chunk in held.values() if isinstance(chunk, Bundle) for part in chunk.parts)
+    assert nested > 20
+    assert sum(1 for run in runs if len(np.unique(run.arrived_at)) < len(run.arrived_at)) > 50
+
+
+@pytest.mark.parametrize(("dims", "data"), [((2, 3, 4), "values"), ((4, 4, 4), "none"), ((3, 3), "values"), ((4, 2), "none")])
+def test_multiaxis_bundled_plays_the_same_on_the_compiled_loop(dims, data, compiled_always):
+    topo = torus(dims, True, 45e9, 1e-6)
+    n = math.prod(dims)
+    schedule = build_schedule("gather", [list(range(n))], "multiaxis_bundled", group_shape=dims)
+    k = 2 * len(dims)
+    pieces = [np.arange(5 * k + 1, dtype=np.float32)[p::k] for p in range(k)]  # pieces of unequal size
+    buffers = [{(d, p): pieces[p] + d if data == "values" else SizeOnly(pieces[p].nbytes) for p in range(k)} for d in range(n)]
+    compiled = play(topo, schedule.transfers, buffers)
+    assert isinstance(compiled.buffers, BundledBuffers)  # the compiled loop played it
+    processes = play(topo, schedule.transfers, buffers, engine="processes")
+    assert_same(compiled, processes, payloads=False)
+    assert_same_payloads(compiled, processes, same_objects=True)
+    check_playback(topo, schedule.transfers, buffers, compiled, groups=schedule.groups, pattern="gather", wanted=lambda d: range(n))

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Bundle", "BundleTable", "leaves", "made_of_arrays", "opened_codes", "unbundled"]
+__all__ = ["Bundle", "BundleTable", "leaves", "made_of_arrays", "open_once", "opened_codes", "unbundled"]
 
 Key = tuple[int, int]
 
@@ -176,8 +176,16 @@ def leaves(key: Hashable, bundles: Mapping[Hashable, Sequence[Hashable]]) -> lis
     return [key] if parts is None else [leaf for part in parts for leaf in leaves(part, bundles)]
 
 
-def _open_once(codes: tuple[np.ndarray, np.ndarray, np.ndarray], bundle: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For bundle codes, ``(which, part)``: every part of each, ``which`` indexing ``bundle``."""
+def open_once(codes: tuple[np.ndarray, np.ndarray, np.ndarray], bundle: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For bundle codes, ``(which, part)``: every part of each, ``which`` indexing ``bundle`` (bundle by bundle).
+
+    Examples
+    --------
+    >>> codes = BundleTable.from_dict({(5, 0): ((4, 0), (2, 0)), (4, 0): ((0, 0), (1, 0))}).codes(1)
+    >>> which, part = open_once(codes, np.array([4, 5]))
+    >>> which.tolist(), part.tolist()
+    ([0, 0, 1, 1], [0, 1, 4, 2])
+    """
     key_code, ptr, part_code = codes
     order = np.argsort(key_code)
     row = order[np.searchsorted(key_code, bundle, sorter=order)]
@@ -223,7 +231,7 @@ def made_of_arrays(
     out_which, out_part = [], []
     which, device, bundle = np.arange(len(bundle), dtype=np.int64), np.asarray(device, np.int64), np.asarray(bundle, np.int64)
     while len(bundle):
-        k, part = _open_once(codes, bundle)
+        k, part = open_once(codes, bundle)
         which, device = which[k], device[k]
         again = is_bundle[np.minimum(part, len(is_bundle) - 1)] & (part >= 0)
         if again.any():

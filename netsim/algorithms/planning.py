@@ -17,10 +17,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from netsim.algorithms.bundles import BundleTable, made_of_arrays
+from netsim.algorithms.bundles import BundleTable, made_of_arrays, open_once
 from netsim.algorithms.registry import ALGORITHMS, Move, MoveFn
 from netsim.algorithms.transfers import PHASES, Key, Transfer, TransferTable
-from netsim.columnar import in_sorted, stable_order
+from netsim.columnar import searchsorted_many, stable_order
 
 
 def _planned_with_rows(phases: list[tuple[str, MoveFn]], groups: tuple[tuple[int, ...], ...]) -> tuple[Transfer, ...]:
@@ -69,14 +69,16 @@ def _planned_with_arrays(
         offset += last + 1
     columns = {name: (parts[name][0] if len(parts[name]) == 1 else np.concatenate(parts[name])) if parts[name] else np.empty(0, np.int32) for name in names}
     parts.clear()
-    order = _stable_order(columns["step"])
-    for name in names:
-        columns[name] = columns[name][order]
-    del order
+    if len(columns["step"]) and (np.diff(columns["step"]) < 0).any():  # (not already in step order)
+        order = _stable_order(columns["step"])
+        for name in names:
+            columns[name] = columns[name][order]
+        del order
     step, src, dst, block, piece = (columns[name] for name in ("step", "src", "dst", "block", "piece"))
-    dep_ptr, dep_idx = _with_deps(step, src, dst, block, piece)
+    sorted_arrivals: dict[str, np.ndarray] = {}
+    dep_ptr, dep_idx = _with_deps(step, src, dst, block, piece, sorted_arrivals)
     if bundles:
-        dep_ptr, dep_idx = _with_parts(step, src, dst, block, piece, dep_ptr, dep_idx, bundles)
+        dep_ptr, dep_idx = _with_parts(step, src, dst, block, piece, dep_ptr, dep_idx, bundles, sorted_arrivals.get("order"))
     phase_code = columns["phase"].astype(np.int8)
     reduce = phase_code == PHASES.index("reduce_scatter")
     return TransferTable(step, src, dst, block, piece, reduce, columns["direction"], phase_code, dep_ptr, dep_idx, bundles)
@@ -163,8 +165,12 @@ def _with_parts(
     dep_ptr: np.ndarray,
     dep_idx: np.ndarray,
     bundles: BundleTable,
+    arrival_order: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Make each transfer that sends a bundle its source was never sent wait for the parts.
+
+    ``arrival_order``, if given, orders the transfers by (dst, block, piece), each once
+    (as :func:`_with_deps` found it).
 
     Such a transfer makes the bundle: it waits for every arrival at its source, at
     an earlier step, of each part; a part that never arrives there but is a bundle
@@ -177,34 +183,69 @@ def _with_parts(
     code = block.astype(np.int64) * pieces + piece
     steps = int(step.max()) + 1
     n_codes = 1 + max(int(code.max()), int(codes[0].max(initial=0)), int(codes[2].max(initial=0)))
-    makes = np.flatnonzero(np.isin(code, codes[0]) & (np.diff(dep_ptr) == 0))
+    is_bundle = np.zeros(n_codes, bool)
+    is_bundle[codes[0]] = True
+    makes = np.flatnonzero(is_bundle[code] & (np.diff(dep_ptr) == 0))
     if not len(makes):
         return dep_ptr, dep_idx
     # Arrivals by (device, key, step), to find those of a part at a source before a step.
     arrival = (dst.astype(np.int64) * n_codes + code) * steps + step
-    by_arrival = np.argsort(arrival, kind="stable")
+    by_arrival = stable_order(arrival) if arrival_order is None else arrival_order
     arrival = arrival[by_arrival]
     arrives = arrival // steps  # sorted: keep the first of each run
     arrives = arrives[np.concatenate([[True], arrives[1:] != arrives[:-1]])]
 
-    which, part = made_of_arrays(codes, src[makes].astype(np.int64), code[makes], lambda device, part: in_sorted(device * n_codes + part, arrives))
-    owner = makes[which]
-    base = (src[owner].astype(np.int64) * n_codes + part) * steps
-    lo = np.searchsorted(arrival, base)
-    counts = np.searchsorted(arrival, base + step[owner]) - lo
-    starts = np.zeros(len(counts), np.int64)
-    np.cumsum(counts[:-1], out=starts[1:])
-    new_owner = np.repeat(owner, counts)
-    new_dep = by_arrival[np.repeat(lo - starts, counts) + np.arange(int(counts.sum()))]
-    # Merge: the old dependencies, plus the new ones (the makers had none), sorted per transfer.
-    old_owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(dep_ptr))
-    pairs = np.concatenate([old_owner * n + dep_idx, new_owner * n + new_dep])  # (waiter, awaited) as one int
+    def is_sent(device: np.ndarray, part: np.ndarray) -> np.ndarray:
+        wanted = device * n_codes + part
+        spot = np.minimum(searchsorted_many(arrives, wanted), len(arrives) - 1)
+        return arrives[spot] == wanted
+
+    if len(arrives) == n:  # one arrival per (device, key) (gathers): one lookup per part
+        which, part = open_once(codes, code[makes])
+        owner = makes[which]
+        wanted = src[owner].astype(np.int64) * n_codes + part
+        spot = np.minimum(searchsorted_many(arrives, wanted), n - 1)
+        sent = arrives[spot] == wanted
+        deeper = np.flatnonzero(~sent & (part >= 0) & is_bundle[np.minimum(part, n_codes - 1)])  # made in turn
+        if len(deeper):
+            inner, inner_part = made_of_arrays(codes, src[owner[deeper]].astype(np.int64), part[deeper], is_sent)
+            inner_owner = owner[deeper][inner]
+            inner_wanted = src[inner_owner].astype(np.int64) * n_codes + inner_part
+            inner_spot = np.minimum(searchsorted_many(arrives, inner_wanted), n - 1)
+            owner, wanted = np.concatenate([owner, inner_owner]), np.concatenate([wanted, inner_wanted])
+            spot = np.concatenate([spot, inner_spot])
+            sent = np.concatenate([sent, arrives[inner_spot] == inner_wanted])
+        hit = sent & (arrival[spot] - wanted * steps < step[owner])
+        new_owner, new_dep = owner[hit], by_arrival[spot[hit]]
+        del wanted, spot, sent, hit
+    else:
+        which, part = made_of_arrays(codes, src[makes].astype(np.int64), code[makes], is_sent)
+        owner = makes[which]
+        base = (src[owner].astype(np.int64) * n_codes + part) * steps
+        lo = searchsorted_many(arrival, base)
+        base += step[owner]
+        counts = searchsorted_many(arrival, base) - lo
+        starts = np.zeros(len(counts), np.int64)
+        np.cumsum(counts[:-1], out=starts[1:])
+        new_owner = np.repeat(owner, counts)
+        new_dep = by_arrival[np.repeat(lo - starts, counts) + np.arange(int(counts.sum()))]
+    # Merge: the old dependencies, and the makers' new ones (they had none), sorted and once each.
+    pairs = new_owner * n + new_dep  # (waiter, awaited) as one int
     pairs.sort()
     pairs = pairs[np.concatenate([[True], pairs[1:] != pairs[:-1]])]
-    all_owner, all_dep = np.divmod(pairs, n)
+    new_owner, new_dep = np.divmod(pairs, n)
+    del pairs
+    old_count, new_count = np.diff(dep_ptr), np.bincount(new_owner, minlength=n)
     ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(all_owner, minlength=n), out=ptr[1:])
-    return ptr, all_dep
+    np.cumsum(old_count + new_count, out=ptr[1:])
+    deps = np.empty(int(ptr[-1]), np.int64)
+    for count, owned in ((old_count, dep_idx), (new_count, new_dep)):  # each transfer's, at its place
+        first = np.zeros(n, np.int64)
+        np.cumsum(count[:-1], out=first[1:])
+        place = np.repeat(ptr[:-1] - first, count)
+        place += np.arange(len(owned))
+        deps[place] = owned
+    return ptr, deps
 
 
 def _stable_order(values: np.ndarray) -> np.ndarray:
@@ -212,7 +253,9 @@ def _stable_order(values: np.ndarray) -> np.ndarray:
     return stable_order(values)
 
 
-def _with_deps(step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.ndarray, piece: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _with_deps(
+    step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.ndarray, piece: np.ndarray, keep: dict[str, np.ndarray] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Attach to each transfer the earlier arrivals of its chunk at its source.
 
     A chunk may only leave a device once every transfer of an earlier step that
@@ -232,7 +275,7 @@ def _with_deps(step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.nda
     pieces = int(piece.max()) + 1
     chunks = (int(block.max()) + 1) * pieces
     steps = int(step.max()) + 1
-    single = _with_one_arrival_each(step, src, dst, block, piece, chunks)
+    single = _with_one_arrival_each(step, src, dst, block, piece, chunks, keep)
     if single is not None:
         return single
     codes = np.empty(2 * n, np.int64)  # arrivals, then departures: ((device, chunk), step, departure first)
@@ -272,37 +315,49 @@ def _with_deps(step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.nda
 
 
 def _with_one_arrival_each(
-    step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.ndarray, piece: np.ndarray, chunks: int
+    step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.ndarray, piece: np.ndarray, chunks: int, keep: dict[str, np.ndarray] | None = None
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`_with_deps` when every (device, chunk) has at most one arrival, else None.
 
     A departure then waits for the one arrival of its chunk at its source, if
-    that arrival belongs to an earlier step. Reads a table over (device, chunk),
-    so only when that table is not much bigger than the schedule.
+    that arrival belongs to an earlier step. Reads a table over (device, chunk)
+    when that table is not much bigger than the schedule, else looks the arrivals
+    up sorted.
     """
     n = len(step)
     pieces = chunks // (int(block.max()) + 1)
     size = (max(int(src.max()), int(dst.max())) + 1) * chunks
-    if size > 4 * n + 1024:
-        return None
     chunk = block.astype(np.int64)
     chunk *= pieces
     chunk += piece
     code = dst.astype(np.int64)
     code *= chunks
     code += chunk
-    seen = np.zeros(size, bool)
-    seen[code] = True
-    if int(np.count_nonzero(seen)) != n:  # some (device, chunk) receives twice
-        return None
-    del seen
-    arrival = np.full(size, -1, np.int64)
-    arrival[code] = np.arange(n, dtype=np.int64)
-    np.multiply(src, chunks, out=code, dtype=np.int64)
-    code += chunk
-    del chunk
-    waited = arrival[code]
-    del code, arrival
+    if size > 4 * n + 1024:  # a table too big: the arrivals sorted, looked up
+        order = stable_order(code)
+        arrivals = code[order]
+        if (arrivals[1:] == arrivals[:-1]).any():  # some (device, chunk) receives twice
+            return None
+        np.multiply(src, chunks, out=code, dtype=np.int64)
+        code += chunk
+        spot = np.minimum(searchsorted_many(arrivals, code), n - 1)
+        waited = np.where(arrivals[spot] == code, order[spot], -1)
+        if keep is not None:  # the transfers by (dst, block, piece), for the bundles' parts
+            keep["order"] = order
+        del order, arrivals, spot, code, chunk
+    else:
+        seen = np.zeros(size, bool)
+        seen[code] = True
+        if int(np.count_nonzero(seen)) != n:  # some (device, chunk) receives twice
+            return None
+        del seen
+        arrival = np.full(size, -1, np.int64)
+        arrival[code] = np.arange(n, dtype=np.int64)
+        np.multiply(src, chunks, out=code, dtype=np.int64)
+        code += chunk
+        del chunk
+        waited = arrival[code]
+        del code, arrival
     has = waited >= 0
     has &= step[waited] < step
     dep_ptr = np.zeros(n + 1, np.int64)

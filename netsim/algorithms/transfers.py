@@ -98,14 +98,14 @@ class TransferTable(Sequence):
         if self._columns is None:
             pieces = int(self.piece.max()) + 1 if len(self.piece) else 1
             code, key_index = factorize(self.block * pieces + self.piece)
-            keys = [(b, p) for b, p in zip(*divmod(code, pieces), strict=True)]
+            blocks, key_pieces = (column.tolist() for column in divmod(code, pieces))
             self._columns = {
                 "src": self.src,
                 "dst": self.dst,
                 "direction": self.direction,
                 "reduce": self.reduce,
                 "key_index": key_index.reshape(-1),
-                "keys": [(int(b), int(p)) for b, p in keys],
+                "keys": list(zip(blocks, key_pieces, strict=True)),
                 "dep_ptr": self.dep_ptr,
                 "dep_idx": self.dep_idx,
                 "bundles": self.bundles,

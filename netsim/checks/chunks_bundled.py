@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
@@ -10,7 +12,7 @@ import numpy as np
 from netsim.algorithms.bundles import as_table, made_of_arrays, opened_codes
 from netsim.checks.arrays import _Arrays, _first, _slack
 from netsim.checks.errors import InvariantError
-from netsim.columnar import in_sorted
+from netsim.columnar import in_sorted, searchsorted_many, stable_order
 
 
 def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position: dict[int, int], pattern: str, wanted: Callable[[int], Iterable[int]]) -> None:
@@ -25,54 +27,81 @@ def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position
     if pattern != "gather" or a.reduce.any():
         raise InvariantError("chunks", f"bundles are only played in gathers, not in a {pattern}")
     bundles = a.bundles
-    for d, held in enumerate(buffers):
-        for key in held:
-            if key in bundles or key[0] != position.get(d):
-                raise InvariantError("chunks", f"device {d} starts with chunk {key!r}, which is not its own block")
-    key_number = {key: k for k, key in enumerate(a.keys)}
-    for held in buffers:
-        for key in held:
-            key_number.setdefault(key, len(key_number))
-    n_codes = len(key_number)
-    start = np.unique(np.fromiter((d * n_codes + key_number[key] for d, held in enumerate(buffers) for key in held), np.int64))
-    # Each (device, key) is delivered at most once, and never where it started.
-    code = a.dst * n_codes + a.key_index
-    order = np.argsort(code, kind="stable")
-    by_code = code[order]
-    twice = np.flatnonzero(by_code[1:] == by_code[:-1])
-    again = in_sorted(code, start)
-    if len(twice) or again.any():
-        i = int(order[twice[0] + 1]) if len(twice) else _first(again)
-        raise InvariantError(
-            "chunks", f"device {a.dst[i]}, chunk {a.keys[a.key_index[i]]!r}: transfer #{i} delivers a chunk that is already there a second time"
-        )
-    arrived_at = a.arrived[order]
-
-    def held_by(device_key: np.ndarray, when: np.ndarray) -> np.ndarray:
-        """Whether each (device * n_codes + key) is held at the time beside it: from the start, or arrived by then."""
-        spot = np.minimum(np.searchsorted(by_code, device_key), max(len(by_code) - 1, 0))
-        came = (by_code[spot] == device_key) & (arrived_at[spot] <= when + _slack(when, arrived_at[spot]))
-        return came | in_sorted(device_key, start)
-
-    # Every transfer leaves once its source holds what it carries, or, making a bundle,
-    # once it holds all it makes it from. Keys as numbers: a.keys, then the starting ones.
     table = as_table(bundles)
-    pieces = sorted({key[1] for held in buffers for key in held} | {int(p) for p in table.key_array[:, 1]})
+    start_keys = [key for held in buffers for key in held]
+    holder = np.repeat(np.arange(len(buffers), dtype=np.int64), [len(held) for held in buffers])
+    key_number = {key: k for k, key in enumerate(a.keys)}
+    numbers = list(map(key_number.get, start_keys))  # (keys the transfers name: all of them, as a rule)
+    if None in numbers:
+        numbers = [key_number.setdefault(key, len(key_number)) for key in start_keys]
+    start_number = np.array(numbers, np.int64)
+    n_codes = len(key_number)
+    # Keys as numbers: a.keys, then the starting ones; the bundle table's keys and parts too (-1: a key no one names).
+    pieces = sorted(set(map(operator.itemgetter(1), start_keys)) | set(table.key_array[:, 1].tolist()))
     width = len(pieces)
     key_code, ptr, part_code = table.codes(width)
-    block_piece = np.array(list(key_number), np.int64).reshape(-1, 2) @ np.array([width, 1])  # number -> code
+    block_piece = np.fromiter(itertools.chain.from_iterable(key_number), np.int64, 2 * n_codes).reshape(-1, 2) @ np.array([width, 1])  # number -> code
     number = np.full(1 + max(int(block_piece.max(initial=0)), int(key_code.max(initial=0)), int(part_code.max(initial=0))), -1, np.int64)
     number[block_piece] = np.arange(len(block_piece))
     codes = (number[key_code], ptr, number[part_code])
-    leaving = a.src * n_codes + a.key_index
-    makes = np.isin(a.key_index, codes[0]) & ~in_sorted(leaving, by_code)
+    is_bundle = np.zeros(n_codes, bool)
+    is_bundle[codes[0][codes[0] >= 0]] = True
+    mine = np.full(len(buffers), -1, np.int64)  # each device's position (-1: none)
+    for d, k in position.items():
+        if 0 <= d < len(buffers):
+            mine[d] = k
+    start_block = np.fromiter(map(operator.itemgetter(0), start_keys), np.int64, len(start_keys))
+    wrong = is_bundle[start_number] | (start_block != mine[holder]) | (mine[holder] < 0)
+    if wrong.any():
+        k = _first(wrong)
+        raise InvariantError("chunks", f"device {holder[k]} starts with chunk {start_keys[k]!r}, which is not its own block")
+    start = np.unique(holder * n_codes + start_number)
+    # Each (device, key) is delivered at most once, and never where it started.
+    code = np.multiply(a.dst, n_codes, dtype=np.int64)
+    code += a.key_index
+    order = stable_order(code)
+    by_code = code[order]
+    twice = np.flatnonzero(by_code[1:] == by_code[:-1])
+    again = order[_spot(by_code, start)[in_sorted(start, by_code)]]  # (a start looked for among the deliveries: fewer)
+    if len(twice) or len(again):
+        i = int(order[twice[0] + 1]) if len(twice) else int(again.min())
+        raise InvariantError(
+            "chunks", f"device {a.dst[i]}, chunk {a.keys[a.key_index[i]]!r}: transfer #{i} delivers a chunk that is already there a second time"
+        )
+    del code
+    arrived_at = a.arrived[order]
+
+    def held_by(device_key: np.ndarray, when: np.ndarray, spot: np.ndarray | None = None) -> np.ndarray:
+        """Whether each (device * n_codes + key) is held at the time beside it: from the start, or arrived by then."""
+        if spot is None:
+            spot = _spot(by_code, device_key, sort=True)
+        came = (by_code[spot] == device_key) & (arrived_at[spot] <= when + _slack(when, arrived_at[spot]))
+        return came | in_sorted(device_key, start)
+
+    # Every transfer leaves once its source holds what it carries, or, making a bundle
+    # (sending one it was never sent), once it holds all it makes it from.
+    leaving = np.multiply(a.src, n_codes, dtype=np.int64)
+    leaving += a.key_index
+    came = _deliveries(a, leaving, by_code, order)
+    makes = is_bundle[a.key_index] & (came < 0)
     plain = np.flatnonzero(~makes)
-    bad = plain[~held_by(leaving[plain], a.sent[plain])]
+    plain_came = came[plain]
+    when, at = a.sent[plain], a.arrived[np.maximum(plain_came, 0)]
+    held = (plain_came >= 0) & (at <= when + _slack(when, at))
+    never = np.flatnonzero(plain_came < 0)  # (a key delivered to its source is not one it started with)
+    held[never] = in_sorted(leaving[plain[never]], start)
+    bad = plain[~held]
+    del came, plain_came, when, at, held
     first_bad = (int(bad[0]), int(a.key_index[bad[0]])) if len(bad) else None
     made = np.flatnonzero(makes)
-    which, part = made_of_arrays(codes, a.src[made], a.key_index[made], lambda d, c: in_sorted(d * n_codes + c, by_code))
+
+    def is_sent(device: np.ndarray, key: np.ndarray) -> np.ndarray:
+        wanted = np.multiply(device, n_codes, dtype=np.int64) + key
+        return by_code[_spot(by_code, wanted, sort=True)] == wanted if len(by_code) else np.zeros(len(wanted), bool)
+
+    which, part = made_of_arrays(codes, a.src[made], a.key_index[made], is_sent)
     owner = made[which]
-    missing = np.flatnonzero(~held_by(a.src[owner] * n_codes + part, a.sent[owner]))
+    missing = np.flatnonzero(~held_by(np.multiply(a.src[owner], n_codes, dtype=np.int64) + part, a.sent[owner]))
     if len(missing) and (first_bad is None or owner[missing[0]] < first_bad[0]):
         first_bad = (int(owner[missing[0]]), int(part[missing[0]]))
     if first_bad is not None:
@@ -80,11 +109,8 @@ def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position
         key = next((key for key, m in key_number.items() if m == number), "?")
         raise InvariantError("chunks", f"transfer #{i} leaves device {a.src[i]} before chunk {key!r} is there")
     # What each device ends with, bundles opened: each wanted piece once, nothing else.
-    final_device = np.concatenate([a.dst, np.fromiter((d for d, held in enumerate(buffers) for _ in held), np.int64)])
-    final_key = np.concatenate([a.key_index, np.fromiter((key_number[key] for held in buffers for key in held), np.int64)])
-    by_device = np.argsort(final_device, kind="stable")
-    final_device, final_key = final_device[by_device], final_key[by_device]
-    device_ptr = np.searchsorted(final_device, np.arange(len(buffers) + 1))
+    final_device = np.concatenate([a.dst, holder])
+    final_key = np.concatenate([a.key_index, start_number])
     wants: dict[Any, np.ndarray] = {}
     want_of = []
     for d in range(len(buffers)):
@@ -99,18 +125,15 @@ def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position
     size = 1 + max(int(block_piece.max(initial=0)), *(int(c.max(initial=0)) for c in wants.values()))
     chunk_print = np.random.default_rng(20261121).integers(0, 2**63, size, dtype=np.int64).astype(np.uint64) * np.uint64(2) + np.uint64(1)
     key_print, key_count = _fingerprints(codes, block_piece, chunk_print)
-    counts = np.diff(device_ptr)
     got_count = np.bincount(final_device, weights=key_count[final_key], minlength=len(buffers)).astype(np.int64)
     got_print = np.zeros(len(buffers), np.uint64)
-    some = np.flatnonzero(counts)
-    if len(some):
-        got_print[some] = np.add.reduceat(key_print[final_key], device_ptr[:-1][some])
+    np.add.at(got_print, final_device, key_print[final_key])  # (wrapping sums)
     sums = {id(c): (np.add.reduce(chunk_print[c], dtype=np.uint64), len(c)) for c in wants.values()}
     want_print = np.fromiter((sums[id(c)][0] for c in want_of), np.uint64, len(buffers))
     want_count = np.fromiter((sums[id(c)][1] for c in want_of), np.int64, len(buffers))
     suspects = np.flatnonzero((got_print != want_print) | (got_count != want_count))
     for d in suspects.tolist():
-        keys = final_key[device_ptr[d] : device_ptr[d + 1]]
+        keys = final_key[final_device == d]
         _, flat = opened_codes(codes, keys)
         got = np.sort(block_piece[flat[flat >= 0]]) if len(flat) else flat
         want = np.sort(want_of[d])
@@ -124,6 +147,36 @@ def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position
             extra = np.setdiff1d(got, want)
             detail = f"with chunk {divmod(int(extra[0]), width)!r} it should not hold" if len(extra) else "with a chunk no device started with"
         raise InvariantError("chunks", f"device {d} ends {detail}")
+
+
+def _spot(sorted_codes: np.ndarray, values: np.ndarray, sort: bool = False) -> np.ndarray:
+    """Where each value (>= 0) is, or would be, in ``sorted_codes`` (clipped to the last place); with
+    ``sort``, many values are looked up in sorted order (:func:`netsim.columnar.searchsorted_many`)."""
+    spot = searchsorted_many(sorted_codes, values) if sort else np.searchsorted(sorted_codes, values)
+    return np.minimum(spot, max(len(sorted_codes) - 1, 0))
+
+
+def _deliveries(a: _Arrays, leaving: np.ndarray, by_code: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Per transfer, the transfer that delivers its key to its source (-1: none), each (device, key) delivered once.
+
+    Looked for first among what the transfer waits for (a planned schedule waits for it),
+    then, for the rest, among all deliveries (``by_code``, the deliveries' codes sorted; ``order``
+    their transfers).
+    """
+    n = len(leaving)
+    waiter = np.repeat(np.arange(n, dtype=np.int64), np.diff(a.dep_ptr))
+    awaited = a.dep_idx
+    ours = awaited < n  # (compute steps are numbered after the transfers)
+    waiter, awaited = waiter[ours], awaited[ours]
+    hit = (a.dst[awaited] == a.src[waiter]) & (a.key_index[awaited] == a.key_index[waiter])
+    came = np.full(n, -1, np.int64)
+    came[waiter[hit]] = awaited[hit]
+    rest = np.flatnonzero(came < 0)
+    if len(rest) and len(by_code):
+        spot = _spot(by_code, leaving[rest], sort=True)
+        found = by_code[spot] == leaving[rest]
+        came[rest[found]] = order[spot[found]]
+    return came
 
 
 def _fingerprints(codes: tuple[np.ndarray, np.ndarray, np.ndarray], block_piece: np.ndarray, chunk_print: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

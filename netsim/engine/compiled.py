@@ -9,7 +9,8 @@ the same additions (``held + arrived``) as the Python player. Each device's
 buffer is then built once, in the order the Python player would have filled it.
 
 It plays schedules of transfers without compute steps or bundles whose devices'
-chunk table (devices x keys) stays small; :func:`compiled_player` returns None
+chunk table (devices x keys) stays small; schedules that send bundles play in
+:mod:`netsim.engine.compiled_bundles`; :func:`compiled_player` returns None
 for the rest, and for runs where a reduction's result turns out not to weigh what
 it was taken to weigh, or where a chunk is missing (the Python player then plays
 the run and raises the error).
@@ -25,6 +26,7 @@ import numpy as np
 
 from netsim.columnar import stable_order
 from netsim.engine.columns import ColumnList, HopList, hops_and_links
+from netsim.engine.compiled_bundles import bundled_player
 from netsim.engine.playback import LinkStats
 from netsim.engine.routes import Routes, id_list, link_rates
 from netsim.network.topology import LinkId, Topology
@@ -198,7 +200,11 @@ def compiled_player(
 ) -> CompiledPlayer | None:
     """The run played by the compiled loop, or None where the Python player must play it (see the module)."""
     n = len(columns["src"])
-    if n < MIN_TRANSFERS or computes or columns.get("bundles") or topology.n_devices * len(columns["keys"]) > MAX_CHUNK_TABLE:
+    if n < MIN_TRANSFERS or computes:
+        return None
+    if columns.get("bundles"):
+        return bundled_player(topology, columns, buffers, cut_through, start_s, CAPACITY)
+    if topology.n_devices * len(columns["keys"]) > MAX_CHUNK_TABLE:
         return None
     kernel = _kernel()
     if kernel is None:

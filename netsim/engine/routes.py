@@ -9,6 +9,7 @@ import numpy as np
 
 from netsim.columnar import factorize
 from netsim.engine.columns import ArrayList
+from netsim.network.hops import one_hop
 from netsim.network.topology import LinkId, Topology
 
 __all__ = ["Routes", "check_schedule", "link_rates"]
@@ -135,6 +136,7 @@ class Routes:
         self.link_ids: list[LinkId] = topology.links
         self.number = {link: k for k, link in enumerate(self.link_ids)}
         self.known: dict[int, tuple[tuple[int, ...], tuple[LinkId, ...]]] = {}
+        self._table: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def of_topology(cls, topology: Topology) -> Routes:
@@ -154,6 +156,7 @@ class Routes:
         code += np.where(direction >= 2, direction + 1, direction > 0)  # 0, 1: the ties; 3 + a: axis a first
         unique, inverse = factorize(code)
         del code
+        self._one_hops(topology, unique)
         as_numbers, as_ids = [], []
         for c in unique.tolist():
             known = self.known.get(c)
@@ -166,6 +169,37 @@ class Routes:
             as_ids.append(known[1])
         inverse.flags.writeable = False
         return inverse, as_numbers, as_ids
+
+    def _one_hops(self, topology: Topology, codes: np.ndarray) -> None:
+        """Know the routes of ``codes`` that are one link of dimension-order routing, all at once (no link down)."""
+        if topology.down_links or len(codes) < 64:
+            return
+        pair, way = np.divmod(codes, _WAYS)
+        src, dst = np.divmod(pair, topology.n_devices)
+        axis, step = one_hop(topology, src, dst, np.where(way == 1, 1, -1))
+        take = np.flatnonzero((way < 2) & (axis >= 0))
+        k = len(topology.dims)
+        number, head = self._link_table(topology)  # the link leaving u along (axis, step), and where it goes
+        slot = (src[take] * k + axis[take]) * 2 + (step[take] > 0)
+        link = number[slot]
+        found = (link >= 0) & (head[slot] == dst[take])  # (else the route is not a link of the graph: Topology.route says so)
+        ids = self.link_ids
+        for c, j in zip(codes[take[found]].tolist(), link[found].tolist(), strict=True):
+            if c not in self.known:
+                self.known[c] = ((j,), (ids[j],))
+
+    def _link_table(self, topology: Topology) -> tuple[np.ndarray, np.ndarray]:
+        """Per (device, axis, step) of the grid, the number of the link ``(u, v, (axis, step))`` and its ``v`` (-1: none)."""
+        if self._table is None:
+            k = len(topology.dims)
+            number = np.full(topology.n_devices * k * 2, -1, np.int64)
+            head = np.full(len(number), -1, np.int64)
+            for j, (u, v, key) in enumerate(self.link_ids):
+                if isinstance(key, tuple) and len(key) == 2 and key[0] in range(k) and key[1] in (1, -1):
+                    slot = (u * k + key[0]) * 2 + (key[1] > 0)
+                    number[slot], head[slot] = j, v
+            self._table = (number, head)
+        return self._table
 
     def of(self, topology: Topology, columns: dict[str, Any]) -> tuple[list[tuple[int, ...]], list[tuple[LinkId, ...]]]:
         """Per transfer: its route as link numbers, and as link ids (an :class:`ArrayList` that keeps,

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from netsim.network.hops import one_hop
 from netsim.network.topology import Topology
 
 __all__ = ["AxisGroups", "Mesh"]
@@ -283,6 +284,13 @@ class Mesh:
         lines = np.moveaxis(self.devices, a, -1).reshape(-1, self.devices.shape[a])
         if lines.shape[1] == 1:
             return True
+        if not self.topology.down_links:  # every route is dimension order: all lines at once, on arrays
+            following = np.roll(lines, -1, axis=1)
+            forward, backward = _one_hop(self.topology, lines, following, 1), _one_hop(self.topology, following, lines, -1)
+            hops = np.sort(np.concatenate([forward, backward], axis=1), axis=1)
+            rings = bool((hops >= 0).all() and (hops[:, 1:] != hops[:, :-1]).all())
+            chains = bool((forward[:, :-1] >= 0).all() and (backward[:, :-1] >= 0).all())
+            return rings or not chains
         rings = chains = True
         for line in lines.tolist():
             n = len(line)
@@ -294,3 +302,10 @@ class Mesh:
             if any(len(forward[i]) != 1 or len(backward[i]) != 1 for i in range(n - 1)):
                 chains = False
         return rings or not chains
+
+
+
+def _one_hop(topology: Topology, src: np.ndarray, dst: np.ndarray, tie: int) -> np.ndarray:
+    """Per pair, a number for the one link dimension-order routing takes from ``src`` to ``dst``, -1 if none."""
+    axis, step = one_hop(topology, src, dst, tie)
+    return np.where(axis >= 0, ((src * topology.n_devices + dst) * len(topology.dims) + axis) * 2 + (step > 0), -1)
