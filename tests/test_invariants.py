@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 import netsim
 from netsim.algorithms.schedule import Schedule, build_schedule
 from netsim.checks.arrays import _Arrays, _dependency_order
-from netsim.checks.chunks import _chunks_folded
+from netsim.checks.chunks import _chunks_folded, _held_codes
+from netsim.checks.chunks_compiled import chunks_pass
 from netsim.checks.chunks_placed import _chunks_placed
 from netsim.checks.conservation import _check_device_bytes
 from netsim.checks.errors import InvariantError
@@ -341,3 +342,40 @@ def test_the_array_replay_says_what_the_step_by_step_replay_says(algorithm, corr
     folded = chunk_errors(_chunks_folded, topology, short, buffers, run, groups, wanted)
     assert placed == folded
     assert (placed is None) == (corruption == "none")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "algorithm"),
+    [
+        ("reduce_scatter", "ring"),
+        ("reduce_scatter", "bidirectional_ring"),
+        ("all_reduce", "ring"),
+        ("all_reduce", "rabenseifner"),
+        ("all_reduce", "direct"),
+        ("gather", "ring"),
+        ("all_to_all", "direct"),
+    ],
+)
+@pytest.mark.parametrize("corruption", ["none", "drop", "twice", "regroup", "swap", "wide"])
+def test_the_compiled_replay_passes_exactly_what_the_step_by_step_replay_passes(pattern, algorithm, corruption):
+    groups = ((0, 1, 2, 3, 4, 5, 6, 7),) if corruption == "wide" else ((0, 1, 2, 3),)
+    schedule = build_schedule(pattern, groups, algorithm)
+    transfers = list(schedule.transfers)
+    if corruption == "drop":
+        transfers = transfers[:-1]
+    elif corruption == "twice":
+        transfers = [*transfers, transfers[-1], transfers[0]]
+    short = replace(schedule, transfers=tuple(transfers))
+    topology = ring(len(groups[0]))
+    buffers = start_buffers(short, topology.n_devices)
+    run = play(topology, short.transfers, buffers)
+    groups = {"regroup": ((1, 0, 2, 3),), "swap": ((0, 1, 3, 2),)}.get(corruption, short.groups)
+    wanted = wanted_of(short)
+    folded = chunk_errors(_chunks_folded, topology, short, buffers, run, groups, wanted)
+    a = _Arrays(topology, short.transfers, run)
+    key_ids, held_codes = _held_codes(buffers)
+    key_id = np.array([key_ids.get(a.keys[k], -1) for k in a.key_index.tolist()], np.int64)
+    position = {d: k for members in groups for k, d in enumerate(members)}
+    passes = chunks_pass(a, buffers, _dependency_order(a), position, len(groups[0]), short.pattern, wanted, key_ids, key_id, held_codes)
+    assert passes == (folded is None)
+    assert passes == (corruption in ("none", "wide") or (corruption in ("regroup", "swap") and pattern in ("reduce_scatter", "all_reduce")))
