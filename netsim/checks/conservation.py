@@ -51,11 +51,12 @@ def _check_link_bytes(playback: Playback, a: _Arrays) -> None:
 
 
 def _check_device_bytes(transfers: Sequence[TransferLike], buffers: Sequence[dict[Hashable, Any]], playback: Playback, a: _Arrays) -> None:
-    size: dict[Hashable, int] = {}
+    size: dict[Hashable, int] = {}  # each key's size in the first buffer holding it with one
     for held in buffers:
-        for key, chunk in held.items():
+        for key in held.keys() - size.keys():  # (devices mostly hold keys met already)
+            chunk = held[key]
             if hasattr(chunk, "nbytes"):  # payload-free (timing-only) chunks have no size to compare
-                size.setdefault(key, int(chunk.nbytes))
+                size[key] = int(chunk.nbytes)
     key_size = np.fromiter((size.get(key, -1) for key in a.keys), np.int64, len(a.keys))
     expected = key_size[a.key_index] if len(a.keys) else np.full(len(a.key_index), -1, np.int64)
     wrong = expected != a.nbytes
