@@ -70,9 +70,11 @@ class CompiledPlayer:
 
         ptr, idx = columns["dep_ptr"], columns["dep_idx"]
         missing = np.diff(ptr).astype(np.int32)
-        waiter = np.repeat(np.arange(n, dtype=np.int32), missing)[stable_order(idx)] if len(idx) else np.zeros(0, np.int32)
+        waited = np.bincount(idx, minlength=n)
         wait_ptr = np.zeros(n + 1, np.int64)
-        np.cumsum(np.bincount(idx, minlength=n), out=wait_ptr[1:])
+        np.cumsum(waited, out=wait_ptr[1:])
+        waiter = _waiters(idx, missing, wait_ptr, int(waited.max(initial=0)))
+        del waited
 
         # The chunks devices hold at the start, numbered (keys no transfer names are left out); the reductions' results come after them.
         key_number = _key_numbers(buffers, {k: j for j, k in enumerate(keys)})
@@ -188,6 +190,18 @@ class CompiledPlayer:
     def stats(self) -> tuple[HopList, dict[LinkId, LinkStats]]:
         """Hops in start order and per-link statistics, from the recorded columns."""
         return hops_and_links(self.record, self.nbytes, self.link_ids, self.max_queue)
+
+
+def _waiters(idx: np.ndarray, missing: np.ndarray, wait_ptr: np.ndarray, most: int) -> np.ndarray:
+    """The transfers waiting for each transfer, in order: ``waiter[wait_ptr[i]:wait_ptr[i+1]]`` wait for i
+    (transfer j waits for ``idx[ptr[j]:ptr[j+1]]``, ``missing[j]`` of them). Where no transfer is waited for
+    by two, each goes straight to its place; otherwise a stable sort by what is waited for."""
+    owner = np.repeat(np.arange(len(missing), dtype=np.int32), missing)
+    if most <= 1:
+        waiter = np.empty(len(idx), np.int32)
+        waiter[wait_ptr[idx]] = owner
+        return waiter
+    return owner[stable_order(idx)]
 
 
 def _key_numbers(buffers: Sequence[dict], index: dict[Any, int]) -> np.ndarray:

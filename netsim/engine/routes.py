@@ -148,12 +148,16 @@ class Routes:
         numbers and as link ids."""
         n = topology.n_devices
         direction = np.asarray(columns["direction"])
-        code = np.multiply(columns["src"], n, dtype=np.int64)  # (src n + dst) 16 + way, in one array
-        code += columns["dst"]
+        pair = np.multiply(columns["src"], n, dtype=np.int64)  # src n + dst
+        pair += columns["dst"]
+        pairs, code = factorize(pair)  # (numbered first: their range, n^2, is narrower than the codes')
+        del pair
+        code = code.astype(np.int64, copy=False)
         code *= _WAYS
         code += np.where(direction >= 2, direction + 1, direction > 0)  # 0, 1: the ties; 3 + a: axis a first
-        unique, inverse = factorize(code)
+        numbered, inverse = factorize(code)  # (pair number) 16 + way, in the order of (src n + dst) 16 + way
         del code
+        unique = pairs[numbered // _WAYS] * _WAYS + numbered % _WAYS
         as_numbers, as_ids = [], []
         for c in unique.tolist():
             known = self.known.get(c)
