@@ -220,8 +220,9 @@ def _check_sources(collective: str, layout: Any, playback: Playback, sources: li
             buffer = playback.buffers[device]
             if gather:
                 owned = owned or tuple(sources[group[block]][(block, p)] for block, p in keys)
-                if whole is None:
-                    whole = dict(zip(keys, owned, strict=True)) if all(type(c) is np.ndarray and c.size > 1 for c in owned) else {}
+                if whole is None:  # (keyed by the buffer's own key objects, so the comparison finds them by identity)
+                    same = {key: key for key in buffer}
+                    whole = dict(zip(map(same.get, keys, keys), owned, strict=True)) if all(type(c) is np.ndarray and c.size > 1 for c in owned) else {}
                 if whole and _holds_exactly(buffer, whole):
                     continue
             try:

@@ -12,6 +12,8 @@ path; each array of the pytree runs after the previous one.
 
 from __future__ import annotations
 
+import functools
+import gc
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -250,6 +252,28 @@ def choose_engine(engine: str, transfers: int, custom: bool = False) -> str:
     return "processes" if custom or transfers <= AUTO_PROCESSES_MAX_TRANSFERS else "fast"
 
 
+def _collector_paused(run: Callable[..., Result]) -> Callable[..., Result]:
+    """``run`` with Python's cyclic garbage collector paused (as :func:`netsim.engine.play` pauses it).
+
+    A big run holds lists and dicts of millions of entries from the play to the end
+    (routes, buffers); each full collection would walk them all again and free nothing
+    (the run's objects go by reference counting).
+    """
+
+    @functools.wraps(run)
+    def paused(*args: Any, **kwargs: Any) -> Result:
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return run(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    return paused
+
+
+@_collector_paused
 def _simulate(
     collective: str,
     x: Any,
