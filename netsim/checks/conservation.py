@@ -53,7 +53,7 @@ def _check_link_bytes(playback: Playback, a: _Arrays) -> None:
 def _check_device_bytes(transfers: Sequence[TransferLike], buffers: Sequence[dict[Hashable, Any]], playback: Playback, a: _Arrays) -> None:
     size: dict[Hashable, int] = {}  # each key's size in the first buffer holding it with one
     for held in buffers:
-        for key in held.keys() - size.keys():  # (devices mostly hold keys met already)
+        for key in [key for key in held if key not in size]:  # (devices mostly hold keys met already)
             chunk = held[key]
             if hasattr(chunk, "nbytes"):  # payload-free (timing-only) chunks have no size to compare
                 size[key] = int(chunk.nbytes)
@@ -73,8 +73,10 @@ def _check_device_bytes(transfers: Sequence[TransferLike], buffers: Sequence[dic
     else:
         moving = a.route_length > 0
         src, dst, nbytes = a.src[moving], a.dst[moving], a.nbytes[moving]
-    sent = np.bincount(src, weights=nbytes, minlength=n)
-    received = np.bincount(dst, weights=nbytes, minlength=n)
+    weights = nbytes.astype(np.float64)  # (once for both)
+    sent = np.bincount(src, weights=weights, minlength=n)
+    received = np.bincount(dst, weights=weights, minlength=n)
+    del weights
     forwarded_in, forwarded_out = link_in - received, link_out - sent
     wrong = (forwarded_in != forwarded_out) | (forwarded_in < 0)
     if wrong.any():
