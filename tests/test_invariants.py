@@ -379,3 +379,23 @@ def test_the_compiled_replay_passes_exactly_what_the_step_by_step_replay_passes(
     passes = chunks_pass(a, buffers, _dependency_order(a), position, len(groups[0]), short.pattern, wanted, key_ids, key_id, held_codes)
     assert passes == (folded is None)
     assert passes == (corruption in ("none", "wide") or (corruption in ("regroup", "swap") and pattern in ("reduce_scatter", "all_reduce")))
+
+
+def test_the_compiled_overlap_check_finds_what_the_sorted_check_finds():
+    # Crossings on 3 links, some starting as (or a rounding before, or well before) the one before them there ended.
+    from netsim.checks.arrays import _later
+    from netsim.checks.chunks_compiled import overlapping
+
+    says = []
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        link = rng.integers(0, 3, 30)
+        start = np.cumsum(rng.choice([1e-6, 2e-6], 30)) + 1.0
+        end = start + rng.choice([0.0, 1e-6, 2e-6, 3e-6], 30, p=[0.3, 0.4, 0.25, 0.05])
+        end[rng.integers(30)] += rng.choice([0.0, 1e-15, 1e-8])  # (beyond 1e-9 relative rounding: a fault; within: none)
+        order = np.argsort(link, kind="stable")
+        same_link = link[order][1:] == link[order][:-1]
+        sorted_says = bool((_later(end[order][:-1], start[order][1:]) & same_link).any())
+        assert overlapping(link, start, end, 3) == sorted_says
+        says.append(sorted_says)
+    assert 5 < sum(says) < 35  # both answers met

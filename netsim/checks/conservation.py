@@ -11,6 +11,9 @@ from netsim.checks.arrays import _Arrays, _first, _later, _slack
 from netsim.checks.errors import InvariantError
 from netsim.engine import Playback, TransferLike
 
+COMPILED_MIN_HOPS = 20_000
+"""Runs of at least this many link crossings check their links compiled first (smaller ones need not load numba)."""
+
 
 def _check_link_bytes(playback: Playback, a: _Arrays) -> None:
     if len(a.hop_link) and int(a.hop_link.min()) < 0:
@@ -34,7 +37,7 @@ def _check_link_bytes(playback: Playback, a: _Arrays) -> None:
         )
     # Sorted by link (stably), each crossing against the one before it on the same link.
     h = len(a.hop_link)
-    if h < 2:
+    if h < 2 or (h >= COMPILED_MIN_HOPS and _no_overlap(a)):
         return
     order = a.by("link")
     start, end = a.hop_start[order], a.hop_end[order]
@@ -48,6 +51,15 @@ def _check_link_bytes(playback: Playback, a: _Arrays) -> None:
             f"link {a.topology.link_name(a.links[a.hop_link[order[k]]])} carried transfer #{a.hop_transfer[order[k]]} from {start[k]:.9g} s "
             f"while still busy until {end[k - 1]:.9g} s",
         )
+
+
+def _no_overlap(a: _Arrays) -> bool:
+    """The compiled check (one pass over the hops, :func:`netsim.checks.chunks_compiled.overlapping`) finds no overlap."""
+    try:
+        from netsim.checks.chunks_compiled import overlapping
+    except ImportError:  # pragma: no cover - numba is a dependency; a broken install checks with NumPy
+        return False
+    return not overlapping(a.hop_link, a.hop_start, a.hop_end, len(a.links))
 
 
 def _check_device_bytes(transfers: Sequence[TransferLike], buffers: Sequence[dict[Hashable, Any]], playback: Playback, a: _Arrays) -> None:
