@@ -59,6 +59,15 @@ def reduced(
     each a view of one array holding just those when they come in waves. ``rows``, if
     given, holds every chunk's values: chunk c is ``rows[row_of[c]]`` (the same shape,
     dtype and values). Exceptions from an addition propagate.
+
+    Examples
+    --------
+    Chunk 3 is chunk 0 plus chunk 1; chunk 4, the one kept, is chunk 3 plus chunk 2:
+
+    >>> chunks = list(np.arange(6.0).reshape(3, 2))
+    >>> sums, nbytes = reduced(chunks, np.array([0, 3]), np.array([1, 2]), np.array([False, True]))
+    >>> sums[0] is None, sums[1].tolist(), nbytes.tolist()
+    (True, [6.0, 9.0], [16, 16])
     """
     first, n = len(chunks), len(sum_of)
     if n == 0:
