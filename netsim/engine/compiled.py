@@ -176,7 +176,7 @@ class CompiledPlayer:
             held,
             first_slots,
             kept_entries,
-            np.fromiter(itertools.chain(chunks, sums), object, first + n_reduced),
+            np.concatenate((np.fromiter(chunks, object, first), sums)),
             expected,
             new_keys,
             new_start,

@@ -13,6 +13,7 @@ same. Otherwise the sums are added one at a time, in the order they happened.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,8 +53,9 @@ def _one_class(chunks: Sequence[Any], numbers: np.ndarray) -> tuple[tuple[int, .
 
 def reduced(
     chunks: Sequence[Any], sum_of: np.ndarray, sum_with: np.ndarray, kept: np.ndarray, rows: np.ndarray | None = None, row_of: np.ndarray | None = None
-) -> tuple[list[Any], np.ndarray]:
-    """The sums ``chunks[sum_of[r]] + chunks[sum_with[r]]``, in order, where sum r is chunk ``len(chunks) + r``, and their sizes.
+) -> tuple[np.ndarray, np.ndarray]:
+    """The sums ``chunks[sum_of[r]] + chunks[sum_with[r]]``, in order (an object array), where sum r is
+    chunk ``len(chunks) + r``, and their sizes.
 
     Only the sums ``kept`` says (a bool per sum) are handed back (None for the others),
     each a view of one array holding just those when they come in waves. ``rows``, if
@@ -71,7 +73,7 @@ def reduced(
     """
     first, n = len(chunks), len(sum_of)
     if n == 0:
-        return [], np.zeros(0, np.int64)
+        return np.zeros(0, object), np.zeros(0, np.int64)
     base: np.ndarray | None = None
     if rows is not None and row_of is not None and rows.ndim > 1 and len(row_of) == first:
         base, kind = rows, (rows.shape[1:], rows.dtype)
@@ -90,7 +92,9 @@ def reduced(
         sums = made[first:]
         del made
         nbytes = np.fromiter((chunk.nbytes for chunk in sums), np.int64, n)
-        return [s if keep else None for s, keep in zip(sums, kept.tolist(), strict=True)], nbytes
+        out = np.full(n, None, object)
+        out[kept] = np.fromiter(itertools.compress(sums, kept.tolist()), object, int(np.count_nonzero(kept)))
+        return out, nbytes
     shape, dtype = kind
     if base is None:  # the starting operands' values, row by row
         base, row_of = np.stack([chunks[c] for c in starting.tolist()]), np.full(first, -1, np.int64)
@@ -110,7 +114,7 @@ def reduced(
         row[kept] = np.argsort(np.argsort(keep_rows))
     out = np.full(n, None, object)
     out[kept] = np.fromiter(pool, object, len(pool))[row[kept]]  # (a view of each row)
-    return out.tolist(), np.full(n, probe.nbytes, np.int64)
+    return out, np.full(n, probe.nbytes, np.int64)
 
 
 def _rows(base: np.ndarray, row_of: np.ndarray, pool: np.ndarray, row: np.ndarray, first: int, numbers: np.ndarray) -> np.ndarray:
