@@ -80,7 +80,8 @@ class CompiledPlayer:
         key_number = _key_numbers(buffers, {k: j for j, k in enumerate(keys)})
         holder = np.repeat(np.arange(n_devices, dtype=np.int64), [len(b) for b in buffers])
         kept_entries = key_number >= 0
-        chunks: list[Any] = list(itertools.compress(itertools.chain.from_iterable(b.values() for b in buffers), kept_entries.tolist()))
+        entries = np.fromiter(itertools.chain.from_iterable(b.values() for b in buffers), object, len(key_number))  # every chunk held
+        chunks = entries[kept_entries]
         first_slots = holder[kept_entries] * n_keys + key_number[kept_entries]
         del holder
         held = np.full(n_devices * n_keys, -1, np.int32)
@@ -172,11 +173,12 @@ class CompiledPlayer:
             return
         self.buffers = _buffers(
             buffers,
+            entries,
             keys,
             held,
             first_slots,
             kept_entries,
-            np.concatenate((np.fromiter(chunks, object, first), sums)),
+            np.concatenate((chunks, sums)),
             expected,
             new_keys,
             new_start,
@@ -218,6 +220,7 @@ def _key_numbers(buffers: Sequence[dict], index: dict[Any, int]) -> np.ndarray:
 
 def _buffers(
     buffers: Sequence[dict],
+    entries: np.ndarray,
     keys: Sequence[Any],
     held: np.ndarray,
     first_slots: np.ndarray,
@@ -231,12 +234,13 @@ def _buffers(
     """Each device's buffer at the end: what it held at the start (changed where a chunk came in its
     place), then its new keys in the order they first came.
 
-    ``kept`` says which of the starting entries (all buffers' end to end) some transfer names: those are
+    ``entries`` are the chunks held at the start, all buffers' end to end (an object array, changed here);
+    ``kept`` says which of them some transfer names: those are
     ``first_slots`` in ``held`` (devices x keys, chunk numbers into ``shared``); new keys come from ``new_keys``.
     """
     n_keys, n_devices = len(keys), len(buffers)
     lengths = [len(b) for b in buffers]
-    values = np.fromiter(itertools.chain.from_iterable(b.values() for b in buffers), object, sum(lengths))
+    values = entries  # (every chunk held at the start, in the buffers' order: changed in place)
     values[kept] = shared[held[first_slots]]
     held_keys = list(itertools.chain.from_iterable(buffers))
     held_values = values.tolist()
