@@ -220,8 +220,9 @@ def _check_sources(collective: str, layout: Any, playback: Playback, sources: li
             buffer = playback.buffers[device]
             if gather:
                 owned = owned or tuple(sources[group[block]][(block, p)] for block, p in keys)
-                if whole is None:
-                    whole = dict(zip(keys, owned, strict=True)) if all(type(c) is np.ndarray and c.size > 1 for c in owned) else {}
+                if whole is None:  # (keyed by the buffer's own key objects, so the comparison finds them by identity)
+                    same = {key: key for key in buffer}
+                    whole = dict(zip(map(same.get, keys, keys), owned, strict=True)) if all(type(c) is np.ndarray and c.size > 1 for c in owned) else {}
                 if whole and _holds_exactly(buffer, whole):
                     continue
             try:
@@ -273,7 +274,10 @@ def _check_lazy(collective: str, layout: Any, leaf: np.ndarray, playback: Playba
     in order. Values are compared with the NumPy reference on a few devices,
     block by block, straight from the chunks: the check holds one device's
     reference row at a time (built from ``layout.reference_parts``, whose sums
-    take a slice at a time), never a simulated row.
+    take a slice at a time), never a simulated row. A block whose slot is the
+    place of one reference part is compared with that part as it is (a gather's
+    is its owner's input, a view): chunks that are that very memory, end to end,
+    hold its values without being read.
     """
     gather = layout.pattern == "gather"
     (_check_bundled_sources if playback.bundles else _check_sources)(collective, layout, playback, sources, pieces)
@@ -286,18 +290,64 @@ def _check_lazy(collective: str, layout: Any, leaf: np.ndarray, playback: Playba
             continue
         single = dataclasses.replace(layout, groups=(group,))
         for device in members:
-            for _, index, part in single.reference_parts(leaf, devices=(device,)):
-                expected_row[index] = part
+            parts = _parts_by_place(expected_row, single.reference_parts(leaf, devices=(device,)))
             buffer = _held(playback, device)
             for block in layout.wanted(device):
                 chunks = [buffer[(block, p)] for p in range(pieces)]
-                if not _chunks_match(chunks, layout.slot(expected_row, block), gather, len(group)):
+                slot = layout.slot(expected_row, block)
+                found = parts.get(_place(slot)) if parts is not None else None
+                if found is not None:
+                    expected = found[1]
+                else:  # (the reference row, written out once for this device)
+                    for index, part in (parts or {}).values():
+                        expected_row[index] = part
+                    parts, expected = None, slot
+                if not (_same_memory(chunks, expected) or _chunks_match(chunks, expected, gather, len(group))):
                     raise EngineError(
                         f"{collective}: device {device}'s simulated output differs from the NumPy reference in block {block}; "
                         "this is a netsim bug, please report it"
                     )
     what = "every device holds each chunk of its output, the owner's own array, in order" if gather else "every device holds each chunk of its output"
     return f"lazy output ({format_bytes(output.nbytes)} not materialised): {what}; values equal the NumPy reference on devices {sampled}"
+
+
+def _place(view: np.ndarray) -> tuple:
+    """Where a view of a row lies in it: its first element's address, its shape and strides."""
+    return view.__array_interface__["data"][0], view.shape, view.strides
+
+
+def _parts_by_place(row: np.ndarray, parts: Any) -> dict[tuple, tuple[Any, np.ndarray]] | None:
+    """A device's reference parts (index into ``row``, part) by the place each is written to (:func:`_place`).
+
+    The parts tile the row, each in a place of its own: a block whose slot is one
+    of these places is compared with that part itself, as it would be with the row
+    the parts make, and nothing is copied. When a part would be cast or broadcast
+    on its way into the row, the row is written out instead, and None returned.
+    """
+    listed = [(index, np.asarray(part)) for _, index, part in parts]
+    places: dict[tuple, tuple[Any, np.ndarray]] = {}
+    for index, part in listed:
+        view = row[index]
+        if part.shape != view.shape or part.dtype != row.dtype:
+            for index, part in listed:
+                row[index] = part
+            return None
+        places[_place(view)] = (index, part)
+    return places
+
+
+def _same_memory(chunks: list[Any], expected: np.ndarray) -> bool:
+    """Whether the chunks, laid end to end, are the very memory of ``expected`` (C order, same dtype): then they hold its values."""
+    if not expected.flags.c_contiguous:
+        return False
+    address, size = expected.__array_interface__["data"][0], 0
+    for chunk in chunks:
+        if type(chunk) is not np.ndarray or chunk.dtype != expected.dtype or not chunk.flags.c_contiguous:
+            return False
+        if chunk.size and chunk.__array_interface__["data"][0] != address + size * expected.itemsize:
+            return False
+        size += chunk.size
+    return size == expected.size
 
 
 def _holds_exactly(buffer: dict, whole: dict) -> bool:

@@ -12,6 +12,8 @@ path; each array of the pytree runs after the previous one.
 
 from __future__ import annotations
 
+import functools
+import gc
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +28,7 @@ from netsim.analysis.critical_path import critical_path
 from netsim.checks.invariants import InvariantError, check_playback
 from netsim.checks.memory import MATERIALISE_LIMIT_BYTES, check_memory, estimate_memory, mean_hops, pieces_of, transfers_of
 from netsim.engine import ComputeUnit, Link, play
+from netsim.engine.row_buffers import RowBuffers
 from netsim.network.device_mesh import AxisGroups
 from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import Topology, ring
@@ -207,6 +210,31 @@ def _pieces(blocks: dict[int, np.ndarray], pieces: int) -> dict[tuple[int, int],
     return chunks
 
 
+def _start_buffers(layout: Any, leaf: np.ndarray, pieces: int) -> list[dict]:
+    """Each device's starting chunks: its blocks (``layout.blocks``) cut by :func:`_pieces`.
+
+    When the blocks are the rows of one view (``layout.block_rows``) and cut evenly, so are
+    the pieces (each a row of one reshape, as ``np.array_split`` cuts it): the buffers are then
+    made in one go, every device's keys the same objects, and handed over as
+    :class:`~netsim.engine.row_buffers.RowBuffers`.
+
+    Examples
+    --------
+    >>> from netsim.semantics.reduce import ReduceScatterLayout
+    >>> x = np.arange(16).reshape(2, 8)
+    >>> buffers = _start_buffers(ReduceScatterLayout.check(x, 0, True, None), x, 2)
+    >>> {key: piece.tolist() for key, piece in buffers[1].items()}
+    {(0, 0): [8, 9], (0, 1): [10, 11], (1, 0): [12, 13], (1, 1): [14, 15]}
+    """
+    rows = layout.block_rows(leaf)
+    if rows is None or rows.shape[1] == 0 or rows.shape[1] % pieces:
+        return [_pieces(held, pieces) for held in layout.blocks(leaf)]
+    rows = rows.reshape(len(rows) * pieces, -1)
+    keys = [(b, p) for b in range(len(rows) // (leaf.shape[0] * pieces)) for p in range(pieces)]
+    chunks, m = list(rows), len(keys)
+    return RowBuffers((dict(zip(keys, chunks[d * m : (d + 1) * m], strict=True)) for d in range(leaf.shape[0])), rows)
+
+
 def choose_engine(engine: str, transfers: int, custom: bool = False) -> str:
     """The engine that plays a schedule of ``transfers`` transfers when the user asked for ``engine``.
 
@@ -224,6 +252,28 @@ def choose_engine(engine: str, transfers: int, custom: bool = False) -> str:
     return "processes" if custom or transfers <= AUTO_PROCESSES_MAX_TRANSFERS else "fast"
 
 
+def _collector_paused(run: Callable[..., Result]) -> Callable[..., Result]:
+    """``run`` with Python's cyclic garbage collector paused (as :func:`netsim.engine.play` pauses it).
+
+    A big run holds lists and dicts of millions of entries from the play to the end
+    (routes, buffers); each full collection would walk them all again and free nothing
+    (the run's objects go by reference counting).
+    """
+
+    @functools.wraps(run)
+    def paused(*args: Any, **kwargs: Any) -> Result:
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return run(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    return paused
+
+
+@_collector_paused
 def _simulate(
     collective: str,
     x: Any,
@@ -292,10 +342,7 @@ def _simulate(
     for leaf, layout in zip(leaves, layouts, strict=True):
         schedule = build_schedule(layout.pattern, layout.groups, algorithm, **shape) if plan is None else plan(layout)
         algorithm = schedule.algorithm
-        if data == "none":
-            buffers = _size_buffers(layout, schedule.pieces, leaf.dtype.itemsize, n_devices)
-        else:
-            buffers = [_pieces(held, schedule.pieces) for held in layout.blocks(leaf)]
+        buffers = _size_buffers(layout, schedule.pieces, leaf.dtype.itemsize, n_devices) if data == "none" else _start_buffers(layout, leaf, schedule.pieces)
         chosen = choose_engine(engine, len(schedule.transfers), custom=link_class is not None or compute_class is not None)
         playback = play(
             topo,

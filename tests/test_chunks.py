@@ -107,6 +107,23 @@ def test_lazy_check_catches_blocks_put_in_the_wrong_place(monkeypatch):
         all_gather(np.arange(24).reshape(4, 6), output="lazy")
 
 
+@pytest.mark.parametrize("pieces_per_block", [1, 2])
+def test_lazy_check_catches_a_wrong_sum(monkeypatch, pieces_per_block):
+    # A sampled device's block is compared with the reference part that goes in its place, with no row written out.
+    real_play = pipeline.play
+
+    def play_then_change(*args, **kwargs):
+        run = real_play(*args, **kwargs)
+        run.buffers[0][(0, pieces_per_block - 1)][-1] += 1
+        return run
+
+    monkeypatch.setattr(pipeline, "play", play_then_change)
+    x = np.arange(4 * 8, dtype=np.int64).reshape(4, 8)
+    algorithm = "bidirectional_ring" if pieces_per_block == 2 else "ring"
+    with pytest.raises(EngineError, match=r"psum_scatter: device 0's simulated output differs from the NumPy reference in block 0"):
+        psum_scatter(x, tiled=True, algorithm=algorithm, output="lazy")
+
+
 def test_bad_modes_are_value_errors():
     with pytest.raises(ValueError, match=r"^data must be one of 'values', 'none', got 'sizes'$"):
         all_gather(np.arange(4), data="sizes")

@@ -128,6 +128,19 @@ def test_a_late_device_delays_what_depends_on_it():
         play(ring(3), transfers, data, start_s=[0.0, -1.0, 0.0])
 
 
+def test_a_topology_built_again_finds_its_routes_and_a_failed_link_its_detour():
+    from netsim.engine.routes import Routes
+
+    first, again = ring(6, B, ALPHA), ring(6, B, ALPHA)
+    assert Routes.of_topology(first).of_grid is Routes.of_topology(again).of_grid  # the same grid: routes computed once
+    broken = ring(6, B, ALPHA).fail_link(0, 1)
+    assert Routes.of_topology(broken).of_grid is not Routes.of_topology(first).of_grid
+    data = buffers(6, x=(0, np.zeros(1000, np.uint8)))
+    assert play(first, [move(0, 1)], data).routes == [((0, 1, (0, 1)),)]
+    assert [len(route) for route in play(broken, [move(0, 1)], data).routes] == [5]  # the long way round
+    assert play(again, [move(0, 1)], data).routes == [((0, 1, (0, 1)),)]
+
+
 def test_a_second_run_on_the_same_topology_reads_the_links_again():
     # Routes are cached per topology between runs; bandwidths and latencies must not be.
     topo = ring(4, B, ALPHA)

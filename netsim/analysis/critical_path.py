@@ -265,16 +265,21 @@ def _hop_arrays(hops: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray
 class _Runs:
     """Crossings grouped by a column (message or link), answering for one crossing at a time.
 
-    ``order`` sorts ``group`` stably: each group's crossings are a run of it, in
-    the order they started. Nothing per crossing is built beyond the sorted values.
+    ``order`` sorts ``group`` (non-negative ints) stably: each group's crossings are a
+    run of it, in the order they started; ``starts[v]`` is where group v's run begins.
     """
 
     def __init__(self, group: np.ndarray, order: np.ndarray) -> None:
         self.group, self.order = group, order
-        self.sorted = group[order]
+        counts = np.bincount(group) if len(group) else np.zeros(0, np.int64)
+        self.starts = np.zeros(len(counts) + 1, np.int64)
+        np.cumsum(counts, out=self.starts[1:])
+        self.bound = self.starts.item
 
     def _run(self, value: int) -> tuple[int, int]:
-        return int(np.searchsorted(self.sorted, value, "left")), int(np.searchsorted(self.sorted, value, "right"))
+        if not 0 <= value < len(self.starts) - 1:
+            return 0, 0
+        return self.bound(value), self.bound(value + 1)
 
     def last(self, value: int) -> int:
         """The last crossing of group ``value`` (-1 if it has none)."""
@@ -284,5 +289,5 @@ class _Runs:
     def before(self, k: int) -> int:
         """The crossing before crossing ``k`` in its group (-1 if it is the first)."""
         lo, hi = self._run(int(self.group[k]))
-        j = lo + int(np.searchsorted(self.order[lo:hi], k))
+        j = lo + int(self.order[lo:hi].searchsorted(k))
         return int(self.order[j - 1]) if j > lo else -1

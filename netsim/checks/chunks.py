@@ -17,6 +17,8 @@ from netsim.checks.chunks_bundled import _chunks_bundled
 from netsim.checks.chunks_placed import _chunks_placed
 from netsim.checks.errors import InvariantError
 
+COMPILED_MIN_TRANSFERS = 20_000
+"""Reductions of at least this many transfers replay compiled first (smaller ones need not load numba)."""
 _PATTERNS = ("gather", "reduce_scatter", "all_reduce", "all_to_all", "permute")
 """Patterns whose chunks the ``chunks`` check follows; other patterns get the other checks."""
 
@@ -46,19 +48,44 @@ def _check_chunks(
         _chunks_bundled(a, buffers, position, pattern, wanted)
         return
     order = _dependency_order(a)
-    # The chunks each device starts with, as numbers into key_ids (every key any device holds).
-    key_ids: dict[Hashable, int] = {}
-    for held in buffers:
-        for key in held:
-            key_ids.setdefault(key, len(key_ids))
-    held_codes = np.fromiter((d * len(key_ids) + key_ids[key] for d, held in enumerate(buffers) for key in held), np.int64)
+    key_ids, held_codes = _held_codes(buffers)
     # Each transfer's key as a number into key_ids (-1 if no device started with it).
     key_id = np.fromiter((key_ids.get(key, -1) for key in a.keys), np.int32, len(a.keys))[a.key_index] if len(a.keys) else np.zeros(0, np.int32)
     placed_only = pattern in ("gather", "all_to_all", "permute") and not a.reduce.any()
     if placed_only and (permute or all(d in position for d, held in enumerate(buffers) if held)):
         _chunks_placed(a, buffers, order, position, size, pattern, wanted, key_ids, key_id, held_codes)
-    else:
+    elif len(a.src) < COMPILED_MIN_TRANSFERS or not _compiled_pass(a, buffers, order, position, size, pattern, wanted, key_ids, key_id, held_codes):
         _chunks_folded(a, buffers, order, position, size, pattern, wanted, key_ids, key_id)
+
+
+def _compiled_pass(*args: Any) -> bool:
+    """Whether the compiled replay (:mod:`netsim.checks.chunks_compiled`) passes the run (False without numba)."""
+    try:
+        from netsim.checks.chunks_compiled import chunks_pass
+    except ImportError:  # pragma: no cover - numba is a dependency; a broken install replays in Python
+        return False
+    return chunks_pass(*args)
+
+
+def _held_codes(buffers: Sequence[dict[Hashable, Any]]) -> tuple[dict[Hashable, int], np.ndarray]:
+    """Every key any device holds at the start, numbered in the order first met, and the chunks
+    held as codes ``device * len(key_ids) + key id``, in the buffers' order.
+
+    Devices often hold the same keys in the same order (every block of a reduction):
+    a device whose keys are the previous device's reuses their numbers.
+    """
+    key_ids: dict[Hashable, int] = {}
+    ids, previous, previous_ids = [], None, np.zeros(0, np.int64)
+    for held in buffers:
+        keys = list(held)
+        if keys != previous:
+            previous, previous_ids = keys, np.fromiter((key_ids.setdefault(key, len(key_ids)) for key in keys), np.int64, len(keys))
+        ids.append(previous_ids)
+    lengths = np.fromiter(map(len, ids), np.int64, len(ids))
+    codes = np.repeat(np.arange(len(ids), dtype=np.int64) * len(key_ids), lengths)
+    if len(codes):
+        codes += np.concatenate(ids)
+    return key_ids, codes
 
 
 def _chunks_folded(

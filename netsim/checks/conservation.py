@@ -11,6 +11,9 @@ from netsim.checks.arrays import _Arrays, _first, _later, _slack
 from netsim.checks.errors import InvariantError
 from netsim.engine import Playback, TransferLike
 
+COMPILED_MIN_HOPS = 20_000
+"""Runs of at least this many link crossings check their links compiled first (smaller ones need not load numba)."""
+
 
 def _check_link_bytes(playback: Playback, a: _Arrays) -> None:
     if len(a.hop_link) and int(a.hop_link.min()) < 0:
@@ -34,7 +37,7 @@ def _check_link_bytes(playback: Playback, a: _Arrays) -> None:
         )
     # Sorted by link (stably), each crossing against the one before it on the same link.
     h = len(a.hop_link)
-    if h < 2:
+    if h < 2 or (h >= COMPILED_MIN_HOPS and _no_overlap(a)):
         return
     order = a.by("link")
     start, end = a.hop_start[order], a.hop_end[order]
@@ -50,12 +53,22 @@ def _check_link_bytes(playback: Playback, a: _Arrays) -> None:
         )
 
 
+def _no_overlap(a: _Arrays) -> bool:
+    """The compiled check (one pass over the hops, :func:`netsim.checks.chunks_compiled.overlapping`) finds no overlap."""
+    try:
+        from netsim.checks.chunks_compiled import overlapping
+    except ImportError:  # pragma: no cover - numba is a dependency; a broken install checks with NumPy
+        return False
+    return not overlapping(a.hop_link, a.hop_start, a.hop_end, len(a.links))
+
+
 def _check_device_bytes(transfers: Sequence[TransferLike], buffers: Sequence[dict[Hashable, Any]], playback: Playback, a: _Arrays) -> None:
-    size: dict[Hashable, int] = {}
+    size: dict[Hashable, int] = {}  # each key's size in the first buffer holding it with one
     for held in buffers:
-        for key, chunk in held.items():
+        for key in [key for key in held if key not in size]:  # (devices mostly hold keys met already)
+            chunk = held[key]
             if hasattr(chunk, "nbytes"):  # payload-free (timing-only) chunks have no size to compare
-                size.setdefault(key, int(chunk.nbytes))
+                size[key] = int(chunk.nbytes)
     key_size = np.fromiter((size.get(key, -1) for key in a.keys), np.int64, len(a.keys))
     expected = key_size[a.key_index] if len(a.keys) else np.full(len(a.key_index), -1, np.int64)
     wrong = expected != a.nbytes
@@ -72,8 +85,10 @@ def _check_device_bytes(transfers: Sequence[TransferLike], buffers: Sequence[dic
     else:
         moving = a.route_length > 0
         src, dst, nbytes = a.src[moving], a.dst[moving], a.nbytes[moving]
-    sent = np.bincount(src, weights=nbytes, minlength=n)
-    received = np.bincount(dst, weights=nbytes, minlength=n)
+    weights = nbytes.astype(np.float64)  # (once for both)
+    sent = np.bincount(src, weights=weights, minlength=n)
+    received = np.bincount(dst, weights=weights, minlength=n)
+    del weights
     forwarded_in, forwarded_out = link_in - received, link_out - sent
     wrong = (forwarded_in != forwarded_out) | (forwarded_in < 0)
     if wrong.any():

@@ -19,6 +19,7 @@ the run and raises the error).
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,11 +51,6 @@ def _kernel() -> Any:
     return play_kernel
 
 
-def _added(chunks: list, held: int, arrived: int) -> Any:
-    """Chunk ``held`` plus chunk ``arrived``, as the Python player adds them (``buffer[key] + chunk``)."""
-    return chunks[held] + chunks[arrived]
-
-
 class CompiledPlayer:
     """One run of the compiled loop, and what it leaves, as :class:`~netsim.engine.fast.FastPlayer` leaves it."""
 
@@ -76,24 +72,30 @@ class CompiledPlayer:
 
         ptr, idx = columns["dep_ptr"], columns["dep_idx"]
         missing = np.diff(ptr).astype(np.int32)
-        waiter = np.repeat(np.arange(n, dtype=np.int32), missing)[stable_order(idx)] if len(idx) else np.zeros(0, np.int32)
+        waited = np.bincount(idx, minlength=n)
         wait_ptr = np.zeros(n + 1, np.int64)
-        np.cumsum(np.bincount(idx, minlength=n), out=wait_ptr[1:])
+        np.cumsum(waited, out=wait_ptr[1:])
+        waiter = _waiters(idx, missing, wait_ptr, int(waited.max(initial=0)))
+        del waited
 
         # The chunks devices hold at the start, numbered (keys no transfer names are left out); the reductions' results come after them.
-        index = {k: j for j, k in enumerate(keys)}
-        held_keys = [k for buffer in buffers for k in buffer]
-        key_number = np.fromiter(map(index.get, held_keys, itertools.repeat(-1)), np.int64, len(held_keys))
+        key_number = _key_numbers(buffers, {k: j for j, k in enumerate(keys)})
         holder = np.repeat(np.arange(n_devices, dtype=np.int64), [len(b) for b in buffers])
-        kept = key_number >= 0
-        chunks: list[Any] = list(itertools.compress((c for buffer in buffers for c in buffer.values()), kept.tolist()))
-        first_slots = holder[kept] * n_keys + key_number[kept]
+        kept_entries = key_number >= 0
+        entries = np.fromiter(itertools.chain.from_iterable(b.values() for b in buffers), object, len(key_number))  # every chunk held
+        chunks = entries[kept_entries]
+        first_slots = holder[kept_entries] * n_keys + key_number[kept_entries]
+        del holder
         held = np.full(n_devices * n_keys, -1, np.int32)
         held[first_slots] = np.arange(len(chunks), dtype=np.int32)
         reduce = np.asarray(columns["reduce"], np.bool_)
         n_sums = int(np.count_nonzero(reduce))
         size = np.zeros(len(chunks) + n_sums, np.int64)
-        size[: len(chunks)] = np.fromiter((chunk.nbytes for chunk in chunks), np.int64, len(chunks))
+        rows = getattr(buffers, "rows", None)  # (RowBuffers: the chunks are its rows)
+        if rows is not None and len(rows):
+            size[: len(chunks)] = rows[0].nbytes
+        else:
+            size[: len(chunks)] = np.fromiter(map(operator.attrgetter("nbytes"), chunks), np.int64, len(chunks))
         n_hops = int(np.diff(route_ptr)[inverse].sum()) if n else 0
 
         self.sent_at_array = np.full(n, np.nan)
@@ -159,32 +161,31 @@ class CompiledPlayer:
         if self.status:
             return
         first = len(chunks)
-        try:  # the reductions, in the order they happened
-            chunks.extend(map(_added, itertools.repeat(chunks), sum_of[:n_reduced].tolist(), sum_with[:n_reduced].tolist()))
-            made = np.fromiter((chunk.nbytes for chunk in chunks[first:]), np.int64, n_reduced)
+        kept = np.zeros(n_reduced, np.bool_)  # the sums devices hold at the end
+        kept[held[held >= first] - first] = True
+        try:  # the reductions, in the order they happened (in waves)
+            from netsim.engine.sums import reduced
+
+            sums, made = reduced(chunks, sum_of[:n_reduced], sum_with[:n_reduced], kept, rows, np.flatnonzero(kept_entries))
         except Exception:  # (the Python player plays the run again and raises it where it happens)
             self.status = 1
             return
         if not np.array_equal(made, size[first : first + n_reduced]):
             self.status = 1  # a sum weighs what it was not taken to weigh: the run's times would differ
             return
-        # Each device's buffer: what it held at the start (changed where a chunk came in its place), then
-        # its new keys in the order they first came.
-        shared = np.fromiter(chunks, object, len(chunks))  # (the chunks themselves, never their values)
-        self.buffers = [dict(b) for b in buffers]
-        changed = np.flatnonzero(held[first_slots] != np.arange(len(first_slots)))  # a chunk came in place of one held
-        for slot, now in zip(first_slots[changed].tolist(), held[first_slots[changed]].tolist(), strict=True):
-            self.buffers[slot // n_keys][keys[slot % n_keys]] = chunks[now]
-        key_objects = np.empty(n_keys, object)
-        for j, k in enumerate(keys):
-            key_objects[j] = k
-        device = np.repeat(np.arange(n_devices, dtype=np.int64), expected)  # (the room left unused reads key 0: never read back)
-        chunk_of = shared[held[device * n_keys + new_keys]].tolist()
-        key_of = key_objects[new_keys].tolist()
-        del device
-        for d, (a, b) in enumerate(zip(new_start[:-1].tolist(), (new_start[:-1] + new_count).tolist(), strict=True)):
-            if a < b:
-                self.buffers[d].update(zip(key_of[a:b], chunk_of[a:b], strict=True))
+        self.buffers = _buffers(
+            buffers,
+            entries,
+            keys,
+            held,
+            first_slots,
+            kept_entries,
+            np.concatenate((chunks, sums)),
+            expected,
+            new_keys,
+            new_start,
+            new_count,
+        )
 
     @property
     def max_queue(self) -> list[int]:
@@ -193,6 +194,75 @@ class CompiledPlayer:
     def stats(self) -> tuple[HopList, dict[LinkId, LinkStats]]:
         """Hops in start order and per-link statistics, from the recorded columns."""
         return hops_and_links(self.record, self.nbytes, self.link_ids, self.max_queue)
+
+
+def _waiters(idx: np.ndarray, missing: np.ndarray, wait_ptr: np.ndarray, most: int) -> np.ndarray:
+    """The transfers waiting for each transfer, in order: ``waiter[wait_ptr[i]:wait_ptr[i+1]]`` wait for i
+    (transfer j waits for ``idx[ptr[j]:ptr[j+1]]``, ``missing[j]`` of them). Where no transfer is waited for
+    by two, each goes straight to its place; otherwise a stable sort by what is waited for."""
+    owner = np.repeat(np.arange(len(missing), dtype=np.int32), missing)
+    if most <= 1:
+        waiter = np.empty(len(idx), np.int32)
+        waiter[wait_ptr[idx]] = owner
+        return waiter
+    return owner[stable_order(idx)]
+
+
+def _key_numbers(buffers: Sequence[dict], index: dict[Any, int]) -> np.ndarray:
+    """Each starting entry's key (all buffers' end to end) as its number in ``index``, -1 if absent
+    (a device holding the keys of the device before it, in the same order, reuses their numbers)."""
+    numbers, previous, previous_numbers = [], None, np.zeros(0, np.int64)
+    for buffer in buffers:
+        keys = list(buffer)
+        if keys != previous:
+            previous, previous_numbers = keys, np.fromiter(map(index.get, keys, itertools.repeat(-1)), np.int64, len(keys))
+        numbers.append(previous_numbers)
+    return np.concatenate(numbers) if numbers else np.zeros(0, np.int64)
+
+
+def _buffers(
+    buffers: Sequence[dict],
+    entries: np.ndarray,
+    keys: Sequence[Any],
+    held: np.ndarray,
+    first_slots: np.ndarray,
+    kept: np.ndarray,
+    shared: np.ndarray,
+    expected: np.ndarray,
+    new_keys: np.ndarray,
+    new_start: np.ndarray,
+    new_count: np.ndarray,
+) -> list[dict]:
+    """Each device's buffer at the end: what it held at the start (changed where a chunk came in its
+    place), then its new keys in the order they first came.
+
+    ``entries`` are the chunks held at the start, all buffers' end to end (an object array, changed here);
+    ``kept`` says which of them some transfer names: those are
+    ``first_slots`` in ``held`` (devices x keys, chunk numbers into ``shared``); new keys come from ``new_keys``.
+    """
+    n_keys, n_devices = len(keys), len(buffers)
+    lengths = [len(b) for b in buffers]
+    values = entries  # (every chunk held at the start, in the buffers' order: changed in place)
+    values[kept] = shared[held[first_slots]]
+    held_keys = list(itertools.chain.from_iterable(buffers))
+    held_values = values.tolist()
+    del values
+    key_objects = np.empty(n_keys, object)
+    for j, k in enumerate(keys):
+        key_objects[j] = k
+    device = np.repeat(np.arange(n_devices, dtype=np.int64), expected)  # (the room left unused reads key 0: never read back)
+    chunk_of = shared[held[device * n_keys + new_keys]].tolist()
+    key_of = key_objects[new_keys].tolist()
+    del device
+    out = []
+    a = 0
+    for start, count, length in zip(new_start[:-1].tolist(), new_count.tolist(), lengths, strict=True):
+        buffer = dict(zip(held_keys[a : a + length], held_values[a : a + length], strict=True))
+        a += length
+        if count:
+            buffer.update(zip(key_of[start : start + count], chunk_of[start : start + count], strict=True))
+        out.append(buffer)
+    return out
 
 
 def compiled_player(

@@ -83,6 +83,7 @@ def check_schedule(transfers: dict[str, Any], computes: dict[str, Any], n_device
             raise ValueError(f"{kind} #{i} waits for {what} {int(place[d])}, not at {mine} {int(starts[i])}")
 
 
+_GRIDS_KEPT = 8
 _WAYS = 16
 """Route kinds per (src, dst): the two ties of dimension order, and dimension order from axis a (direction 2 + a)."""
 
@@ -130,6 +131,9 @@ class Routes:
     """
 
     _cache: ClassVar[weakref.WeakKeyDictionary[Topology, Routes]] = weakref.WeakKeyDictionary()
+    _grids: ClassVar[dict[tuple, dict[int, tuple[LinkId, ...]]]] = {}
+    """Routes as link ids by grid (dims, wraparound, links, coordinates), for the last few grids: a
+    topology built afresh for each run (``ring(1024)``) finds its routes there."""
 
     def __init__(self, topology: Topology) -> None:
         self.owner = weakref.ref(topology)  # (a strong reference would keep the cache's key alive)
@@ -137,6 +141,12 @@ class Routes:
         self.number = {link: k for k, link in enumerate(self.link_ids)}
         self.known: dict[int, tuple[tuple[int, ...], tuple[LinkId, ...]]] = {}
         self._table: tuple[np.ndarray, np.ndarray] | None = None
+        grid = (tuple(topology.dims), tuple(topology.wraparound), frozenset(self.link_ids), tuple(map(topology.coord, range(topology.n_devices))))
+        found = Routes._grids.pop(grid, None)
+        self.of_grid: dict[int, tuple[LinkId, ...]] = {} if found is None else found
+        Routes._grids[grid] = self.of_grid  # (the most recent last)
+        while len(Routes._grids) > _GRIDS_KEPT:
+            Routes._grids.pop(next(iter(Routes._grids)))
 
     @classmethod
     def of_topology(cls, topology: Topology) -> Routes:
@@ -150,20 +160,27 @@ class Routes:
         numbers and as link ids."""
         n = topology.n_devices
         direction = np.asarray(columns["direction"])
-        code = np.multiply(columns["src"], n, dtype=np.int64)  # (src n + dst) 16 + way, in one array
-        code += columns["dst"]
+        pair = np.multiply(columns["src"], n, dtype=np.int64)  # src n + dst
+        pair += columns["dst"]
+        pairs, code = factorize(pair)  # (numbered first: their range, n^2, is narrower than the codes')
+        del pair
+        code = code.astype(np.int64, copy=False)
         code *= _WAYS
         code += np.where(direction >= 2, direction + 1, direction > 0)  # 0, 1: the ties; 3 + a: axis a first
-        unique, inverse = factorize(code)
+        numbered, inverse = factorize(code)  # (pair number) 16 + way, in the order of (src n + dst) 16 + way
         del code
+        unique = pairs[numbered // _WAYS] * _WAYS + numbered % _WAYS
         self._one_hops(topology, unique)
         as_numbers, as_ids = [], []
         for c in unique.tolist():
             known = self.known.get(c)
             if known is None:
-                pair, way = divmod(c, _WAYS)
-                src, dst = pair // n, pair % n
-                route = topology.route(src, dst, 1 if way else -1) if way < 2 else axis_first_route(topology, src, dst, way - 3)
+                route = self.of_grid.get(c)
+                if route is None:
+                    pair, way = divmod(c, _WAYS)
+                    src, dst = pair // n, pair % n
+                    route = topology.route(src, dst, 1 if way else -1) if way < 2 else axis_first_route(topology, src, dst, way - 3)
+                    self.of_grid[c] = route
                 known = self.known[c] = (tuple(self.number[link] for link in route), route)
             as_numbers.append(known[0])
             as_ids.append(known[1])

@@ -86,7 +86,7 @@ class AllGatherLayout(_Layout):
             size = self.block_shape[self.axis]
             index = (slice(None),) * self.axis + (slice(block * size, (block + 1) * size),)
             return row[index]
-        return np.moveaxis(row, self.axis, 0)[block, ...]
+        return row[block, ...] if self.axis == 0 else np.moveaxis(row, self.axis, 0)[block, ...]
 
     def reference_rows(self, x: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
         everyone = tuple(range(x.shape[0]))

@@ -103,6 +103,12 @@ class _Layout:
         """Blocks a device must hold at the end (all of them, unless a layout says otherwise)."""
         return range(len(self.groups[0]))
 
+    def block_rows(self, x: np.ndarray) -> np.ndarray | None:
+        """The blocks of :meth:`blocks` as the rows of one 2-D view of ``x``, when they are: every
+        device holds blocks ``0..k-1``, equal and flat, and device d's block b is row ``d * k + b``.
+        None otherwise (the default)."""
+        return None
+
     def reference(self, x: np.ndarray) -> np.ndarray:
         """JAX's output for the whole stacked input, from :meth:`reference_rows`."""
         rows = dict(self.reference_rows(x))

@@ -81,12 +81,26 @@ class ReduceScatterLayout(_Layout):
         """Shape of one device's output."""
         return self.block_shape
 
+    def block_rows(self, x: np.ndarray) -> np.ndarray | None:
+        """Along the first dimension of a contiguous input, blocks are runs of each row: the rows of one reshape.
+
+        Examples
+        --------
+        >>> x = np.arange(12).reshape(2, 6)
+        >>> ReduceScatterLayout.check(x, 0, True, None).block_rows(x).tolist()
+        [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
+        """
+        if self.scatter_dimension != 0 or not x.flags.c_contiguous:
+            return None
+        return x.reshape(x.shape[0] * len(self.groups[0]), -1)
+
     def blocks(self, x: np.ndarray) -> list[dict[int, np.ndarray]]:
         """Per device, its contribution to every block (flat, contiguous)."""
         n = len(self.groups[0])
-        if self.scatter_dimension == 0 and x.flags.c_contiguous:  # blocks are runs of each row: row views, one reshape
-            rows = list(x.reshape(x.shape[0] * n, -1))
-            return [dict(enumerate(rows[d * n : (d + 1) * n])) for d in range(x.shape[0])]
+        rows = self.block_rows(x)
+        if rows is not None:  # row views, one reshape
+            listed = list(rows)
+            return [dict(enumerate(listed[d * n : (d + 1) * n])) for d in range(x.shape[0])]
         return [{k: _flat(part) for k, part in enumerate(np.split(x[d], n, axis=self.scatter_dimension))} for d in range(x.shape[0])]
 
     def block_sizes(self, n_devices: int) -> list[dict[int, int]]:
@@ -171,6 +185,13 @@ class AllReduceLayout(_Layout):
         bounds = self._bounds
         sizes = {k: bounds[k + 1] - bounds[k] for k in range(len(bounds) - 1)}
         return [dict(sizes) for _ in range(n_devices)]
+
+    def block_rows(self, x: np.ndarray) -> np.ndarray | None:
+        """When the blocks are equal and the input contiguous, they are the rows of one reshape."""
+        n = len(self.groups[0])
+        if math.prod(self.shape) % n or not x.flags.c_contiguous:
+            return None
+        return x.reshape(x.shape[0] * n, -1)
 
     def blocks(self, x: np.ndarray) -> list[dict[int, np.ndarray]]:
         """Per device, its contribution to every block (flat views)."""

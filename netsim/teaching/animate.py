@@ -296,6 +296,7 @@ class Animation:
         from matplotlib.animation import FFMpegWriter, FuncAnimation, PillowWriter
 
         drawing = self._drawing()
+
         def frame(k: int) -> None:
             drawing.draw(self.frames[k])
             if progress is not None:

@@ -226,10 +226,7 @@ def summary(result: Result, leaf: int = 0) -> str:
         block = result.bytes_per_device if schedule.pattern == "gather" else result.bytes_per_device // max(n, 1)
         plural = "s" if len(groups) != 1 else ""
         lines.append(f"{sum(len(g) for g in groups)} devices in {len(groups)} group{plural} of {n}; a block is {format_bytes(block)} (s).")
-    lines.append(
-        f"{len(data.src):,} transfers in {n_steps} steps, {format_bytes(int(data.size.sum()))} in all; "
-        f"simulated time {format_seconds(data.time)}."
-    )
+    lines.append(f"{len(data.src):,} transfers in {n_steps} steps, {format_bytes(int(data.size.sum()))} in all; simulated time {format_seconds(data.time)}.")
     lines.append(f"Too many devices to list one by one ({data.n_devices} > {SUMMARY_ABOVE}): a summary by step, axis and device.")
     rows = data.step_rows()
     first, last = STEPS_SHOWN
