@@ -71,7 +71,10 @@ def _matches(actual: np.ndarray, expected: np.ndarray, exact: bool, group_size: 
         return all(np.array_equal(actual[i], expected[i], equal_nan=floats) for i in slices)
     # Sums in a different order differ by rounding only: allow a few ulps per addend.
     tolerance = 4 * _eps(expected.dtype) * group_size
-    wide = np.float64 if np.dtype(expected.dtype).itemsize >= 8 else np.float32
+    if np.issubdtype(expected.dtype, np.complexfloating):  # both parts compared (a cast to float would drop the imaginary one)
+        wide = np.complex128 if np.dtype(expected.dtype).itemsize >= 16 else np.complex64
+    else:
+        wide = np.float64 if np.dtype(expected.dtype).itemsize >= 8 else np.float32
     return all(np.allclose(actual[i].astype(wide), expected[i].astype(wide), rtol=tolerance, atol=tolerance * scale, equal_nan=True) for i in slices)
 
 
@@ -82,7 +85,7 @@ def _largest(expected: np.ndarray, scale: float = 1.0) -> float:
     the tolerance infinite (and the check vacuous).
     """
     for i in bounded_slices(np.shape(expected), SLICE_ELEMENTS):
-        part = np.abs(np.asarray(expected[i]).astype(np.float64))
+        part = np.abs(np.asarray(expected[i])).astype(np.float64)  # (a complex value's modulus)
         scale = np.maximum(scale, np.max(part, initial=1.0, where=np.isfinite(part)))
     return float(scale)
 

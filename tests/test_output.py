@@ -107,3 +107,17 @@ def test_bad_destinations_are_refused_before_simulating(tmp_path, option, make, 
     assert out.exit_code == 2
     assert message in out.output and "Traceback" not in out.output
     assert _listing(tmp_path) == before
+
+
+def test_complex_sums_are_checked_on_both_parts():
+    from netsim.outputs import _matches
+
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((4, 64)) + 1j * rng.standard_normal((4, 64))).astype(np.complex64)
+    result = netsim.psum(x, topology="ring4")
+    assert result.verified and np.allclose(result.output[0], x.sum(axis=0), rtol=1e-5)
+    expected = x.sum(axis=0)
+    assert _matches(expected.copy(), expected, exact=False, group_size=4, scale=1.0)
+    wrong = expected.copy()
+    wrong[3] += 1j  # the real parts agree: a cast to float would see no difference
+    assert not _matches(wrong, expected, exact=False, group_size=4, scale=1.0)
