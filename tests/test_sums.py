@@ -123,7 +123,14 @@ def test_chunks_of_several_shapes_are_added_one_at_a_time():
     assert nbytes.tolist() == [24, 32, 24]
 
 
-def test_row_buffers_must_hold_a_row_per_chunk():
-    x = np.zeros((4, 2))
-    with pytest.raises(ValueError, match=r"^the buffers hold 3 chunks but rows has 4$"):
-        RowBuffers([{"a": x[0], "b": x[1]}, {"a": x[2]}], x)
+def test_row_buffers_must_hold_a_row_per_key_on_every_device():
+    with pytest.raises(ValueError, match=r"^rows has 5 rows, not a row per key \(2 keys\) for every device$"):
+        RowBuffers(["a", "b"], np.zeros((5, 2)))
+
+
+def test_row_buffers_make_each_dict_once_with_views_of_the_rows():
+    x = np.arange(12.0).reshape(6, 2)
+    buffers = RowBuffers(["a", "b"], x)
+    assert [list(b) for b in buffers] == [["a", "b"]] * 3
+    assert buffers[2] is buffers[-1] and buffers[1]["b"] is buffers.chunk(3) and np.shares_memory(buffers[1]["b"], x[3])
+    assert [b["a"].tolist() for b in buffers[::2]] == [[0.0, 1.0], [8.0, 9.0]]

@@ -31,6 +31,7 @@ from netsim.engine.compiled_bundles import bundled_player
 from netsim.engine.final_buffers import FinalBuffers
 from netsim.engine.playback import LinkStats
 from netsim.engine.routes import Routes, id_list, link_rates
+from netsim.engine.row_buffers import Chunks, RowBuffers
 from netsim.network.topology import LinkId, Topology
 
 __all__ = ["CAPACITY", "MAX_CHUNK_TABLE", "MIN_TRANSFERS", "CompiledPlayer", "compiled_player"]
@@ -80,11 +81,15 @@ class CompiledPlayer:
         del waited
 
         # The chunks devices hold at the start, numbered (keys no transfer names are left out); the reductions' results come after them.
+        rows = buffers.rows if isinstance(buffers, RowBuffers) else None  # (the chunks are its rows)
         key_number = _key_numbers(buffers, {k: j for j, k in enumerate(keys)})
-        holder = np.repeat(np.arange(n_devices, dtype=np.int64), [len(b) for b in buffers])
+        holder = np.repeat(np.arange(n_devices, dtype=np.int64), [len(buffers.keys)] * n_devices if rows is not None else [len(b) for b in buffers])
         kept_entries = key_number >= 0
-        entries = np.fromiter(itertools.chain.from_iterable(b.values() for b in buffers), object, len(key_number))  # every chunk held
-        chunks = entries[kept_entries]
+        if rows is not None:  # every chunk held, and those some transfer names, looked up when read
+            entries, chunks = Chunks(buffers, np.arange(len(key_number))), Chunks(buffers, np.flatnonzero(kept_entries))
+        else:
+            entries = np.fromiter(itertools.chain.from_iterable(b.values() for b in buffers), object, len(key_number))
+            chunks = entries[kept_entries]
         first_slots = holder[kept_entries] * n_keys + key_number[kept_entries]
         del holder
         held = np.full(n_devices * n_keys, -1, np.int32)
@@ -92,7 +97,6 @@ class CompiledPlayer:
         reduce = np.asarray(columns["reduce"], np.bool_)
         n_sums = int(np.count_nonzero(reduce))
         size = np.zeros(len(chunks) + n_sums, np.int64)
-        rows = getattr(buffers, "rows", None)  # (RowBuffers: the chunks are its rows)
         if rows is not None and len(rows):
             size[: len(chunks)] = rows[0].nbytes
         else:
@@ -183,6 +187,9 @@ class CompiledPlayer:
         if lazy is not None:
             self.buffers = _final_buffers(buffers, entries, row_of, held, first_slots, kept_entries, lazy, new)
             return
+        if rows is not None:
+            entries = np.fromiter(itertools.chain.from_iterable(b.values() for b in buffers), object, len(entries))
+            chunks = entries[kept_entries]
         self.buffers = _buffers(buffers, entries, held, first_slots, kept_entries, np.concatenate((chunks, sums)), new)
 
     @property
@@ -209,6 +216,8 @@ def _waiters(idx: np.ndarray, missing: np.ndarray, wait_ptr: np.ndarray, most: i
 def _key_numbers(buffers: Sequence[dict], index: dict[Any, int]) -> np.ndarray:
     """Each starting entry's key (all buffers' end to end) as its number in ``index``, -1 if absent
     (a device holding the keys of the device before it, in the same order, reuses their numbers)."""
+    if isinstance(buffers, RowBuffers):
+        return np.tile(np.fromiter(map(index.get, buffers.keys, itertools.repeat(-1)), np.int64, len(buffers.keys)), len(buffers))
     numbers, previous, previous_numbers = [], None, np.zeros(0, np.int64)
     for buffer in buffers:
         keys = list(buffer)
@@ -280,8 +289,10 @@ def _final_buffers(
 
     numbers = np.arange(n_entries, dtype=np.int64)
     numbers[kept] = numbered(held[first_slots])
-    keys = list(itertools.chain.from_iterable(buffers))
-    lengths = np.fromiter(map(len, buffers), np.int64, len(buffers))
+    if isinstance(buffers, RowBuffers):
+        keys, lengths = buffers.keys * len(buffers), np.full(len(buffers), len(buffers.keys), np.int64)
+    else:
+        keys, lengths = list(itertools.chain.from_iterable(buffers)), np.fromiter(map(len, buffers), np.int64, len(buffers))
     key_of, new_numbers, counts = _new_chunks(held, new)
     if len(key_of):  # each device's new keys after those it started with
         device = np.concatenate((np.repeat(np.arange(len(buffers)), lengths), np.repeat(np.arange(len(buffers)), counts)))
