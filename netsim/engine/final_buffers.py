@@ -34,7 +34,7 @@ class FinalBuffer(Mapping):
         self._keys, self._index, self._numbers, self._chunk = keys, index, numbers, chunk
 
     def __getitem__(self, key: Hashable) -> Any:
-        return self._chunk(self._numbers[self._index[key]])
+        return self._chunk(int(self._numbers[self._index[key]]))
 
     def __contains__(self, key: object) -> bool:
         return key in self._index
@@ -85,7 +85,7 @@ class FinalBuffers(Sequence):
             if keys != last_keys:  # (devices mostly hold the same keys, the very same objects, in the same order)
                 index = {key: i for i, key in enumerate(keys)}
                 self._last = keys, index
-            made = self._made[device] = FinalBuffer(keys, index, self._numbers[a:b].tolist(), self.chunk)
+            made = self._made[device] = FinalBuffer(keys, index, self._numbers[a:b], self.chunk)
         return made
 
     def __getitem__(self, index: Any) -> Any:

@@ -198,9 +198,12 @@ def summed(chunks: Sequence[Any], sum_of: np.ndarray, sum_with: np.ndarray, rows
     order = np.argsort(wave, kind="stable")  # the sums by wave, in the order they happened within one
     ends = np.append(np.flatnonzero(np.diff(wave[order])) + 1, n)
     live, last, n_live, n_last = _places(order, ends, sum_of, sum_with, first)
-    work = np.empty((n_live, *probe.shape), probe.dtype)
     kept = np.empty((n_last, *probe.shape), probe.dtype)
     out = np.empty((int(np.diff(ends, prepend=0).max()), *probe.shape), probe.dtype)
+    if _in_chain(wave, sum_of, sum_with, first):
+        _chained(base, row_of, order, ends, sum_of, sum_with, first, last, kept)
+        return Sums(chunks, sum_of, sum_with, (base, row_of), kept, last, probe.nbytes)
+    work = np.empty((n_live, *probe.shape), probe.dtype)
     for lo, hi in zip([0, *ends[:-1].tolist()], ends.tolist(), strict=True):
         these = order[lo:hi]
         added = np.add(_rows(base, row_of, work, live, first, sum_of[these]), _rows(base, row_of, work, live, first, sum_with[these]), out=out[: hi - lo])
@@ -212,6 +215,56 @@ def summed(chunks: Sequence[Any], sum_of: np.ndarray, sum_with: np.ndarray, rows
             _as_items(work)[into[working]] = _as_items(added)[working]
             _as_items(kept)[last[these[~working]]] = _as_items(added)[~working]
     return Sums(chunks, sum_of, sum_with, (base, row_of), kept, last, probe.nbytes)
+
+
+def _in_chain(wave: np.ndarray, sum_of: np.ndarray, sum_with: np.ndarray, first: int) -> bool:
+    """Whether every sum that another adds is added only in the very next wave (as a ring's partial sums are)."""
+    for operand in (sum_of, sum_with):
+        adding = operand >= first
+        if not np.array_equal(wave[operand[adding] - first] + 1, wave[adding]):
+            return False
+    return True
+
+
+def _chained(
+    base: np.ndarray,
+    row_of: np.ndarray,
+    order: np.ndarray,
+    ends: np.ndarray,
+    sum_of: np.ndarray,
+    sum_with: np.ndarray,
+    first: int,
+    last: np.ndarray,
+    kept: np.ndarray,
+) -> None:
+    """:func:`summed`'s waves when each sum is added only in the next wave (:func:`_in_chain`): a wave's sums are
+    written in place, in order, into one of two blocks of rows, the next wave reads them there; the last of
+    each chain is copied to ``kept`` (row ``last[r]``)."""
+    n = len(order)
+    starts = np.concatenate(([0], ends[:-1]))
+    at = np.empty(n, np.int64)  # each sum's row in its wave's block
+    at[order] = np.arange(n) - np.repeat(starts, ends - starts)
+    blocks = np.empty((2, int((ends - starts).max()), *base.shape[1:]), base.dtype)
+    per_wave = [np.add.reduceat(flags[order].astype(np.int64), starts).tolist() for flags in (sum_of >= first, sum_with >= first, last >= 0)]  # sums, kept
+    for i, (lo, hi) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+        these, previous = order[lo:hi], blocks[(i + 1) % 2]
+        values = []
+        for operand, counts in zip((sum_of, sum_with), per_wave, strict=False):
+            numbers, n_summed = operand[these], counts[i]
+            if n_summed == 0:
+                values.append(np.take(base, row_of[numbers], axis=0))
+            elif n_summed == hi - lo:
+                values.append(np.take(previous, at[numbers - first], axis=0))
+            else:
+                summed = numbers >= first
+                value = np.empty((hi - lo, *base.shape[1:]), base.dtype)
+                value[summed] = previous[at[numbers[summed] - first]]
+                value[~summed] = base[row_of[numbers[~summed]]]
+                values.append(value)
+        added = np.add(values[0], values[1], out=blocks[i % 2][: hi - lo])
+        if per_wave[2][i]:
+            final = last[these]
+            kept[final[final >= 0]] = added[final >= 0]
 
 
 def _as_items(rows: np.ndarray) -> np.ndarray:
