@@ -237,12 +237,14 @@ def _new_chunks(held: np.ndarray, new: tuple) -> tuple[list[Any], np.ndarray, np
     keys, expected, new_keys, new_start, new_count = new
     n_keys, n_devices = len(keys), len(expected)
     device = np.repeat(np.arange(n_devices, dtype=np.int64), expected)
-    used = np.arange(len(device)) - new_start[device] < new_count[device]
-    taken = new_keys[used]
+    if not np.array_equal(new_count, expected):  # (the room left unused is dropped)
+        used = np.arange(len(device)) - new_start[device] < new_count[device]
+        device, new_keys = device[used], new_keys[used]
+    taken = new_keys
     key_objects = np.empty(n_keys, object)
     for j, k in enumerate(keys):
         key_objects[j] = k
-    return key_objects[taken].tolist(), held[device[used] * n_keys + taken], new_count
+    return key_objects[taken].tolist(), held[device * n_keys + taken], new_count
 
 
 def _buffers(
