@@ -197,12 +197,19 @@ def summed(chunks: Sequence[Any], sum_of: np.ndarray, sum_with: np.ndarray, rows
     wave = _waves(sum_of, sum_with, first)
     order = np.argsort(wave, kind="stable")  # the sums by wave, in the order they happened within one
     ends = np.append(np.flatnonzero(np.diff(wave[order])) + 1, n)
+    if _in_chain(wave, sum_of, sum_with, first):
+        added = np.zeros(n, np.bool_)  # (by another sum)
+        for operand in (sum_of, sum_with):
+            added[operand[operand >= first] - first] = True
+        last = np.full(n, -1, np.int64)  # the last of each chain, numbered by wave
+        ends_chains = order[~added[order]]
+        last[ends_chains] = np.arange(len(ends_chains))
+        kept = np.empty((len(ends_chains), *probe.shape), probe.dtype)
+        _chained(base, row_of, order, ends, sum_of, sum_with, first, last, kept)
+        return Sums(chunks, sum_of, sum_with, (base, row_of), kept, last, probe.nbytes)
     live, last, n_live, n_last = _places(order, ends, sum_of, sum_with, first)
     kept = np.empty((n_last, *probe.shape), probe.dtype)
     out = np.empty((int(np.diff(ends, prepend=0).max()), *probe.shape), probe.dtype)
-    if _in_chain(wave, sum_of, sum_with, first):
-        _chained(base, row_of, order, ends, sum_of, sum_with, first, last, kept)
-        return Sums(chunks, sum_of, sum_with, (base, row_of), kept, last, probe.nbytes)
     work = np.empty((n_live, *probe.shape), probe.dtype)
     for lo, hi in zip([0, *ends[:-1].tolist()], ends.tolist(), strict=True):
         these = order[lo:hi]
@@ -246,24 +253,30 @@ def _chained(
     at[order] = np.arange(n) - np.repeat(starts, ends - starts)
     blocks = np.empty((2, int((ends - starts).max()), *base.shape[1:]), base.dtype)
     per_wave = [np.add.reduceat(flags[order].astype(np.int64), starts).tolist() for flags in (sum_of >= first, sum_with >= first, last >= 0)]  # sums, kept
+    where = []  # each operand's row, in order: in its wave's block for a sum, in base for a starting chunk
+    for operand in (sum_of, sum_with):
+        numbers = operand[order]
+        summed = numbers >= first
+        row = np.empty(n, np.int64)
+        row[summed] = at[numbers[summed] - first]
+        row[~summed] = row_of[numbers[~summed]]
+        where.append((row, summed))
     for i, (lo, hi) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
-        these, previous = order[lo:hi], blocks[(i + 1) % 2]
+        previous = blocks[(i + 1) % 2]
         values = []
-        for operand, counts in zip((sum_of, sum_with), per_wave, strict=False):
-            numbers, n_summed = operand[these], counts[i]
-            if n_summed == 0:
-                values.append(np.take(base, row_of[numbers], axis=0))
-            elif n_summed == hi - lo:
-                values.append(np.take(previous, at[numbers - first], axis=0))
+        for (row, summed), counts in zip(where, per_wave, strict=False):
+            if counts[i] == 0:
+                values.append(np.take(base, row[lo:hi], axis=0))
+            elif counts[i] == hi - lo:
+                values.append(np.take(previous, row[lo:hi], axis=0))
             else:
-                summed = numbers >= first
                 value = np.empty((hi - lo, *base.shape[1:]), base.dtype)
-                value[summed] = previous[at[numbers[summed] - first]]
-                value[~summed] = base[row_of[numbers[~summed]]]
+                value[summed[lo:hi]] = previous[row[lo:hi][summed[lo:hi]]]
+                value[~summed[lo:hi]] = base[row[lo:hi][~summed[lo:hi]]]
                 values.append(value)
         added = np.add(values[0], values[1], out=blocks[i % 2][: hi - lo])
         if per_wave[2][i]:
-            final = last[these]
+            final = last[order[lo:hi]]
             kept[final[final >= 0]] = added[final >= 0]
 
 
