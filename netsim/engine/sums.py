@@ -12,7 +12,9 @@ same. Otherwise the sums are added one at a time, in the order they happened.
 
 :func:`summed` adds every sum in waves too, but keeps only the sums no other sum
 adds (the last of each chain): while the waves run, a sum's row is used again once
-the sums that add it are done, so the additions stay in a few rows of memory.
+the sums that add it are done, so the additions stay in a few rows of memory (where
+every sum is added only in the next wave, as a ring's partial sums are, a wave's
+sums are written in place into one of two blocks of rows, and read there).
 :class:`Sums` hands the kept ones back as views and the others, on first read,
 from :func:`reduced` (the same additions again, bit for bit the same).
 """
