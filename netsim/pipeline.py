@@ -215,8 +215,8 @@ def _start_buffers(layout: Any, leaf: np.ndarray, pieces: int) -> list[dict]:
 
     When the blocks are the rows of one view (``layout.block_rows``) and cut evenly, so are
     the pieces (each a row of one reshape, as ``np.array_split`` cuts it): the buffers are then
-    made in one go, every device's keys the same objects, and handed over as
-    :class:`~netsim.engine.row_buffers.RowBuffers`.
+    :class:`~netsim.engine.row_buffers.RowBuffers` (every device's keys the same objects, its
+    dict made when first read).
 
     Examples
     --------
@@ -231,8 +231,7 @@ def _start_buffers(layout: Any, leaf: np.ndarray, pieces: int) -> list[dict]:
         return [_pieces(held, pieces) for held in layout.blocks(leaf)]
     rows = rows.reshape(len(rows) * pieces, -1)
     keys = [(b, p) for b in range(len(rows) // (leaf.shape[0] * pieces)) for p in range(pieces)]
-    chunks, m = list(rows), len(keys)
-    return RowBuffers((dict(zip(keys, chunks[d * m : (d + 1) * m], strict=True)) for d in range(leaf.shape[0])), rows)
+    return RowBuffers(keys, rows) if keys else [{} for _ in range(leaf.shape[0])]
 
 
 def choose_engine(engine: str, transfers: int, custom: bool = False) -> str:

@@ -16,6 +16,7 @@ from netsim.checks.arrays import _Arrays, _dependency_order, _feeding, _first
 from netsim.checks.chunks_bundled import _chunks_bundled
 from netsim.checks.chunks_placed import _chunks_placed
 from netsim.checks.errors import InvariantError
+from netsim.engine.row_buffers import RowBuffers
 
 COMPILED_MIN_TRANSFERS = 20_000
 """Reductions of at least this many transfers replay compiled first (smaller ones need not load numba)."""
@@ -75,6 +76,9 @@ def _held_codes(buffers: Sequence[dict[Hashable, Any]]) -> tuple[dict[Hashable, 
     a device whose keys are the previous device's reuses their numbers.
     """
     key_ids: dict[Hashable, int] = {}
+    if isinstance(buffers, RowBuffers):  # (every device holds these keys, in this order)
+        key_ids = {key: i for i, key in enumerate(buffers.keys)}
+        return key_ids, (np.arange(len(buffers), dtype=np.int64)[:, None] * len(key_ids) + np.arange(len(key_ids))).reshape(-1)
     ids, previous, previous_ids = [], None, np.zeros(0, np.int64)
     for held in buffers:
         keys = list(held)

@@ -10,6 +10,7 @@ import numpy as np
 from netsim.checks.arrays import _Arrays, _first, _later, _slack
 from netsim.checks.errors import InvariantError
 from netsim.engine import Playback, TransferLike
+from netsim.engine.row_buffers import RowBuffers
 
 COMPILED_MIN_HOPS = 20_000
 """Runs of at least this many link crossings check their links compiled first (smaller ones need not load numba)."""
@@ -64,6 +65,8 @@ def _no_overlap(a: _Arrays) -> bool:
 
 def _check_device_bytes(transfers: Sequence[TransferLike], buffers: Sequence[dict[Hashable, Any]], playback: Playback, a: _Arrays) -> None:
     size: dict[Hashable, int] = {}  # each key's size in the first buffer holding it with one
+    if isinstance(buffers, RowBuffers):  # (every device holds the same keys, each chunk a row of one array)
+        buffers = buffers[:1]
     for held in buffers:
         for key in [key for key in held if key not in size]:  # (devices mostly hold keys met already)
             chunk = held[key]

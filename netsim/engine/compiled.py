@@ -28,8 +28,10 @@ import numpy as np
 from netsim.columnar import stable_order
 from netsim.engine.columns import ColumnList, HopList, hops_and_links
 from netsim.engine.compiled_bundles import bundled_player
+from netsim.engine.final_buffers import FinalBuffers
 from netsim.engine.playback import LinkStats
 from netsim.engine.routes import Routes, id_list, link_rates
+from netsim.engine.row_buffers import Chunks, RowBuffers
 from netsim.network.topology import LinkId, Topology
 
 __all__ = ["CAPACITY", "MAX_CHUNK_TABLE", "MIN_TRANSFERS", "CompiledPlayer", "compiled_player"]
@@ -79,11 +81,15 @@ class CompiledPlayer:
         del waited
 
         # The chunks devices hold at the start, numbered (keys no transfer names are left out); the reductions' results come after them.
+        rows = buffers.rows if isinstance(buffers, RowBuffers) else None  # (the chunks are its rows)
         key_number = _key_numbers(buffers, {k: j for j, k in enumerate(keys)})
-        holder = np.repeat(np.arange(n_devices, dtype=np.int64), [len(b) for b in buffers])
+        holder = np.repeat(np.arange(n_devices, dtype=np.int64), [len(buffers.keys)] * n_devices if rows is not None else [len(b) for b in buffers])
         kept_entries = key_number >= 0
-        entries = np.fromiter(itertools.chain.from_iterable(b.values() for b in buffers), object, len(key_number))  # every chunk held
-        chunks = entries[kept_entries]
+        if rows is not None:  # every chunk held, and those some transfer names, looked up when read
+            entries, chunks = Chunks(buffers, np.arange(len(key_number))), Chunks(buffers, np.flatnonzero(kept_entries))
+        else:
+            entries = np.fromiter(itertools.chain.from_iterable(b.values() for b in buffers), object, len(key_number))
+            chunks = entries[kept_entries]
         first_slots = holder[kept_entries] * n_keys + key_number[kept_entries]
         del holder
         held = np.full(n_devices * n_keys, -1, np.int32)
@@ -91,7 +97,6 @@ class CompiledPlayer:
         reduce = np.asarray(columns["reduce"], np.bool_)
         n_sums = int(np.count_nonzero(reduce))
         size = np.zeros(len(chunks) + n_sums, np.int64)
-        rows = getattr(buffers, "rows", None)  # (RowBuffers: the chunks are its rows)
         if rows is not None and len(rows):
             size[: len(chunks)] = rows[0].nbytes
         else:
@@ -161,31 +166,31 @@ class CompiledPlayer:
         if self.status:
             return
         first = len(chunks)
-        kept = np.zeros(n_reduced, np.bool_)  # the sums devices hold at the end
-        kept[held[held >= first] - first] = True
         try:  # the reductions, in the order they happened (in waves)
-            from netsim.engine.sums import reduced
+            from netsim.engine.sums import reduced, summed
 
-            sums, made = reduced(chunks, sum_of[:n_reduced], sum_with[:n_reduced], kept, rows, np.flatnonzero(kept_entries))
+            row_of = np.flatnonzero(kept_entries)
+            lazy = summed(chunks, sum_of[:n_reduced], sum_with[:n_reduced], rows, row_of) if n_reduced else None
+            if lazy is None:
+                kept = np.zeros(n_reduced, np.bool_)  # the sums devices hold at the end
+                kept[held[held >= first] - first] = True
+                sums, made = reduced(chunks, sum_of[:n_reduced], sum_with[:n_reduced], kept, rows, row_of)
+            else:
+                made = np.full(n_reduced, lazy.nbytes, np.int64)
         except Exception:  # (the Python player plays the run again and raises it where it happens)
             self.status = 1
             return
         if not np.array_equal(made, size[first : first + n_reduced]):
             self.status = 1  # a sum weighs what it was not taken to weigh: the run's times would differ
             return
-        self.buffers = _buffers(
-            buffers,
-            entries,
-            keys,
-            held,
-            first_slots,
-            kept_entries,
-            np.concatenate((chunks, sums)),
-            expected,
-            new_keys,
-            new_start,
-            new_count,
-        )
+        new = (keys, expected, new_keys, new_start, new_count)
+        if lazy is not None:
+            self.buffers = _final_buffers(buffers, entries, row_of, held, first_slots, kept_entries, lazy, new)
+            return
+        if rows is not None:
+            entries = np.fromiter(itertools.chain.from_iterable(b.values() for b in buffers), object, len(entries))
+            chunks = entries[kept_entries]
+        self.buffers = _buffers(buffers, entries, held, first_slots, kept_entries, np.concatenate((chunks, sums)), new)
 
     @property
     def max_queue(self) -> list[int]:
@@ -211,6 +216,8 @@ def _waiters(idx: np.ndarray, missing: np.ndarray, wait_ptr: np.ndarray, most: i
 def _key_numbers(buffers: Sequence[dict], index: dict[Any, int]) -> np.ndarray:
     """Each starting entry's key (all buffers' end to end) as its number in ``index``, -1 if absent
     (a device holding the keys of the device before it, in the same order, reuses their numbers)."""
+    if isinstance(buffers, RowBuffers):
+        return np.tile(np.fromiter(map(index.get, buffers.keys, itertools.repeat(-1)), np.int64, len(buffers.keys)), len(buffers))
     numbers, previous, previous_numbers = [], None, np.zeros(0, np.int64)
     for buffer in buffers:
         keys = list(buffer)
@@ -220,49 +227,84 @@ def _key_numbers(buffers: Sequence[dict], index: dict[Any, int]) -> np.ndarray:
     return np.concatenate(numbers) if numbers else np.zeros(0, np.int64)
 
 
+def _new_chunks(held: np.ndarray, new: tuple) -> tuple[list[Any], np.ndarray, np.ndarray]:
+    """The keys devices took that they did not hold at the start, in the order they first came, device
+    after device: the keys, their chunk numbers (in ``held``'s numbering) and how many each device took.
+
+    ``new`` is ``(keys, expected, new_keys, new_start, new_count)``: device d's new keys are key numbers
+    ``new_keys[new_start[d]:new_start[d] + new_count[d]]`` (``expected[d]`` places kept for them).
+    """
+    keys, expected, new_keys, new_start, new_count = new
+    n_keys, n_devices = len(keys), len(expected)
+    device = np.repeat(np.arange(n_devices, dtype=np.int64), expected)
+    if not np.array_equal(new_count, expected):  # (the room left unused is dropped)
+        used = np.arange(len(device)) - new_start[device] < new_count[device]
+        device, new_keys = device[used], new_keys[used]
+    taken = new_keys
+    key_objects = np.empty(n_keys, object)
+    for j, k in enumerate(keys):
+        key_objects[j] = k
+    return key_objects[taken].tolist(), held[device * n_keys + taken], new_count
+
+
 def _buffers(
-    buffers: Sequence[dict],
-    entries: np.ndarray,
-    keys: Sequence[Any],
-    held: np.ndarray,
-    first_slots: np.ndarray,
-    kept: np.ndarray,
-    shared: np.ndarray,
-    expected: np.ndarray,
-    new_keys: np.ndarray,
-    new_start: np.ndarray,
-    new_count: np.ndarray,
+    buffers: Sequence[dict], entries: np.ndarray, held: np.ndarray, first_slots: np.ndarray, kept: np.ndarray, shared: np.ndarray, new: tuple
 ) -> list[dict]:
     """Each device's buffer at the end: what it held at the start (changed where a chunk came in its
     place), then its new keys in the order they first came.
 
     ``entries`` are the chunks held at the start, all buffers' end to end (an object array, changed here);
     ``kept`` says which of them some transfer names: those are
-    ``first_slots`` in ``held`` (devices x keys, chunk numbers into ``shared``); new keys come from ``new_keys``.
+    ``first_slots`` in ``held`` (devices x keys, chunk numbers into ``shared``); new keys as :func:`_new_chunks`.
     """
-    n_keys, n_devices = len(keys), len(buffers)
     lengths = [len(b) for b in buffers]
     values = entries  # (every chunk held at the start, in the buffers' order: changed in place)
     values[kept] = shared[held[first_slots]]
     held_keys = list(itertools.chain.from_iterable(buffers))
     held_values = values.tolist()
     del values
-    key_objects = np.empty(n_keys, object)
-    for j, k in enumerate(keys):
-        key_objects[j] = k
-    device = np.repeat(np.arange(n_devices, dtype=np.int64), expected)  # (the room left unused reads key 0: never read back)
-    chunk_of = shared[held[device * n_keys + new_keys]].tolist()
-    key_of = key_objects[new_keys].tolist()
-    del device
+    key_of, numbers, counts = _new_chunks(held, new)
+    chunk_of = shared[numbers].tolist()
     out = []
-    a = 0
-    for start, count, length in zip(new_start[:-1].tolist(), new_count.tolist(), lengths, strict=True):
+    a = b = 0
+    for count, length in zip(counts.tolist(), lengths, strict=True):
         buffer = dict(zip(held_keys[a : a + length], held_values[a : a + length], strict=True))
         a += length
         if count:
-            buffer.update(zip(key_of[start : start + count], chunk_of[start : start + count], strict=True))
+            buffer.update(zip(key_of[b : b + count], chunk_of[b : b + count], strict=True))
+            b += count
         out.append(buffer)
     return out
+
+
+def _final_buffers(
+    buffers: Sequence[dict], entries: np.ndarray, row_of: np.ndarray, held: np.ndarray, first_slots: np.ndarray, kept: np.ndarray, sums: Any, new: tuple
+) -> FinalBuffers:
+    """:func:`_buffers`' buffers as :class:`FinalBuffers`: numbers, chunks looked up when read.
+
+    Chunk c of ``held``'s numbering is entry ``row_of[c]`` below ``len(row_of)``, else sum ``c - len(row_of)``.
+    """
+    first, n_entries = len(row_of), len(entries)
+
+    def numbered(c: np.ndarray) -> np.ndarray:  # (as FinalBuffers numbers them: the entries, then the sums)
+        return np.where(c < first, row_of[np.minimum(c, first - 1)] if first else 0, c - first + n_entries)
+
+    numbers = np.arange(n_entries, dtype=np.int64)
+    numbers[kept] = numbered(held[first_slots])
+    if isinstance(buffers, RowBuffers):
+        keys, lengths = buffers.keys * len(buffers), np.full(len(buffers), len(buffers.keys), np.int64)
+    else:
+        keys, lengths = list(itertools.chain.from_iterable(buffers)), np.fromiter(map(len, buffers), np.int64, len(buffers))
+    key_of, new_numbers, counts = _new_chunks(held, new)
+    if len(key_of):  # each device's new keys after those it started with
+        device = np.concatenate((np.repeat(np.arange(len(buffers)), lengths), np.repeat(np.arange(len(buffers)), counts)))
+        order = np.argsort(device, kind="stable")
+        keys = np.fromiter(itertools.chain(keys, key_of), object, len(order))[order].tolist()
+        numbers = np.concatenate((numbers, numbered(new_numbers)))[order]
+        lengths = lengths + counts
+    start = np.zeros(len(buffers) + 1, np.int64)
+    np.cumsum(lengths, out=start[1:])
+    return FinalBuffers(keys, start, numbers, entries, sums)
 
 
 def compiled_player(
