@@ -26,13 +26,12 @@ from typing import Any
 import numpy as np
 
 from netsim.columnar import stable_order
-from netsim.engine.columns import ColumnList, HopList, hops_and_links
 from netsim.engine.compiled_bundles import bundled_player
+from netsim.engine.compiled_run import CompiledRun
 from netsim.engine.final_buffers import FinalBuffers
-from netsim.engine.playback import LinkStats
 from netsim.engine.routes import Routes, id_list, link_rates
 from netsim.engine.row_buffers import Chunks, RowBuffers
-from netsim.network.topology import LinkId, Topology
+from netsim.network.topology import Topology
 
 __all__ = ["CAPACITY", "MAX_CHUNK_TABLE", "MIN_TRANSFERS", "CompiledPlayer", "compiled_player"]
 
@@ -53,7 +52,7 @@ def _kernel() -> Any:
     return play_kernel
 
 
-class CompiledPlayer:
+class CompiledPlayer(CompiledRun):
     """One run of the compiled loop, and what it leaves, as :class:`~netsim.engine.fast.FastPlayer` leaves it."""
 
     def __init__(self, topology: Topology, columns: dict[str, Any], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float], kernel: Any) -> None:
@@ -152,16 +151,7 @@ class CompiledPlayer:
             counts,
             CAPACITY,
         )
-        self.actions, instants, n_records, n_reduced = counts.tolist()
-        self.events = instants + 2  # as SimPy counts the Python player's: its start, an event per instant, its end
-        self.taken = taken.tolist()
-        self.expected = expected.tolist()
-        self.missing = missing
-        self.sent_at, self.arrived_at = ColumnList(self.sent_at_array), ColumnList(self.arrived_at_array)
-        self.started: list[float] = []
-        self.ended: list[float] = []
-        self.unit_max_queue = [0] * n_devices
-        self.record = tuple(c[:n_records] for c in self.record)
+        n_reduced = self._keep(counts, taken, expected, missing, n_devices)
         self.buffers: list[dict] = []
         if self.status:
             return
@@ -191,14 +181,6 @@ class CompiledPlayer:
             entries = np.fromiter(itertools.chain.from_iterable(b.values() for b in buffers), object, len(entries))
             chunks = entries[kept_entries]
         self.buffers = _buffers(buffers, entries, held, first_slots, kept_entries, np.concatenate((chunks, sums)), new)
-
-    @property
-    def max_queue(self) -> list[int]:
-        return self.max_queue_array.tolist()
-
-    def stats(self) -> tuple[HopList, dict[LinkId, LinkStats]]:
-        """Hops in start order and per-link statistics, from the recorded columns."""
-        return hops_and_links(self.record, self.nbytes, self.link_ids, self.max_queue)
 
 
 def _waiters(idx: np.ndarray, missing: np.ndarray, wait_ptr: np.ndarray, most: int) -> np.ndarray:

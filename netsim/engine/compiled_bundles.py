@@ -35,10 +35,9 @@ from typing import Any
 import numpy as np
 
 from netsim.algorithms.bundles import Bundle, BundleTable
-from netsim.engine.columns import ColumnList, HopList, hops_and_links
-from netsim.engine.playback import LinkStats
+from netsim.engine.compiled_run import CompiledRun
 from netsim.engine.routes import Routes, id_list, link_rates
-from netsim.network.topology import LinkId, Topology
+from netsim.network.topology import Topology
 
 __all__ = ["BundledBuffers", "BundledPlayer", "bundled_player"]
 
@@ -140,7 +139,7 @@ class BundledBuffers(Sequence):
         return f"BundledBuffers({len(self)} devices)"
 
 
-class BundledPlayer:
+class BundledPlayer(CompiledRun):
     """One bundled run of the compiled loop, and what it leaves, as :class:`~netsim.engine.fast.FastPlayer` leaves it."""
 
     def __init__(self, topology: Topology, columns: dict[str, Any], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float], capacity: int) -> None:  # noqa: E501
@@ -265,16 +264,7 @@ class BundledPlayer:
             True,
             bundled,
         )
-        self.actions, instants, n_records, _ = counts.tolist()
-        self.events = instants + 2  # as SimPy counts the Python player's: its start, an event per instant, its end
-        self.taken = taken.tolist()
-        self.expected = expected.tolist()
-        self.missing = missing
-        self.sent_at, self.arrived_at = ColumnList(self.sent_at_array), ColumnList(self.arrived_at_array)
-        self.started: list[float] = []
-        self.ended: list[float] = []
-        self.unit_max_queue = [0] * n_devices
-        self.record = tuple(c[:n_records] for c in self.record)
+        self._keep(counts, taken, expected, missing, n_devices)
         n_made, n_parts = made_counts.tolist()
         self.buffers = BundledBuffers(
             buffers,
@@ -283,14 +273,6 @@ class BundledPlayer:
             (keys, held, slot_code - slot_code // width * width),
             (start_slot, new_slots, new_start, new_count),
         )
-
-    @property
-    def max_queue(self) -> list[int]:
-        return self.max_queue_array.tolist()
-
-    def stats(self) -> tuple[HopList, dict[LinkId, LinkStats]]:
-        """Hops in start order and per-link statistics, from the recorded columns."""
-        return hops_and_links(self.record, self.nbytes, self.link_ids, self.max_queue)
 
 
 def bundled_player(

@@ -1,0 +1,57 @@
+"""What a run of the compiled loop leaves, read as the Python player leaves it.
+
+:class:`netsim.engine.compiled.CompiledPlayer` (chunks in a devices x keys table)
+and :class:`netsim.engine.compiled_bundles.BundledPlayer` (chunks by slot,
+bundles made in the loop) fill the loop's arrays differently; once it has run,
+both keep its counts, times and hop records the same way, here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from netsim.engine.columns import ColumnList, HopList, hops_and_links
+from netsim.engine.playback import LinkStats
+from netsim.network.topology import LinkId
+
+__all__ = ["CompiledRun"]
+
+
+class CompiledRun:
+    """The loop's counts, per-transfer times, hop records and link queues, as the players' common attributes.
+
+    A subclass sets ``sent_at_array``, ``arrived_at_array``, ``nbytes``, ``record``
+    (transfer, link, start, end columns of room for every hop), ``max_queue_array``
+    and ``link_ids`` before the loop runs, then calls :meth:`_keep`.
+    """
+
+    sent_at_array: np.ndarray
+    arrived_at_array: np.ndarray
+    nbytes: np.ndarray
+    record: tuple[np.ndarray, ...]
+    max_queue_array: np.ndarray
+    link_ids: list[LinkId]
+
+    def _keep(self, counts: np.ndarray, taken: np.ndarray, expected: np.ndarray, missing: Any, n_devices: int) -> int:
+        """Keep what the loop counted and recorded; the number of reductions it made."""
+        self.actions, instants, n_records, n_reduced = counts.tolist()
+        self.events = instants + 2  # as SimPy counts the Python player's: its start, an event per instant, its end
+        self.taken = taken.tolist()
+        self.expected = expected.tolist()
+        self.missing = missing
+        self.sent_at, self.arrived_at = ColumnList(self.sent_at_array), ColumnList(self.arrived_at_array)
+        self.started: list[float] = []
+        self.ended: list[float] = []
+        self.unit_max_queue = [0] * n_devices
+        self.record = tuple(c[:n_records] for c in self.record)
+        return n_reduced
+
+    @property
+    def max_queue(self) -> list[int]:
+        return self.max_queue_array.tolist()
+
+    def stats(self) -> tuple[HopList, dict[LinkId, LinkStats]]:
+        """Hops in start order and per-link statistics, from the recorded columns."""
+        return hops_and_links(self.record, self.nbytes, self.link_ids, self.max_queue)
