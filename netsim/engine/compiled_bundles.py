@@ -3,7 +3,7 @@
 :func:`netsim.engine.compiled.compiled_player` hands here the schedules whose
 transfers send bundles (:mod:`netsim.algorithms.bundles`), of
 :data:`~netsim.engine.compiled.MIN_TRANSFERS` transfers or more, without
-compute steps or reductions. The loop of :mod:`netsim.engine.kernel` plays them
+compute steps or reductions. The loop of :mod:`netsim.engine.kernel_slotted` plays them
 with chunks held by (device, key) slot (:mod:`netsim.engine.kernel_bundles`): a
 device that sends a bundle it does not hold makes it, once, from the parts it
 holds (making the parts it lacks in turn), exactly where and when the Python
@@ -146,8 +146,8 @@ class BundledPlayer(CompiledRun):
         from numba import types
         from numba.typed import Dict
 
-        from netsim.engine.kernel import play
         from netsim.engine.kernel_bundles import number_slots, waiters
+        from netsim.engine.kernel_slotted import play
 
         n = len(columns["src"])
         n_devices = topology.n_devices

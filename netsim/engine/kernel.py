@@ -10,9 +10,6 @@ it (see there for the actions and their order), with chunks stood for by numbers
 * A reduction makes a new chunk numbered after the ones before it; it is
   recorded (``sum_of``, ``sum_with``) and computed afterwards, in that order,
   with its size taken to be that of the chunk added into (checked afterwards).
-* For schedules that send bundles (:func:`play` with ``slotted``), chunks are held
-  by (device, key) slot instead, and a device that sends a bundle it does not hold
-  makes it (:mod:`netsim.engine.kernel_bundles`).
 
 Instants are buckets of actions (a linked list each) found by their time in a
 dictionary and ordered in a binary heap: actions due at one instant run in the
@@ -29,9 +26,7 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
-from netsim.engine.kernel_bundles import make_bundle
-
-__all__ = ["play", "play_kernel"]
+__all__ = ["play_kernel"]
 
 
 @njit(cache=True)
@@ -122,16 +117,7 @@ def _occupy(link, state, max_queue):
 
 
 @njit(cache=True)
-def play_kernel(*args):
-    """The loop for chunks held in a table of devices x keys (no bundles; arguments as :func:`play`): its status."""
-    no32, no64 = np.zeros(0, np.int32), np.zeros(0, np.int64)
-    extra = Dict.empty(key_type=types.int64, value_type=types.int64)
-    bundles = (no32, no32, no64, no64, no32, np.zeros(0, np.bool_), no64, no64, 0, no32, no64, no32, no64, np.zeros((0, 4), np.int64), no32, extra)
-    return play(*args, False, bundles)[0]
-
-
-@njit(cache=True)
-def play(
+def play_kernel(
     n_devices,
     n_keys,
     cut_through,
@@ -169,16 +155,7 @@ def play(
     new_count,
     counts,
     capacity,
-    slotted,
-    bundles,
 ):
-    """Play the run; returns its status and the parts of the bundles made (see the module).
-
-    With ``slotted``, chunks are held by slot (:mod:`netsim.engine.kernel_bundles`): ``held``
-    and ``new_keys`` hold slots, and ``bundles`` gives the slots and bundle tables.
-    """
-    recv_slot, send_slot, part_start, part_count, part_key, is_bundle, slot_code, dev_slot, width = bundles[:9]
-    made, made_ptr, made_parts, made_counts, stack, scratch, extra = bundles[9:]
     n = len(dst)
     n_links = len(bandwidth)
     serve_base = n_devices
@@ -238,11 +215,10 @@ def play(
         pend_t[d] = start_s[d]
         pend_a[d] = ~d
     n_pend = n_devices
-    # the instants last scheduled into, and their buckets: most actions are due at one of a few
-    # (arrivals and links freeing up of messages of a few sizes), so the dictionary is seldom asked
-    memo_t = np.full(8, -1.0)
-    memo_b = np.full(8, -1, np.int64)
-    memo_next = 0
+    last_t = -1.0
+    last_b = -1
+    other_t = -1.0
+    other_b = -1
     b = -1
     node = -1
     now = 0.0
@@ -251,13 +227,12 @@ def play(
             when = pend_t[p]
             if when == now and b >= 0:  # due at the instant being played: the end of its list
                 bb = b
+            elif when == last_t:
+                bb = last_b
+            elif when == other_t:  # (arrivals and links freeing up alternate between two instants)
+                bb = other_b
+                other_t, other_b, last_t, last_b = last_t, last_b, other_t, other_b
             else:
-                bb = -1
-                for q in range(8):
-                    if memo_t[q] == when:
-                        bb = memo_b[q]
-                        break
-            if bb < 0:
                 if when in bucket_at:
                     bb = bucket_at[when]
                 else:
@@ -270,9 +245,9 @@ def play(
                     b_tail[bb] = -1
                     bucket_at[when] = bb
                     n_heap = _push(heap, n_heap, b_time, bb)
-                memo_t[memo_next] = when
-                memo_b[memo_next] = bb
-                memo_next = (memo_next + 1) & 7
+                other_t, other_b = last_t, last_b
+                last_t = when
+                last_b = bb
             if n_free_a == 0:
                 a_value, a_next, free_a, n_free_a = _more_nodes(a_value, a_next, free_a)
             n_free_a -= 1
@@ -297,10 +272,12 @@ def play(
                 del bucket_at[now]
                 free_b[n_free_b] = b
                 n_free_b += 1
-                for q in range(8):
-                    if memo_b[q] == b:
-                        memo_t[q] = -1.0
-                        memo_b[q] = -1
+                if last_b == b:
+                    last_t = -1.0
+                    last_b = -1
+                if other_b == b:
+                    other_t = -1.0
+                    other_b = -1
             if n_heap == 0:
                 break
             b = heap[0]
@@ -336,7 +313,7 @@ def play(
                     following = after[i]
                     count += 1
                     arrived_at[i] = now
-                    slot = recv_slot[i] if slotted else c * n_keys + key[i]
+                    slot = c * n_keys + key[i]
                     if reduce[i]:
                         was = held[slot]
                         if was < 0:
@@ -350,7 +327,7 @@ def play(
                         held[slot] = chunk
                     else:
                         if held[slot] < 0:  # a key new to the device: noted in the device's part of new_keys
-                            new_keys[new_start[c] + new_count[c]] = slot if slotted else key[i]
+                            new_keys[new_start[c] + new_count[c]] = key[i]
                             new_count[c] += 1
                         held[slot] = carried[i]
                     for w in range(wait_ptr[i], wait_ptr[i + 1]):
@@ -373,14 +350,7 @@ def play(
             ready_tail[c] = -1
             while i >= 0:
                 following = after[i]
-                slot = send_slot[i] if slotted else c * n_keys + key[i]
-                chunk = held[slot]
-                if chunk < 0 and slotted:  # a bundle the device makes (or made before)
-                    tables = (part_start, part_count, part_key, is_bundle, slot_code, dev_slot, width, stack, scratch, extra)
-                    chunk = make_bundle(c, slot, key[i], held, made, size, n_chunks, made_ptr, made_parts, made_counts, *tables)
-                    while chunk == -2:  # room for more parts, and again
-                        made_parts = np.concatenate((made_parts, np.zeros(len(made_parts) + 1, np.int32)))
-                        chunk = make_bundle(c, slot, key[i], held, made, size, n_chunks, made_ptr, made_parts, made_counts, *tables)
+                chunk = held[c * n_keys + key[i]]
                 if chunk < 0:
                     status = -1 - i
                     break
@@ -462,4 +432,4 @@ def play(
     counts[1] = instants
     counts[2] = n_records
     counts[3] = n_reduced
-    return status, made_parts
+    return status
