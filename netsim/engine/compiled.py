@@ -29,7 +29,6 @@ from netsim.columnar import stable_order
 from netsim.engine.compiled_bundles import bundled_player
 from netsim.engine.compiled_run import CompiledRun
 from netsim.engine.final_buffers import FinalBuffers
-from netsim.engine.routes import Routes, id_list, link_rates
 from netsim.engine.row_buffers import Chunks, RowBuffers
 from netsim.network.topology import Topology
 
@@ -62,14 +61,7 @@ class CompiledPlayer(CompiledRun):
         self.bundles: dict = {}
         keys = columns["keys"]
         n_keys = len(keys)
-        routes = Routes.of_topology(topology)
-        self.link_ids = routes.link_ids
-        inverse, numbers, ids = routes.distinct(topology, columns) if n else (np.zeros(0, np.int64), [], [])
-        self.routes = id_list(inverse, ids)
-        route_ptr = np.zeros(len(numbers) + 1, np.int64)
-        np.cumsum([len(r) for r in numbers], out=route_ptr[1:])
-        route_links = np.fromiter((k for r in numbers for k in r), np.int64, int(route_ptr[-1]))
-        bandwidth, latency = (np.asarray(v, np.float64) for v in link_rates(topology, self.link_ids))
+        inverse, route_ptr, route_links, bandwidth, latency = self._routes(topology, columns)
 
         ptr, idx = columns["dep_ptr"], columns["dep_idx"]
         missing = np.diff(ptr).astype(np.int32)

@@ -36,7 +36,6 @@ import numpy as np
 
 from netsim.algorithms.bundles import Bundle, BundleTable
 from netsim.engine.compiled_run import CompiledRun
-from netsim.engine.routes import Routes, id_list, link_rates
 from netsim.network.topology import Topology
 
 __all__ = ["BundledBuffers", "BundledPlayer", "bundled_player"]
@@ -180,14 +179,7 @@ class BundledPlayer(CompiledRun):
         size = np.zeros(n_start + n_slots, np.int64)  # (each slot makes one bundle at most)
         size[:n_start] = np.fromiter(map(operator.attrgetter("nbytes"), chunks), np.int64, n_start)
 
-        routes = Routes.of_topology(topology)
-        self.link_ids = routes.link_ids
-        inverse, numbers, ids = routes.distinct(topology, columns) if n else (np.zeros(0, np.int64), [], [])
-        self.routes = id_list(inverse, ids)
-        route_ptr = np.zeros(len(numbers) + 1, np.int64)
-        np.cumsum([len(r) for r in numbers], out=route_ptr[1:])
-        route_links = np.fromiter((k for r in numbers for k in r), np.int64, int(route_ptr[-1]))
-        bandwidth, latency = (np.asarray(v, np.float64) for v in link_rates(topology, self.link_ids))
+        inverse, route_ptr, route_links, bandwidth, latency = self._routes(topology, columns)
         ptr = np.asarray(columns["dep_ptr"], np.int64)
         missing = np.diff(ptr).astype(np.int32)
         wait_ptr, waiter = waiters(ptr, np.asarray(columns["dep_idx"], np.int64), n)

@@ -14,7 +14,8 @@ import numpy as np
 
 from netsim.engine.columns import ColumnList, HopList, hops_and_links
 from netsim.engine.playback import LinkStats
-from netsim.network.topology import LinkId
+from netsim.engine.routes import Routes, id_list, link_rates
+from netsim.network.topology import LinkId, Topology
 
 __all__ = ["CompiledRun"]
 
@@ -33,6 +34,20 @@ class CompiledRun:
     record: tuple[np.ndarray, ...]
     max_queue_array: np.ndarray
     link_ids: list[LinkId]
+
+    def _routes(self, topology: Topology, columns: dict[str, Any]) -> tuple[np.ndarray, ...]:
+        """Each transfer's route number, the distinct routes as link numbers (``route_ptr``,
+        ``route_links``) and the links' bandwidths and latencies, as the loop takes them;
+        keeps ``link_ids`` and each transfer's route as link ids (``routes``)."""
+        routes = Routes.of_topology(topology)
+        self.link_ids = routes.link_ids
+        inverse, numbers, ids = routes.distinct(topology, columns) if len(columns["src"]) else (np.zeros(0, np.int64), [], [])
+        self.routes = id_list(inverse, ids)
+        route_ptr = np.zeros(len(numbers) + 1, np.int64)
+        np.cumsum([len(r) for r in numbers], out=route_ptr[1:])
+        route_links = np.fromiter((k for r in numbers for k in r), np.int64, int(route_ptr[-1]))
+        bandwidth, latency = (np.asarray(v, np.float64) for v in link_rates(topology, self.link_ids))
+        return inverse, route_ptr, route_links, bandwidth, latency
 
     def _keep(self, counts: np.ndarray, taken: np.ndarray, expected: np.ndarray, missing: Any, n_devices: int) -> int:
         """Keep what the loop counted and recorded; the number of reductions it made."""
