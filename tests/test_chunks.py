@@ -13,6 +13,7 @@ import netsim.outputs as outputs
 import netsim.pipeline as pipeline
 from netsim.collectives import all_gather, psum, psum_scatter, simulate
 from netsim.engine import EngineError
+from netsim.engine.table_buffers import TableBuffers
 from netsim.network.topology import torus
 from netsim.scenario import load_scenario
 from netsim.semantics.chunks import SLICE_ELEMENTS, LazyOutput, SizeOnly, bounded_slices, shape_only
@@ -98,6 +99,37 @@ def test_lazy_check_catches_a_copied_chunk(monkeypatch):
     monkeypatch.setattr(pipeline, "play", play_then_copy)
     with pytest.raises(EngineError, match=r"all_gather: device 2 holds a chunk that is not its owner's array"):
         all_gather(np.arange(12).reshape(4, 3), output="lazy")
+
+
+@pytest.fixture
+def compiled_always(monkeypatch):
+    """The compiled loop plays every schedule it can, however small."""
+    import netsim.engine.compiled as compiled
+
+    monkeypatch.setattr(compiled, "MIN_TRANSFERS", 0)
+    monkeypatch.setattr(pipeline, "AUTO_PROCESSES_MAX_TRANSFERS", 0)
+
+
+def test_compiled_gathers_end_in_the_loops_table_and_are_checked_there(compiled_always, monkeypatch):
+    x = np.arange(8 * 6, dtype=np.int64).reshape(8, 6)
+    right = all_gather(x, output="lazy", algorithm="bidirectional_ring")
+    buffers = right.leaves[0].playback.buffers
+    assert isinstance(buffers, TableBuffers) and right.verified
+    processes = all_gather(x, output="lazy", algorithm="bidirectional_ring", engine="processes").leaves[0].playback
+    assert [list(b) for b in buffers] == [list(b) for b in processes.buffers]
+    np.testing.assert_array_equal(np.asarray(right.output), expected_all_gather(x, 0, False, None))
+    real_play = pipeline.play
+
+    def play_then_swap(*args, **kwargs):  # device 2 ends with blocks 1 and 3 (first pieces) swapped: the same keys, the wrong chunks
+        run = real_play(*args, **kwargs)
+        table, n_keys = run.buffers.held, len(run.buffers.keys)
+        a, b = (2 * n_keys + run.buffers.number[(block, 0)] for block in (1, 3))
+        table[a], table[b] = table[b], table[a]
+        return run
+
+    monkeypatch.setattr(pipeline, "play", play_then_swap)
+    with pytest.raises(EngineError, match=r"^all_gather: device 2 holds a chunk that is not its owner's array; this is a netsim bug"):
+        all_gather(x, output="lazy", algorithm="bidirectional_ring")
 
 
 def test_lazy_check_catches_blocks_put_in_the_wrong_place(monkeypatch):

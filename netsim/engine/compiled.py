@@ -30,6 +30,7 @@ from netsim.engine.compiled_bundles import bundled_player
 from netsim.engine.compiled_run import CompiledRun
 from netsim.engine.final_buffers import FinalBuffers
 from netsim.engine.row_buffers import Chunks, RowBuffers
+from netsim.engine.table_buffers import TableBuffers
 from netsim.network.topology import Topology
 
 __all__ = ["CAPACITY", "MAX_CHUNK_TABLE", "MIN_TRANSFERS", "CompiledPlayer", "compiled_player"]
@@ -147,6 +148,11 @@ class CompiledPlayer(CompiledRun):
         self.buffers: list[dict] = []
         if self.status:
             return
+        new = (keys, expected, new_keys, new_start, new_count)
+        if not n_reduced and kept_entries.all():  # (every chunk held at the start is in the table: read it in place)
+            start_keys = [buffers.keys] * n_devices if rows is not None else [list(b) for b in buffers]
+            self.buffers = TableBuffers(keys, held, chunks, start_keys, *_compact_new_keys(new), first_slots)
+            return
         first = len(chunks)
         try:  # the reductions, in the order they happened (in waves)
             from netsim.engine.sums import reduced, summed
@@ -165,7 +171,6 @@ class CompiledPlayer(CompiledRun):
         if not np.array_equal(made, size[first : first + n_reduced]):
             self.status = 1  # a sum weighs what it was not taken to weigh: the run's times would differ
             return
-        new = (keys, expected, new_keys, new_start, new_count)
         if lazy is not None:
             self.buffers = _final_buffers(buffers, entries, row_of, held, first_slots, kept_entries, lazy, new)
             return
@@ -201,6 +206,18 @@ def _key_numbers(buffers: Sequence[dict], index: dict[Any, int]) -> np.ndarray:
     return np.concatenate(numbers) if numbers else np.zeros(0, np.int64)
 
 
+def _compact_new_keys(new: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """Each device's new keys end to end (the room left unused dropped), and where each device's begin (n + 1 entries)."""
+    _, expected, new_keys, new_start, new_count = new
+    if np.array_equal(new_count, expected):
+        return new_keys, new_start
+    device = np.repeat(np.arange(len(expected), dtype=np.int64), expected)
+    used = np.arange(len(device)) - new_start[device] < new_count[device]
+    start = np.zeros(len(expected) + 1, np.int64)
+    np.cumsum(new_count, out=start[1:])
+    return new_keys[used], start
+
+
 def _new_chunks(held: np.ndarray, new: tuple) -> tuple[list[Any], np.ndarray, np.ndarray]:
     """The keys devices took that they did not hold at the start, in the order they first came, device
     after device: the keys, their chunk numbers (in ``held``'s numbering) and how many each device took.
@@ -208,13 +225,10 @@ def _new_chunks(held: np.ndarray, new: tuple) -> tuple[list[Any], np.ndarray, np
     ``new`` is ``(keys, expected, new_keys, new_start, new_count)``: device d's new keys are key numbers
     ``new_keys[new_start[d]:new_start[d] + new_count[d]]`` (``expected[d]`` places kept for them).
     """
-    keys, expected, new_keys, new_start, new_count = new
-    n_keys, n_devices = len(keys), len(expected)
-    device = np.repeat(np.arange(n_devices, dtype=np.int64), expected)
-    if not np.array_equal(new_count, expected):  # (the room left unused is dropped)
-        used = np.arange(len(device)) - new_start[device] < new_count[device]
-        device, new_keys = device[used], new_keys[used]
-    taken = new_keys
+    keys, expected, _, _, new_count = new
+    taken, start = _compact_new_keys(new)
+    n_keys = len(keys)
+    device = np.repeat(np.arange(len(expected), dtype=np.int64), np.diff(start))
     key_objects = np.empty(n_keys, object)
     for j, k in enumerate(keys):
         key_objects[j] = k
