@@ -65,9 +65,18 @@ def timed(fn, *args, **kwargs) -> tuple[object, float, float]:
 
 
 def best_of(repeat: int, fn, *args, **kwargs) -> tuple[object, float, float, list[float]]:
-    runs = [timed(fn, *args, **kwargs) for _ in range(repeat)]
-    out, wall, cpu = min(runs, key=lambda r: r[1])
-    return out, wall, cpu, [r[1] for r in runs]
+    """The last run's result, the fastest run's wall and CPU seconds, and every run's wall seconds.
+
+    Each run's result is dropped before the next run starts, as a sweep that keeps only
+    its numbers would: a big result kept alive makes the next run take memory the process
+    has never touched, and on this VM first touches cost as much as half the run."""
+    walls, best, out = [], (math.inf, math.inf), None
+    for _ in range(repeat):
+        out = None
+        out, wall, cpu = timed(fn, *args, **kwargs)
+        walls.append(wall)
+        best = min(best, (wall, cpu))
+    return out, best[0], best[1], walls
 
 
 def check_naive(x: np.ndarray, held: list[dict], samples: int = 2) -> None:
