@@ -142,7 +142,6 @@ class CompiledPlayer(CompiledRun):
             new_start,
             new_count,
             counts,
-            CAPACITY,
         )
         n_reduced = self._keep(counts, taken, expected, missing, n_devices)
         self.buffers: list[dict] = []

@@ -16,10 +16,36 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
-from netsim.engine.kernel import _grown, _more_nodes, _occupy, _pop, _push, _wait
+from netsim.engine.kernel import _occupy, _pop, _push, _wait
 from netsim.engine.kernel_bundles import make_bundle
 
 __all__ = ["play"]
+
+
+@njit(cache=True)
+def _grown(b_time, b_head, b_tail, heap, free_b):
+    """The bucket arrays, twice as long; the new buckets free."""
+    old = len(b_time)
+    return (
+        np.concatenate((b_time, np.zeros(old, np.float64))),
+        np.concatenate((b_head, np.full(old, -1, np.int64))),
+        np.concatenate((b_tail, np.full(old, -1, np.int64))),
+        np.concatenate((heap, np.zeros(old, np.int64))),
+        np.concatenate((np.arange(2 * old - 1, old - 1, -1).astype(np.int64), free_b)),  # (the old entries are all taken)
+        old,
+    )
+
+
+@njit(cache=True)
+def _more_nodes(a_value, a_next, free_a):
+    """The action nodes, twice as many; the new ones free."""
+    old = len(a_value)
+    return (
+        np.concatenate((a_value, np.zeros(old, np.int64))),
+        np.concatenate((a_next, np.full(old, -1, np.int32))),
+        np.concatenate((np.arange(2 * old - 1, old - 1, -1).astype(np.int32), free_a)),  # (the old entries are all taken)
+        old,
+    )
 
 
 @njit(cache=True)
