@@ -232,11 +232,10 @@ def test_bad_compute_steps(transfers, computes, message, engine):
 
 @pytest.fixture
 def compiled_always(monkeypatch):
-    """The fast player's compiled loop plays every schedule it can, however small, from room for one instant (it grows)."""
+    """The fast player's compiled loop plays every schedule it can, however small."""
     import netsim.engine.compiled as compiled
 
     monkeypatch.setattr(compiled, "MIN_TRANSFERS", 0)
-    monkeypatch.setattr(compiled, "CAPACITY", 1)
     return compiled
 
 

@@ -33,13 +33,11 @@ from netsim.engine.row_buffers import Chunks, RowBuffers
 from netsim.engine.table_buffers import TableBuffers
 from netsim.network.topology import Topology
 
-__all__ = ["CAPACITY", "MAX_CHUNK_TABLE", "MIN_TRANSFERS", "CompiledPlayer", "compiled_player"]
+__all__ = ["MAX_CHUNK_TABLE", "MIN_TRANSFERS", "CompiledPlayer", "compiled_player"]
 
 MIN_TRANSFERS = 20_000
 """Smaller schedules play on the Python player: it is fast enough, and numba need not load."""
 MAX_CHUNK_TABLE = 1 << 25
-CAPACITY = 256
-"""The loop's pending instants at first (and 256 times as many actions); both double when full."""
 """The most (device, key) entries of the compiled player's chunk table (4 bytes each)."""
 
 
@@ -142,7 +140,6 @@ class CompiledPlayer(CompiledRun):
             new_start,
             new_count,
             counts,
-            CAPACITY,
         )
         n_reduced = self._keep(counts, taken, expected, missing, n_devices)
         self.buffers: list[dict] = []
@@ -303,7 +300,7 @@ def compiled_player(
     if n < MIN_TRANSFERS or computes:
         return None
     if columns.get("bundles"):
-        return bundled_player(topology, columns, buffers, cut_through, start_s, CAPACITY)
+        return bundled_player(topology, columns, buffers, cut_through, start_s)
     if topology.n_devices * len(columns["keys"]) > MAX_CHUNK_TABLE:
         return None
     kernel = _kernel()

@@ -141,7 +141,7 @@ class BundledBuffers(Sequence):
 class BundledPlayer(CompiledRun):
     """One bundled run of the compiled loop, and what it leaves, as :class:`~netsim.engine.fast.FastPlayer` leaves it."""
 
-    def __init__(self, topology: Topology, columns: dict[str, Any], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float], capacity: int) -> None:  # noqa: E501
+    def __init__(self, topology: Topology, columns: dict[str, Any], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float]) -> None:
         from numba import types
         from numba.typed import Dict
 
@@ -252,7 +252,6 @@ class BundledPlayer(CompiledRun):
             new_start,
             new_count,
             counts,
-            capacity,
             True,
             bundled,
         )
@@ -268,13 +267,13 @@ class BundledPlayer(CompiledRun):
 
 
 def bundled_player(
-    topology: Topology, columns: dict[str, Any], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float], capacity: int
+    topology: Topology, columns: dict[str, Any], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float]
 ) -> BundledPlayer | None:
     """The bundled run played by the compiled loop, or None where the Python player must play it (see the module)."""
     if np.any(columns["reduce"]):
         return None
     try:
-        run = BundledPlayer(topology, columns, buffers, cut_through, start_s, capacity)
+        run = BundledPlayer(topology, columns, buffers, cut_through, start_s)
     except ImportError:  # pragma: no cover - numba is a dependency; a broken install plays in Python
         return None
     return None if run.status else run

@@ -17,7 +17,8 @@ order they were scheduled, those scheduled for the instant being played last.
 
 It returns 0, or a negative status when a chunk is missing (-1 - the transfer
 that found it missing): the caller then replays the run on the Python player,
-which raises the error with its message.
+which raises the error with its message. (Status 1, more actions pending than
+the loop has room for, cannot happen: see where the room is allocated.)
 """
 
 from __future__ import annotations
@@ -65,32 +66,6 @@ def _pop(heap, n_heap, at):
     if n_heap > 0:
         heap[k] = last
     return n_heap
-
-
-@njit(cache=True)
-def _grown(b_time, b_head, b_tail, heap, free_b):
-    """The bucket arrays, twice as long; the new buckets free."""
-    old = len(b_time)
-    return (
-        np.concatenate((b_time, np.zeros(old, np.float64))),
-        np.concatenate((b_head, np.full(old, -1, np.int64))),
-        np.concatenate((b_tail, np.full(old, -1, np.int64))),
-        np.concatenate((heap, np.zeros(old, np.int64))),
-        np.concatenate((np.arange(2 * old - 1, old - 1, -1).astype(np.int64), free_b)),  # (the old entries are all taken)
-        old,
-    )
-
-
-@njit(cache=True)
-def _more_nodes(a_value, a_next, free_a):
-    """The action nodes, twice as many; the new ones free."""
-    old = len(a_value)
-    return (
-        np.concatenate((a_value, np.zeros(old, np.int64))),
-        np.concatenate((a_next, np.full(old, -1, np.int32))),
-        np.concatenate((np.arange(2 * old - 1, old - 1, -1).astype(np.int32), free_a)),  # (the old entries are all taken)
-        old,
-    )
 
 
 @njit(cache=True)
@@ -154,7 +129,6 @@ def play_kernel(
     new_start,
     new_count,
     counts,
-    capacity,
 ):
     n = len(dst)
     n_links = len(bandwidth)
@@ -179,19 +153,26 @@ def play_kernel(
     hop = np.zeros(n if multi_hop else 0, np.int32)
     tail = np.zeros(n if multi_hop else 0, np.float64)
 
-    # instants: buckets of actions; an action is a node of its bucket's list (the arrays grow as needed)
-    b_time = np.zeros(capacity, np.float64)
-    b_head = np.full(capacity, -1, np.int64)
-    b_tail = np.full(capacity, -1, np.int64)
-    heap = np.zeros(capacity, np.int64)
-    free_b = np.arange(capacity - 1, -1, -1).astype(np.int64)
-    n_free_b = capacity
+    # instants: buckets of actions; an action is a node of its bucket's list. Each transfer, link and
+    # device has at most one action pending, and the one being played holds its node until the next
+    # starts: ``bound`` nodes suffice, and as many buckets (a bucket in use holds a node). The arrays
+    # are allocated once, not filled: never-used entries are taken in order (n_new_*), freed ones from
+    # a stack (free_*), so pages a run never reaches are never touched. (Arrays bound once also keep
+    # the loop free of reference counting.)
+    bound = n + n_links + n_devices + 1
+    b_time = np.empty(bound, np.float64)
+    b_head = np.empty(bound, np.int64)
+    b_tail = np.empty(bound, np.int64)
+    heap = np.empty(bound, np.int64)
+    free_b = np.empty(bound, np.int64)
+    n_free_b = 0
+    n_new_b = 0
     n_heap = 0
-    n_nodes = min(n + n_links + n_devices + 1, 256 * capacity)
-    a_value = np.zeros(n_nodes, np.int64)
-    a_next = np.full(n_nodes, -1, np.int32)
-    free_a = np.arange(n_nodes - 1, -1, -1).astype(np.int32)
-    n_free_a = n_nodes
+    a_value = np.empty(bound, np.int64)
+    a_next = np.empty(bound, np.int32)
+    free_a = np.empty(bound, np.int32)
+    n_free_a = 0
+    n_new_a = 0
     bucket_at = Dict.empty(key_type=types.float64, value_type=types.int64)
 
     for i in range(n):  # steps that wait for nothing are ready at their source, in order
@@ -224,6 +205,9 @@ def play_kernel(
     now = 0.0
     while True:
         for p in range(n_pend):  # file what the last action scheduled, in order
+            if n_free_a == 0 and n_new_a == bound:  # (cannot happen, see above: the Python player would play it)
+                status = 1
+                break
             when = pend_t[p]
             if when == now and b >= 0:  # due at the instant being played: the end of its list
                 bb = b
@@ -236,10 +220,12 @@ def play_kernel(
                 if when in bucket_at:
                     bb = bucket_at[when]
                 else:
-                    if n_free_b == 0:
-                        b_time, b_head, b_tail, heap, free_b, n_free_b = _grown(b_time, b_head, b_tail, heap, free_b)
-                    n_free_b -= 1
-                    bb = free_b[n_free_b]
+                    if n_free_b:
+                        n_free_b -= 1
+                        bb = free_b[n_free_b]
+                    else:
+                        bb = n_new_b
+                        n_new_b += 1
                     b_time[bb] = when
                     b_head[bb] = -1
                     b_tail[bb] = -1
@@ -248,10 +234,12 @@ def play_kernel(
                 other_t, other_b = last_t, last_b
                 last_t = when
                 last_b = bb
-            if n_free_a == 0:
-                a_value, a_next, free_a, n_free_a = _more_nodes(a_value, a_next, free_a)
-            n_free_a -= 1
-            fresh = free_a[n_free_a]
+            if n_free_a:
+                n_free_a -= 1
+                fresh = free_a[n_free_a]
+            else:
+                fresh = n_new_a
+                n_new_a += 1
             a_value[fresh] = pend_a[p]
             a_next[fresh] = -1
             if b_tail[bb] < 0:
@@ -367,10 +355,15 @@ def play_kernel(
                         continue
                     _occupy(link, state, max_queue)  # idle: it serves this message once the actions due now are done
                     action = ~(serve_base + i)
-                if n_free_a == 0:
-                    a_value, a_next, free_a, n_free_a = _more_nodes(a_value, a_next, free_a)
-                n_free_a -= 1  # due now: the end of this instant's list
-                fresh = free_a[n_free_a]
+                if n_free_a:  # due now: the end of this instant's list
+                    n_free_a -= 1
+                    fresh = free_a[n_free_a]
+                elif n_new_a < bound:
+                    fresh = n_new_a
+                    n_new_a += 1
+                else:  # (cannot happen, see above)
+                    status = 1
+                    break
                 a_value[fresh] = action
                 a_next[fresh] = -1
                 a_next[b_tail[b]] = fresh

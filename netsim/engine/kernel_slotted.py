@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
-from netsim.engine.kernel import _grown, _more_nodes, _occupy, _pop, _push, _wait
+from netsim.engine.kernel import _occupy, _pop, _push, _wait
 from netsim.engine.kernel_bundles import make_bundle
 
 __all__ = ["play"]
@@ -60,7 +60,6 @@ def play(
     new_start,
     new_count,
     counts,
-    capacity,
     slotted,
     bundles,
 ):
@@ -94,19 +93,22 @@ def play(
     hop = np.zeros(n if multi_hop else 0, np.int32)
     tail = np.zeros(n if multi_hop else 0, np.float64)
 
-    # instants: buckets of actions; an action is a node of its bucket's list (the arrays grow as needed)
-    b_time = np.zeros(capacity, np.float64)
-    b_head = np.full(capacity, -1, np.int64)
-    b_tail = np.full(capacity, -1, np.int64)
-    heap = np.zeros(capacity, np.int64)
-    free_b = np.arange(capacity - 1, -1, -1).astype(np.int64)
-    n_free_b = capacity
+    # instants: buckets of actions; an action is a node of its bucket's list, allocated once as
+    # play_kernel allocates them (see there for why ``bound`` of each suffice)
+    bound = n + n_links + n_devices + 1
+    b_time = np.empty(bound, np.float64)
+    b_head = np.empty(bound, np.int64)
+    b_tail = np.empty(bound, np.int64)
+    heap = np.empty(bound, np.int64)
+    free_b = np.empty(bound, np.int64)
+    n_free_b = 0
+    n_new_b = 0
     n_heap = 0
-    n_nodes = min(n + n_links + n_devices + 1, 256 * capacity)
-    a_value = np.zeros(n_nodes, np.int64)
-    a_next = np.full(n_nodes, -1, np.int32)
-    free_a = np.arange(n_nodes - 1, -1, -1).astype(np.int32)
-    n_free_a = n_nodes
+    a_value = np.empty(bound, np.int64)
+    a_next = np.empty(bound, np.int32)
+    free_a = np.empty(bound, np.int32)
+    n_free_a = 0
+    n_new_a = 0
     bucket_at = Dict.empty(key_type=types.float64, value_type=types.int64)
 
     for i in range(n):  # steps that wait for nothing are ready at their source, in order
@@ -140,6 +142,9 @@ def play(
     now = 0.0
     while True:
         for p in range(n_pend):  # file what the last action scheduled, in order
+            if n_free_a == 0 and n_new_a == bound:  # (cannot happen: see play_kernel)
+                status = 1
+                break
             when = pend_t[p]
             if when == now and b >= 0:  # due at the instant being played: the end of its list
                 bb = b
@@ -153,10 +158,12 @@ def play(
                 if when in bucket_at:
                     bb = bucket_at[when]
                 else:
-                    if n_free_b == 0:
-                        b_time, b_head, b_tail, heap, free_b, n_free_b = _grown(b_time, b_head, b_tail, heap, free_b)
-                    n_free_b -= 1
-                    bb = free_b[n_free_b]
+                    if n_free_b:
+                        n_free_b -= 1
+                        bb = free_b[n_free_b]
+                    else:
+                        bb = n_new_b
+                        n_new_b += 1
                     b_time[bb] = when
                     b_head[bb] = -1
                     b_tail[bb] = -1
@@ -165,10 +172,12 @@ def play(
                 memo_t[memo_next] = when
                 memo_b[memo_next] = bb
                 memo_next = (memo_next + 1) & 7
-            if n_free_a == 0:
-                a_value, a_next, free_a, n_free_a = _more_nodes(a_value, a_next, free_a)
-            n_free_a -= 1
-            fresh = free_a[n_free_a]
+            if n_free_a:
+                n_free_a -= 1
+                fresh = free_a[n_free_a]
+            else:
+                fresh = n_new_a
+                n_new_a += 1
             a_value[fresh] = pend_a[p]
             a_next[fresh] = -1
             if b_tail[bb] < 0:
@@ -289,10 +298,15 @@ def play(
                         continue
                     _occupy(link, state, max_queue)  # idle: it serves this message once the actions due now are done
                     action = ~(serve_base + i)
-                if n_free_a == 0:
-                    a_value, a_next, free_a, n_free_a = _more_nodes(a_value, a_next, free_a)
-                n_free_a -= 1  # due now: the end of this instant's list
-                fresh = free_a[n_free_a]
+                if n_free_a:  # due now: the end of this instant's list
+                    n_free_a -= 1
+                    fresh = free_a[n_free_a]
+                elif n_new_a < bound:
+                    fresh = n_new_a
+                    n_new_a += 1
+                else:  # (cannot happen: see play_kernel)
+                    status = 1
+                    break
                 a_value[fresh] = action
                 a_next[fresh] = -1
                 a_next[b_tail[b]] = fresh
