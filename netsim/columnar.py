@@ -38,9 +38,10 @@ def stable_order(values: np.ndarray) -> np.ndarray:
         return np.argsort(values.astype(np.int16), kind="stable")
     positions = np.arange(n, dtype=np.int64)
     if low == 0 and top == n - 1:  # perhaps a permutation (each transfer crossing one link, say)
-        order = np.full(n, -1, np.int64)  # (a value missing leaves a -1, and the test below fails)
+        order = np.full(n, -1, np.int64)
         order[values] = positions
-        if np.array_equal(values[order], positions):
+        # n values in range(n) fill all n slots only if no two are equal: no -1 left means a permutation.
+        if int(order.min()) >= 0:
             return order
         del order
     packed = values.astype(np.int64)
