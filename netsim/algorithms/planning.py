@@ -327,13 +327,16 @@ def _with_one_arrival_each(
     n = len(step)
     pieces = chunks // (int(block.max()) + 1)
     size = (max(int(src.max()), int(dst.max())) + 1) * chunks
-    chunk = block.astype(np.int64)
+    dense = size <= 4 * n + 1024
+    # (int32 codes and table when they fit: half the memory to fill and read)
+    small = np.int32 if dense and size < 2**31 else np.int64
+    chunk = block.astype(small)
     chunk *= pieces
     chunk += piece
-    code = dst.astype(np.int64)
+    code = dst.astype(small)
     code *= chunks
     code += chunk
-    if size > 4 * n + 1024:  # a table too big: the arrivals sorted, looked up
+    if not dense:  # a table too big: the arrivals sorted, looked up
         order = stable_order(code)
         arrivals = code[order]
         if (arrivals[1:] == arrivals[:-1]).any():  # some (device, chunk) receives twice
@@ -351,9 +354,9 @@ def _with_one_arrival_each(
         if int(np.count_nonzero(seen)) != n:  # some (device, chunk) receives twice
             return None
         del seen
-        arrival = np.full(size, -1, np.int64)
-        arrival[code] = np.arange(n, dtype=np.int64)
-        np.multiply(src, chunks, out=code, dtype=np.int64)
+        arrival = np.full(size, -1, small)  # (n <= size: the transfers' numbers fit as well)
+        arrival[code] = np.arange(n, dtype=small)
+        np.multiply(src, chunks, out=code, dtype=small)
         code += chunk
         del chunk
         waited = arrival[code]
@@ -362,4 +365,4 @@ def _with_one_arrival_each(
     has &= step[waited] < step
     dep_ptr = np.zeros(n + 1, np.int64)
     np.cumsum(has, out=dep_ptr[1:])
-    return dep_ptr, waited[has]
+    return dep_ptr, waited[has].astype(np.int64, copy=False)
