@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from netsim.engine.made_when_read import MadeWhenRead
+
 __all__ = ["FinalBuffer", "FinalBuffers"]
 
 
@@ -49,7 +51,7 @@ class FinalBuffer(Mapping):
         return f"FinalBuffer({len(self)} chunks)"
 
 
-class FinalBuffers(Sequence):
+class FinalBuffers(MadeWhenRead):
     """Each device's buffer at the end (:class:`FinalBuffer`), made when first read.
 
     Device d holds, in order, ``keys[start[d]:start[d + 1]]`` and under them the chunks
@@ -66,35 +68,21 @@ class FinalBuffers(Sequence):
     def __init__(self, keys: list[Hashable], start: np.ndarray, numbers: np.ndarray, entries: np.ndarray, sums: Any) -> None:
         self._keys, self._start, self._numbers = keys, start.tolist(), numbers
         self._entries, self._sums, self._first = entries, sums, len(entries)
-        self._made: list[FinalBuffer | None] = [None] * (len(start) - 1)
+        super().__init__(len(start) - 1)
         self._last: tuple[list[Hashable], dict[Hashable, int]] = ([], {})
 
     def chunk(self, number: int) -> Any:
         """Chunk ``number``: a chunk held at the start, or a sum."""
         return self._entries[number] if number < self._first else self._sums[number - self._first]
 
-    def __len__(self) -> int:
-        return len(self._made)
-
-    def _buffer(self, device: int) -> FinalBuffer:
-        made = self._made[device]
-        if made is None:
-            a, b = self._start[device], self._start[device + 1]
-            keys = self._keys[a:b]
-            last_keys, index = self._last
-            if keys != last_keys:  # (devices mostly hold the same keys, the very same objects, in the same order)
-                index = {key: i for i, key in enumerate(keys)}
-                self._last = keys, index
-            made = self._made[device] = FinalBuffer(keys, index, self._numbers[a:b], self.chunk)
-        return made
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self._buffer(d) for d in range(len(self))[index]]
-        return self._buffer(range(len(self))[index])
-
-    def __iter__(self) -> Iterator[FinalBuffer]:
-        return map(self._buffer, range(len(self)))
+    def _make(self, device: int) -> FinalBuffer:
+        a, b = self._start[device], self._start[device + 1]
+        keys = self._keys[a:b]
+        last_keys, index = self._last
+        if keys != last_keys:  # (devices mostly hold the same keys, the very same objects, in the same order)
+            index = {key: i for i, key in enumerate(keys)}
+            self._last = keys, index
+        return FinalBuffer(keys, index, self._numbers[a:b], self.chunk)
 
     def __repr__(self) -> str:
         return f"FinalBuffers({len(self)} devices)"

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
 
+from netsim.engine.made_when_read import MadeWhenRead
+
 __all__ = ["Chunks", "RowBuffers"]
 
 
-class RowBuffers(Sequence):
+class RowBuffers(MadeWhenRead):
     """Each device's starting chunks (dicts, as :func:`netsim.engine.play` takes them): every device
     holds ``keys``, in that order, and its chunks are, buffer after buffer, the rows of the array
     ``rows``: device d's j-th chunk is ``rows[d * len(keys) + j]`` (a view of it, the same values,
@@ -33,25 +35,11 @@ class RowBuffers(Sequence):
         self.keys, self.rows = list(keys), rows
         if not self.keys or len(rows) % len(self.keys):
             raise ValueError(f"rows has {len(rows)} rows, not a row per key ({len(self.keys)} keys) for every device")
-        self._made: list[dict | None] = [None] * (len(rows) // len(self.keys))
+        super().__init__(len(rows) // len(self.keys))
 
-    def __len__(self) -> int:
-        return len(self._made)
-
-    def _buffer(self, device: int) -> dict:
-        made = self._made[device]
-        if made is None:
-            m = len(self.keys)
-            made = self._made[device] = dict(zip(self.keys, self.rows[device * m : (device + 1) * m], strict=True))
-        return made
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self._buffer(d) for d in range(len(self))[index]]
-        return self._buffer(range(len(self))[index])
-
-    def __iter__(self) -> Iterator[dict]:
-        return map(self._buffer, range(len(self)))
+    def _make(self, device: int) -> dict:
+        m = len(self.keys)
+        return dict(zip(self.keys, self.rows[device * m : (device + 1) * m], strict=True))
 
     def chunk(self, number: int) -> np.ndarray:
         """Chunk ``number`` of all buffers' chunks end to end: the very object its device's dict holds."""

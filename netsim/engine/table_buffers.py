@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from netsim.engine.made_when_read import MadeWhenRead
+
 __all__ = ["TableBuffer", "TableBuffers"]
 
 
@@ -57,7 +59,7 @@ class TableBuffer(Mapping):
         return f"TableBuffer({len(self)} chunks)"
 
 
-class TableBuffers(Sequence):
+class TableBuffers(MadeWhenRead):
     """Each device's buffer at the end (:class:`TableBuffer`), read from the loop's chunk table.
 
     Parameters
@@ -103,7 +105,7 @@ class TableBuffers(Sequence):
         self.number = {key: k for k, key in enumerate(keys)}
         self._start_keys, self._new_keys, self._new_start = start_keys, new_keys, new_start
         self.lengths = (np.fromiter(map(len, start_keys), np.int64, len(start_keys)) + np.diff(new_start)).tolist()
-        self._made: list[TableBuffer | None] = [None] * len(start_keys)
+        super().__init__(len(start_keys))
 
     def keys_of(self, device: int) -> list[Hashable]:
         """Device ``device``'s keys in its dict's order: those it started with, then its new ones as they came."""
@@ -122,22 +124,8 @@ class TableBuffers(Sequence):
                 return False
         return True
 
-    def __len__(self) -> int:
-        return len(self._made)
-
-    def _buffer(self, device: int) -> TableBuffer:
-        made = self._made[device]
-        if made is None:
-            made = self._made[device] = TableBuffer(self, device)
-        return made
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self._buffer(d) for d in range(len(self))[index]]
-        return self._buffer(range(len(self))[index])
-
-    def __iter__(self) -> Iterator[TableBuffer]:
-        return map(self._buffer, range(len(self)))
+    def _make(self, device: int) -> TableBuffer:
+        return TableBuffer(self, device)
 
     def __repr__(self) -> str:
         return f"TableBuffers({len(self)} devices)"
