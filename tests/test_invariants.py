@@ -322,9 +322,12 @@ def chunk_errors(replay, topology, schedule, buffers, run, groups, wanted):
     return None
 
 
+@pytest.mark.parametrize("compiled", [False, True])
 @pytest.mark.parametrize("algorithm", ["ring", "bidirectional_ring", "recursive_doubling", "direct", "multiaxis"])
 @pytest.mark.parametrize("corruption", ["none", "drop", "twice", "regroup", "swap"])
-def test_the_array_replay_says_what_the_step_by_step_replay_says(algorithm, corruption):
+def test_the_array_replay_says_what_the_step_by_step_replay_says(algorithm, corruption, compiled, monkeypatch):
+    if compiled:  # (the array replay first runs its compiled pass, as on big runs)
+        monkeypatch.setattr("netsim.checks.chunks_placed.COMPILED_MIN_TRANSFERS", 0)
     pattern = "all_to_all" if algorithm == "direct" else "gather"
     schedule = build_schedule(pattern, [(0, 1, 2, 3)], algorithm)
     transfers = list(schedule.transfers)
@@ -379,6 +382,43 @@ def test_the_compiled_replay_passes_exactly_what_the_step_by_step_replay_passes(
     passes = chunks_pass(a, buffers, _dependency_order(a), position, len(groups[0]), short.pattern, wanted, key_ids, key_id, held_codes)
     assert passes == (folded is None)
     assert passes == (corruption in ("none", "wide") or (corruption in ("regroup", "swap") and pattern in ("reduce_scatter", "all_reduce")))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_compiled_array_replay_raises_what_the_numpy_one_raises(seed, monkeypatch):
+    # Gathers with transfers dropped, repeated, re-keyed or given extra waits (some with two
+    # feeds of the same chunk): the compiled pass passes a run only if the NumPy replay does,
+    # leaves the start table as it was when it does not, and the error is the same.
+    import netsim.checks.chunks_placed as placed
+
+    rng = np.random.default_rng(seed)
+    algorithm = ["ring", "bidirectional_ring", "recursive_doubling", "direct"][seed % 4]
+    schedule = build_schedule("all_to_all" if algorithm == "direct" else "gather", [(0, 1, 2, 3)], algorithm)
+    transfers = list(schedule.transfers)
+    for _ in range(int(rng.integers(0, 3))):
+        k = int(rng.integers(len(transfers)))
+        change = rng.choice(["drop", "twice", "rekey", "wait"]) if seed else "none"
+        if change == "drop":
+            del transfers[k]
+            transfers = [replace(t, deps=tuple(d - (d > k) for d in t.deps if d != k)) for t in transfers]
+        elif change == "twice":
+            transfers.append(replace(transfers[k], deps=()))
+        elif change == "rekey":
+            transfers[k] = replace(transfers[k], key=transfers[int(rng.integers(len(transfers)))].key)
+        elif change == "wait":  # wait for every earlier arrival at the source as well
+            transfers[k] = replace(transfers[k], deps=tuple(j for j in range(k) if transfers[j].dst == transfers[k].src))
+    short = replace(schedule, transfers=tuple(transfers))
+    topology = ring(4)
+    buffers = start_buffers(short, 4)
+    try:
+        run = play(topology, short.transfers, buffers)
+    except Exception:  # (a corruption the engine refuses)
+        return
+    says = []
+    for threshold in (10**9, 0):
+        monkeypatch.setattr(placed, "COMPILED_MIN_TRANSFERS", threshold)
+        says.append(chunk_errors(_chunks_placed, topology, short, buffers, run, short.groups, wanted_of(short)))
+    assert says[0] == says[1]
 
 
 def test_the_compiled_overlap_check_finds_what_the_sorted_check_finds():
