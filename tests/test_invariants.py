@@ -173,6 +173,17 @@ def test_a_chunk_leaving_its_group_is_caught():
     fires("delivery", "transfer #0 moves a chunk from device 0 to device 2, outside its group", topology, schedule, buffers, run, transfers)
 
 
+def test_one_group_of_every_device_is_checked_as_any_partition():
+    from netsim.checks.delivery import _outside_groups
+
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(-4, 4, 50).astype(np.int32), rng.integers(-4, 4, 50).astype(np.int32)
+    assert not _outside_groups(((2, 0, 3, 1),), src, dst, 4).any()
+    assert _outside_groups(((2, 0, 3),), src, dst, 4).any()  # (device 1 in no group)
+    with pytest.raises(IndexError):  # a device out of range, as the group numbers' table says
+        _outside_groups(((2, 0, 3, 1),), src, np.append(dst[1:], 4), 4)
+
+
 # link bytes ------------------------------------------------------------------------------
 
 

@@ -136,6 +136,8 @@ def _outside_groups(groups: Sequence[Sequence[int]], src: np.ndarray, dst: np.nd
     count = np.zeros(n_devices, np.int64)
     for members in groups:
         count[list(members)] += 1
+    if len(groups) == 1 and (count == 1).all() and _in_range(src, n_devices) and _in_range(dst, n_devices):
+        return np.zeros(len(src), bool)  # one group of every device: nothing leaves it
     if (count <= 1).all():  # a partition: compare group numbers
         group_of = np.full(n_devices, -1, np.int64)
         for g, members in enumerate(groups):
@@ -146,6 +148,11 @@ def _outside_groups(groups: Sequence[Sequence[int]], src: np.ndarray, dst: np.nd
         return outside
     shared = {(u, v) for members in groups for u in members for v in members}
     return np.fromiter(((u, v) not in shared for u, v in zip(src.tolist(), dst.tolist(), strict=True)), bool, len(src))
+
+
+def _in_range(devices: np.ndarray, n_devices: int) -> bool:
+    """Whether every number indexes a table of ``n_devices`` (negative ones from the end, as NumPy does)."""
+    return not len(devices) or (-n_devices <= int(devices.min()) and int(devices.max()) < n_devices)
 
 
 def _route_of(a: _Arrays, i: int) -> list[Any]:
