@@ -25,6 +25,16 @@ from netsim.network.topology import ring, torus
 runner = CliRunner()
 
 
+@pytest.fixture(autouse=True, params=["numpy", "compiled"])
+def checked(request, monkeypatch):
+    """Every test twice: as small runs check (NumPy), then as big ones do (each compiled pass first)."""
+    if request.param == "compiled":
+        for name in ("chunks", "chunks_placed"):
+            monkeypatch.setattr(f"netsim.checks.{name}.COMPILED_MIN_TRANSFERS", 0)
+        monkeypatch.setattr("netsim.checks.conservation.COMPILED_MIN_HOPS", 0)
+    return request.param
+
+
 def start_buffers(schedule: Schedule, n_devices: int, size: int = 8) -> list[dict]:
     """Each device's chunks at the start, written from the definition of each pattern."""
     buffers: list[dict] = [{} for _ in range(n_devices)]
@@ -435,7 +445,7 @@ def test_the_compiled_array_replay_raises_what_the_numpy_one_raises(seed, monkey
 def test_the_compiled_overlap_check_finds_what_the_sorted_check_finds():
     # Crossings on 3 links, some starting as (or a rounding before, or well before) the one before them there ended.
     from netsim.checks.arrays import _later
-    from netsim.checks.chunks_compiled import overlapping
+    from netsim.checks.passes_compiled import link_sums
 
     says = []
     for seed in range(40):
@@ -447,6 +457,30 @@ def test_the_compiled_overlap_check_finds_what_the_sorted_check_finds():
         order = np.argsort(link, kind="stable")
         same_link = link[order][1:] == link[order][:-1]
         sorted_says = bool((_later(end[order][:-1], start[order][1:]) & same_link).any())
-        assert overlapping(link, start, end, 3) == sorted_says
+        ok, *_, overlap = link_sums(link, np.zeros(30, np.int64), np.ones(1, np.int64), start, end, 3)
+        assert ok and overlap == sorted_says
         says.append(sorted_says)
     assert 5 < sum(says) < 35  # both answers met
+
+
+def test_the_compiled_sums_are_numpys_to_the_bit():
+    from netsim.checks.passes_compiled import device_sums, link_sums
+
+    rng = np.random.default_rng(0)
+    h, n, m = 5000, 700, 13
+    link, transfer = rng.integers(0, m, h), rng.integers(0, n, h)
+    nbytes, start = rng.integers(1, 10**9, n), rng.random(h) * 1e-3
+    end = start + rng.random(h) * 1e-6
+    ok, carried, messages, busy, _ = link_sums(link, transfer, nbytes, start, end, m)
+    assert ok
+    assert np.array_equal(carried, np.bincount(link, weights=nbytes[transfer], minlength=m))
+    assert np.array_equal(messages, np.bincount(link, minlength=m))
+    assert np.array_equal(busy, np.bincount(link, weights=end - start, minlength=m))
+    src, dst, key = rng.integers(0, m, n).astype(np.int32), rng.integers(0, m, n).astype(np.int32), rng.integers(0, 5, n)
+    moving = rng.random(n) < 0.8
+    ok, sent, received = device_sums(np.full(5, -1, np.int64), key, nbytes, src, dst, moving, m)
+    assert ok
+    assert np.array_equal(sent, np.bincount(src[moving], weights=nbytes[moving].astype(float), minlength=m))
+    assert np.array_equal(received, np.bincount(dst[moving], weights=nbytes[moving].astype(float), minlength=m))
+    assert not link_sums(link - 1, transfer, nbytes, start, end, m)[0]  # (a link out of range: NumPy's check raises)
+    assert not device_sums(np.full(5, 8, np.int64), key, nbytes, src, dst, moving, m)[0]  # (a chunk of the wrong size)
