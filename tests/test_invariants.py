@@ -29,7 +29,7 @@ runner = CliRunner()
 def checked(request, monkeypatch):
     """Every test twice: as small runs check (NumPy), then as big ones do (each compiled pass first)."""
     if request.param == "compiled":
-        for name in ("chunks", "chunks_placed"):
+        for name in ("chunks", "chunks_placed", "delivery"):
             monkeypatch.setattr(f"netsim.checks.{name}.COMPILED_MIN_TRANSFERS", 0)
         monkeypatch.setattr("netsim.checks.conservation.COMPILED_MIN_HOPS", 0)
     return request.param

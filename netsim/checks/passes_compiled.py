@@ -1,4 +1,4 @@
-"""The ``link bytes`` and ``device bytes`` checks compiled (numba), for big runs.
+"""The ``drained``, ``delivery``, ``link bytes`` and ``device bytes`` checks compiled (numba), for big runs.
 
 Each is one pass over the transfers or the link crossings that answers whether the
 NumPy check would pass, or hands back the sums the NumPy check would compare. At a
@@ -15,13 +15,52 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["device_sums", "link_sums"]
+__all__ = ["dependencies_pass", "device_sums", "link_sums", "single_links_pass"]
 
 
 @njit(cache=True)
 def _later(a, b):
     """``a`` later than ``b`` beyond rounding: ``_later`` of :mod:`netsim.checks.arrays` on two floats."""
     return a > b and a > b + (1e-9 * max(abs(a), abs(b)) + 1e-15)
+
+
+@njit(cache=True)
+def dependencies_pass(dep_ptr, dep_idx, arrived, sent):
+    """Whether every transfer leaves after the transfers it waits for arrived (beyond rounding),
+    and whether each waits only for transfers before it (meaningful when the first is True)."""
+    n = len(sent)
+    before = True
+    for i in range(n):
+        for p in range(dep_ptr[i], dep_ptr[i + 1]):
+            d = dep_idx[p]
+            if d < 0 or d >= n:
+                return False, False
+            if d >= i:
+                before = False
+            if _later(arrived[d], sent[i]):
+                return False, False
+    return True, before
+
+
+@njit(cache=True)
+def single_links_pass(hop_transfer, hop_link, hop_start, hop_end, route_inverse, distinct_links, link_u, link_v, src, dst, sent):
+    """Whether, every route being one link, each transfer crossed exactly once the link of its route,
+    from its source to its destination, after it was sent, ending after it started."""
+    n = len(src)
+    if len(hop_transfer) != n:
+        return False
+    seen = np.zeros(n, np.bool_)
+    for k in range(n):
+        t = hop_transfer[k]
+        if t < 0 or t >= n or seen[t]:
+            return False
+        seen[t] = True
+        link = distinct_links[route_inverse[t]]
+        if link < 0 or hop_link[k] != link or link_u[link] != src[t] or link_v[link] != dst[t]:
+            return False
+        if _later(sent[t], hop_start[k]) or _later(hop_start[k], hop_end[k]):
+            return False
+    return True
 
 
 @njit(cache=True)
