@@ -236,7 +236,8 @@ def placed_holding(in_order, order, src, dst, key_index, key_id, dep_ptr, dep_id
                 return False
         carried[i] = state
     # What each (device, chunk) ends with, written in place as its arrival comes: while the pass
-    # runs, a cell written holds -3 - bit (at most -2, below any bit or -1), and the arrival's
+    # runs, a cell written holds -3 - bit (at most -2, below any bit or -1; an int16 table holds
+    # bits below 2**14, an int32 one those below 2**30), and the arrival's
     # ``carried`` slot keeps what the cell held (to put back at a fault). Each (device, chunk)
     # receives at most once (else the NumPy replay follows the order of arrivals).
     for i in range(n):

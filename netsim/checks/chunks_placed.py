@@ -19,13 +19,15 @@ COMPILED_MIN_TRANSFERS = 20_000
 class _Starts:
     """The bit each device's own copy of a chunk carries at the start (-1: it holds none),
     looked up by (device, key id); in a table over every (device, key) when that is not
-    much bigger than the run (int32, like the bits), else by binary search in the sorted codes."""
+    much bigger than the run, else by binary search in the sorted codes. The table is int16 while
+    the bits are below 2**14 (groups of up to 16,384: half the memory the replays walk at random,
+    and room for the compiled pass's marks), else int32."""
 
     def __init__(self, own: np.ndarray, n_keys: int, held_codes: np.ndarray, n_transfers: int) -> None:
         self.own, self.n_keys = own, n_keys
         self.dense = len(own) * n_keys <= 4 * n_transfers + (1 << 16)
         if self.dense:
-            self.table = np.full(len(own) * n_keys, -1, np.int32)
+            self.table = np.full(len(own) * n_keys, -1, np.int16 if int(own.max(initial=-1)) < 1 << 14 else np.int32)
             self.table[held_codes] = own[held_codes // max(n_keys, 1)]
         else:
             self.held_codes = np.sort(held_codes)
