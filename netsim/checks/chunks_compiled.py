@@ -2,9 +2,8 @@
 
 :func:`chunks_pass` is the ``chunks`` replay of :func:`~netsim.checks.chunks._chunks_folded`
 on the same masks (each chunk as the set of group positions whose data it carries,
-here a row of 64-bit words instead of a Python int); :func:`placed_holding` is the
-replay of :func:`~netsim.checks.chunks_placed._chunks_placed` up to what each
-device ends with (one bit per chunk). The other checks' compiled passes are in
+here a row of 64-bit words instead of a Python int). The other checks' compiled
+passes (and that of :func:`~netsim.checks.chunks_placed._chunks_placed`) are in
 :mod:`netsim.checks.passes_compiled`. When they find a
 fault (or meet a case they do not follow), the NumPy or Python check runs again and
 raises the error, with its message, at the same first fault.
@@ -21,7 +20,7 @@ from numba import njit
 from netsim.checks.arrays import _Arrays, _feeding
 from netsim.checks.chunks_placed import _key_ids_of, _Starts, _wanted_blocks
 
-__all__ = ["chunks_pass", "placed_holding"]
+__all__ = ["chunks_pass"]
 
 
 @njit(cache=True)
@@ -168,98 +167,3 @@ def chunks_pass(
             return False  # (a mask no chunk can end with)
         expected[np.arange(len(got)), bit >> 6] = np.uint64(1) << (bit & 63).astype(np.uint64)
     return bool(np.array_equal(got, expected))
-
-
-@njit(cache=True)
-def _through_feeds(i, s, state, dep_ptr, dep_idx, src, dst, key_index, arrived, carried, m):
-    """What transfer ``i`` carries when ``m`` > 1 arrivals feed it: they are met by arrival, then index;
-    -2 where one delivers a chunk to a source that holds it already."""
-    feeds = np.empty(m, np.int64)
-    m = 0
-    for p in range(dep_ptr[i], dep_ptr[i + 1]):
-        j = dep_idx[p]
-        if dst[j] != s or key_index[j] != key_index[i]:
-            continue
-        q = m  # insertion by (arrival, index)
-        while q > 0 and (arrived[feeds[q - 1]] > arrived[j] or (arrived[feeds[q - 1]] == arrived[j] and feeds[q - 1] > j)):
-            feeds[q] = feeds[q - 1]
-            q -= 1
-        feeds[q] = j
-        m += 1
-    for q in range(m):
-        j = feeds[q]
-        got = carried[j]
-        if got >= 0 and got == state and src[j] != dst[j]:
-            return -2
-        state = got
-    return state
-
-
-@njit(cache=True)
-def placed_holding(in_order, order, src, dst, key_index, key_id, dep_ptr, dep_idx, arrived, table, n_keys):
-    """The replay of :func:`~netsim.checks.chunks_placed._chunks_placed` up to the end of every (device, chunk), in one pass.
-
-    ``table`` holds the bit each device's own copy of each chunk carries at the start
-    (``_Starts.table``, -1 for none), indexed ``device * n_keys + key id``; transfers
-    are taken in index order if ``in_order``, else in ``order``. Each transfer's feeds
-    (the arrivals of its chunk at its source it waits for) are met by arrival, then
-    index, as ``_feeding`` sorts them. Returns True, with ``table`` overwritten by what
-    each (device, chunk) ends with, when the replay finds no fault; False, with
-    ``table`` untouched, at a fault and where it does not follow the NumPy replay:
-    a chunk nobody started with, a (device, chunk) receiving twice, a number out of range.
-    """
-    n = len(src)
-    size = len(table)
-    carried = np.empty(n, table.dtype)
-    for step in range(n):
-        i = step if in_order else order[step]
-        s, k = src[i], key_id[i]
-        if s < 0 or k < 0 or s * n_keys + k >= size:
-            return False
-        state = table[s * n_keys + k]
-        m, last = 0, -1
-        for p in range(dep_ptr[i], dep_ptr[i + 1]):
-            j = dep_idx[p]
-            if j < 0 or j >= n:
-                return False
-            if dst[j] == s and key_index[j] == key_index[i]:
-                m += 1
-                last = j
-        if m == 1:  # (most transfers: one feed, or none)
-            got = carried[last]
-            if got >= 0 and got == state and src[last] != dst[last]:
-                return False  # a chunk delivered to a source that holds it already
-            state = got
-        elif m > 1:
-            state = _through_feeds(i, s, state, dep_ptr, dep_idx, src, dst, key_index, arrived, carried, m)
-            if state == -2:
-                return False
-        carried[i] = state
-    # What each (device, chunk) ends with, written in place as its arrival comes: while the pass
-    # runs, a cell written holds -3 - bit (at most -2, below any bit or -1; an int16 table holds
-    # bits below 2**14, an int32 one those below 2**30), and the arrival's
-    # ``carried`` slot keeps what the cell held (to put back at a fault). Each (device, chunk)
-    # receives at most once (else the NumPy replay follows the order of arrivals).
-    for i in range(n):
-        d, k, got = dst[i], key_id[i], carried[i]
-        c = d * n_keys + k
-        if d < 0 or c >= size or got >= 1 << 30:
-            _put_back(table, carried, dst, key_id, n_keys, i)
-            return False
-        before = table[c]
-        if before <= -2 or (got >= 0 and got == before and src[i] != d):  # a second arrival, or one where the chunk already is
-            _put_back(table, carried, dst, key_id, n_keys, i)
-            return False
-        table[c] = -3 - got
-        carried[i] = before
-    for c in range(size):
-        if table[c] <= -2:
-            table[c] = -3 - table[c]
-    return True
-
-
-@njit(cache=True)
-def _put_back(table, before, dst, key_id, n_keys, stop):
-    """Undo the writes of :func:`placed_holding`'s arrivals before ``stop``: each cell gets back what it held."""
-    for i in range(stop):
-        table[dst[i] * n_keys + key_id[i]] = before[i]

@@ -201,10 +201,10 @@ def _replayed(a: _Arrays, order: Iterable[int], starting: _Starts, key_id: np.nd
 
 
 def _compiled_holding(a: _Arrays, order: Iterable[int], starting: _Starts, key_id: np.ndarray) -> bool:
-    """Whether the compiled pass (:func:`netsim.checks.chunks_compiled.placed_holding`) replays the run
+    """Whether the compiled pass (:func:`netsim.checks.passes_compiled.placed_holding`) replays the run
     without a fault, leaving in ``starting.table`` what each (device, chunk) ends with (False without numba)."""
     try:
-        from netsim.checks.chunks_compiled import placed_holding
+        from netsim.checks.passes_compiled import placed_holding
     except ImportError:  # pragma: no cover - numba is a dependency; a broken install replays with NumPy
         return False
     in_order = isinstance(order, range)
