@@ -25,6 +25,16 @@ from netsim.network.topology import ring, torus
 runner = CliRunner()
 
 
+@pytest.fixture(autouse=True, params=["numpy", "compiled"])
+def checked(request, monkeypatch):
+    """Every test twice: as small runs check (NumPy), then as big ones do (each compiled pass first)."""
+    if request.param == "compiled":
+        for name in ("chunks", "chunks_placed", "delivery"):
+            monkeypatch.setattr(f"netsim.checks.{name}.COMPILED_MIN_TRANSFERS", 0)
+        monkeypatch.setattr("netsim.checks.conservation.COMPILED_MIN_HOPS", 0)
+    return request.param
+
+
 def start_buffers(schedule: Schedule, n_devices: int, size: int = 8) -> list[dict]:
     """Each device's chunks at the start, written from the definition of each pattern."""
     buffers: list[dict] = [{} for _ in range(n_devices)]
@@ -171,6 +181,17 @@ def test_a_chunk_leaving_its_group_is_caught():
     transfers = list(schedule.transfers)
     transfers[0] = replace(transfers[0], dst=2)
     fires("delivery", "transfer #0 moves a chunk from device 0 to device 2, outside its group", topology, schedule, buffers, run, transfers)
+
+
+def test_one_group_of_every_device_is_checked_as_any_partition():
+    from netsim.checks.delivery import _outside_groups
+
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(-4, 4, 50).astype(np.int32), rng.integers(-4, 4, 50).astype(np.int32)
+    assert not _outside_groups(((2, 0, 3, 1),), src, dst, 4).any()
+    assert _outside_groups(((2, 0, 3),), src, dst, 4).any()  # (device 1 in no group)
+    with pytest.raises(IndexError):  # a device out of range, as the group numbers' table says
+        _outside_groups(((2, 0, 3, 1),), src, np.append(dst[1:], 4), 4)
 
 
 # link bytes ------------------------------------------------------------------------------
@@ -322,9 +343,12 @@ def chunk_errors(replay, topology, schedule, buffers, run, groups, wanted):
     return None
 
 
+@pytest.mark.parametrize("compiled", [False, True])
 @pytest.mark.parametrize("algorithm", ["ring", "bidirectional_ring", "recursive_doubling", "direct", "multiaxis"])
 @pytest.mark.parametrize("corruption", ["none", "drop", "twice", "regroup", "swap"])
-def test_the_array_replay_says_what_the_step_by_step_replay_says(algorithm, corruption):
+def test_the_array_replay_says_what_the_step_by_step_replay_says(algorithm, corruption, compiled, monkeypatch):
+    if compiled:  # (the array replay first runs its compiled pass, as on big runs)
+        monkeypatch.setattr("netsim.checks.chunks_placed.COMPILED_MIN_TRANSFERS", 0)
     pattern = "all_to_all" if algorithm == "direct" else "gather"
     schedule = build_schedule(pattern, [(0, 1, 2, 3)], algorithm)
     transfers = list(schedule.transfers)
@@ -381,10 +405,47 @@ def test_the_compiled_replay_passes_exactly_what_the_step_by_step_replay_passes(
     assert passes == (corruption in ("none", "wide") or (corruption in ("regroup", "swap") and pattern in ("reduce_scatter", "all_reduce")))
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_the_compiled_array_replay_raises_what_the_numpy_one_raises(seed, monkeypatch):
+    # Gathers with transfers dropped, repeated, re-keyed or given extra waits (some with two
+    # feeds of the same chunk): the compiled pass passes a run only if the NumPy replay does,
+    # leaves the start table as it was when it does not, and the error is the same.
+    import netsim.checks.chunks_placed as placed
+
+    rng = np.random.default_rng(seed)
+    algorithm = ["ring", "bidirectional_ring", "recursive_doubling", "direct"][seed % 4]
+    schedule = build_schedule("all_to_all" if algorithm == "direct" else "gather", [(0, 1, 2, 3)], algorithm)
+    transfers = list(schedule.transfers)
+    for _ in range(int(rng.integers(0, 3))):
+        k = int(rng.integers(len(transfers)))
+        change = rng.choice(["drop", "twice", "rekey", "wait"]) if seed else "none"
+        if change == "drop":
+            del transfers[k]
+            transfers = [replace(t, deps=tuple(d - (d > k) for d in t.deps if d != k)) for t in transfers]
+        elif change == "twice":
+            transfers.append(replace(transfers[k], deps=()))
+        elif change == "rekey":
+            transfers[k] = replace(transfers[k], key=transfers[int(rng.integers(len(transfers)))].key)
+        elif change == "wait":  # wait for every earlier arrival at the source as well
+            transfers[k] = replace(transfers[k], deps=tuple(j for j in range(k) if transfers[j].dst == transfers[k].src))
+    short = replace(schedule, transfers=tuple(transfers))
+    topology = ring(4)
+    buffers = start_buffers(short, 4)
+    try:
+        run = play(topology, short.transfers, buffers)
+    except Exception:  # (a corruption the engine refuses)
+        return
+    says = []
+    for threshold in (10**9, 0):
+        monkeypatch.setattr(placed, "COMPILED_MIN_TRANSFERS", threshold)
+        says.append(chunk_errors(_chunks_placed, topology, short, buffers, run, short.groups, wanted_of(short)))
+    assert says[0] == says[1]
+
+
 def test_the_compiled_overlap_check_finds_what_the_sorted_check_finds():
     # Crossings on 3 links, some starting as (or a rounding before, or well before) the one before them there ended.
     from netsim.checks.arrays import _later
-    from netsim.checks.chunks_compiled import overlapping
+    from netsim.checks.passes_compiled import link_sums
 
     says = []
     for seed in range(40):
@@ -396,6 +457,30 @@ def test_the_compiled_overlap_check_finds_what_the_sorted_check_finds():
         order = np.argsort(link, kind="stable")
         same_link = link[order][1:] == link[order][:-1]
         sorted_says = bool((_later(end[order][:-1], start[order][1:]) & same_link).any())
-        assert overlapping(link, start, end, 3) == sorted_says
+        ok, *_, overlap = link_sums(link, np.zeros(30, np.int64), np.ones(1, np.int64), start, end, 3)
+        assert ok and overlap == sorted_says
         says.append(sorted_says)
     assert 5 < sum(says) < 35  # both answers met
+
+
+def test_the_compiled_sums_are_numpys_to_the_bit():
+    from netsim.checks.passes_compiled import device_sums, link_sums
+
+    rng = np.random.default_rng(0)
+    h, n, m = 5000, 700, 13
+    link, transfer = rng.integers(0, m, h), rng.integers(0, n, h)
+    nbytes, start = rng.integers(1, 10**9, n), rng.random(h) * 1e-3
+    end = start + rng.random(h) * 1e-6
+    ok, carried, messages, busy, _ = link_sums(link, transfer, nbytes, start, end, m)
+    assert ok
+    assert np.array_equal(carried, np.bincount(link, weights=nbytes[transfer], minlength=m))
+    assert np.array_equal(messages, np.bincount(link, minlength=m))
+    assert np.array_equal(busy, np.bincount(link, weights=end - start, minlength=m))
+    src, dst, key = rng.integers(0, m, n).astype(np.int32), rng.integers(0, m, n).astype(np.int32), rng.integers(0, 5, n)
+    moving = rng.random(n) < 0.8
+    ok, sent, received = device_sums(np.full(5, -1, np.int64), key, nbytes, src, dst, moving, m)
+    assert ok
+    assert np.array_equal(sent, np.bincount(src[moving], weights=nbytes[moving].astype(float), minlength=m))
+    assert np.array_equal(received, np.bincount(dst[moving], weights=nbytes[moving].astype(float), minlength=m))
+    assert not link_sums(link - 1, transfer, nbytes, start, end, m)[0]  # (a link out of range: NumPy's check raises)
+    assert not device_sums(np.full(5, 8, np.int64), key, nbytes, src, dst, moving, m)[0]  # (a chunk of the wrong size)

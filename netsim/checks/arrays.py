@@ -101,6 +101,7 @@ class _Arrays:
         self.route_inverse, self.distinct_length, self.distinct_links = _route_arrays(playback.routes, index)
         self.single_link = bool(len(self.distinct_length)) and bool((self.distinct_length == 1).all())
         self.topology = topology
+        self.deps_before: bool | None = None  # whether each transfer waits only for earlier ones, once a check found out
 
     def by(self, column: str) -> np.ndarray:
         """Hop positions sorted stably by ``"transfer"`` or ``"link"``."""
@@ -191,9 +192,9 @@ def _feeding(a: _Arrays) -> tuple[np.ndarray, np.ndarray]:
 def _dependency_order(a: _Arrays) -> Sequence[int]:
     """Indices with every transfer after the ones it waits for (index order when that already holds)."""
     n = len(a.src)
-    waiting = a.waiting
-    if (a.dep_idx < waiting).all():
+    if a.deps_before or (a.deps_before is None and (a.dep_idx < a.waiting).all()):
         return range(n)
+    waiting = a.waiting
     missing = np.diff(a.dep_ptr).tolist()
     dependents: list[list[int]] = [[] for _ in range(n)]
     for i, d in zip(waiting.tolist(), a.dep_idx.tolist(), strict=True):

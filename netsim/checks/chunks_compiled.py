@@ -1,9 +1,10 @@
-"""Checks compiled (numba) for big runs: they answer only whether a run passes.
+"""The ``chunks`` checks compiled (numba) for big runs: they answer only whether a run passes.
 
 :func:`chunks_pass` is the ``chunks`` replay of :func:`~netsim.checks.chunks._chunks_folded`
 on the same masks (each chunk as the set of group positions whose data it carries,
-here a row of 64-bit words instead of a Python int); :func:`overlapping` is the
-``link bytes`` check that a link carries one message at a time. When they find a
+here a row of 64-bit words instead of a Python int). The other checks' compiled
+passes (and that of :func:`~netsim.checks.chunks_placed._chunks_placed`) are in
+:mod:`netsim.checks.passes_compiled`. When they find a
 fault (or meet a case they do not follow), the NumPy or Python check runs again and
 raises the error, with its message, at the same first fault.
 """
@@ -19,7 +20,7 @@ from numba import njit
 from netsim.checks.arrays import _Arrays, _feeding
 from netsim.checks.chunks_placed import _key_ids_of, _Starts, _wanted_blocks
 
-__all__ = ["chunks_pass", "overlapping"]
+__all__ = ["chunks_pass"]
 
 
 @njit(cache=True)
@@ -166,20 +167,3 @@ def chunks_pass(
             return False  # (a mask no chunk can end with)
         expected[np.arange(len(got)), bit >> 6] = np.uint64(1) << (bit & 63).astype(np.uint64)
     return bool(np.array_equal(got, expected))
-
-
-@njit(cache=True)
-def overlapping(hop_link, hop_start, hop_end, n_links):
-    """Whether a crossing starts on its link before the crossing before it there (in the hops' order) ended,
-    beyond rounding (``_later`` of :mod:`netsim.checks.arrays`, the same floating-point operations)."""
-    last_end = np.zeros(n_links, np.float64)
-    seen = np.zeros(n_links, np.bool_)
-    for k in range(len(hop_link)):
-        link = hop_link[k]
-        if seen[link]:
-            a, b = last_end[link], hop_start[k]
-            if a > b and a > b + (1e-9 * max(abs(a), abs(b)) + 1e-15):
-                return True
-        seen[link] = True
-        last_end[link] = hop_end[k]
-    return False

@@ -12,17 +12,22 @@ from netsim.checks.arrays import _Arrays, _feeding, _first
 from netsim.checks.errors import InvariantError
 from netsim.columnar import factorize
 
+COMPILED_MIN_TRANSFERS = 20_000
+"""Runs of at least this many transfers replay compiled first (smaller ones need not load numba)."""
+
 
 class _Starts:
     """The bit each device's own copy of a chunk carries at the start (-1: it holds none),
     looked up by (device, key id); in a table over every (device, key) when that is not
-    much bigger than the run (int32, like the bits), else by binary search in the sorted codes."""
+    much bigger than the run, else by binary search in the sorted codes. The table is int16 while
+    the bits are below 2**14 (groups of up to 16,384: half the memory the replays walk at random,
+    and room for the compiled pass's marks), else int32."""
 
     def __init__(self, own: np.ndarray, n_keys: int, held_codes: np.ndarray, n_transfers: int) -> None:
         self.own, self.n_keys = own, n_keys
         self.dense = len(own) * n_keys <= 4 * n_transfers + (1 << 16)
         if self.dense:
-            self.table = np.full(len(own) * n_keys, -1, np.int32)
+            self.table = np.full(len(own) * n_keys, -1, np.int16 if int(own.max(initial=-1)) < 1 << 14 else np.int32)
             self.table[held_codes] = own[held_codes // max(n_keys, 1)]
         else:
             self.held_codes = np.sort(held_codes)
@@ -64,6 +69,41 @@ def _chunks_placed(
     for d in range(n_devices):
         own[d] = 0 if permute else position.get(d, -1)
     starting = _Starts(own, n_keys, held_codes, n)
+    if n >= COMPILED_MIN_TRANSFERS and starting.dense and _compiled_holding(a, order, starting, key_id):
+        holding = starting.table  # what each (device, chunk) ends with
+
+        def ends_with(device: np.ndarray, kid: np.ndarray) -> np.ndarray:
+            return _none_where_absent(holding[starting.code(device, kid)], kid)
+
+    else:  # (small runs, and runs the compiled pass finds a fault in or does not follow: the error comes from here)
+        ends_with = _replayed(a, order, starting, key_id)
+
+    # Every block every device wants, each piece: the bit it ends with against the one it must.
+    pieces = 1 + max((key[1] for key in key_ids), default=0)
+    sets = [wanted(d) for d in range(n_devices)]
+    if sets and all(type(s) is range and s == sets[0] for s in sets):  # all want the same blocks (gathers)
+        device = None
+        block = np.arange(sets[0].start, sets[0].stop, sets[0].step, dtype=np.int64)
+        ends = ends_with(np.arange(n_devices, dtype=np.int64)[:, None, None], _key_ids_of(key_ids, block, pieces)[None])  # [device, block, piece]
+    else:
+        device, block = _wanted_blocks(sets)
+        ends = ends_with(device[:, None], _key_ids_of(key_ids, block, pieces))  # [wanted block, piece]
+    expected = np.zeros_like(block) if permute else (block // size if pattern == "all_to_all" else block)
+    wrong = ends != expected[:, None]
+    if wrong.any():
+        k = _first(wrong.reshape(-1))
+        if device is None:
+            d, k = divmod(k, len(block) * pieces)
+        row, piece = divmod(k, pieces)
+        d = d if device is None else device[row]
+        key = (int(block[row]), piece)
+        raise InvariantError("chunks", f"device {d} ends with chunk {key!r} without the data of group member(s) {[int(expected[row])]}")
+
+
+def _replayed(a: _Arrays, order: Iterable[int], starting: _Starts, key_id: np.ndarray) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The replay on whole arrays: raise at the first fault, else give ``ends_with(device, key id)``,
+    the bit each (device, chunk) ends with (-1: none)."""
+    n, n_keys = len(a.src), starting.n_keys
     apart = a.src != a.dst  # a device may copy a chunk to itself
 
     # The replay in dependency order: each transfer carries what its last feeding arrival brought.
@@ -157,26 +197,19 @@ def _chunks_placed(
             arrived = (kid >= 0) & (final_code[spot] == code) if len(final_code) else np.zeros(code.shape, bool)
             return np.where(arrived, final[spot] if len(final) else -1, starting(device, kid))
 
-    # Every block every device wants, each piece: the bit it ends with against the one it must.
-    pieces = 1 + max((key[1] for key in key_ids), default=0)
-    sets = [wanted(d) for d in range(n_devices)]
-    if sets and all(type(s) is range and s == sets[0] for s in sets):  # all want the same blocks (gathers)
-        device = None
-        block = np.arange(sets[0].start, sets[0].stop, sets[0].step, dtype=np.int64)
-        ends = ends_with(np.arange(n_devices, dtype=np.int64)[:, None, None], _key_ids_of(key_ids, block, pieces)[None])  # [device, block, piece]
-    else:
-        device, block = _wanted_blocks(sets)
-        ends = ends_with(device[:, None], _key_ids_of(key_ids, block, pieces))  # [wanted block, piece]
-    expected = np.zeros_like(block) if permute else (block // size if pattern == "all_to_all" else block)
-    wrong = ends != expected[:, None]
-    if wrong.any():
-        k = _first(wrong.reshape(-1))
-        if device is None:
-            d, k = divmod(k, len(block) * pieces)
-        row, piece = divmod(k, pieces)
-        d = d if device is None else device[row]
-        key = (int(block[row]), piece)
-        raise InvariantError("chunks", f"device {d} ends with chunk {key!r} without the data of group member(s) {[int(expected[row])]}")
+    return ends_with
+
+
+def _compiled_holding(a: _Arrays, order: Iterable[int], starting: _Starts, key_id: np.ndarray) -> bool:
+    """Whether the compiled pass (:func:`netsim.checks.passes_compiled.placed_holding`) replays the run
+    without a fault, leaving in ``starting.table`` what each (device, chunk) ends with (False without numba)."""
+    try:
+        from netsim.checks.passes_compiled import placed_holding
+    except ImportError:  # pragma: no cover - numba is a dependency; a broken install replays with NumPy
+        return False
+    in_order = isinstance(order, range)
+    steps = np.zeros(0, np.int64) if in_order else np.asarray(order, np.int64)
+    return bool(placed_holding(in_order, steps, a.src, a.dst, a.key_index, key_id, a.dep_ptr, a.dep_idx, a.arrived, starting.table, starting.n_keys))
 
 
 def _key_ids_of(key_ids: dict[Hashable, int], block: np.ndarray, pieces: int) -> np.ndarray:

@@ -12,6 +12,9 @@ from netsim.checks.arrays import _Arrays, _first, _later, _slack
 from netsim.checks.errors import InvariantError
 from netsim.engine import Playback, TransferLike
 
+COMPILED_MIN_TRANSFERS = 20_000
+"""Runs of at least this many transfers check compiled first (smaller ones need not load numba)."""
+
 
 def _check_drained(transfers: Sequence[TransferLike], playback: Playback, a: _Arrays) -> None:
     lost = np.flatnonzero(~(np.isfinite(a.sent) & np.isfinite(a.arrived)))
@@ -23,8 +26,8 @@ def _check_drained(transfers: Sequence[TransferLike], playback: Playback, a: _Ar
     if early.any():
         i = _first(early)
         raise InvariantError("drained", f"transfer #{i} arrived at {a.arrived[i]:.9g} s, before it was sent at {a.sent[i]:.9g} s")
-    jumped = _later(a.arrived[a.dep_idx], a.sent[a.waiting])
-    if jumped.any():
+    jumped = None if len(a.src) >= COMPILED_MIN_TRANSFERS and _compiled_dependencies(a) else _later(a.arrived[a.dep_idx], a.sent[a.waiting])
+    if jumped is not None and jumped.any():
         i, d = a.waiting[_first(jumped)], a.dep_idx[_first(jumped)]
         raise InvariantError("drained", f"transfer #{i} left at {a.sent[i]:.9g} s, before transfer #{d} it waits for arrived at {a.arrived[d]:.9g} s")
     finish = float(a.arrived.max(initial=0.0))
@@ -39,6 +42,8 @@ def _check_delivery(transfers: Sequence[TransferLike], groups: Sequence[Sequence
         if outside.any():
             i = _first(outside)
             raise InvariantError("delivery", f"transfer #{i} moves a chunk from device {a.src[i]} to device {a.dst[i]}, outside its group")
+    if a.single_link and len(transfers) >= COMPILED_MIN_TRANSFERS and not (a.distinct_links < 0).any() and _compiled_single_links(a):
+        return  # (every crossing's transfer exists, too)
     if len(a.hop_transfer) and (int(a.hop_transfer.min()) < 0 or int(a.hop_transfer.max()) >= len(transfers)):
         raise InvariantError("delivery", "a link crossing belongs to a transfer that does not exist")
     crossings = np.bincount(a.hop_transfer, minlength=len(transfers))
@@ -131,11 +136,40 @@ def _check_single_links(a: _Arrays) -> None:
         )
 
 
+def _compiled_dependencies(a: _Arrays) -> bool:
+    """Whether the compiled pass (:func:`netsim.checks.passes_compiled.dependencies_pass`) finds every
+    transfer leaving after the arrivals it waits for; it also tells ``a.deps_before``. False without numba."""
+    if len(a.dep_ptr) != len(a.src) + 1:
+        return False
+    try:
+        from netsim.checks.passes_compiled import dependencies_pass
+    except ImportError:  # pragma: no cover - numba is a dependency; a broken install checks with NumPy
+        return False
+    ok, before = dependencies_pass(a.dep_ptr, a.dep_idx, a.arrived, a.sent)
+    if ok:
+        a.deps_before = bool(before)
+    return bool(ok)
+
+
+def _compiled_single_links(a: _Arrays) -> bool:
+    """Whether the compiled pass (:func:`netsim.checks.passes_compiled.single_links_pass`) finds the rest
+    of :func:`_check_delivery` holding, every route being one link (False without numba)."""
+    try:
+        from netsim.checks.passes_compiled import single_links_pass
+    except ImportError:  # pragma: no cover - numba is a dependency; a broken install checks with NumPy
+        return False
+    return bool(
+        single_links_pass(a.hop_transfer, a.hop_link, a.hop_start, a.hop_end, a.route_inverse, a.distinct_links, a.link_u, a.link_v, a.src, a.dst, a.sent)
+    )
+
+
 def _outside_groups(groups: Sequence[Sequence[int]], src: np.ndarray, dst: np.ndarray, n_devices: int) -> np.ndarray:
     """Transfers whose two ends share no group (groups may overlap, as ppermute's pairs do)."""
     count = np.zeros(n_devices, np.int64)
     for members in groups:
         count[list(members)] += 1
+    if len(groups) == 1 and (count == 1).all() and _in_range(src, n_devices) and _in_range(dst, n_devices):
+        return np.zeros(len(src), bool)  # one group of every device: nothing leaves it
     if (count <= 1).all():  # a partition: compare group numbers
         group_of = np.full(n_devices, -1, np.int64)
         for g, members in enumerate(groups):
@@ -146,6 +180,11 @@ def _outside_groups(groups: Sequence[Sequence[int]], src: np.ndarray, dst: np.nd
         return outside
     shared = {(u, v) for members in groups for u in members for v in members}
     return np.fromiter(((u, v) not in shared for u, v in zip(src.tolist(), dst.tolist(), strict=True)), bool, len(src))
+
+
+def _in_range(devices: np.ndarray, n_devices: int) -> bool:
+    """Whether every number indexes a table of ``n_devices`` (negative ones from the end, as NumPy does)."""
+    return not len(devices) or (-n_devices <= int(devices.min()) and int(devices.max()) < n_devices)
 
 
 def _route_of(a: _Arrays, i: int) -> list[Any]:
