@@ -29,9 +29,7 @@ runner = CliRunner()
 def checked(request, monkeypatch):
     """Every test twice: as small runs check (NumPy), then as big ones do (each compiled pass first)."""
     if request.param == "compiled":
-        for name in ("chunks", "chunks_placed", "delivery"):
-            monkeypatch.setattr(f"netsim.checks.{name}.COMPILED_MIN_TRANSFERS", 0)
-        monkeypatch.setattr("netsim.checks.conservation.COMPILED_MIN_HOPS", 0)
+        monkeypatch.setattr("netsim.checks.arrays.COMPILED_MIN", 0)
     return request.param
 
 
@@ -348,7 +346,7 @@ def chunk_errors(replay, topology, schedule, buffers, run, groups, wanted):
 @pytest.mark.parametrize("corruption", ["none", "drop", "twice", "regroup", "swap"])
 def test_the_array_replay_says_what_the_step_by_step_replay_says(algorithm, corruption, compiled, monkeypatch):
     if compiled:  # (the array replay first runs its compiled pass, as on big runs)
-        monkeypatch.setattr("netsim.checks.chunks_placed.COMPILED_MIN_TRANSFERS", 0)
+        monkeypatch.setattr("netsim.checks.arrays.COMPILED_MIN", 0)
     pattern = "all_to_all" if algorithm == "direct" else "gather"
     schedule = build_schedule(pattern, [(0, 1, 2, 3)], algorithm)
     transfers = list(schedule.transfers)
@@ -410,8 +408,6 @@ def test_the_compiled_array_replay_raises_what_the_numpy_one_raises(seed, monkey
     # Gathers with transfers dropped, repeated, re-keyed or given extra waits (some with two
     # feeds of the same chunk): the compiled pass passes a run only if the NumPy replay does,
     # leaves the start table as it was when it does not, and the error is the same.
-    import netsim.checks.chunks_placed as placed
-
     rng = np.random.default_rng(seed)
     algorithm = ["ring", "bidirectional_ring", "recursive_doubling", "direct"][seed % 4]
     schedule = build_schedule("all_to_all" if algorithm == "direct" else "gather", [(0, 1, 2, 3)], algorithm)
@@ -437,7 +433,7 @@ def test_the_compiled_array_replay_raises_what_the_numpy_one_raises(seed, monkey
         return
     says = []
     for threshold in (10**9, 0):
-        monkeypatch.setattr(placed, "COMPILED_MIN_TRANSFERS", threshold)
+        monkeypatch.setattr("netsim.checks.arrays.COMPILED_MIN", threshold)
         says.append(chunk_errors(_chunks_placed, topology, short, buffers, run, short.groups, wanted_of(short)))
     assert says[0] == says[1]
 

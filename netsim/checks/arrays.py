@@ -19,6 +19,14 @@ from netsim.columnar import stable_order
 from netsim.engine import ArrayList, Playback, TransferLike, as_array, transfer_columns
 from netsim.network.topology import Topology
 
+COMPILED_MIN = 20_000
+"""Runs of at least this many transfers (or link crossings) check compiled first; smaller ones need not load numba."""
+
+
+def _compiled_first(count: int) -> bool:
+    """Whether a check over ``count`` transfers or crossings runs its compiled pass first (:data:`COMPILED_MIN`, read when called)."""
+    return count >= COMPILED_MIN
+
 
 def _slack(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Rounding allowed when comparing two arrays of times."""

@@ -12,14 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from netsim.checks.arrays import _Arrays, _dependency_order, _feeding, _first
+from netsim.checks.arrays import _Arrays, _compiled_first, _dependency_order, _feeding, _first
 from netsim.checks.chunks_bundled import _chunks_bundled
 from netsim.checks.chunks_placed import _chunks_placed
 from netsim.checks.errors import InvariantError
 from netsim.engine.row_buffers import RowBuffers
 
-COMPILED_MIN_TRANSFERS = 20_000
-"""Reductions of at least this many transfers replay compiled first (smaller ones need not load numba)."""
 _PATTERNS = ("gather", "reduce_scatter", "all_reduce", "all_to_all", "permute")
 """Patterns whose chunks the ``chunks`` check follows; other patterns get the other checks."""
 
@@ -55,7 +53,7 @@ def _check_chunks(
     placed_only = pattern in ("gather", "all_to_all", "permute") and not a.reduce.any()
     if placed_only and (permute or all(d in position for d, held in enumerate(buffers) if held)):
         _chunks_placed(a, buffers, order, position, size, pattern, wanted, key_ids, key_id, held_codes)
-    elif len(a.src) < COMPILED_MIN_TRANSFERS or not _compiled_pass(a, buffers, order, position, size, pattern, wanted, key_ids, key_id, held_codes):
+    elif not _compiled_first(len(a.src)) or not _compiled_pass(a, buffers, order, position, size, pattern, wanted, key_ids, key_id, held_codes):
         _chunks_folded(a, buffers, order, position, size, pattern, wanted, key_ids, key_id)
 
 

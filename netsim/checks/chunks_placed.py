@@ -8,12 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from netsim.checks.arrays import _Arrays, _feeding, _first
+from netsim.checks.arrays import _Arrays, _compiled_first, _feeding, _first
 from netsim.checks.errors import InvariantError
 from netsim.columnar import factorize
-
-COMPILED_MIN_TRANSFERS = 20_000
-"""Runs of at least this many transfers replay compiled first (smaller ones need not load numba)."""
 
 
 class _Starts:
@@ -69,7 +66,7 @@ def _chunks_placed(
     for d in range(n_devices):
         own[d] = 0 if permute else position.get(d, -1)
     starting = _Starts(own, n_keys, held_codes, n)
-    if n >= COMPILED_MIN_TRANSFERS and starting.dense and _compiled_holding(a, order, starting, key_id):
+    if _compiled_first(n) and starting.dense and _compiled_holding(a, order, starting, key_id):
         holding = starting.table  # what each (device, chunk) ends with
 
         def ends_with(device: np.ndarray, kid: np.ndarray) -> np.ndarray:

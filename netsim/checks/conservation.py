@@ -7,13 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from netsim.checks.arrays import _Arrays, _first, _later, _slack
+from netsim.checks.arrays import _Arrays, _compiled_first, _first, _later, _slack
 from netsim.checks.errors import InvariantError
 from netsim.engine import Playback, TransferLike
 from netsim.engine.row_buffers import RowBuffers
-
-COMPILED_MIN_HOPS = 20_000
-"""Runs of at least this many link crossings (transfers, for ``device bytes``) check compiled first (smaller ones need not load numba)."""
 
 
 def _check_link_bytes(playback: Playback, a: _Arrays) -> None:
@@ -21,7 +18,7 @@ def _check_link_bytes(playback: Playback, a: _Arrays) -> None:
         k = _first(a.hop_link < 0)
         raise InvariantError("link bytes", f"transfer #{a.hop_transfer[k]} crossed link {a.hop_link_id(k)}, which is not in the topology")
     m, h = len(a.links), len(a.hop_link)
-    sums = _compiled_link_sums(a) if h >= COMPILED_MIN_HOPS else None
+    sums = _compiled_link_sums(a) if _compiled_first(h) else None
     if sums is None:
         carried = np.bincount(a.hop_link, weights=a.nbytes[a.hop_transfer], minlength=m)
         messages = np.bincount(a.hop_link, minlength=m)
@@ -80,7 +77,7 @@ def _check_device_bytes(transfers: Sequence[TransferLike], buffers: Sequence[dic
                 size[key] = int(chunk.nbytes)
     key_size = np.fromiter((size.get(key, -1) for key in a.keys), np.int64, len(a.keys))
     n = a.topology.n_devices
-    sums = _compiled_device_sums(a, key_size, n) if len(a.src) >= COMPILED_MIN_HOPS and len(a.keys) else None
+    sums = _compiled_device_sums(a, key_size, n) if _compiled_first(len(a.src)) and len(a.keys) else None
     sent, received = _device_sums(a, key_size, n) if sums is None else sums
     counted = np.fromiter((s.bytes for s in playback.links.values()), np.int64, len(a.links))
     link_out = np.bincount(a.link_u, weights=counted, minlength=n)

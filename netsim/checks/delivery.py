@@ -8,12 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from netsim.checks.arrays import _Arrays, _first, _later, _slack
+from netsim.checks.arrays import _Arrays, _compiled_first, _first, _later, _slack
 from netsim.checks.errors import InvariantError
 from netsim.engine import Playback, TransferLike
-
-COMPILED_MIN_TRANSFERS = 20_000
-"""Runs of at least this many transfers check compiled first (smaller ones need not load numba)."""
 
 
 def _check_drained(transfers: Sequence[TransferLike], playback: Playback, a: _Arrays) -> None:
@@ -26,7 +23,7 @@ def _check_drained(transfers: Sequence[TransferLike], playback: Playback, a: _Ar
     if early.any():
         i = _first(early)
         raise InvariantError("drained", f"transfer #{i} arrived at {a.arrived[i]:.9g} s, before it was sent at {a.sent[i]:.9g} s")
-    jumped = None if len(a.src) >= COMPILED_MIN_TRANSFERS and _compiled_dependencies(a) else _later(a.arrived[a.dep_idx], a.sent[a.waiting])
+    jumped = None if _compiled_first(len(a.src)) and _compiled_dependencies(a) else _later(a.arrived[a.dep_idx], a.sent[a.waiting])
     if jumped is not None and jumped.any():
         i, d = a.waiting[_first(jumped)], a.dep_idx[_first(jumped)]
         raise InvariantError("drained", f"transfer #{i} left at {a.sent[i]:.9g} s, before transfer #{d} it waits for arrived at {a.arrived[d]:.9g} s")
@@ -42,7 +39,7 @@ def _check_delivery(transfers: Sequence[TransferLike], groups: Sequence[Sequence
         if outside.any():
             i = _first(outside)
             raise InvariantError("delivery", f"transfer #{i} moves a chunk from device {a.src[i]} to device {a.dst[i]}, outside its group")
-    if a.single_link and len(transfers) >= COMPILED_MIN_TRANSFERS and not (a.distinct_links < 0).any() and _compiled_single_links(a):
+    if a.single_link and _compiled_first(len(transfers)) and not (a.distinct_links < 0).any() and _compiled_single_links(a):
         return  # (every crossing's transfer exists, too)
     if len(a.hop_transfer) and (int(a.hop_transfer.min()) < 0 or int(a.hop_transfer.max()) >= len(transfers)):
         raise InvariantError("delivery", "a link crossing belongs to a transfer that does not exist")

@@ -27,7 +27,7 @@ class TableBuffer(Mapping):
 
     Examples
     --------
-    >>> buffers = TableBuffers(["a", "b"], np.array([1, 0, -1, 1]), ["x", "y"], [["a"], ["b"]], np.array([1]), np.array([0, 1, 1]))
+    >>> buffers = TableBuffers(["a", "b"], np.array([1, 0, -1, 1]), ["x", "y"], [["a"], ["b"]], np.array([1]), np.array([0, 1, 1]), np.array([1, 3]))
     >>> buffer = buffers[0]
     >>> list(buffer), buffer["b"], "b" in buffers[1], "a" in buffers[1], len(buffer)
     (['a', 'b'], 'x', True, False, 2)
@@ -74,7 +74,7 @@ class TableBuffers(MadeWhenRead):
         Each device's keys at the start, in its dict's order (every one of them in ``keys``).
     new_keys, new_start : numpy.ndarray
         Device d's new keys, as key numbers in the order they first came: ``new_keys[new_start[d]:new_start[d + 1]]``.
-    first_slots : numpy.ndarray, optional
+    first_slots : numpy.ndarray
         Where each chunk was at the start, ``d * len(keys) + k`` (for :meth:`moved_from`).
 
     Examples
@@ -99,7 +99,7 @@ class TableBuffers(MadeWhenRead):
         start_keys: Sequence[list[Hashable]],
         new_keys: np.ndarray,
         new_start: np.ndarray,
-        first_slots: np.ndarray | None = None,
+        first_slots: np.ndarray,
     ) -> None:
         self.keys, self.held, self.chunks, self.first_slots = keys, held, chunks, first_slots
         self.number = {key: k for k, key in enumerate(keys)}
