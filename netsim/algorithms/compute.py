@@ -21,6 +21,11 @@ class Compute:
     and for other compute steps on it; a transfer may wait for compute steps on
     its source.
 
+    A *join* (``join=True``) is a step of no work that is done the instant its
+    last dependency is done on its device, without queueing on the compute unit:
+    "op B starts on device d once op A's inputs are there" is then one dependency
+    per transfer of B (on the join) instead of one per arrival of A.
+
     When the step is done and ``fn`` is given, the device stores
     ``fn(*(its chunks under inputs))`` under ``output``: real values flow through
     compute as they do through the links.
@@ -42,3 +47,4 @@ class Compute:
     output: Hashable | None = None
     fn: Callable[..., Any] | None = None
     name: str = ""
+    join: bool = False
