@@ -16,7 +16,7 @@ step), :func:`analyse` (the closed form beside the time, and why they differ),
 
 :func:`run_program` runs a whole program on a sharded mesh: collectives and
 matmuls, overlapped where the data allows, checked against NumPy's unsharded
-computation (:mod:`netsim.algorithms.program` has the model).
+computation (:mod:`netsim.programs.model` has the model).
 
 The package's folders follow the data's way, each importing only from those above it:
 ``network`` (topologies, presets, meshes), ``semantics`` (JAX's layouts, NumPy
@@ -64,8 +64,8 @@ _PUBLIC = {
     "load_study": "netsim.scenario.study",
     "sweep": "netsim.studies.sweep",
     "read_results": "netsim.studies.sweep",
-    "run_program": "netsim.programs",
-    "from_jax": "netsim.hlo",
+    "run_program": "netsim.programs.run",
+    "from_jax": "netsim.programs.hlo.from_jax",
 }
 """Public name -> the module that defines it, imported when the name is first used.
 
@@ -81,11 +81,11 @@ if TYPE_CHECKING:
     from netsim.checks.errors import InvariantError
     from netsim.collectives import all_gather, all_to_all, ppermute, psum, psum_scatter, simulate
     from netsim.engine import EngineError
-    from netsim.hlo import from_jax
     from netsim.network.device_mesh import AxisGroups, Mesh
     from netsim.network.presets import tpu_slice
     from netsim.network.topology import Topology, UnreachableError, mesh, ring, torus
-    from netsim.programs import run_program
+    from netsim.programs.hlo.from_jax import from_jax
+    from netsim.programs.run import run_program
     from netsim.result import Result
     from netsim.scenario import ScenarioError, load_scenario, load_topology
     from netsim.scenario.study import Study, load_study

@@ -53,7 +53,7 @@ class ProgramRun:
 
     Attributes
     ----------
-    lowered : netsim.algorithms.program_lowering.Lowered
+    lowered : netsim.programs.lowering.Lowered
         The program, its arrays, its mesh and the schedule it ran as.
     checks : dict
         Array name -> (largest difference from the unsharded NumPy computation,

@@ -4,7 +4,7 @@ Run from the repository's root (needs the ``jax`` extra; no accelerator):
 
     python scripts/make_hlo_modules.py
 
-Each example of :mod:`netsim.hlo.examples` is compiled on CPU with 8 fake devices
+Each example of :mod:`netsim.programs.hlo.examples` is compiled on CPU with 8 fake devices
 (a 2x4 mesh) and written as ``NAME.txt`` (the optimised module's text, without the
 debugging tables that name this machine's file paths) and ``NAME.devices.json`` (its
 device map: CPU devices have no coordinates, so ids lie row-major on the slice).
@@ -21,9 +21,9 @@ os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from netsim.hlo.examples import EXAMPLES, compile_example, example_mesh  # noqa: E402
-from netsim.hlo.export import export  # noqa: E402
-from netsim.scenario.hlo.text import strip_debug_tables  # noqa: E402
+from netsim.programs.hlo.examples import EXAMPLES, compile_example, example_mesh  # noqa: E402
+from netsim.programs.hlo.export import export  # noqa: E402
+from netsim.programs.hlo.text import strip_debug_tables  # noqa: E402
 
 
 def main(out: Path = ROOT / "scenarios" / "programs" / "hlo") -> None:

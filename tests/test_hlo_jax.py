@@ -1,7 +1,7 @@
 """Modules that JAX compiles (CPU, 8 fake devices, a 2x4 mesh x, y): every collective read as compiled.
 
 The modules are compiled in a subprocess (XLA_FLAGS must be set before JAX starts), from
-the examples in :mod:`netsim.hlo.examples`; the expectations here are worked out from the
+the examples in :mod:`netsim.programs.hlo.examples`; the expectations here are worked out from the
 examples' global shapes and PartitionSpecs and the mesh, independently of the import.
 """
 
@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from netsim.scenario.hlo import hlo_from_text
-from netsim.scenario.hlo.devices import load_device_map
+from netsim.programs.hlo import hlo_from_text
+from netsim.programs.hlo.devices import load_device_map
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,8 +33,8 @@ F32 = 4
 GENERATE = """
 import sys
 from pathlib import Path
-from netsim.hlo.examples import EXAMPLES, compile_example, example_mesh
-from netsim.hlo.export import export
+from netsim.programs.hlo.examples import EXAMPLES, compile_example, example_mesh
+from netsim.programs.hlo.export import export
 out = Path(sys.argv[1])
 mesh = example_mesh()
 for name in EXAMPLES:
@@ -158,8 +158,8 @@ import json, sys
 import jax, jax.numpy as jnp
 from jax.sharding import NamedSharding, PartitionSpec as P
 import netsim
-from netsim.hlo.examples import EXAMPLES, example_mesh
-from netsim.hlo.report import axis_bytes
+from netsim.programs.hlo.examples import EXAMPLES, example_mesh
+from netsim.analysis.hlo_stats import axis_bytes
 mesh = example_mesh()
 v5e = netsim.tpu_slice("tpu-v5e:2x4")
 wrapped = netsim.torus((2, 4), bandwidth_Bps=45e9, latency_s=1e-6).with_device(v5e.device(0))

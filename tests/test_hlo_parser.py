@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from netsim.programs.hlo import Collective, Compute, hlo_from_text
+from netsim.programs.hlo.groups import parse_replica_groups
+from netsim.programs.hlo.shapes import parse_shape
 from netsim.scenario import ScenarioError
-from netsim.scenario.hlo import Collective, Compute, hlo_from_text
-from netsim.scenario.hlo.groups import parse_replica_groups
-from netsim.scenario.hlo.shapes import parse_shape
 
 
 def module(body: str, header: str = "num_partitions=8", computations: str = "") -> str:

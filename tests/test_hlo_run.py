@@ -12,12 +12,12 @@ import yaml
 from typer.testing import CliRunner
 
 import netsim
+from netsim.analysis.hlo_stats import axis_bytes, collectives
 from netsim.cli import app
-from netsim.hlo.report import axis_bytes, collectives
-from netsim.hlo.run import run_hlo, run_hlo_program
 from netsim.network.device_mesh import Mesh
-from netsim.scenario.hlo import hlo_from_text
-from netsim.scenario.hlo.devices import device_map_from_data
+from netsim.programs.hlo import hlo_from_text
+from netsim.programs.hlo.devices import device_map_from_data
+from netsim.programs.hlo.run import run_hlo, run_hlo_program
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = sorted((ROOT / "scenarios" / "programs" / "hlo").glob("*.yaml"))

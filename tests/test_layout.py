@@ -26,7 +26,8 @@ LAYERS = [
     {"netsim.analysis"},
     {"netsim.result"},
     {"netsim.scenario"},
-    {"netsim.pipeline", "netsim.outputs", "netsim.collectives", "netsim.mlx", "netsim.programs", "netsim.hlo"},
+    # a study file may sweep a program file: it reads netsim.programs.files
+    {"netsim.pipeline", "netsim.outputs", "netsim.collectives", "netsim.mlx", "netsim.programs", "netsim.scenario.study"},
     {"netsim.studies"},
     {"netsim.teaching"},
     {"netsim.cli"},

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 import netsim
 from netsim.analysis.program_stats import program_stats
 from netsim.cli.main import app
+from netsim.programs.files import load_program, program_from_data
 from netsim.scenario import ScenarioError
-from netsim.scenario.programs import load_program, program_from_data
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = sorted((ROOT / "scenarios" / "programs").glob("*.yaml"))

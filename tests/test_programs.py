@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import netsim
-from netsim.algorithms.program import Op, Program, ProgramError, Sharded
 from netsim.analysis.program_stats import program_stats
 from netsim.network.device_mesh import Mesh
 from netsim.network.presets import tpu_slice
+from netsim.programs.model import Op, Program, ProgramError, Sharded
 
 V5E = tpu_slice("tpu-v5e:4x4")
 PEAK, HBM = V5E.device(0)["peak_flops"], V5E.device(0)["hbm_bandwidth_Bps"]
@@ -192,7 +192,7 @@ def test_collectives_over_explicit_groups_run_timing_only_as_the_same_collective
 
 def test_lowering_a_256_chip_program_stays_linear_in_its_transfers():
     """Counted, not timed: every transfer waits for a bounded number of steps, however many ops came before."""
-    from netsim.algorithms.program_lowering import lower
+    from netsim.programs.lowering import lower
 
     ops = (
         Op("g", "all_gather", ("A",), "A2", axes=("X",), axis=1, tiled=True),
@@ -212,7 +212,7 @@ def test_lowering_a_256_chip_program_stays_linear_in_its_transfers():
 def test_a_program_built_in_python_writes_out_as_a_file_and_reads_back_the_same():
     import yaml
 
-    from netsim.scenario.programs import load_program, program_as_data, program_from_data
+    from netsim.programs.files import load_program, program_as_data, program_from_data
 
     for program, topology in ((_every_op(), "tpu-v5e:2x4"), (_gather_matmul(64, 256, 32, "collective"), "tpu-v5e:4x4")):
         data = yaml.safe_load(yaml.safe_dump(program_as_data(program, topology)))

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from netsim.algorithms.program import COLLECTIVE_OPS
 from netsim.analysis.closed_forms.registry import estimate_collective
 from netsim.analysis.why import nominal_link
 from netsim.semantics.program_values import itemsize
@@ -215,7 +214,7 @@ def _us(seconds: float) -> str:
 def _estimate(record: Any, lowered: Any, topology: Any, peak: float | None, hbm: float | None, comm_s: float = 0.0) -> tuple[float | None, str]:
     """An op's closed form and what bounds it (``comm_s``: how long its own transfers took, for a collective matmul)."""
     op = record.op
-    if op.op in COLLECTIVE_OPS:
+    if record.collective:
         array = lowered.arrays[op.inputs[0]]
         nbytes = math.prod(array.local_shape(lowered.mesh.shape)) * itemsize(array.dtype)
         latency, bandwidth = nominal_link(topology)

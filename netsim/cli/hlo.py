@@ -8,11 +8,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from netsim.analysis.hlo_stats import hlo_summary
 from netsim.analysis.program_stats import ProgramStats
-from netsim.hlo.report import hlo_summary
-from netsim.hlo.run import run_hlo, run_hlo_program
-from netsim.programs import run_program
-from netsim.scenario.hlo.file import HloProgramFile, load_any_program
+from netsim.programs.hlo.files import HloProgramFile, load_any_program
+from netsim.programs.hlo.run import run_hlo, run_hlo_program
+from netsim.programs.run import run_program
 
 __all__ = ["is_hlo", "print_hlo", "run_any"]
 

@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from netsim.algorithms.program import COLLECTIVE_OPS, Sharded, einsum_subscripts, matmul_subscripts
-from netsim.algorithms.program_lowering import Lowered
 from netsim.engine import Playback
 from netsim.outputs import _row
+from netsim.programs.lowering import Lowered
+from netsim.programs.model import COLLECTIVE_OPS, Sharded, einsum_subscripts, matmul_subscripts
 from netsim.semantics.chunks import SizeOnly
 from netsim.semantics.program_values import block_of, dtype_of, itemsize, product, shard, tolerance
 

@@ -56,8 +56,9 @@ The package, a module per job:
 - :mod:`~netsim.scenario.models`: the rest of a scenario and :class:`Scenario`.
 - :mod:`~netsim.scenario.loading`: :func:`load_scenario`, :func:`scenario_from_data` and
   the checks that need no simulation.
-- :mod:`~netsim.scenario.programs`: program files (arrays sharded on a mesh and the ops on
-  them): :func:`~netsim.scenario.programs.load_program`, :func:`~netsim.scenario.programs.program_from_data`.
+
+Program files (arrays sharded on a mesh and the ops on them) are read by
+:mod:`netsim.programs.files`, beside the rest of what makes a program.
 """
 
 from __future__ import annotations

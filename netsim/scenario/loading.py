@@ -100,7 +100,7 @@ def scenario_from_data(data: Any, source: str, base_dir: Path | None = None, *, 
     if isinstance(data, dict) and "ops" in data and "collective" not in data:
         raise ScenarioError(source, "", "this is a program file (it has ops): run it with `netsim program` or netsim.run_program")
     if isinstance(data, dict) and "hlo" in data and "collective" not in data:
-        raise ScenarioError(source, "", "this is an HLO program file (it has hlo): run it with `netsim program` or netsim.hlo.run_hlo_program")
+        raise ScenarioError(source, "", "this is an HLO program file (it has hlo): run it with `netsim program` or netsim.programs.hlo.run.run_hlo_program")
     scenario = _validate(Scenario, data, source, {"source": source, "base_dir": base_dir})
     topology = scenario.topology_shape  # resolves files and link overrides now
     if topology.n_devices > MAX_DEVICES:

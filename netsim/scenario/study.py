@@ -39,8 +39,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from netsim.programs.files import ProgramFile, program_from_data
 from netsim.scenario import Scenario, ScenarioError, _read_yaml, _Strict, _validate, scenario_from_data
-from netsim.scenario.programs import ProgramFile, program_from_data
 
 __all__ = ["PLOT_KINDS", "Point", "Study", "load_study", "study_from_data"]
 

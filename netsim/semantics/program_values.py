@@ -1,7 +1,7 @@
 """The values of a program's arrays: dtypes, each device's shard, products, the unsharded NumPy reference and its tolerance.
 
 A program's array is a global array split over mesh axes
-(:class:`~netsim.algorithms.program.Sharded`, described here by its ``shape``,
+(:class:`~netsim.programs.model.Sharded`, described here by its ``shape``,
 ``sharding`` and ``partial`` axes). Device ``d`` holds the block of the global
 array at its coordinates along the axes each dimension is split over (major to
 minor); when the array is a *partial sum* over some axes, the devices along them

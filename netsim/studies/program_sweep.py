@@ -15,7 +15,7 @@ from typing import Any
 from netsim.analysis.program_stats import program_stats
 from netsim.analysis.why import nominal_link
 from netsim.engine import EngineError
-from netsim.programs import run_program
+from netsim.programs.run import run_program
 from netsim.scenario import ScenarioError
 
 __all__ = ["PROGRAM_COLUMNS", "program_row"]

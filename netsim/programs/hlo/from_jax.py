@@ -3,7 +3,7 @@
 :func:`from_jax` compiles the function for the mesh it is given (CPU devices made with
 ``XLA_FLAGS=--xla_force_host_platform_device_count=N``, or abstract TPU devices from
 ``jax.experimental.topologies`` when libtpu is installed, compiled ahead of time), reads the
-compiled module and its device map, and simulates it (:func:`netsim.hlo.run.run_hlo`).
+compiled module and its device map, and simulates it (:func:`netsim.programs.hlo.run.run_hlo`).
 Where ``jax.experimental.roofline`` can read the function (collectives inside a
 ``shard_map``), its ICI bytes per mesh axis are kept beside netsim's.
 """
@@ -14,12 +14,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from netsim.hlo.export import device_map
-from netsim.hlo.run import run_hlo
 from netsim.network.topology import Topology
+from netsim.programs.hlo import hlo_from_text
+from netsim.programs.hlo.devices import device_map_from_data
+from netsim.programs.hlo.export import device_map
+from netsim.programs.hlo.run import run_hlo
 from netsim.result import Result
-from netsim.scenario.hlo import hlo_from_text
-from netsim.scenario.hlo.devices import device_map_from_data
 
 __all__ = ["compile_for", "from_jax", "roofline_ici_bytes"]
 
@@ -83,7 +83,7 @@ def from_jax(
     in_shardings, out_shardings : optional
         Passed to ``jax.jit``.
     clock_hz : float, optional
-        Turns the TPU compiler's ``estimated_cycles`` into time (see :func:`~netsim.hlo.run.run_hlo`).
+        Turns the TPU compiler's ``estimated_cycles`` into time (see :func:`~netsim.programs.hlo.run.run_hlo`).
     engine : {"auto", "processes", "fast"}
     name : str, optional
         The run's name (default: the function's).
@@ -91,7 +91,7 @@ def from_jax(
     Returns
     -------
     Result
-        As :func:`~netsim.hlo.run.run_hlo`; ``result.program.roofline_ici_bytes`` holds
+        As :func:`~netsim.programs.hlo.run.run_hlo`; ``result.program.roofline_ici_bytes`` holds
         ``jax.experimental.roofline``'s per-axis ICI bytes where it applies.
 
     Examples

@@ -1,6 +1,6 @@
 """A program lowered to one schedule: every collective's transfers and every op's compute steps, with what each waits for.
 
-:func:`lower` plans each collective of a :class:`~netsim.algorithms.program.Program`
+:func:`lower` plans each collective of a :class:`~netsim.programs.model.Program`
 with the same algorithm, groups and pieces as the collective would take in a
 scenario (:func:`~netsim.algorithms.schedule.build_schedule`), renumbers its
 chunks so that collectives never share one (block ``b`` of the k-th collective is
@@ -37,11 +37,11 @@ import numpy as np
 
 from netsim.algorithms.compute import Compute
 from netsim.algorithms.direct import permutation
-from netsim.algorithms.program import COLLECTIVE_OPS, Op, Program, ProgramError, Sharded, einsum_subscripts, matmul_subscripts
 from netsim.algorithms.registry import check_algorithm, default_algorithm
 from netsim.algorithms.schedule import Schedule, build_schedule
 from netsim.algorithms.transfers import PHASES, TransferTable
 from netsim.network.device_mesh import Mesh
+from netsim.programs.model import COLLECTIVE_OPS, Op, Program, ProgramError, Sharded, einsum_subscripts, matmul_subscripts
 from netsim.semantics.all_to_all import AllToAllLayout
 from netsim.semantics.gather import AllGatherLayout
 from netsim.semantics.permute import PermuteLayout
@@ -83,6 +83,11 @@ class LoweredOp:
     algorithm: str | None = None
     flops: float = 0.0
     bytes: float = 0.0
+
+    @property
+    def collective(self) -> bool:
+        """Whether the op is a collective (a collective matmul is a matmul: not one)."""
+        return self.op.op in COLLECTIVE_OPS
 
 
 @dataclass(frozen=True)
@@ -264,7 +269,7 @@ def lower(program: Program, mesh: Mesh) -> Lowered:
 
     Examples
     --------
-    >>> from netsim.algorithms.program import Op, Program, Sharded
+    >>> from netsim.programs.model import Op, Program, Sharded
     >>> from netsim.network.topology import ring
     >>> program = Program("p", {"X": 4}, {"A": Sharded((4, 8), "float32", ((), ("X",))), "B": Sharded((8, 2))},
     ...     (Op("g", "all_gather", ("A",), "A2", axes=("X",), axis=1, tiled=True), Op("mm", "matmul", ("A2", "B"), "C")))

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from netsim.scenario.hlo.compute import backend_config, config_value, instruction_bytes, instruction_flops
-from netsim.scenario.hlo.opcodes import OPCODES
-from netsim.scenario.hlo.ops import Collective, Compute, HloProgram, Step, Unmodelled
-from netsim.scenario.hlo.reading import collective_opcode, read_collective
-from netsim.scenario.hlo.text import Computation, HloSyntaxError, Instruction, Module
+from netsim.programs.hlo.compute import backend_config, config_value, instruction_bytes, instruction_flops
+from netsim.programs.hlo.opcodes import OPCODES
+from netsim.programs.hlo.ops import Collective, Compute, HloProgram, Step, Unmodelled
+from netsim.programs.hlo.reading import collective_opcode, read_collective
+from netsim.programs.hlo.text import Computation, HloSyntaxError, Instruction, Module
 
 __all__ = ["FREE", "flatten"]
 
@@ -210,7 +210,7 @@ def flatten(module: Module) -> HloProgram:
 
     Examples
     --------
-    >>> from netsim.scenario.hlo.text import parse_module
+    >>> from netsim.programs.hlo.text import parse_module
     >>> program = flatten(parse_module('''HloModule m, num_partitions=4
     ... ENTRY %main (p: f32[8]) -> f32[32] {
     ...   %p = f32[8]{0} parameter(0)

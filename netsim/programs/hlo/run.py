@@ -1,8 +1,8 @@
 """Simulate an HLO module on a slice: its steps lowered to one schedule and played, timing only.
 
-:func:`run_hlo` reads the module (:mod:`netsim.scenario.hlo`), places its device ids on
+:func:`run_hlo` reads the module (:mod:`netsim.programs.hlo`), places its device ids on
 the slice (the device map beside the module, else row-major), lowers its steps
-(:mod:`netsim.hlo.lowering`) and plays the schedule on the links and compute units at
+(:mod:`netsim.programs.hlo.lowering`) and plays the schedule on the links and compute units at
 once. The :class:`~netsim.result.Result` is a program's result
 (:func:`netsim.analysis.program_stats.program_stats` reads it) whose ``program`` is an
 :class:`HloRun`: the module, each step's record and where the devices were placed.
@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netsim.hlo.lowering import HloLowered, lower_hlo
 from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import Topology
 from netsim.pipeline import ENGINE_MODES
-from netsim.programs import play_lowered, program_result
+from netsim.programs.hlo import HloProgram, load_hlo
+from netsim.programs.hlo.devices import DeviceMap, load_device_map
+from netsim.programs.hlo.files import HloProgramFile, load_any_program
+from netsim.programs.hlo.lowering import HloLowered, lower_hlo
+from netsim.programs.run import play_lowered, program_result
 from netsim.result import ProgramRun, Result
 from netsim.scenario import load_topology
-from netsim.scenario.hlo import HloProgram, load_hlo
-from netsim.scenario.hlo.devices import DeviceMap, load_device_map
-from netsim.scenario.hlo.file import HloProgramFile, load_any_program
 from netsim.version import __version__
 
 __all__ = ["HloRun", "run_hlo", "run_hlo_program"]
@@ -66,7 +66,7 @@ def run_hlo(
     Parameters
     ----------
     module : path or HloProgram
-        The text of a compiled module (``compiled.as_text()``), or :func:`~netsim.scenario.hlo.load_hlo`'s result.
+        The text of a compiled module (``compiled.as_text()``), or :func:`~netsim.programs.hlo.load_hlo`'s result.
     topology : Topology or str
         The slice, e.g. ``"tpu-v5e:4x4"``: as many chips as the module has devices.
     device_map : DeviceMap, optional
@@ -131,7 +131,7 @@ def run_hlo(
 
 
 def run_hlo_program(program: str | Path | HloProgramFile, engine: str | None = None) -> Result:
-    """Simulate an HLO program file (``hlo:`` a module, ``topology:`` a slice; see :mod:`netsim.scenario.hlo.file`).
+    """Simulate an HLO program file (``hlo:`` a module, ``topology:`` a slice; see :mod:`netsim.programs.hlo.files`).
 
     Examples
     --------

@@ -1,6 +1,6 @@
 """What an HLO module's run did, collective by collective: the ``collectives`` list, bytes per mesh axis.
 
-Reads a :func:`~netsim.hlo.run.run_hlo` result and the program numbers
+Reads a :func:`~netsim.programs.hlo.run.run_hlo` result and the program numbers
 (:func:`~netsim.analysis.program_stats.program_stats`); never simulates.
 
 Per collective instruction (all the executions of one ``hlo_name``, loops unrolled):
@@ -36,7 +36,7 @@ FIRST_GROUPS = 4
 def _run(result: Any) -> Any:
     run = result.program
     if run is None or getattr(run, "hlo", None) is None:
-        raise ValueError("not an HLO module's result: run one with netsim.hlo.run.run_hlo or netsim.from_jax")
+        raise ValueError("not an HLO module's result: run one with netsim.programs.hlo.run.run_hlo or netsim.from_jax")
     return run
 
 
@@ -66,7 +66,7 @@ def axis_bytes(result: Any) -> dict[str, int]:
 
     Examples
     --------
-    >>> from netsim.hlo.run import run_hlo
+    >>> from netsim.programs.hlo.run import run_hlo
     >>> axis_bytes(run_hlo("scenarios/programs/hlo/all_gather.txt", "tpu-v5e:2x4"))
     {'y': 1572864}
     """
@@ -91,7 +91,7 @@ def collectives(result: Any, stats: ProgramStats | None = None) -> list[dict[str
 
     Examples
     --------
-    >>> from netsim.hlo.run import run_hlo
+    >>> from netsim.programs.hlo.run import run_hlo
     >>> (c,) = collectives(run_hlo("scenarios/programs/hlo/psum.txt", "tpu-v5e:2x4"))
     >>> c["hlo_name"], c["op"], c["shape"], c["dtype"], c["bytes"], c["group_size"], c["groups"][:2], c["count"]
     ('psum.7', 'all-reduce', [512, 256], 'f32', 524288, 2, [[0, 4], [1, 5]], 1)

@@ -25,7 +25,7 @@ import re
 
 import numpy as np
 
-from netsim.scenario.hlo.text import split_top_level
+from netsim.programs.hlo.text import split_top_level
 
 __all__ = ["global_groups", "group_mode", "parse_pairs", "parse_replica_groups"]
 

@@ -22,7 +22,7 @@ its own shards, as a ``shard_map``'d JAX function would:
 
 Order comes from data: an op starts on a device once its inputs are ready there,
 and once the ops named in its ``after`` are done there. Programs are built from
-Python as well as from files (:func:`netsim.scenario.programs.load_program`);
+Python as well as from files (:func:`netsim.programs.files.load_program`);
 :meth:`Program.arrays_after` checks a program and says what every array is.
 
 Examples

@@ -1,32 +1,47 @@
-"""HLO import: the text of a compiled XLA module read into plain steps netsim can time.
+"""A JAX program's communication, from its compiled HLO, simulated on any TPU slice.
 
 What XLA compiles is what runs: its collectives, on which device groups, with which
 shapes, in which order. This package reads the text that
 ``jax.jit(f).lower(*args).compile().as_text()`` prints (the ``after_optimizations`` dump)
-into an :class:`~netsim.scenario.hlo.ops.HloProgram`: every collective and compute step
+into an :class:`~netsim.programs.hlo.ops.HloProgram`: every collective and compute step
 with the steps it waits for, ``while`` loops unrolled, and a list of the instructions that
-are not modelled. A module per job:
+are not modelled; then simulates it on a slice. A module per job, in the data's order:
 
-- :mod:`~netsim.scenario.hlo.shapes`: shapes and dtypes, TPU layouts stripped.
-- :mod:`~netsim.scenario.hlo.text`: lines into computations and instructions.
-- :mod:`~netsim.scenario.hlo.groups`: replica groups in all three spellings, id modes.
-- :mod:`~netsim.scenario.hlo.opcodes`: the opcodes known.
-- :mod:`~netsim.scenario.hlo.compute`: FLOPs of dots and convolutions, bytes, cycles.
-- :mod:`~netsim.scenario.hlo.reading`: one collective instruction (sync or async).
-- :mod:`~netsim.scenario.hlo.ops`: the plain form (collectives, compute, steps).
-- :mod:`~netsim.scenario.hlo.flatten`: the module walked into steps.
+- :mod:`~netsim.programs.hlo.shapes`: shapes and dtypes, TPU layouts stripped.
+- :mod:`~netsim.programs.hlo.text`: lines into computations and instructions.
+- :mod:`~netsim.programs.hlo.groups`: replica groups in all three spellings, id modes.
+- :mod:`~netsim.programs.hlo.opcodes`: the opcodes known.
+- :mod:`~netsim.programs.hlo.compute`: FLOPs of dots and convolutions, bytes, cycles.
+- :mod:`~netsim.programs.hlo.reading`: one collective instruction (sync or async).
+- :mod:`~netsim.programs.hlo.ops`: the plain form (collectives, compute, steps).
+- :mod:`~netsim.programs.hlo.flatten`: the module walked into steps
+  (:func:`hlo_from_text` and :func:`load_hlo`, here, put the above together).
+- :mod:`~netsim.programs.hlo.devices`: the device map (``NAME.devices.json``) that places
+  the module's device ids on chips.
+- :mod:`~netsim.programs.hlo.files`: HLO program files (``hlo:`` a module, ``topology:`` a slice).
+- :mod:`~netsim.programs.hlo.lowering`: a module's steps lowered to the program model's schedule.
+- :mod:`~netsim.programs.hlo.run`: :func:`~netsim.programs.hlo.run.run_hlo` and
+  :func:`~netsim.programs.hlo.run.run_hlo_program` simulate a module's text, or a
+  program file that names one, on a slice.
+- :mod:`~netsim.programs.hlo.export`: write a compiled program's HLO text and its device
+  map for ``netsim program --hlo NAME.txt``.
+- :mod:`~netsim.programs.hlo.from_jax`: compile a JAX function for a mesh and simulate it.
+- :mod:`~netsim.programs.hlo.examples`: the small JAX programs whose modules ship in
+  ``scenarios/programs/hlo/`` (``scripts/make_hlo_modules.py`` writes them).
 
-Every mistake is a :class:`~netsim.scenario.ScenarioError` naming the file and the line.
+:mod:`netsim.analysis.hlo_stats` reads a module's run: the ``collectives`` list and
+bytes per mesh axis. JAX is imported only when used (the ``jax`` extra). Every mistake
+in a module is a :class:`~netsim.scenario.ScenarioError` naming the file and the line.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from netsim.programs.hlo.flatten import flatten
+from netsim.programs.hlo.ops import COLLECTIVES, Collective, Compute, HloProgram, Step, Unmodelled
+from netsim.programs.hlo.text import HloSyntaxError, parse_module
 from netsim.scenario.errors import ScenarioError
-from netsim.scenario.hlo.flatten import flatten
-from netsim.scenario.hlo.ops import COLLECTIVES, Collective, Compute, HloProgram, Step, Unmodelled
-from netsim.scenario.hlo.text import HloSyntaxError, parse_module
 
 __all__ = ["COLLECTIVES", "Collective", "Compute", "HloProgram", "Step", "Unmodelled", "hlo_from_text", "load_hlo"]
 

@@ -1,6 +1,6 @@
 """The plain intermediate form of an HLO module: collectives, compute and what is not modelled.
 
-These are data only; :mod:`netsim.scenario.hlo.flatten` makes them from a module, and
+These are data only; :mod:`netsim.programs.hlo.flatten` makes them from a module, and
 the program import lowers them into a program.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from netsim.scenario.hlo.shapes import Array
+from netsim.programs.hlo.shapes import Array
 
 __all__ = ["COLLECTIVES", "Collective", "Compute", "HloProgram", "Step", "Unmodelled"]
 

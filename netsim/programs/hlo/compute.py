@@ -16,8 +16,8 @@ import json
 import math
 import re
 
-from netsim.scenario.hlo.shapes import Array, leaves, nbytes
-from netsim.scenario.hlo.text import Computation, Instruction, Module
+from netsim.programs.hlo.shapes import Array, leaves, nbytes
+from netsim.programs.hlo.text import Computation, Instruction, Module
 
 __all__ = ["backend_config", "computation_flops", "config_value", "instruction_bytes", "instruction_flops"]
 
@@ -43,7 +43,7 @@ def config_value(instruction: Instruction, key: str) -> object | None:
 
     Examples
     --------
-    >>> from netsim.scenario.hlo.text import parse_instruction
+    >>> from netsim.programs.hlo.text import parse_instruction
     >>> i = parse_instruction('%f = f32[8] fusion(%x), calls=%c, backend_config={"fusion_config":{"estimated_cycles":"120"}}', 1)
     >>> config_value(i, "estimated_cycles"), config_value(i, "nothing")
     ('120', None)

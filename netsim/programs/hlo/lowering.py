@@ -3,7 +3,7 @@
 Every collective step is planned as the same collective would be in a scenario
 (:func:`~netsim.algorithms.schedule.build_schedule`) over its device groups, mapped from
 the module's device ids to the slice's chips by the device map
-(:mod:`netsim.scenario.hlo.devices`). A group that is the set of devices along some axes
+(:mod:`netsim.programs.hlo.devices`). A group that is the set of devices along some axes
 of the module's mesh (or, without one, of the slice's own axes) runs as a collective over
 those mesh axes (the default multi-axis algorithm, rings or lines as the slice has them);
 any other group runs in the order the module lists it. Every compute step becomes one
@@ -12,7 +12,7 @@ compiler's ``estimated_cycles`` over a clock rate when one is given.
 
 A step starts on a device once the steps it depends on are done there (arrivals there
 for a collective, its compute steps for a compute step), exactly as
-:func:`netsim.algorithms.program_lowering.lower` orders a program's ops.
+:func:`netsim.programs.lowering.lower` orders a program's ops.
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ from typing import Any
 import numpy as np
 
 from netsim.algorithms.direct import permutation
-from netsim.algorithms.program import Op, Program, Sharded
-from netsim.algorithms.program_lowering import Lowered, LoweredOp, _arrivals, _Builder, _span
 from netsim.algorithms.registry import check_algorithm, default_algorithm
 from netsim.algorithms.schedule import build_schedule
 from netsim.network.device_mesh import AxisGroups, Mesh
 from netsim.network.topology import Topology
-from netsim.scenario.hlo.devices import DeviceMap
-from netsim.scenario.hlo.ops import Collective, Compute, HloProgram
+from netsim.programs.hlo.devices import DeviceMap
+from netsim.programs.hlo.ops import Collective, Compute, HloProgram
+from netsim.programs.lowering import Lowered, LoweredOp, _arrivals, _Builder, _span
+from netsim.programs.model import Op, Program, Sharded
 from netsim.semantics.all_to_all import AllToAllLayout
 from netsim.semantics.gather import AllGatherLayout
 from netsim.semantics.permute import PermuteLayout
@@ -74,7 +74,7 @@ class StepRecord:
     """How one HLO step was lowered: its op in the schedule, and for a collective the axes it ran over."""
 
     step: Any
-    """The :class:`~netsim.scenario.hlo.ops.Step`."""
+    """The :class:`~netsim.programs.hlo.ops.Step`."""
     index: int
     """Its position in ``Lowered.ops``."""
     axes: tuple[str, ...] = ()
@@ -149,8 +149,8 @@ def lower_hlo(program: HloProgram, topology: Topology, device_map: DeviceMap, cl
     Examples
     --------
     >>> from netsim.network.presets import tpu_slice
-    >>> from netsim.scenario.hlo import hlo_from_text
-    >>> from netsim.scenario.hlo.devices import DeviceMap
+    >>> from netsim.programs.hlo import hlo_from_text
+    >>> from netsim.programs.hlo.devices import DeviceMap
     >>> module = hlo_from_text('''HloModule m, num_partitions=4
     ... ENTRY %main (p: f32[64]) -> f32[256] {
     ...   %p = f32[64]{0} parameter(0)

@@ -23,10 +23,10 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from netsim.network.topology import Topology
+from netsim.programs.files import ProgramFile, program_from_data
 from netsim.scenario.errors import ScenarioError
 from netsim.scenario.fields import _Strict
 from netsim.scenario.models import ExpectedSpec
-from netsim.scenario.programs import ProgramFile, program_from_data
 from netsim.scenario.topology_spec import DeviceSpec, TopologySpec
 from netsim.scenario.yaml_files import _read_yaml, _validate
 
@@ -71,7 +71,7 @@ def hlo_program_from_data(data: Any, source: str = "<program>", base_dir: Path |
     """
     loaded = _validate(HloProgramFile, data, source, {"source": source, "base_dir": base_dir})
     if not loaded.hlo_path.is_file():
-        raise ScenarioError(source, "hlo", f"no module text at {loaded.hlo_path}; write one with netsim.hlo.export(compiled, mesh, path)")
+        raise ScenarioError(source, "hlo", f"no module text at {loaded.hlo_path}; write one with netsim.programs.hlo.export(compiled, mesh, path)")
     _ = loaded.topology_obj
     return loaded
 

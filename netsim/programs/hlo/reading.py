@@ -1,20 +1,20 @@
-"""One HLO collective instruction read into a :class:`~netsim.scenario.hlo.ops.Collective`.
+"""One HLO collective instruction read into a :class:`~netsim.programs.hlo.ops.Collective`.
 
 Sync collectives carry their attributes themselves; an async pair's ``*-start`` does (its
 result is a tuple ending in bookkeeping); a generic ``async-start`` names the computation
 that wraps the collective with ``calls=``. Ids are made global device ids
-(:func:`~netsim.scenario.hlo.groups.global_groups`).
+(:func:`~netsim.programs.hlo.groups.global_groups`).
 """
 
 from __future__ import annotations
 
 import json
 
-from netsim.scenario.hlo.compute import _dim_list, config_value
-from netsim.scenario.hlo.groups import global_groups, group_mode, parse_pairs, parse_replica_groups
-from netsim.scenario.hlo.ops import COLLECTIVES, Collective
-from netsim.scenario.hlo.shapes import Array, Shape, leaves
-from netsim.scenario.hlo.text import Instruction, Module
+from netsim.programs.hlo.compute import _dim_list, config_value
+from netsim.programs.hlo.groups import global_groups, group_mode, parse_pairs, parse_replica_groups
+from netsim.programs.hlo.ops import COLLECTIVES, Collective
+from netsim.programs.hlo.shapes import Array, Shape, leaves
+from netsim.programs.hlo.text import Instruction, Module
 
 __all__ = ["collective_opcode", "read_collective"]
 

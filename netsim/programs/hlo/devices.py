@@ -2,7 +2,7 @@
 
 A module names devices by id (positions in ``mesh.devices.flat`` of the mesh it was
 compiled for). Where they sit on the slice is not in the module, so
-:func:`netsim.hlo.export` writes it beside the text, as ``NAME.devices.json``::
+:func:`netsim.programs.hlo.export` writes it beside the text, as ``NAME.devices.json``::
 
     {"devices": [{"id": 0, "coords": [0, 0, 0], "core_on_chip": 0}, ...],
      "mesh": {"x": 2, "y": 4}}

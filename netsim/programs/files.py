@@ -35,11 +35,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, ConfigDict, Field, model_validator
 
-from netsim.algorithms.program import Op, Program, ProgramError, Sharded
 from netsim.network import units
 from netsim.network.device_mesh import Mesh
 from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import Topology
+from netsim.programs.model import Op, Program, ProgramError, Sharded
 from netsim.scenario.errors import ScenarioError
 from netsim.scenario.fields import Duration, _Strict
 from netsim.scenario.models import ExpectedSpec, MeshSpec, _mesh_shorthand
@@ -210,7 +210,7 @@ class ProgramFile(_Strict):
 
     @cached_property
     def program(self) -> Program:
-        """The program as data (:class:`~netsim.algorithms.program.Program`), checked."""
+        """The program as data (:class:`~netsim.programs.model.Program`), checked."""
         arrays = {}
         for name, spec in self.arrays.items():
             shape = tuple(self._size(f"arrays.{name}.shape", s) for s in spec.shape)
@@ -299,7 +299,7 @@ def program_as_data(program: Program, topology: str | dict[str, Any], *, data: s
 
     Examples
     --------
-    >>> from netsim.algorithms.program import Op, Program, Sharded
+    >>> from netsim.programs.model import Op, Program, Sharded
     >>> p = Program("g", {"X": 4}, {"A": Sharded((8, 4), "bfloat16", (("X",), ()))}, (Op("g", "all_gather", ("A",), "B", axes=("X",), tiled=True),))
     >>> data = program_as_data(p, "tpu-v5e:4x1")
     >>> data["ops"]

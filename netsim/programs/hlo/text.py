@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from netsim.scenario.hlo.shapes import Shape, read_shape
+from netsim.programs.hlo.shapes import Shape, read_shape
 
 __all__ = ["Computation", "HloSyntaxError", "Instruction", "Module", "parse_module", "split_top_level", "strip_debug_tables"]
 

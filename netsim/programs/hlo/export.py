@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from netsim.scenario.hlo.devices import sidecar_path
+from netsim.programs.hlo.devices import sidecar_path
 
 __all__ = ["device_map", "export"]
 
@@ -66,8 +66,8 @@ def export(compiled: Any, mesh: Any, path: str | Path) -> Path:
 
     Examples
     --------
-    >>> import netsim.hlo  # doctest: +SKIP
-    >>> netsim.hlo.export(jax.jit(step).lower(x).compile(), mesh, "step.txt")  # doctest: +SKIP
+    >>> from netsim.programs.hlo.export import export  # doctest: +SKIP
+    >>> export(jax.jit(step).lower(x).compile(), mesh, "step.txt")  # doctest: +SKIP
     PosixPath('step.devices.json')
     """
     path = Path(path)

@@ -1,8 +1,8 @@
 """Run a program: collectives and compute on a sharded mesh, overlapped where the data allows.
 
 :func:`run_program` takes a program file, its contents as a mapping, or a
-:class:`~netsim.algorithms.program.Program` built in Python; lowers it to one
-schedule (:func:`netsim.algorithms.program_lowering.lower`); plays it on the
+:class:`~netsim.programs.model.Program` built in Python; lowers it to one
+schedule (:func:`netsim.programs.lowering.lower`); plays it on the
 topology, links and compute units at once (:func:`netsim.engine.play`); and, with
 values, works out every array from the chunks the devices received
 (:mod:`netsim.programs.values`) and checks it against NumPy's unsharded
@@ -17,17 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from netsim.algorithms.program import Program, ProgramError
-from netsim.algorithms.program_lowering import lower
 from netsim.checks.invariants import InvariantError
 from netsim.engine import play
 from netsim.network.device_mesh import Mesh
 from netsim.network.units import format_bytes
 from netsim.pipeline import ENGINE_MODES, TopologyLike, choose_engine, resolve_topology
+from netsim.programs.files import ProgramFile, load_program, program_from_data
+from netsim.programs.lowering import lower
+from netsim.programs.model import Program, ProgramError
 from netsim.programs.values import check_values, evaluate, inputs_of, start_buffers
 from netsim.result import LeafRun, ProgramRun, Result
 from netsim.scenario import ScenarioError
-from netsim.scenario.programs import ProgramFile, load_program, program_from_data
 from netsim.version import __version__
 
 __all__ = ["VALUES_LIMIT_BYTES", "ProgramError", "play_lowered", "program_result", "run_program", "values_bytes"]
@@ -41,8 +41,8 @@ def values_bytes(lowered: Any) -> int:
 
     Examples
     --------
-    >>> from netsim.scenario.programs import load_program
-    >>> from netsim.algorithms.program_lowering import lower
+    >>> from netsim.programs.files import load_program
+    >>> from netsim.programs.lowering import lower
     >>> p = load_program("scenarios/programs/allgather_matmul.yaml")
     >>> values_bytes(lower(p.program, p.mesh_obj)) < VALUES_LIMIT_BYTES
     True
@@ -68,7 +68,7 @@ def run_program(
     ----------
     program : path, mapping, Program or ProgramFile
         A program file (``scenarios/programs/*.yaml``), its contents as a
-        mapping, or a :class:`~netsim.algorithms.program.Program`.
+        mapping, or a :class:`~netsim.programs.model.Program`.
     topology : Topology or str, optional
         Where a :class:`Program` runs (a file names its own): a TPU slice such as
         ``"tpu-v5e:4x4"``, a topology file or a Topology.
