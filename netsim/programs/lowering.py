@@ -16,6 +16,16 @@ Per-device readiness
     and so does every compute step. A collective on its own therefore plays
     exactly as it does in a scenario.
 
+Device groups
+    A collective over mesh ``axes`` runs over :meth:`Mesh.groups` of them: the
+    default multi-axis algorithm, rings or lines as the axes have them. One over
+    explicit ``groups`` runs in the order they list, with the algorithm a
+    scenario's ``axis_index_groups`` would take, unless the groups are an
+    :class:`~netsim.network.device_mesh.AxisGroups` (the devices along axes of
+    some mesh of the same devices: an HLO module's, or the slice's own), which
+    runs as over those axes. An HLO module becomes a program
+    (:mod:`netsim.programs.hlo.translate`) and is lowered here like any other.
+
 Collective matmul
     ``overlap="collective"`` gathers the first operand's blocks with the
     collective's schedule (round the ring, or both ways along a line without
@@ -40,7 +50,7 @@ from netsim.algorithms.direct import permutation
 from netsim.algorithms.registry import check_algorithm, default_algorithm
 from netsim.algorithms.schedule import Schedule, build_schedule
 from netsim.algorithms.transfers import PHASES, TransferTable
-from netsim.network.device_mesh import Mesh
+from netsim.network.device_mesh import AxisGroups, Mesh
 from netsim.programs.model import COLLECTIVE_OPS, Op, Program, ProgramError, Sharded, einsum_subscripts, matmul_subscripts
 from netsim.semantics.all_to_all import AllToAllLayout
 from netsim.semantics.gather import AllGatherLayout
@@ -287,9 +297,7 @@ def lower(program: Program, mesh: Mesh) -> Lowered:
     done: dict[str, list[tuple[int, ...]]] = {}
     lowered: list[LoweredOp] = []
     for op in program.ops:
-        before = [
-            tuple(dict.fromkeys(s for name in op.inputs for s in ready[name][d]).keys()) + tuple(s for o in op.after for s in done[o][d]) for d in range(n)
-        ]
+        before = [tuple(dict.fromkeys([*(s for name in op.inputs for s in ready[name][d]), *(s for o in op.after for s in done[o][d])])) for d in range(n)]
         if op.op in COLLECTIVE_OPS:
             record, after = _lower_collective(op, arrays[op.inputs[0]], mesh, build, before)
         elif op.op == "compute":
@@ -329,17 +337,17 @@ def _span(steps: list[int]) -> range:
 
 
 def _lower_collective(op: Op, x: Sharded, mesh: Mesh, build: _Builder, before: list[tuple[int, ...]]) -> tuple[LoweredOp, list[tuple[int, ...]]]:
-    explicit = not op.axes
-    groups = [list(g) for g in op.groups] if explicit else mesh.groups(list(op.axes))
+    groups: Any = op.groups if isinstance(op.groups, AxisGroups) else mesh.groups(list(op.axes)) if op.axes else [list(g) for g in op.groups]
+    over_axes = isinstance(groups, AxisGroups)
     layout = _layout(op, x, mesh, groups)
     if op.op == "ppermute":
         schedule, algorithm = permutation(layout.groups), "direct"
     else:
         try:
-            algorithm = check_algorithm(layout.pattern, len(layout.groups[0]), op.algorithm or default_algorithm(layout.pattern, over_mesh_axes=not explicit))
+            algorithm = check_algorithm(layout.pattern, len(layout.groups[0]), op.algorithm or default_algorithm(layout.pattern, over_mesh_axes=over_axes))
         except ValueError as error:
             raise ProgramError(op.name, "algorithm", str(error)) from None
-        shaped = {} if explicit else {"group_shape": groups.shape, "wraparound": groups.wraparound}
+        shaped = {"group_shape": groups.shape, "wraparound": groups.wraparound} if over_axes else {}
         schedule = build_schedule(layout.pattern, layout.groups, algorithm, **shaped)
         if schedule.bundles:
             raise ProgramError(op.name, "algorithm", f"{algorithm} sends bundles, which programs do not run; pick another algorithm")

@@ -45,6 +45,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from netsim.network.device_mesh import AxisGroups
 
 __all__ = ["COLLECTIVE_OPS", "COMPUTE_OPS", "OPS", "Op", "Program", "ProgramError", "Sharded", "einsum_subscripts"]
 
@@ -128,12 +132,15 @@ class Op:
         The array written (``compute`` writes none).
     axes : tuple of str
         Collectives: the mesh axes they run over.
-    groups : tuple of tuple of int
+    groups : tuple of tuple of int, or AxisGroups
         Collectives, instead of ``axes``: explicit groups of device indices (as an
         HLO module's replica groups; ``ppermute``: its ``perm`` then pairs devices).
         Such a collective acts on each device's array as a whole (its shape is the
         device's shape: declare the array without sharding), so the program runs
-        timing-only.
+        timing-only. Groups given as a :class:`~netsim.network.device_mesh.AxisGroups`
+        (the devices along axes of some mesh of the same devices, e.g. the slice's
+        own axes) run as a collective over those axes would: the default multi-axis
+        algorithm, on rings or lines as the axes have them.
     axis, tiled, scatter_dimension, split_axis, concat_axis, perm
         Collectives: as in ``jax.lax`` (``perm``: pairs of positions along ``axes``).
     subscripts : str or None
@@ -153,7 +160,7 @@ class Op:
     inputs: tuple[str, ...] = ()
     output: str | None = None
     axes: tuple[str, ...] = ()
-    groups: tuple[tuple[int, ...], ...] = ()
+    groups: tuple[tuple[int, ...], ...] | AxisGroups = ()
     axis: int = 0
     tiled: bool = False
     scatter_dimension: int = 0

@@ -19,7 +19,8 @@ are not modelled; then simulates it on a slice. A module per job, in the data's 
 - :mod:`~netsim.programs.hlo.devices`: the device map (``NAME.devices.json``) that places
   the module's device ids on chips.
 - :mod:`~netsim.programs.hlo.files`: HLO program files (``hlo:`` a module, ``topology:`` a slice).
-- :mod:`~netsim.programs.hlo.lowering`: a module's steps lowered to the program model's schedule.
+- :mod:`~netsim.programs.hlo.translate`: a module's steps as a program of the program model
+  (:mod:`netsim.programs.model`), lowered by :func:`netsim.programs.lowering.lower`.
 - :mod:`~netsim.programs.hlo.run`: :func:`~netsim.programs.hlo.run.run_hlo` and
   :func:`~netsim.programs.hlo.run.run_hlo_program` simulate a module's text, or a
   program file that names one, on a slice.

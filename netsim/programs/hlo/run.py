@@ -1,9 +1,10 @@
-"""Simulate an HLO module on a slice: its steps lowered to one schedule and played, timing only.
+"""Simulate an HLO module on a slice: its steps as a program, lowered to one schedule and played, timing only.
 
 :func:`run_hlo` reads the module (:mod:`netsim.programs.hlo`), places its device ids on
-the slice (the device map beside the module, else row-major), lowers its steps
-(:mod:`netsim.programs.hlo.lowering`) and plays the schedule on the links and compute units at
-once. The :class:`~netsim.result.Result` is a program's result
+the slice (the device map beside the module, else row-major), makes it a program of the
+program model (:mod:`netsim.programs.hlo.translate`), lowers that as any program is
+lowered (:func:`netsim.programs.lowering.lower`) and plays the schedule on the links and
+compute units at once. The :class:`~netsim.result.Result` is a program's result
 (:func:`netsim.analysis.program_stats.program_stats` reads it) whose ``program`` is an
 :class:`HloRun`: the module, each step's record and where the devices were placed.
 """
@@ -20,7 +21,7 @@ from netsim.pipeline import ENGINE_MODES
 from netsim.programs.hlo import HloProgram, load_hlo
 from netsim.programs.hlo.devices import DeviceMap, load_device_map
 from netsim.programs.hlo.files import HloProgramFile, load_any_program
-from netsim.programs.hlo.lowering import HloLowered, lower_hlo
+from netsim.programs.hlo.translate import HloLowered, lower_hlo
 from netsim.programs.run import play_lowered, program_result
 from netsim.result import ProgramRun, Result
 from netsim.scenario import load_topology
