@@ -253,7 +253,8 @@ def transfer_columns(transfers: Sequence[TransferLike]) -> dict[str, Any]:
 
 def compute_columns(computes: Sequence[ComputeLike]) -> dict[str, Any]:
     """The compute steps as arrays: ``device``, ``seconds`` (NaN where the step gives
-    ``flops`` and ``bytes`` instead), ``flops``, ``bytes`` and the dependencies as
+    ``flops`` and ``bytes`` instead), ``flops``, ``bytes``, ``join`` (a step of no work,
+    :class:`~netsim.algorithms.compute.Compute`) and the dependencies as
     ``dep_ptr`` / ``dep_idx`` (numbered as in :func:`netsim.engine.play`).
 
     Examples
@@ -273,6 +274,7 @@ def compute_columns(computes: Sequence[ComputeLike]) -> dict[str, Any]:
         "seconds": np.fromiter(seconds, np.float64, n),
         "flops": np.fromiter((float(c.flops) for c in computes), np.float64, n),
         "bytes": np.fromiter((float(c.bytes) for c in computes), np.float64, n),
+        "join": np.fromiter((bool(getattr(c, "join", False)) for c in computes), bool, n),
         "dep_ptr": dep_ptr,
         "dep_idx": np.fromiter((d for c in computes for d in c.deps), np.int64, int(dep_ptr[-1])),
     }

@@ -297,12 +297,22 @@ class Device:
             self.count_off(model.n_transfers + index)
 
     def count_off(self, step: int) -> None:
-        """``step`` is done here: whoever waited for it and waits for nothing more is ready."""
+        """``step`` is done here: whoever waited for it and waits for nothing more is ready.
+
+        A join that waits for nothing more is done at once, here and now (no compute
+        unit), and its own waiters are counted off in its place.
+        """
         model = self.model
         for waiting in model.waiters[step]:
             model.missing[waiting] -= 1
             if not model.missing[waiting]:
-                self.ready.append(waiting)
+                if model.is_join[waiting]:
+                    j = waiting - model.n_transfers
+                    model.started[j] = model.ended[j] = model.env.now
+                    self.expected -= 1
+                    self.count_off(waiting)
+                else:
+                    self.ready.append(waiting)
 
     def send_ready(self) -> None:
         """Hand every ready compute step to the compute unit, then send every ready transfer."""
@@ -373,6 +383,8 @@ class Model:
         cptr = compute_columns["dep_ptr"].tolist()
         deps += [compute_columns["dep_idx"][cptr[j] : cptr[j + 1]].tolist() for j in range(m)]
         self.missing = [len(d) for d in deps]
+        joins = compute_columns.get("join")
+        self.is_join = bytes(n) + (joins.tobytes() if joins is not None else bytes(m))
         self.waiters: list[list[int]] = [[] for _ in deps]
         for step, waited in enumerate(deps):
             for d in waited:
