@@ -28,7 +28,7 @@ import numpy as np
 import simpy
 
 from netsim.columnar import stable_order
-from netsim.engine.columns import HopList, hops_and_links
+from netsim.engine.columns import HopList, hops_and_links, waiter_keys
 from netsim.engine.payloads import ABSENT, computed, made, shared
 from netsim.engine.playback import EngineError, LinkStats
 from netsim.engine.processes import run_counting
@@ -111,6 +111,10 @@ class FastPlayer:
         # Steps below this number are no joins (n + m when there are none): one comparison where a step becomes ready.
         self.first_join = n + (int(np.argmax(joins)) if joins is not None and joins.any() else m)
         waiter = np.repeat(np.arange(n + m, dtype=np.int64), counts_in)
+        keys = waiter_keys(ptr, idx, joins, n)
+        if keys is not None:  # a join is counted off just before its first waiter (see waiter_keys)
+            order = np.argsort(keys[waiter], kind="stable")
+            idx, waiter = idx[order], waiter[order]
         # Who waits for each compute step: a list each, in step order (few compute steps, no need for speed).
         self.compute_waiters: list[list[int]] = [[] for _ in range(m)]
         on_compute = idx >= n

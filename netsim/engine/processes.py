@@ -71,8 +71,10 @@ from collections import deque
 from collections.abc import Hashable, Sequence
 from typing import Any
 
+import numpy as np
 import simpy
 
+from netsim.engine.columns import waiter_keys
 from netsim.engine.payloads import ABSENT, computed, made, take
 
 __all__ = ["ComputeUnit", "Device", "Link", "Message", "Model", "Server", "compute_time_s", "run_counting"]
@@ -386,8 +388,10 @@ class Model:
         joins = compute_columns.get("join")
         self.is_join = bytes(n) + (joins.tobytes() if joins is not None else bytes(m))
         self.waiters: list[list[int]] = [[] for _ in deps]
-        for step, waited in enumerate(deps):
-            for d in waited:
+        ptr = np.concatenate([columns["dep_ptr"], columns["dep_ptr"][-1] + compute_columns["dep_ptr"][1:]])
+        keys = waiter_keys(ptr, np.concatenate([columns["dep_idx"], compute_columns["dep_idx"]]), joins, n)
+        for step in range(len(deps)) if keys is None else np.argsort(keys, kind="stable").tolist():
+            for d in deps[step]:
                 self.waiters[d].append(step)
         self.links = [link_class(self, k, bandwidth, latency) for k, (bandwidth, latency) in enumerate(links)]
         self.units = [compute_class(self, d, *rates[d]) for d in range(len(buffers))]
