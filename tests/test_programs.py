@@ -258,3 +258,21 @@ def test_a_program_built_in_python_writes_out_as_a_file_and_reads_back_the_same(
     again = program_from_data(program_as_data(bundled.program, "tpu-v5e:4x4", data="values", seed=2))
     assert again.program == bundled.program
     assert netsim.run_program(again).time == bundled.expected.time_s
+
+
+@pytest.mark.parametrize("source", ["scenarios/programs/fsdp_two_layers.yaml", "scenarios/programs/hlo/mlp.yaml"])
+def test_every_program_and_hlo_run_passes_the_invariant_checks(source, monkeypatch):
+    """Programs and HLO modules are checked as collectives are: check_playback runs, compute steps included."""
+    import netsim.checks.invariants as invariants
+
+    seen = []
+    real = invariants._check_computes
+    monkeypatch.setattr(invariants, "_check_computes", lambda arrays: (seen.append((len(arrays.src), len(arrays.started))), real(arrays))[1])
+    if "/hlo/" in source:
+        from netsim.hlo.run import run_hlo_program
+
+        result = run_hlo_program(source)
+    else:
+        result = netsim.run_program(source, data="none")
+    schedule = result.leaves[0].schedule
+    assert seen == [(len(schedule.transfers), len(schedule.computes))] and len(schedule.computes) > 0
