@@ -57,12 +57,20 @@ ENTRY %main (p: f32[64]) -> f32[128] {
     assert ar.after == ("ag",) and ar.groups.axes == ("ici0", "ici1")
     lowered = lower(program, netsim.Mesh({"devices": 8}, V5E))
     assert lowered.ops[0].algorithm == "bidirectional_ring" and lowered.ops[1].algorithm == "multiaxis"
-    # every transfer of the all-reduce leaving a device waits for the all-gather's arrivals there
-    table, first = lowered.schedule.transfers, lowered.ops[1].transfers.start
+    # every transfer of the all-reduce leaving a device waits for the all-gather's arrivals there (directly or through a join)
+    table, computes = lowered.schedule.transfers, lowered.schedule.computes
+    n, first = len(table), lowered.ops[1].transfers.start
+
+    def waits_for(i: int) -> set[int]:
+        found: set[int] = set()
+        for d in table.dep_idx[table.dep_ptr[i] : table.dep_ptr[i + 1]].tolist():
+            found |= set(computes[d - n].deps) if d >= n and computes[d - n].join else {d}
+        return found
+
     arrived = {d: {i for i in lowered.ops[0].transfers if table.dst[i] == d} for d in range(8)}
     for i in lowered.ops[1].transfers:
-        deps = set(table.dep_idx[table.dep_ptr[i] : table.dep_ptr[i + 1]].tolist())
-        assert arrived[int(table.src[i])] <= deps and all(d >= first or d in arrived[int(table.src[i])] for d in deps)
+        deps = waits_for(i)
+        assert arrived[int(table.src[i])] <= deps and all(first <= d < n or d in arrived[int(table.src[i])] for d in deps)
 
 
 def test_a_computation_called_twice_gives_two_ops_and_a_step_of_no_work_takes_no_time():

@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "netsim"
 
 # Bottom to top: a module may import from its own layer and the layers before it, never after.
 LAYERS = [
-    {"netsim.version", "netsim.columnar", "netsim.destinations", "netsim.network"},
+    {"netsim.version", "netsim.columnar", "netsim.written", "netsim.destinations", "netsim.network"},
     {"netsim.semantics"},
     {"netsim.algorithms"},
     {"netsim.engine"},
