@@ -18,16 +18,18 @@ from typing import Any
 import numpy as np
 
 from netsim.checks.invariants import InvariantError, check_playback
-from netsim.engine import play
+from netsim.engine import Playback, play
 from netsim.network.device_mesh import Mesh
+from netsim.network.topology import Topology
 from netsim.network.units import format_bytes
 from netsim.pipeline import ENGINE_MODES, TopologyLike, choose_engine, resolve_topology
 from netsim.programs.files import ProgramFile, load_program, program_from_data
-from netsim.programs.lowering import lower
+from netsim.programs.lowering import Lowered, lower
 from netsim.programs.model import Program, ProgramError
 from netsim.programs.values import check_values, evaluate, inputs_of, start_buffers
 from netsim.result import LeafRun, ProgramRun, Result
 from netsim.scenario import ScenarioError
+from netsim.semantics.program_values import itemsize
 from netsim.version import __version__
 
 __all__ = ["VALUES_LIMIT_BYTES", "ProgramError", "play_lowered", "program_result", "run_program", "values_bytes"]
@@ -42,7 +44,7 @@ def values_bytes(lowered: Any) -> int:
     Examples
     --------
     >>> from netsim.programs.files import load_program
-    >>> from netsim.programs.lowering import lower
+    >>> from netsim.programs.lowering import Lowered, lower
     >>> p = load_program("scenarios/programs/allgather_matmul.yaml")
     >>> values_bytes(lower(p.program, p.mesh_obj)) < VALUES_LIMIT_BYTES
     True
@@ -154,7 +156,7 @@ def run_program(
         verification = "every array equals NumPy's unsharded computation within eps(dtype)·(2 + partial-sum additions + ceil(log2 K))·max|reference|"
     else:
         verification = "not materialised: data none, chunks carried sizes only (timings are those of the real data)"
-    per_device = sum(int(np.prod(a.local_shape(mesh.shape))) * _itemsize(a.dtype) for a in model.arrays.values())
+    per_device = sum(int(np.prod(a.local_shape(mesh.shape))) * itemsize(a.dtype) for a in model.arrays.values())
     return program_result(
         lowered,
         topo,
@@ -170,8 +172,40 @@ def run_program(
     )
 
 
-def play_lowered(lowered: Any, topology: Any, engine: str | None, values: bool) -> tuple[Any, Any]:
-    """Play a lowered program's schedule on ``topology``: (the playback, the values still to be computed)."""
+def play_lowered(lowered: Lowered, topology: Topology, engine: str | None, values: bool) -> tuple[Playback, Any]:
+    """Play a lowered program's schedule on ``topology`` and check the run's invariants.
+
+    Parameters
+    ----------
+    lowered : Lowered
+        A program lowered by :func:`netsim.programs.lowering.lower`.
+    topology : Topology
+        Where it plays (the lowering's mesh's topology).
+    engine : {"auto", "processes", "fast"} or None
+        Which engine plays it (None: auto, by the number of transfers).
+    values : bool
+        Whether the collectives move real values (:class:`~netsim.programs.values.Pending`
+        chunks filled in after the run) or sizes only.
+
+    Returns
+    -------
+    tuple
+        The :class:`~netsim.engine.Playback` and the chunks whose values are still to
+        be computed (:func:`~netsim.programs.values.evaluate` fills them in).
+
+    Raises
+    ------
+    InvariantError
+        If the run breaks an invariant (:func:`netsim.checks.invariants.check_playback`).
+
+    Examples
+    --------
+    >>> from netsim.programs.files import load_program
+    >>> p = load_program("scenarios/programs/allgather_matmul.yaml")
+    >>> playback, _ = play_lowered(lower(p.program, p.mesh_obj), p.topology_obj, None, values=False)
+    >>> playback.time == run_program(p, data="none").time
+    True
+    """
     schedule = lowered.schedule
     buffers, pending = start_buffers(lowered, values)
     playback = play(topology, schedule.transfers, buffers, computes=schedule.computes, engine=choose_engine(engine, len(schedule.transfers)))
@@ -179,8 +213,33 @@ def play_lowered(lowered: Any, topology: Any, engine: str | None, values: bool) 
     return playback, pending
 
 
-def program_result(lowered: Any, topology: Any, playback: Any, **fields: Any) -> Result:
-    """The :class:`~netsim.result.Result` of a played program: what every program run shares, plus ``fields``."""
+def program_result(lowered: Lowered, topology: Topology, playback: Playback, **fields: Any) -> Result:
+    """The :class:`~netsim.result.Result` of a played program: what every program run shares, plus ``fields``.
+
+    Parameters
+    ----------
+    lowered : Lowered
+    topology : Topology
+    playback : Playback
+        From :func:`play_lowered`.
+    **fields
+        The rest of the result's fields (``output``, ``verified``, ``program``, ...).
+
+    Returns
+    -------
+    Result
+        ``time`` the playback's; ``algorithm`` every collective's, in order, once each.
+
+    Examples
+    --------
+    >>> from netsim.programs.files import load_program
+    >>> p = load_program("scenarios/programs/allgather_matmul.yaml")
+    >>> low = lower(p.program, p.mesh_obj)
+    >>> playback, _ = play_lowered(low, p.topology_obj, None, values=False)
+    >>> r = program_result(low, p.topology_obj, playback, output=None, bytes_per_device=0, total_bytes=0, verified=False, program=ProgramRun(low, {}))
+    >>> r.algorithm, r.n_devices, r.time == playback.time
+    ('multiaxis', 16, True)
+    """
     algorithms = [r.algorithm for r in lowered.ops if r.algorithm]
     return Result(
         time=playback.time,
@@ -195,8 +254,3 @@ def program_result(lowered: Any, topology: Any, playback: Any, **fields: Any) ->
         **fields,
     )
 
-
-def _itemsize(dtype: str) -> int:
-    from netsim.semantics.program_values import itemsize
-
-    return itemsize(dtype)

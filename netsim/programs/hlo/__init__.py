@@ -80,7 +80,19 @@ def hlo_from_text(text: str, source: str = "<hlo>") -> HloProgram:
 
 
 def load_hlo(path: str | Path) -> HloProgram:
-    """The steps of the HLO module in the text file ``path`` (see :func:`hlo_from_text`)."""
+    """The steps of the HLO module in the text file ``path`` (see :func:`hlo_from_text`).
+
+    Raises
+    ------
+    ScenarioError
+        If the file is missing, too big, not UTF-8 text, or not understood (naming the line).
+
+    Examples
+    --------
+    >>> module = load_hlo("scenarios/programs/hlo/psum.txt")
+    >>> module.devices, [step.op.op for step in module.steps]
+    (8, ['all-reduce'])
+    """
     path = Path(path)
     try:
         if path.stat().st_size > MAX_HLO_BYTES:

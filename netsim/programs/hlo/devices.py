@@ -108,6 +108,12 @@ def load_device_map(hlo_path: str | Path, n_devices: int) -> DeviceMap:
     ------
     ScenarioError
         If the file is there but malformed, naming the field.
+
+    Examples
+    --------
+    >>> placed = load_device_map("scenarios/programs/hlo/psum.txt", 8)
+    >>> placed.mesh, placed.row_major
+    ({'x': 2, 'y': 4}, True)
     """
     path = sidecar_path(hlo_path)
     if not path.is_file():
