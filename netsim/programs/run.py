@@ -253,4 +253,3 @@ def program_result(lowered: Lowered, topology: Topology, playback: Playback, **f
         engine=playback.engine,
         **fields,
     )
-
