@@ -35,10 +35,10 @@ def _time(seconds: float | None) -> str:
 
 def is_program_file(path: str) -> bool:
     """Whether a YAML file holds a program (it has ``ops``, or ``hlo``: a compiled module) rather than a scenario."""
-    from netsim.scenario.yaml_files import _read_yaml
+    from netsim.scenario.yaml_files import read_yaml
 
     try:
-        data = _read_yaml(Path(path))
+        data = read_yaml(Path(path))
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and ("ops" in data or "hlo" in data)

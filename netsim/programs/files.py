@@ -41,10 +41,10 @@ from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import Topology
 from netsim.programs.model import Op, Program, ProgramError, Sharded
 from netsim.scenario.errors import ScenarioError
-from netsim.scenario.fields import Duration, _Strict
-from netsim.scenario.models import ExpectedSpec, MeshSpec, _mesh_shorthand
-from netsim.scenario.topology_spec import DeviceSpec, TopologySpec, _build_topology, load_topology
-from netsim.scenario.yaml_files import _read_yaml, _validate
+from netsim.scenario.fields import Duration, Strict
+from netsim.scenario.models import ExpectedSpec, MeshSpec, mesh_shorthand
+from netsim.scenario.topology_spec import DeviceSpec, TopologySpec, build_topology, load_topology
+from netsim.scenario.yaml_files import read_yaml, validate
 
 __all__ = ["ProgramFile", "load_program", "program_as_data", "program_from_data"]
 
@@ -67,7 +67,7 @@ def _amount(parse):
     return BeforeValidator(check)
 
 
-class ArraySpec(_Strict):
+class ArraySpec(Strict):
     """An array the program starts with: global shape (sizes or ``params`` names), dtype, sharding."""
 
     shape: list[Size] = Field(max_length=8)
@@ -88,7 +88,7 @@ _COLLECTIVE_FIELDS = {
 }
 
 
-class OpSpec(_Strict):
+class OpSpec(Strict):
     """One op of a program file (the fields each op takes are listed in the module docstring)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
@@ -166,14 +166,14 @@ class OpSpec(_Strict):
         )
 
 
-class ProgramFile(_Strict):
+class ProgramFile(Strict):
     """A validated program file. Build one with :func:`load_program`."""
 
     name: str
     description: str | None = None
     topology: str | TopologySpec
     device: DeviceSpec | None = None
-    mesh: Annotated[MeshSpec, BeforeValidator(_mesh_shorthand)]
+    mesh: Annotated[MeshSpec, BeforeValidator(mesh_shorthand)]
     params: dict[str, Annotated[int, Field(ge=1, le=1 << 40)]] = Field(default_factory=dict)
     arrays: dict[str, ArraySpec] = Field(min_length=1)
     ops: list[OpSpec] = Field(min_length=1, max_length=1 << 16)
@@ -189,7 +189,7 @@ class ProgramFile(_Strict):
         """The topology the program runs on (with the file's device facts)."""
         try:
             if isinstance(self.topology, TopologySpec):
-                topology = _build_topology(self.topology, self.source, "topology", self.name)
+                topology = build_topology(self.topology, self.source, "topology", self.name)
             elif is_slice_name(self.topology):
                 topology = tpu_slice(self.topology)
             else:
@@ -267,7 +267,7 @@ def load_program(path: str | Path) -> ProgramFile:
     ('all_gather', 16)
     """
     path = Path(path)
-    return program_from_data(_read_yaml(path), str(path), path.parent)
+    return program_from_data(read_yaml(path), str(path), path.parent)
 
 
 def program_from_data(data: Any, source: str = "<program>", base_dir: Path | None = None) -> ProgramFile:
@@ -287,7 +287,7 @@ def program_from_data(data: Any, source: str = "<program>", base_dir: Path | Non
     if isinstance(data, dict) and "collective" in data and "ops" not in data:
         raise ScenarioError(source, "", "this is a scenario file (it has a collective): run it with `netsim run` or netsim.simulate")
     try:
-        loaded = _validate(ProgramFile, data, source, {"source": source, "base_dir": base_dir})
+        loaded = validate(ProgramFile, data, source, {"source": source, "base_dir": base_dir})
     except ScenarioError as error:
         raise _with_op_fields(error, data) from None
     _ = loaded.topology_obj, loaded.mesh_obj, loaded.program

@@ -74,7 +74,7 @@ from netsim.scenario.errors import ScenarioError as ScenarioError
 from netsim.scenario.fields import Bandwidth as Bandwidth
 from netsim.scenario.fields import Bytes as Bytes
 from netsim.scenario.fields import Duration as Duration
-from netsim.scenario.fields import _Strict as _Strict
+from netsim.scenario.fields import Strict as Strict
 from netsim.scenario.loading import load_scenario as load_scenario
 from netsim.scenario.loading import scenario_from_data as scenario_from_data
 from netsim.scenario.models import Endpoint as Endpoint
@@ -92,7 +92,7 @@ from netsim.scenario.topology_spec import load_topology as load_topology
 from netsim.scenario.topology_spec import topology_names as topology_names
 from netsim.scenario.yaml_files import MAX_FILE_BYTES as MAX_FILE_BYTES
 from netsim.scenario.yaml_files import MAX_NESTING as MAX_NESTING
-from netsim.scenario.yaml_files import _read_yaml as _read_yaml
-from netsim.scenario.yaml_files import _validate as _validate
+from netsim.scenario.yaml_files import read_yaml as read_yaml
+from netsim.scenario.yaml_files import validate as validate
 
 __all__ = ["TOPOLOGY_DIRS", "Scenario", "ScenarioError", "TopologyShape", "load_scenario", "load_topology", "scenario_from_data", "topology_names"]

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator
 
-from netsim.scenario.fields import _Strict
+from netsim.scenario.fields import Strict
 
 Groups = list[list[int]] | None
 
@@ -20,7 +20,7 @@ def _check_axes(value: str | list[str] | None) -> str | list[str] | None:
 Axes = Annotated[str | list[str] | None, AfterValidator(_check_axes)]
 
 
-class AllGatherSpec(_Strict):
+class AllGatherSpec(Strict):
     op: Literal["all_gather"]
     axis: int = 0
     tiled: bool = False
@@ -28,7 +28,7 @@ class AllGatherSpec(_Strict):
     axes: Axes = None
 
 
-class PsumScatterSpec(_Strict):
+class PsumScatterSpec(Strict):
     op: Literal["psum_scatter"]
     scatter_dimension: int = 0
     tiled: bool = False
@@ -36,13 +36,13 @@ class PsumScatterSpec(_Strict):
     axes: Axes = None
 
 
-class PsumSpec(_Strict):
+class PsumSpec(Strict):
     op: Literal["psum"]
     axis_index_groups: Groups = None
     axes: Axes = None
 
 
-class AllToAllSpec(_Strict):
+class AllToAllSpec(Strict):
     op: Literal["all_to_all"]
     split_axis: int = 0
     concat_axis: int = 0
@@ -51,7 +51,7 @@ class AllToAllSpec(_Strict):
     axes: Axes = None
 
 
-class PpermuteSpec(_Strict):
+class PpermuteSpec(Strict):
     op: Literal["ppermute"]
     perm: list[list[int]]
 

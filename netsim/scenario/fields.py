@@ -50,6 +50,17 @@ Flops = Annotated[
 Duration = Annotated[float, _unit(units.parse_duration, "1 us"), Field(ge=0, allow_inf_nan=False), _at_most(3600.0, "durations above 1 h are not simulated")]
 
 
-class _Strict(BaseModel):
-    # strict: a YAML string is not a number, a number not a flag, bytes not text
+class Strict(BaseModel):
+    """The base of every file format's model: unknown keys refused, values frozen, no silent conversion.
+
+    Strict: a YAML string is not a number, a number not a flag, bytes not text.
+
+    Examples
+    --------
+    >>> class Point(Strict):
+    ...     x: int
+    >>> Point(x=1).x
+    1
+    """
+
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)

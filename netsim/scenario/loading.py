@@ -15,7 +15,7 @@ from netsim.network.topology import Topology
 from netsim.scenario.errors import ScenarioError
 from netsim.scenario.models import Scenario
 from netsim.scenario.topology_spec import MAX_DEVICES
-from netsim.scenario.yaml_files import _read_yaml, _validate
+from netsim.scenario.yaml_files import read_yaml, validate
 
 _ARGUMENT_FIELDS = (
     ("axis_index_groups", "collective.axis_index_groups"),
@@ -64,7 +64,7 @@ def load_scenario(path: str | Path, *, build_topology: bool = True) -> Scenario:
     ('all_gather', 8)
     """
     path = Path(path)
-    data = _read_yaml(path)
+    data = read_yaml(path)
     if isinstance(data, dict) and "grid" in data and "topology" not in data:
         raise ScenarioError(str(path), "", f"this is a study (it has a grid), not a scenario: run it with `netsim sweep {path} -o DIR`")
     return scenario_from_data(data, str(path), path.parent, build_topology=build_topology)
@@ -101,7 +101,7 @@ def scenario_from_data(data: Any, source: str, base_dir: Path | None = None, *, 
         raise ScenarioError(source, "", "this is a program file (it has ops): run it with `netsim program` or netsim.run_program")
     if isinstance(data, dict) and "hlo" in data and "collective" not in data:
         raise ScenarioError(source, "", "this is an HLO program file (it has hlo): run it with `netsim program` or netsim.programs.hlo.run.run_hlo_program")
-    scenario = _validate(Scenario, data, source, {"source": source, "base_dir": base_dir})
+    scenario = validate(Scenario, data, source, {"source": source, "base_dir": base_dir})
     topology = scenario.topology_shape  # resolves files and link overrides now
     if topology.n_devices > MAX_DEVICES:
         raise ScenarioError(source, "topology", f"{topology.n_devices} devices is more than netsim simulates ({MAX_DEVICES})")

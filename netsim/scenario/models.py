@@ -17,23 +17,29 @@ from netsim.network.presets import is_slice_name, parse_slice
 from netsim.network.topology import Topology, UnreachableError
 from netsim.scenario.collective_spec import AllGatherSpec, AllToAllSpec, PpermuteSpec, PsumScatterSpec, PsumSpec
 from netsim.scenario.errors import ScenarioError, clipped
-from netsim.scenario.fields import Bytes, Duration, _Strict
-from netsim.scenario.topology_spec import DeviceSpec, LinkSpec, TopologyShape, TopologySpec, _build_topology, _find_topology, load_topology, topology_names
-from netsim.scenario.yaml_files import _read_yaml, _validate
+from netsim.scenario.fields import Bytes, Duration, Strict
+from netsim.scenario.topology_spec import DeviceSpec, LinkSpec, TopologyShape, TopologySpec, _find_topology, build_topology, load_topology, topology_names
+from netsim.scenario.yaml_files import read_yaml, validate
 from netsim.semantics.all_to_all import AllToAllLayout
 from netsim.semantics.gather import AllGatherLayout
 from netsim.semantics.permute import PermuteLayout
 from netsim.semantics.reduce import AllReduceLayout, ReduceScatterLayout
 
 
-def _mesh_shorthand(value: Any) -> Any:
-    """``mesh: {data: 4, model: 4}`` is short for ``mesh: {shape: {data: 4, model: 4}}``."""
+def mesh_shorthand(value: Any) -> Any:
+    """``mesh: {data: 4, model: 4}`` is short for ``mesh: {shape: {data: 4, model: 4}}``.
+
+    Examples
+    --------
+    >>> mesh_shorthand({"data": 4, "model": 4}), mesh_shorthand({"shape": {"data": 4}})
+    ({'shape': {'data': 4, 'model': 4}}, {'shape': {'data': 4}})
+    """
     if isinstance(value, dict) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value.values()):
         return {"shape": value}
     return value
 
 
-class MeshSpec(_Strict):
+class MeshSpec(Strict):
     """Named mesh axes and how they lie on the topology (see :mod:`netsim.network.device_mesh`)."""
 
     shape: dict[str, Annotated[int, Field(ge=1)]] = Field(min_length=1)
@@ -45,7 +51,7 @@ ML_FLOATS = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "flo
 """Floating types JAX has beyond NumPy's, from ml_dtypes (as ``jnp.bfloat16``, ``jnp.float8_e4m3fn``, ...)."""
 
 
-class InputSpec(_Strict):
+class InputSpec(Strict):
     """Per-device input: a shape, or a payload size for a 1-D array, and a dtype."""
 
     shape: list[Annotated[int, Field(ge=0, le=1 << 40)]] | None = Field(None, max_length=8)
@@ -72,7 +78,7 @@ class InputSpec(_Strict):
 Endpoint = Annotated[int, Field(ge=0)] | Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1, max_length=3)]
 
 
-class FaultSpec(_Strict):
+class FaultSpec(Strict):
     """A link that is down or degraded: ``{link: [3, 4], bandwidth: 10%}``, ``{link: [5, 6], state: down}``.
 
     ``link`` names the two neighbours it joins, by device index or, on a torus,
@@ -136,13 +142,13 @@ def _device(topology: Topology, end: int | list[int]) -> int:
     return topology.index(end)
 
 
-class ExpectedSpec(_Strict):
+class ExpectedSpec(Strict):
     """What a bundled scenario is known to produce (checked by the test suite)."""
 
     time_s: float
 
 
-class Scenario(_Strict):
+class Scenario(Strict):
     """A validated scenario. Build one with :func:`load_scenario`."""
 
     name: str
@@ -157,7 +163,7 @@ class Scenario(_Strict):
     engine: Literal["auto", "processes", "fast"] = "auto"
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
     expected: ExpectedSpec | None = None
-    mesh: Annotated[MeshSpec | None, BeforeValidator(_mesh_shorthand)] = None
+    mesh: Annotated[MeshSpec | None, BeforeValidator(mesh_shorthand)] = None
     faults: list[FaultSpec] = Field(default_factory=list, max_length=1 << 16)
     stragglers: dict[Annotated[int, Field(ge=0, strict=False)], Duration] = Field(default_factory=dict)  # "2" as well: JSON keys are text
     data: Literal["values", "none"] = "values"
@@ -199,7 +205,7 @@ class Scenario(_Strict):
     def topology_obj(self) -> Topology:
         """The topology with the scenario's link and device overrides applied."""
         if isinstance(self.topology, TopologySpec):
-            topo = _build_topology(self.topology, self.source, "topology", self.name)
+            topo = build_topology(self.topology, self.source, "topology", self.name)
         else:
             try:
                 topo = load_topology(self.topology, base_dir=self.base_dir)
@@ -240,7 +246,7 @@ class Scenario(_Strict):
             except FileNotFoundError:
                 problem = f"no topology file {clipped(self.topology)!r}; bundled ones are: {', '.join(topology_names())}"
                 raise ScenarioError(self.source, "topology", problem) from None
-            spec, source, field, stem = _validate(TopologySpec, _read_yaml(path), str(path)), str(path), "", path.stem
+            spec, source, field, stem = validate(TopologySpec, read_yaml(path), str(path)), str(path), "", path.stem
         try:
             shape = spec.shape(stem)
         except ValueError as error:

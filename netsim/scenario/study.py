@@ -40,7 +40,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from netsim.programs.files import ProgramFile, program_from_data
-from netsim.scenario import Scenario, ScenarioError, _read_yaml, _Strict, _validate, scenario_from_data
+from netsim.scenario import Scenario, ScenarioError, Strict, read_yaml, scenario_from_data, validate
 
 __all__ = ["PLOT_KINDS", "Point", "Study", "load_study", "study_from_data"]
 
@@ -59,7 +59,7 @@ MAX_LABEL = 200
 _NOT_SWEPT = {"name": "each point's name is set by the study", "expected": "a study's points have no expected result"}
 
 
-class StudySpec(_Strict):
+class StudySpec(Strict):
     """A study file, as written."""
 
     name: str
@@ -167,7 +167,7 @@ def load_study(path: str | Path) -> Study:
     (('algorithm', 'ring'), ('input.bytes_per_device', '128 B'), ('data', 'values'))
     """
     path = Path(path)
-    data = _read_yaml(path)
+    data = read_yaml(path)
     if isinstance(data, dict) and "base" not in data and "grid" not in data and "collective" in data:
         raise ScenarioError(str(path), "", f"this is a scenario, not a study (it has no base and grid): run it with `netsim run {path}`")
     return study_from_data(data, str(path), path.parent)
@@ -196,7 +196,7 @@ def study_from_data(data: Any, source: str = "<study>", base_dir: Path | None = 
     ...
     netsim.scenario.ScenarioError: <study>: zip: zipped fields need lists of one length; input.shape has 2 values, seed has 1 value
     """
-    spec = _validate(StudySpec, data, source)
+    spec = validate(StudySpec, data, source)
     base, scenario_dir = _base(spec.base, source, base_dir)
     program = "ops" in base  # a program file's base: sweep program fields
     values = {path: _values(source, path, raw) for path, raw in spec.grid.items()}
@@ -239,7 +239,7 @@ def _base(base: str | dict[str, Any], source: str, base_dir: Path | None) -> tup
         raise ScenarioError(source, "base", "names this study file itself; give the scenario file the points start from, or the scenario inline")
     if not path.is_file():
         raise ScenarioError(source, "base", f"no scenario file {base!r} (looked for {path}); give a path relative to the study, or the scenario inline")
-    data = _read_yaml(path)
+    data = read_yaml(path)
     if not isinstance(data, dict):
         raise ScenarioError(str(path), "", f"expected a mapping of fields at the top level, got {type(data).__name__}")
     return data, path.parent

@@ -14,8 +14,8 @@ from netsim.network.chiplets import DEVICES_PER_CHIP, chip_torus
 from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, torus
 from netsim.scenario.errors import ScenarioError, clipped
-from netsim.scenario.fields import Bandwidth, Bytes, Duration, Flops, _Strict
-from netsim.scenario.yaml_files import _read_yaml, _validate
+from netsim.scenario.fields import Bandwidth, Bytes, Duration, Flops, Strict
+from netsim.scenario.yaml_files import read_yaml, validate
 
 
 def _package_root() -> Path:
@@ -28,14 +28,14 @@ TOPOLOGY_DIRS = (_package_root().parent / "topologies", _package_root() / "topol
 installs) and the copy shipped inside the package (wheels)."""
 
 
-class LinkSpec(_Strict):
+class LinkSpec(Strict):
     """Link parameters: one-way bandwidth per direction and per-hop latency."""
 
     bandwidth: Bandwidth | None = None
     latency: Duration | None = None
 
 
-class DeviceSpec(_Strict):
+class DeviceSpec(Strict):
     """A chip's compute facts, each optional: peak FLOP/s, HBM bandwidth and HBM capacity.
 
     Examples
@@ -145,7 +145,7 @@ def _human(value: float, parse: Any, *candidates: tuple[str, float]) -> str | fl
     return value
 
 
-class TopologySpec(_Strict):
+class TopologySpec(Strict):
     """A ring, torus or mesh, as written in a topology file or inline in a scenario."""
 
     name: str | None = None
@@ -262,12 +262,20 @@ def load_topology(name: str | Path, *, base_dir: Path | None = None) -> Topology
         path = _find_topology(str(name), base_dir)
     except FileNotFoundError:
         raise ScenarioError(str(name), "topology", f"no topology file {clipped(str(name))!r}; bundled ones are: {', '.join(topology_names())}") from None
-    data = _read_yaml(path)
-    spec = _validate(TopologySpec, data, str(path))
-    return _build_topology(spec, str(path), "", path.stem)
+    data = read_yaml(path)
+    spec = validate(TopologySpec, data, str(path))
+    return build_topology(spec, str(path), "", path.stem)
 
 
-def _build_topology(spec: TopologySpec, source: str, field: str, default_name: str) -> Topology:
+def build_topology(spec: TopologySpec, source: str, field: str, default_name: str) -> Topology:
+    """The topology a validated ``topology:`` mapping describes; a bad one is a :class:`ScenarioError` naming ``source`` and ``field``.
+
+    Examples
+    --------
+    >>> spec = validate(TopologySpec, {"kind": "ring", "dims": [4]}, "t.yaml")
+    >>> build_topology(spec, "t.yaml", "topology", "t").n_devices
+    4
+    """
     try:
         return spec.build(default_name)
     except ValueError as error:

@@ -55,7 +55,30 @@ MAX_NESTING = 64
 _QUOTED_OR_COMMENT = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'|(?:^|(?<=\s))#[^\n]*", re.MULTILINE)
 
 
-def _read_yaml(path: Path) -> Any:
+def read_yaml(path: Path) -> Any:
+    """The data of a YAML file, read safely: bounded size and nesting, plain data only, no key twice.
+
+    The one reader of every netsim file format (scenarios, topologies, studies, programs).
+
+    Parameters
+    ----------
+    path : pathlib.Path
+
+    Returns
+    -------
+    object
+        What the file holds (a mapping, for every netsim file).
+
+    Raises
+    ------
+    ScenarioError
+        Naming the file: missing, not a regular file, too big or too deep, or not YAML.
+
+    Examples
+    --------
+    >>> read_yaml(Path("scenarios/allgather_ring8.yaml"))["topology"]
+    'ring8'
+    """
     try:
         if not stat.S_ISREG(path.stat().st_mode):
             raise ScenarioError(str(path), "", "not a regular file")
@@ -161,7 +184,40 @@ _TYPE_TAG = re.compile(r"(function-[a-z-]+|constrained-[a-z]+|list|int|str|bool|
 """Pydantic's names for the member of a union or validator that failed: not fields, left out of paths."""
 
 
-def _validate(model: type[BaseModel], data: Any, source: str, extra: dict[str, Any] | None = None) -> Any:
+def validate(model: type[BaseModel], data: Any, source: str, extra: dict[str, Any] | None = None) -> Any:
+    """``data`` (a file's mapping) validated as ``model``, pydantic's errors turned into one line.
+
+    Parameters
+    ----------
+    model : type of pydantic.BaseModel
+        The file format (e.g. :class:`~netsim.scenario.Scenario`).
+    data : object
+        What :func:`read_yaml` read.
+    source : str
+        The file, as errors name it.
+    extra : dict, optional
+        Fields added to ``data`` (where the file came from).
+
+    Returns
+    -------
+    object
+        The validated ``model``.
+
+    Raises
+    ------
+    ScenarioError
+        ``source: field.path: what is wrong and what was expected``.
+
+    Examples
+    --------
+    >>> from netsim.scenario.topology_spec import TopologySpec
+    >>> validate(TopologySpec, {"kind": "ring", "dims": [4]}, "t.yaml").dims
+    [4]
+    >>> validate(TopologySpec, {"kind": "ring"}, "t.yaml")
+    Traceback (most recent call last):
+    ...
+    netsim.scenario.ScenarioError: t.yaml: dims: required field is missing
+    """
     if not isinstance(data, dict):
         raise ScenarioError(source, "", f"expected a mapping of fields at the top level, got {type(data).__name__}")
     try:

@@ -25,15 +25,15 @@ from pydantic import Field
 from netsim.network.topology import Topology
 from netsim.programs.files import ProgramFile, program_from_data
 from netsim.scenario.errors import ScenarioError
-from netsim.scenario.fields import _Strict
+from netsim.scenario.fields import Strict
 from netsim.scenario.models import ExpectedSpec
 from netsim.scenario.topology_spec import DeviceSpec, TopologySpec
-from netsim.scenario.yaml_files import _read_yaml, _validate
+from netsim.scenario.yaml_files import read_yaml, validate
 
 __all__ = ["HloProgramFile", "hlo_program_from_data", "load_any_program"]
 
 
-class HloProgramFile(_Strict):
+class HloProgramFile(Strict):
     """A validated HLO program file (see the module docstring)."""
 
     name: str
@@ -69,7 +69,7 @@ def hlo_program_from_data(data: Any, source: str = "<program>", base_dir: Path |
     ...
     netsim.scenario.ScenarioError: p.yaml: clock: unknown field; ...
     """
-    loaded = _validate(HloProgramFile, data, source, {"source": source, "base_dir": base_dir})
+    loaded = validate(HloProgramFile, data, source, {"source": source, "base_dir": base_dir})
     if not loaded.hlo_path.is_file():
         raise ScenarioError(source, "hlo", f"no module text at {loaded.hlo_path}; write one with netsim.programs.hlo.export(compiled, mesh, path)")
     _ = loaded.topology_obj
@@ -85,7 +85,7 @@ def load_any_program(path: str | Path) -> ProgramFile | HloProgramFile:
     'HloProgramFile'
     """
     path = Path(path)
-    data = _read_yaml(path)
+    data = read_yaml(path)
     if isinstance(data, dict) and "hlo" in data:
         return hlo_program_from_data(data, str(path), path.parent)
     return program_from_data(data, str(path), path.parent)
