@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -132,6 +133,7 @@ class _Builder:
         self.steps = 0
         self.blocks = 0
         self.computes: list[tuple[int, float | None, float, float, tuple[int, ...], str, bool]] = []
+        self.plans: dict[Any, Schedule] = {}  # a collective's schedule, by what plans it: ops alike are planned once
 
     def add_schedule(self, schedule: Schedule, extra: list[tuple[int, ...]]) -> tuple[range, int, np.ndarray, np.ndarray]:
         """Append a collective's transfers, each also waiting for ``extra[src]``; (range, block offset, dst, block) of them.
@@ -175,10 +177,6 @@ class _Builder:
 
     def schedule(self) -> Schedule:
         n = self.n_transfers
-
-        def real(step: int) -> int:
-            return step if step >= 0 else n + (-step - 1)
-
         if self.ptrs:
             cols = {k: np.concatenate(v) for k, v in self.columns.items()}
             ptr = np.concatenate([[0], *self.ptrs]).astype(np.int64)
@@ -188,9 +186,14 @@ class _Builder:
             cols = {k: np.zeros(0, np.int8 if k == "phase" else bool if k == "reduce" else np.int64) for k in self.columns}
             ptr, idx = np.zeros(1, np.int64), np.zeros(0, np.int64)
         table = TransferTable(cols["step"], cols["src"], cols["dst"], cols["block"], cols["piece"], cols["reduce"], cols["direction"], cols["phase"], ptr, idx)
+        # Every compute step's dependencies renumbered at once (compute step j, coded -(j + 1), is step n + j).
+        lengths = [len(step[4]) for step in self.computes]
+        codes = np.fromiter(chain.from_iterable(step[4] for step in self.computes), np.int64, sum(lengths))
+        codes = np.where(codes < 0, n - codes - 1, codes).tolist()
+        bounds = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).tolist()
         computes = tuple(
-            Compute(device=d, seconds=s, flops=f, bytes=b, deps=tuple(real(x) for x in deps), name=name, join=join)
-            for d, s, f, b, deps, name, join in self.computes
+            Compute(device=d, seconds=s, flops=f, bytes=b, deps=tuple(codes[bounds[j] : bounds[j + 1]]), name=name, join=join)
+            for j, (d, s, f, b, _, name, join) in enumerate(self.computes)
         )
         return Schedule("program", "program", ((*range(self.n_devices),),), 1, table, None, computes)
 
@@ -293,9 +296,7 @@ def lower(program: Program, mesh: Mesh) -> Lowered:
     done: dict[str, list[tuple[int, ...]]] = {}
     lowered: list[LoweredOp] = []
     for op in program.ops:
-        before = [
-            tuple(dict.fromkeys(s for name in op.inputs for s in ready[name][d]).keys()) + tuple(s for o in op.after for s in done[o][d]) for d in range(n)
-        ]
+        before = [_waits(ready, done, op, d) for d in range(n)]
         if op.op in COLLECTIVE_OPS:
             record, after = _lower_collective(op, arrays[op.inputs[0]], mesh, build, before)
         elif op.op == "compute":
@@ -313,6 +314,13 @@ def lower(program: Program, mesh: Mesh) -> Lowered:
             ready[op.output] = after
     _check_rates(lowered, mesh)
     return Lowered(program, arrays, mesh, build.schedule(), tuple(lowered))
+
+
+def _waits(ready: dict[str, list[tuple[int, ...]]], done: dict[str, list[tuple[int, ...]]], op: Op, device: int) -> tuple[int, ...]:
+    """What ``op`` waits for on ``device``: what makes its inputs ready there (each step once), then what the ops in its ``after`` did there."""
+    sources = [ready[name][device] for name in op.inputs]
+    inputs = tuple(dict.fromkeys(chain.from_iterable(sources)))
+    return inputs + tuple(chain.from_iterable(done[o][device] for o in op.after))
 
 
 def _check_rates(lowered: list[LoweredOp], mesh: Mesh) -> None:
@@ -346,7 +354,10 @@ def _lower_collective(op: Op, x: Sharded, mesh: Mesh, build: _Builder, before: l
         except ValueError as error:
             raise ProgramError(op.name, "algorithm", str(error)) from None
         shaped = {} if explicit else {"group_shape": groups.shape, "wraparound": groups.wraparound}
-        schedule = build_schedule(layout.pattern, layout.groups, algorithm, **shaped)
+        key = (layout.pattern, tuple(map(tuple, layout.groups)), algorithm, tuple(sorted(shaped.items())))
+        schedule = build.plans.get(key)
+        if schedule is None:
+            schedule = build.plans[key] = build_schedule(layout.pattern, layout.groups, algorithm, **shaped)
         if schedule.bundles:
             raise ProgramError(op.name, "algorithm", f"{algorithm} sends bundles, which programs do not run; pick another algorithm")
     span, offset, dst, _ = build.add_schedule(schedule, before)
