@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from netsim.algorithms.bundles import BundleTable, as_table
 from netsim.algorithms.compute import Compute
 from netsim.algorithms.direct import permutation
 from netsim.algorithms.program import COLLECTIVE_OPS, Op, Program, ProgramError, Sharded, einsum_subscripts, matmul_subscripts
@@ -133,6 +134,7 @@ class _Builder:
         self.steps = 0
         self.blocks = 0
         self.computes: list[tuple[int, float | None, float, float, tuple[int, ...], str, bool]] = []
+        self.bundles: list[BundleTable] = []  # each bundled collective's bundles, their blocks renumbered
         self.plans: dict[Any, Schedule] = {}  # a collective's schedule, by what plans it: ops alike are planned once
 
     def add_schedule(self, schedule: Schedule, extra: list[tuple[int, ...]]) -> tuple[range, int, np.ndarray, np.ndarray]:
@@ -161,7 +163,15 @@ class _Builder:
         self.idxs.append(idx)
         self.n_transfers += n
         self.steps += schedule.n_steps
-        self.blocks += int(table.block.max()) + 1 if n else 0
+        last = int(table.block.max()) if n else -1
+        if table.bundles:  # bundle keys and their parts move with the collective's blocks
+            bundles = as_table(table.bundles)
+            keys, parts = bundles.key_array.copy(), bundles.part_array.copy()
+            keys[:, 0] += offset
+            parts[:, 0] += offset
+            self.bundles.append(BundleTable(keys, bundles.ptr, parts))
+            last = max(last, int(bundles.key_array[:, 0].max(initial=-1)))
+        self.blocks += last + 1
         return range(base, base + n), offset, table.dst.astype(np.int64), table.block.astype(np.int64)
 
     def idxs_total(self) -> int:
@@ -185,7 +195,17 @@ class _Builder:
         else:
             cols = {k: np.zeros(0, np.int8 if k == "phase" else bool if k == "reduce" else np.int64) for k in self.columns}
             ptr, idx = np.zeros(1, np.int64), np.zeros(0, np.int64)
-        table = TransferTable(cols["step"], cols["src"], cols["dst"], cols["block"], cols["piece"], cols["reduce"], cols["direction"], cols["phase"], ptr, idx)
+        bundles = None
+        if self.bundles:
+            sizes = [len(b.part_array) for b in self.bundles]
+            starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+            bundles = BundleTable(
+                np.concatenate([b.key_array for b in self.bundles]),
+                np.concatenate([[0]] + [b.ptr[1:] + s for b, s in zip(self.bundles, starts, strict=True)]),
+                np.concatenate([b.part_array for b in self.bundles]),
+            )
+        columns = (cols["step"], cols["src"], cols["dst"], cols["block"], cols["piece"], cols["reduce"], cols["direction"], cols["phase"])
+        table = TransferTable(*columns, ptr, idx, bundles=bundles)
         # Every compute step's dependencies renumbered at once (compute step j, coded -(j + 1), is step n + j).
         lengths = [len(step[4]) for step in self.computes]
         codes = np.fromiter(chain.from_iterable(step[4] for step in self.computes), np.int64, sum(lengths))
@@ -358,8 +378,6 @@ def _lower_collective(op: Op, x: Sharded, mesh: Mesh, build: _Builder, before: l
         schedule = build.plans.get(key)
         if schedule is None:
             schedule = build.plans[key] = build_schedule(layout.pattern, layout.groups, algorithm, **shaped)
-        if schedule.bundles:
-            raise ProgramError(op.name, "algorithm", f"{algorithm} sends bundles, which programs do not run; pick another algorithm")
     span, offset, dst, _ = build.add_schedule(schedule, before)
     after = _arrivals(dst, span.start, before)
     return LoweredOp(op, span, range(0), layout, schedule.pieces, offset, algorithm), after
@@ -407,7 +425,11 @@ def _lower_collective_matmul(
     a, b = inputs
     axes = a.sharding[-1]
     gather = Op(op.name, "all_gather", (op.inputs[0],), None, axes=axes, axis=len(a.shape) - 1, tiled=True, algorithm=op.algorithm)
+    bundled = len(build.bundles)
     record, _ = _lower_collective(gather, a, mesh, build, before)
+    if len(build.bundles) > bundled:
+        why = "a collective matmul multiplies each block as it arrives"
+        raise ProgramError(op.name, "algorithm", f"{record.algorithm} sends bundles, and {why}: pick another algorithm")
     layout, pieces = record.layout, record.pieces
     table = build.columns
     dst, block, piece = table["dst"][-1], table["block"][-1] - record.block_offset, table["piece"][-1]

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from netsim.algorithms.bundles import unbundled
 from netsim.algorithms.program import COLLECTIVE_OPS, Sharded, einsum_subscripts, matmul_subscripts
 from netsim.algorithms.program_lowering import Lowered
 from netsim.engine import Playback
@@ -169,7 +170,8 @@ def _held(record: Any, buffer: dict, device: int) -> dict:
 def _collected(record: Any, playback: Playback, device: int, dtype: np.dtype, own: np.ndarray) -> np.ndarray:
     if record.op.op == "ppermute" and not record.layout.wanted(device):
         return own  # a position the permutation leaves in place
-    held = _held(record, playback.buffers[device], device)
+    buffer = playback.buffers[device]
+    held = _held(record, unbundled(buffer, playback.bundles) if playback.bundles else buffer, device)
     return _row(record.op.op, record.layout, held, device, record.pieces, dtype)
 
 
