@@ -30,10 +30,7 @@ animations) and ``cli``.
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from netsim.moved import install as _install_moved_paths
 from netsim.version import __version__
-
-_install_moved_paths()  # code that imports the old flat module paths (netsim.topology, ...) keeps working
 
 _PUBLIC = {
     "ALGORITHMS": "netsim.algorithms",

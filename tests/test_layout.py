@@ -122,11 +122,3 @@ def test_data_flows_one_way():
 def test_module_is_at_most_500_lines(name):
     lines = modules()[name].read_text().count("\n")
     assert lines <= 500, f"{modules()[name].relative_to(PACKAGE.parent)} has {lines} lines: split it by subject"
-
-
-@pytest.mark.parametrize("old", sorted(__import__("netsim.moved").moved.MOVED))
-def test_old_module_paths_still_import(old):
-    import importlib
-
-    module = importlib.import_module(old)
-    assert module is importlib.import_module(__import__("netsim.moved").moved.MOVED[old])
