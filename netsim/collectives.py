@@ -10,6 +10,7 @@ reference in :mod:`netsim.semantics`. How a run goes, step by step, is in
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -472,6 +473,4 @@ def simulate(scenario: Any) -> Result:
         # load_scenario checks both up front; should the run still hit one, name the file and field
         field = "faults" if isinstance(error, UnreachableError) else "input"
         raise ScenarioError(getattr(scenario, "source", scenario.name), field, str(error)) from None
-    result.scenario = scenario.name
-    result.provenance = provenance(scenario)
-    return result
+    return dataclasses.replace(result, scenario=scenario.name, provenance=provenance(scenario))

@@ -397,7 +397,7 @@ def _simulate(
         bytes_per_device=per_device,
         total_bytes=per_device * n if collective == "all_gather" else per_device,
         verified=verified,
-        leaves=runs,
+        leaves=tuple(runs),
         topology_obj=topo,
         forwarding="cut_through" if cut_through else "store_and_forward",
         axes=axis_names,
