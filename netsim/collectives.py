@@ -18,7 +18,7 @@ from netsim.algorithms.direct import multipath_permutation, permutation
 from netsim.checks.memory import MATERIALISE_LIMIT_BYTES, MemoryLimitError
 from netsim.engine import ComputeUnit, EngineError, Link
 from netsim.network.topology import UnreachableError
-from netsim.pipeline import DATA_MODES, OUTPUT_MODES, Groups, Stragglers, TopologyLike, _leaves, _simulate, provenance, resolve_topology
+from netsim.pipeline import DATA_MODES, OUTPUT_MODES, Groups, Stragglers, TopologyLike, flatten_pytree, provenance, resolve_topology, run_collective
 from netsim.result import Result
 from netsim.scenario.errors import ScenarioError
 from netsim.semantics.all_to_all import AllToAllLayout
@@ -138,7 +138,7 @@ def all_gather(
     array([[12, 13, 14, 15],
            [ 4,  5,  6,  7]])
     """
-    return _simulate(
+    return run_collective(
         "all_gather",
         x,
         lambda leaf: AllGatherLayout.check(leaf, axis, tiled, axis_index_groups),
@@ -191,7 +191,7 @@ def psum_scatter(
            [12, 14],
            [16, 18]])
     """
-    return _simulate(
+    return run_collective(
         "psum_scatter",
         x,
         lambda leaf: ReduceScatterLayout.check(leaf, scatter_dimension, tiled, axis_index_groups),
@@ -235,7 +235,7 @@ def psum(
     >>> psum(np.arange(4), axis_index_groups=[[0, 1], [2, 3]]).output
     array([1, 1, 5, 5])
     """
-    return _simulate(
+    return run_collective(
         "psum",
         x,
         lambda leaf: AllReduceLayout.check(leaf, axis_index_groups),
@@ -318,7 +318,7 @@ def all_to_all(
            [ 2,  3, 10, 11],
            [12, 13,  4,  5]])
     """
-    return _simulate(
+    return run_collective(
         "all_to_all",
         x,
         lambda leaf: AllToAllLayout.check(leaf, split_axis, concat_axis, tiled, axis_index_groups),
@@ -399,7 +399,7 @@ def ppermute(
         def plan(layout: Any) -> Any:
             return permutation(layout.groups)
 
-    return _simulate(
+    return run_collective(
         "ppermute",
         x,
         lambda leaf: PermuteLayout.check(leaf, perm),
@@ -419,7 +419,7 @@ def ppermute(
 
 def _device_count(x: Any) -> int:
     """The leading (device) axis of the first array of an input pytree."""
-    leaves, _ = _leaves(x)
+    leaves, _ = flatten_pytree(x)
     return int(leaves[0].shape[0]) if leaves and leaves[0].ndim else 0
 
 
