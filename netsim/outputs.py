@@ -99,19 +99,13 @@ def first_difference(layout: Any, leaf: np.ndarray, output: np.ndarray, exact: b
     Parameters
     ----------
     layout : layout of :mod:`netsim.semantics`
-        The collective's layout for this input (it yields the reference).
-    leaf : numpy.ndarray
-        The stacked input ``[n_devices, ...]``.
-    output : numpy.ndarray
-        The stacked output to check.
+        The collective's layout for the stacked input ``leaf`` (it yields the reference).
+    leaf, output : numpy.ndarray
+        The stacked input and output ``[n_devices, ...]``.
     exact : bool
-        Compare bit for bit (gathers, permutes); else within the tolerance of sums of floats.
+        Compare bit for bit (gathers, permutes); else within the tolerance of sums
+        of ``group_size`` terms.
     group_size : int
-        Devices in each group (the number of terms of a sum).
-
-    Returns
-    -------
-    int or None
 
     Examples
     --------
@@ -206,18 +200,7 @@ def _write(target: np.ndarray, pieces: list[np.ndarray]) -> None:
 
 
 def held_chunks(playback: Playback, device: int) -> dict:
-    """The chunks a device ends with, its bundles opened (the buffer itself when there are none).
-
-    Parameters
-    ----------
-    playback : Playback
-        What the engine played.
-    device : int
-
-    Returns
-    -------
-    dict
-        ``(block, piece)`` -> chunk.
+    """The chunks a device ends with, ``(block, piece)`` -> chunk, its bundles opened (the buffer itself when there are none).
 
     Examples
     --------
