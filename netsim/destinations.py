@@ -1,9 +1,16 @@
 """Where a command may write, and writing there all or nothing.
 
 netsim writes only to destinations the user named: a regular file (or a new one), or a
-folder that is new or empty (an existing one with files in it only when forced, and then
-replaced whole). It never writes onto a FIFO, a device or a socket, never over one of the
-run's own inputs, and never one output inside another.
+folder that is new or empty (an existing one with files in it only when forced, and only
+when everything in it is what netsim wrote there: :func:`foreign_entries` is empty). It
+never writes onto a FIFO, a device or a socket, never over one of the run's own inputs,
+and never one output inside another. A file named through a symbolic link is written
+where the link points (the link stays a link); a folder that is a link is refused.
+
+What netsim wrote into a folder is listed in the folder's :data:`MANIFEST`; the names of
+:data:`KNOWN_OUTPUTS` count as netsim's too (folders written before the manifest). With
+``--force`` a folder holding anything else (a file netsim did not write, a subfolder, a
+symbolic link) is refused, naming it, and nothing is deleted.
 
 Everything is written beside its destination first (:class:`StagedFile`,
 :class:`StagedFolder`) and moved into place only once all of it is complete; an existing
@@ -22,10 +29,25 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-__all__ = ["StagedFile", "StagedFolder", "check_file", "check_folder", "remove_leftovers", "umask"]
+from netsim.written import KNOWN_OUTPUTS, MANIFEST, foreign_entries, foreign_message, record_written
+
+__all__ = [
+    "KNOWN_OUTPUTS",
+    "MANIFEST",
+    "StagedFile",
+    "StagedFolder",
+    "check_file",
+    "check_folder",
+    "foreign_entries",
+    "landing",
+    "record_written",
+    "remove_leftovers",
+    "staged_file",
+    "umask",
+]
 
 
 def umask() -> int:
@@ -95,11 +117,27 @@ def _resolved(paths: Iterable[str | Path | None]) -> list[Path]:
     return [Path(p).resolve() for p in paths if p]
 
 
+def landing(path: str | Path) -> Path:
+    """Where a file written to ``path`` lands: ``path`` itself, or, for a symbolic link, the file it points to (followed to the end).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> base = pathlib.Path(tempfile.mkdtemp()).resolve()
+    >>> (base / "link.json").symlink_to("real.json")
+    >>> landing(base / "link.json") == base / "real.json", landing(base / "new.json") == base / "new.json"
+    (True, True)
+    """
+    path = Path(path)
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
 def check_file(option: str, path: str | Path, inputs: Iterable[str | Path | None] = (), outside: str | Path | None = None) -> Path:
     """Check that ``path`` may receive an output file; raise ValueError saying why not.
 
     It must be a regular file or not exist yet, in an existing folder, and be none
-    of ``inputs`` and not inside the folder ``outside`` (another output).
+    of ``inputs`` and not inside the folder ``outside`` (another output). A symbolic
+    link is followed: what counts is the file it points to (see :func:`landing`).
 
     Examples
     --------
@@ -119,11 +157,13 @@ def check_file(option: str, path: str | Path, inputs: Iterable[str | Path | None
         raise ValueError(f"{option} {target}: {error.strerror}") from None
     if mode is not None and not stat.S_ISREG(mode):
         raise ValueError(f"{option} {target}: not a regular file (a device, a FIFO or a folder); give a file name such as run{target.suffix or '.json'}")
-    parent = target.parent
+    final = landing(target)
+    named = target if final == target else f"{target} (a symbolic link to {final})"
+    parent = final.parent
     if not parent.is_dir():
-        raise ValueError(f"{option} {target}: the folder {parent} does not exist; create it first")
+        raise ValueError(f"{option} {named}: the folder {parent} does not exist; create it first")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"{option} {target}: cannot write in {parent}")
+        raise ValueError(f"{option} {named}: cannot write in {parent}")
     resolved = target.resolve()
     for source in _resolved(inputs):
         if resolved == source:
@@ -145,8 +185,10 @@ def check_folder(option: str, path: str | Path, force: bool, inputs: Iterable[st
 
     A new folder needs a writable nearest existing parent (missing parents are created
     when the folder is put in place). An existing one must be a real
-    folder (not a symbolic link); if it holds anything, ``force`` must be given, and
-    it must hold none of ``inputs`` nor the current directory, since it is replaced whole.
+    folder (not a symbolic link) holding none of ``inputs`` nor the current directory;
+    if it holds anything, it must be only what netsim wrote there (:func:`foreign_entries`,
+    refused even with ``force``, since nothing else may be deleted) and ``force`` must be
+    given: it is then replaced whole.
 
     Examples
     --------
@@ -155,6 +197,11 @@ def check_folder(option: str, path: str | Path, force: bool, inputs: Iterable[st
     >>> check_folder("--output", base / "run1", force=False) == base / "run1"
     True
     >>> _ = (base / "run1").mkdir(), (base / "run1" / "old.csv").write_text("x")
+    >>> check_folder("--output", base / "run1", force=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: --output ...run1: the folder holds old.csv, which netsim did not write; --force replaces only what netsim wrote: ...
+    >>> _ = (base / "run1" / "old.csv").rename(base / "run1" / "links.csv")
     >>> check_folder("--output", base / "run1", force=False)
     Traceback (most recent call last):
     ...
@@ -173,6 +220,9 @@ def check_folder(option: str, path: str | Path, force: bool, inputs: Iterable[st
             if _within(held, resolved):
                 what = "the current folder" if held == Path.cwd().resolve() else f"{held.name}, an input of this run"
                 raise ValueError(f"{option} {target}: the folder holds {what} and would be replaced whole; name a new folder")
+        foreign = foreign_entries(target)
+        if foreign:
+            raise ValueError(foreign_message(option, target, foreign))
         if any(target.iterdir()) and not force:
             raise ValueError(f"{option} {target}: the folder exists and holds files; add --force to replace it whole, or name a new folder")
         parent = resolved.parent
@@ -188,6 +238,9 @@ def check_folder(option: str, path: str | Path, force: bool, inputs: Iterable[st
 class StagedFile:
     """A file written beside its destination, moved onto it by :meth:`commit`.
 
+    A destination that is a symbolic link is followed: the file is staged beside the
+    link's target and replaces the target; the link is left as it is.
+
     Examples
     --------
     >>> import tempfile, pathlib
@@ -200,15 +253,16 @@ class StagedFile:
 
     def __init__(self, destination: str | Path) -> None:
         self.destination = Path(destination)
-        remove_leftovers(self.destination)
-        handle, name = tempfile.mkstemp(prefix=_staging_prefix(self.destination, "file"), suffix=self.destination.suffix, dir=self.destination.parent)
+        self.target = landing(self.destination)  # a symbolic link: the file it points to
+        remove_leftovers(self.target)
+        handle, name = tempfile.mkstemp(prefix=_staging_prefix(self.target, "file"), suffix=self.destination.suffix, dir=self.target.parent)
         os.fchmod(handle, 0o666 & ~umask())
         os.close(handle)
         self.path = Path(name)
 
     def commit(self) -> None:
-        """Move the file onto its destination (a regular file is replaced, atomically)."""
-        os.replace(self.path, self.destination)
+        """Move the file onto its destination, atomically: a regular file is replaced; a symbolic link stays, the file it points to is replaced."""
+        os.replace(self.path, self.target)
 
     def discard(self) -> None:
         """Remove the staged file, if still there."""
@@ -238,9 +292,11 @@ def _exchange(a: Path, b: Path) -> bool:
 class StagedFolder:
     """A folder built beside its destination, swapped in whole by :meth:`commit`.
 
-    Files are written into ``path``; :meth:`commit` renames it to the destination (an
-    existing destination is exchanged with it and then removed); :meth:`undo` puts
-    things back as they were before the commit; :meth:`discard` removes what is left.
+    Files are written into ``path``; :meth:`commit` lists them in the folder's
+    :data:`MANIFEST` and renames it to the destination (an existing destination, which
+    must hold only what netsim wrote, is exchanged with it; :meth:`finish` removes the
+    files netsim wrote in it); :meth:`undo` puts things back as they were before the
+    commit; :meth:`discard` removes what is left.
 
     Examples
     --------
@@ -249,11 +305,12 @@ class StagedFolder:
     >>> staged = StagedFolder(out)
     >>> _ = (staged.path / "a.txt").write_text("1")
     >>> staged.commit(); staged.finish(); sorted(p.name for p in out.iterdir())
-    ['a.txt']
+    ['.netsim-files', 'a.txt']
     """
 
-    def __init__(self, destination: str | Path) -> None:
+    def __init__(self, destination: str | Path, option: str = "--output") -> None:
         self.destination = Path(destination)
+        self.option = option
         parent = _nearest_existing(self.destination.parent).resolve()
         remove_leftovers(parent / self.destination.name)
         self.path = Path(tempfile.mkdtemp(prefix=_staging_prefix(self.destination, "new"), dir=parent))
@@ -263,8 +320,21 @@ class StagedFolder:
         self._committed = False
 
     def commit(self) -> None:
-        """Put the new folder in place of the destination, the old one (if any) kept aside until :meth:`finish`."""
+        """Put the new folder in place of the destination, the old one (if any) kept aside until :meth:`finish`.
+
+        Raises
+        ------
+        ValueError
+            If the destination has become a symbolic link, or holds what netsim did not
+            write (checked again here, the instant before the swap); nothing is changed.
+        """
+        record_written(self.path, [entry.name for entry in self.path.iterdir()])
+        if self.destination.is_symlink():
+            raise ValueError(f"{self.option} {self.destination}: a symbolic link; name the folder itself")
         if self.destination.exists():
+            foreign = foreign_entries(self.destination)
+            if foreign:
+                raise ValueError(foreign_message(self.option, self.destination, foreign))
             if _exchange(self.path, self.destination):
                 self._old = self.path
             else:
@@ -298,15 +368,51 @@ class StagedFolder:
         self._old, self._committed = None, False
 
     def finish(self) -> None:
-        """Remove the old folder swapped out by :meth:`commit`."""
+        """Remove the old folder swapped out by :meth:`commit`: the files netsim wrote in it; anything else is moved back into the destination."""
         if self._old is not None:
-            shutil.rmtree(self._old, ignore_errors=True)
+            _clear_old(self._old, self.destination)
             self._old = None
 
     def discard(self) -> None:
         """Remove the staged folder, if it was never committed."""
         if not self._committed:
             shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _clear_old(old: Path, destination: Path) -> None:
+    """Delete what netsim wrote in ``old`` (a folder swapped out), move anything else back into ``destination``, then remove ``old`` if empty.
+
+    Only what appeared in the instant between the last check and the swap can be foreign.
+    """
+    foreign = set(foreign_entries(old))
+    for entry in old.iterdir():
+        if entry not in foreign:
+            entry.unlink(missing_ok=True)
+        elif not os.path.lexists(destination / entry.name):
+            with contextlib.suppress(OSError):
+                os.rename(entry, destination / entry.name)
+    with contextlib.suppress(OSError):
+        old.rmdir()
+
+
+@contextlib.contextmanager
+def staged_file(destination: str | Path) -> Iterator[Path]:
+    """Yield a file to write beside ``destination``; moved onto it whole when the block ends, removed if it raises.
+
+    A symbolic link is followed (:class:`StagedFile`).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
+    >>> with staged_file(out) as path:
+    ...     _ = path.write_text("hello")
+    >>> out.read_text()
+    'hello'
+    """
+    staged = StagedFile(destination)
+    with all_or_nothing(staged):
+        yield staged.path
 
 
 @contextlib.contextmanager

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from netsim.cli import files as run_files
 from netsim.cli.main import app
 from netsim.cli.output import OUTPUT_FILES
-from netsim.destinations import StagedFolder, check_file
+from netsim.destinations import MANIFEST, StagedFolder, check_file, staged_file
 
 runner = CliRunner()
 SCENARIO = (ROOT / "scenarios" / "allgather_ring8_latency_bound.yaml").read_text(encoding="utf-8")
@@ -48,7 +48,7 @@ def test_output_folder_holding_the_topology_file_is_refused_with_force(work):
     (work / "scenario.yaml").write_text(SCENARIO.replace("topology: ring8", "topology: topo/ring.yaml").replace("bytes_per_device: 8 B", "shape: [2]"))
     out = _run("--output", "topo", "--force")
     assert out.exit_code == 2, out.output
-    assert "the folder holds ring.yaml, an input of this run" in out.output
+    assert "the folder holds ring.yaml, which netsim did not write" in out.output  # refused before the topology is even read
     assert (work / "topo" / "ring.yaml").exists()
 
 
@@ -116,24 +116,29 @@ def test_a_failure_with_force_keeps_the_old_folder_whole(work, monkeypatch):
     assert sorted(os.listdir(work)) == ["out", "scenario.yaml"]
 
 
-def test_an_existing_folder_whose_file_is_a_folder_is_replaced_whole_or_not_at_all(work):
+def test_a_folder_named_as_an_output_file_is_not_netsims_and_is_kept_even_with_force(work):
     (work / "out" / "scenario.yaml").mkdir(parents=True)
-    assert _run("--output", "out").exit_code == 2  # holds something: needs --force
-    assert _run("--output", "out", "--force").exit_code == 0
-    assert sorted(os.listdir(work / "out")) == sorted(OUTPUT_FILES)
-    assert (work / "out" / "scenario.yaml").is_file()
+    (work / "out" / "scenario.yaml" / "draft.yaml").write_text("mine", encoding="utf-8")
+    for extra in ([], ["--force"]):
+        out = _run("--output", "out", *extra)
+        assert (out.exit_code, out.output) == (
+            2,
+            "error: --output out: the folder holds scenario.yaml/, which netsim did not write;"
+            " --force replaces only what netsim wrote: move it out of out, or name a new folder\n",
+        )
+    assert (work / "out" / "scenario.yaml" / "draft.yaml").read_text(encoding="utf-8") == "mine"
 
 
 def test_a_swapped_folder_can_be_put_back(tmp_path):
     old = tmp_path / "out"
     old.mkdir()
-    (old / "a").write_text("old")
+    (old / "result.json").write_text("old")
     staged = StagedFolder(old)
     (staged.path / "b").write_text("new")
     staged.commit()
-    assert sorted(os.listdir(old)) == ["b"]
+    assert sorted(os.listdir(old)) == [MANIFEST, "b"]
     staged.undo()
-    assert sorted(os.listdir(old)) == ["a"] and sorted(os.listdir(tmp_path)) == ["out"]
+    assert sorted(os.listdir(old)) == ["result.json"] and sorted(os.listdir(tmp_path)) == ["out"]
 
 
 @pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
@@ -192,4 +197,122 @@ def test_what_a_killed_run_staged_is_removed_by_the_next_write_and_a_live_runs_i
     out = runner.invoke(app, ["run", str(ROOT / "scenarios" / "allgather_ring8.yaml"), "-o", str(tmp_path / "out")])
     assert out.exit_code == 0, out.output
     assert not killed.exists() and live.is_dir()
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["devices.csv", "links.csv", "result.json", "scenario.yaml"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".netsim-files", "devices.csv", "links.csv", "result.json", "scenario.yaml"]
+
+
+# --- --force replaces only what netsim wrote (issue 30, data loss) ----------------------
+
+
+def test_force_onto_a_folder_holding_files_netsim_never_wrote_refuses_and_deletes_nothing(work):
+    (work / "d" / "figures").mkdir(parents=True)
+    (work / "d" / "thesis.tex").write_text("months of work", encoding="utf-8")
+    (work / "d" / "figures" / "f.pdf").write_bytes(b"%PDF")
+    (work / "d" / "result.json").write_text("{}", encoding="utf-8")  # an earlier run's: netsim's
+    out = _run("--output", "d", "--force", "--trace", "t.json")
+    assert (out.exit_code, out.output) == (
+        2,
+        "error: --output d: the folder holds 2 entries netsim did not write: figures/, thesis.tex;"
+        " --force replaces only what netsim wrote: move them out of d, or name a new folder\n",
+    )
+    assert (work / "d" / "thesis.tex").read_text(encoding="utf-8") == "months of work"
+    assert (work / "d" / "figures" / "f.pdf").read_bytes() == b"%PDF"
+    assert sorted(os.listdir(work / "d")) == ["figures", "result.json", "thesis.tex"]
+    assert sorted(os.listdir(work)) == ["d", "scenario.yaml"]  # no trace either: all or nothing
+
+
+def test_force_replaces_an_earlier_runs_folder_and_its_manifest_says_what_netsim_wrote(work):
+    assert _run("--output", "d").exit_code == 0
+    assert (work / "d" / MANIFEST).read_text(encoding="utf-8").splitlines()[1:] == sorted(OUTPUT_FILES)
+    assert _run("--output", "d", "--force").exit_code == 0
+    assert sorted(os.listdir(work / "d")) == sorted([*OUTPUT_FILES, MANIFEST])
+    (work / "d" / "notes.txt").write_text("mine", encoding="utf-8")
+    out = _run("--output", "d", "--force")
+    assert out.exit_code == 2 and "the folder holds notes.txt, which netsim did not write" in out.output
+    assert (work / "d" / "notes.txt").read_text(encoding="utf-8") == "mine"
+
+
+def test_a_symbolic_link_in_a_forced_folder_is_refused_and_what_it_points_to_is_kept(work):
+    assert _run("--output", "d").exit_code == 0
+    (work / "mine.csv").write_text("mine", encoding="utf-8")
+    (work / "d" / "links.csv").unlink()
+    (work / "d" / "links.csv").symlink_to(work / "mine.csv")
+    out = _run("--output", "d", "--force")
+    assert out.output == (
+        "error: --output d: the folder holds links.csv (a symbolic link), which netsim did not write;"
+        " --force replaces only what netsim wrote: move it out of d, or name a new folder\n"
+    )
+    assert (work / "d" / "links.csv").is_symlink() and (work / "mine.csv").read_text(encoding="utf-8") == "mine"
+
+
+def test_a_file_put_in_the_folder_after_the_check_stops_the_swap(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "result.json").write_text("old", encoding="utf-8")
+    staged = StagedFolder(out)
+    (staged.path / "result.json").write_text("new", encoding="utf-8")
+    (out / "thesis.tex").write_text("mine", encoding="utf-8")  # while the run was going
+    with pytest.raises(ValueError, match=r"the folder holds thesis\.tex, which netsim did not write"):
+        staged.commit()
+    staged.discard()
+    assert sorted(os.listdir(out)) == ["result.json", "thesis.tex"] and sorted(os.listdir(tmp_path)) == ["out"]
+
+
+# --- an output named through a symbolic link: the link stays, its target is written -----
+
+
+@pytest.mark.parametrize(
+    "args, name, head",
+    [
+        (["run", "scenario.yaml", "--trace"], "t.json", b'{"traceEvents"'),
+        (["program", str(ROOT / "scenarios" / "programs" / "allgather_matmul.yaml"), "--trace"], "p.json", b'{"traceEvents"'),
+        (["timeline", "scenario.yaml", "-o"], "t.png", b"\x89PNG"),
+        (["animate", "scenario.yaml", "--frames", "3", "-o"], "a.gif", b"GIF8"),
+    ],
+)
+def test_an_output_file_named_through_a_symbolic_link_is_written_where_the_link_points(work, args, name, head):
+    (work / "kept").mkdir()
+    (work / "kept" / name).write_text("old", encoding="utf-8")
+    (work / name).symlink_to(os.path.join("kept", name))
+    out = runner.invoke(app, [*args, name])
+    assert out.exit_code == 0, out.output
+    assert (work / name).is_symlink() and os.readlink(work / name) == os.path.join("kept", name)
+    assert (work / "kept" / name).read_bytes().startswith(head)
+    assert sorted(os.listdir(work)) == sorted([name, "kept", "scenario.yaml"]) and os.listdir(work / "kept") == [name]  # nothing staged left
+
+
+def test_a_dangling_link_makes_its_target_and_one_into_a_missing_folder_is_refused(work):
+    (work / "t.json").symlink_to("made.json")
+    assert _run("--trace", "t.json").exit_code == 0
+    assert (work / "t.json").is_symlink() and (work / "made.json").read_bytes().startswith(b'{"traceEvents"')
+    (work / "u.json").symlink_to(os.path.join("missing", "u.json"))
+    out = _run("--trace", "u.json")
+    real = work.resolve()
+    message = f"error: --trace u.json (a symbolic link to {real / 'missing' / 'u.json'}): the folder {real / 'missing'} does not exist; create it first\n"
+    assert (out.exit_code, out.output) == (2, message)
+    assert (work / "u.json").is_symlink()
+
+
+def test_a_link_to_an_input_is_refused_as_the_input(work):
+    (work / "t.json").symlink_to("scenario.yaml")
+    out = _run("--trace", "t.json")
+    assert (out.exit_code, out.output) == (2, "error: --trace t.json: that is an input of this run; write to another file\n")
+    assert (work / "scenario.yaml").read_text(encoding="utf-8") == SCENARIO
+
+
+def test_every_staged_write_follows_a_chain_of_links(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "data.csv").write_text("old", encoding="utf-8")
+    (tmp_path / "middle.csv").symlink_to(tmp_path / "real" / "data.csv")
+    (tmp_path / "first.csv").symlink_to("middle.csv")
+    with staged_file(tmp_path / "first.csv") as path:
+        path.write_text("new", encoding="utf-8")
+    assert (tmp_path / "first.csv").is_symlink() and (tmp_path / "middle.csv").is_symlink()
+    assert (tmp_path / "real" / "data.csv").read_text(encoding="utf-8") == "new"
+    assert sorted(os.listdir(tmp_path / "real")) == ["data.csv"]
+
+
+def test_the_fixed_output_names_are_netsims_even_without_a_manifest():
+    from netsim.destinations import KNOWN_OUTPUTS
+    from netsim.studies.sweep import RESULTS_FILE
+
+    assert {*OUTPUT_FILES, RESULTS_FILE} == KNOWN_OUTPUTS

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -22,6 +23,7 @@ from typer.testing import CliRunner
 import netsim
 import netsim.studies.sweep as sweep_module
 from netsim.cli.main import app
+from netsim.destinations import MANIFEST, record_written
 from netsim.scenario import ScenarioError
 from netsim.scenario.study import MAX_EXPANDED, study_from_data
 from netsim.studies.resume import HASH_COLUMN
@@ -45,6 +47,7 @@ def _sweep(tmp_path, *args: str):
 def test_an_existing_folder_is_refused_and_force_replaces_it_whole(tmp_path):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "old_plot.png").write_bytes(b"old")
+    record_written(tmp_path / "out", ["old_plot.png"])  # a plot an earlier sweep drew
     refused = _sweep(tmp_path)
     assert refused.exit_code == 2
     assert "the folder exists and holds files; add --force to replace it whole" in refused.output
@@ -53,6 +56,35 @@ def test_an_existing_folder_is_refused_and_force_replaces_it_whole(tmp_path):
     assert not (tmp_path / "out" / "old_plot.png").exists()  # no stale plot beside the new results
     assert (tmp_path / "out" / RESULTS_FILE).exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "study.yaml"]
+
+
+def test_force_refuses_a_folder_holding_what_netsim_did_not_write_and_deletes_nothing(tmp_path):
+    study = _study(tmp_path, {**STUDY, "grid": {"algorithm": ["ring", "bidirectional_ring"], "input.bytes_per_device": ["64 B", "128 B"]}})
+    out = tmp_path / "out"
+
+    def sweep(*args: str):
+        return runner.invoke(app, ["sweep", study, "-o", str(out), "-j", "1", "-q", *args])
+
+    assert sweep().exit_code == 0
+    listed = (out / MANIFEST).read_text(encoding="utf-8").splitlines()
+    assert RESULTS_FILE in listed and any(name.endswith(".png") for name in listed)  # the plots are netsim's too
+    (out / "thesis.tex").write_text("months of work", encoding="utf-8")
+    (out / "figures").mkdir()
+    (out / "figures" / "f.pdf").write_bytes(b"%PDF")
+    before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+    refused = sweep("--force")
+    assert (refused.exit_code, refused.output) == (
+        2,
+        f"error: --output {out}: the folder holds 2 entries netsim did not write: figures/, thesis.tex;"
+        f" --force replaces only what netsim wrote: move them out of {out}, or name a new folder\n",
+    )
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before
+    assert (out / "thesis.tex").read_text(encoding="utf-8") == "months of work"
+    (out / "thesis.tex").unlink()
+    shutil.rmtree(out / "figures")
+    assert sweep("--force").exit_code == 0  # only netsim's files left: replaced
+    assert sweep("--resume").exit_code == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(["busbw_vs_payload.png", "time_vs_payload.png", RESULTS_FILE, MANIFEST])
 
 
 def test_an_empty_folder_is_fine_and_an_empty_name_is_refused(tmp_path):

@@ -46,7 +46,7 @@ def test_every_command_that_writes_takes_dash_o(command):
 def test_run_output_creates_missing_parent_folders(tmp_path):
     result = runner.invoke(app, ["run", "scenarios/allgather_ring4_neighbours.yaml", "-o", str(tmp_path / "results" / "ring4")])
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in (tmp_path / "results" / "ring4").iterdir()) == ["devices.csv", "links.csv", "result.json", "scenario.yaml"]
+    assert sorted(p.name for p in (tmp_path / "results" / "ring4").iterdir()) == [".netsim-files", "devices.csv", "links.csv", "result.json", "scenario.yaml"]
 
 
 def _scenario_with_expected(tmp_path, time_s):

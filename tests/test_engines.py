@@ -110,6 +110,46 @@ def test_random_schedules_play_the_same_on_both_engines(seed):
     assert_same(fast, processes)
 
 
+def joined_case(case):
+    """The same schedule with every step that waits for two or more steps waiting for one join of them instead."""
+    topo, transfers, computes, buffers, cut_through, start_s = case
+    n, joins = len(transfers), []
+
+    def through_join(step, device):
+        if len(step.deps) < 2:
+            return step.deps
+        joins.append(Compute(device=device, seconds=0.0, deps=tuple(step.deps), join=True, name="join"))
+        return (n + len(computes) + len(joins) - 1,)
+
+    moved = [SimpleNamespace(**{**vars(t), "deps": through_join(t, t.src)}) for t in transfers]
+    computed = [Compute(**{**{f: getattr(c, f) for f in c.__dataclass_fields__}, "deps": through_join(c, c.device)}) for c in computes]
+    return (topo, moved, computed + joins, buffers, cut_through, start_s), len(joins)
+
+
+@pytest.mark.parametrize("engine", ["fast", "processes"])
+def test_a_join_plays_exactly_as_the_dependencies_it_joins(engine):
+    """Joins change no event: the same times, hops, link queues and compute steps, on 200 random schedules."""
+    with_joins = 0
+    for seed in range(200):
+        case = random_case(seed)
+        joined, count = joined_case(case)
+        with_joins += count > 0
+        direct, through = played(engine, *case), played(engine, *joined)
+        m = len(case[2])
+        assert (direct.time, direct.actions, direct.sent_at, direct.nbytes) == (through.time, through.actions, through.sent_at, through.nbytes)
+        np.testing.assert_array_equal(direct.arrived_at, through.arrived_at)
+        assert [(h.transfer, h.link, h.start, h.end) for h in direct.hops] == [(h.transfer, h.link, h.start, h.end) for h in through.hops]
+        assert {k: (s.busy_s, s.max_queue) for k, s in direct.links.items()} == {k: (s.busy_s, s.max_queue) for k, s in through.links.items()}
+        np.testing.assert_array_equal(direct.computes.started_at, through.computes.started_at[:m])
+        np.testing.assert_array_equal(direct.computes.ended_at, through.computes.ended_at[:m])
+        assert direct.compute_units == through.compute_units
+        joins = joined[2][m:]
+        for j, step in enumerate(joins):  # done the instant its last dependency is
+            last = max(through.arrived_at[d] if d < len(joined[1]) else through.computes.ended_at[d - len(joined[1])] for d in step.deps)
+            assert through.computes.started_at[m + j] == through.computes.ended_at[m + j] == last
+    assert with_joins > 100
+
+
 def test_the_random_schedules_are_tie_heavy_and_mix_compute_with_transfers():
     cases = [random_case(seed) for seed in range(200)]
     runs = [played("fast", *case) for case in cases]

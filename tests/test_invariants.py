@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -480,3 +482,66 @@ def test_the_compiled_sums_are_numpys_to_the_bit():
     assert np.array_equal(received, np.bincount(dst[moving], weights=nbytes[moving].astype(float), minlength=m))
     assert not link_sums(link - 1, transfer, nbytes, start, end, m)[0]  # (a link out of range: NumPy's check raises)
     assert not device_sums(np.full(5, 8, np.int64), key, nbytes, src, dst, moving, m)[0]  # (a chunk of the wrong size)
+
+
+def _computing_run():
+    """Device 0 computes 2 us, then sends x to 1 (1000 B at 1 GB/s, 1 us hop); 1 joins the arrival, then computes 1 us."""
+    import dataclasses
+
+    from netsim.algorithms.compute import Compute
+    from netsim.network.topology import ring
+
+    topo = ring(2, bandwidth_Bps=1e9, latency_s=1e-6)
+    moves = [SimpleNamespace(src=0, dst=1, key="x", reduce=False, direction=1, deps=(1,))]
+    steps = [Compute(device=0, seconds=2e-6), Compute(device=1, deps=(0,), join=True), Compute(device=1, seconds=1e-6, deps=(2,))]
+    start = [{"x": np.zeros(1000, np.uint8)}, {}]
+    run = play(topo, moves, start, computes=steps, engine="fast")
+    return topo, moves, start, run, steps, dataclasses
+
+
+def test_a_program_like_run_passes_the_compute_invariant():
+    topo, moves, start, run, steps, _ = _computing_run()
+    check_playback(topo, moves, start, run, computes=steps)
+    assert run.computes.started_at.tolist() == pytest.approx([0.0, 4e-06, 4e-06], rel=1e-12)
+    assert run.computes.ended_at.tolist() == pytest.approx([2e-06, 4e-06, 5e-06], rel=1e-12)
+    assert run.computes.started_at[1] == run.computes.ended_at[1] == run.arrived_at[0]  # the join: when x arrived
+
+
+@pytest.mark.parametrize(
+    "started, ended, message",
+    [
+        ([0.0, 4e-6, 3e-6], [2e-6, 4e-6, 5e-6], "compute step #2 started at 3e-06 s, before compute step #1 ended at 4e-06 s, which it waits for"),
+        ([0.0, 3e-6, 4e-6], [2e-6, 3e-6, 5e-6], "compute step #1 started at 3e-06 s, before transfer #0 arrived at 4e-06 s, which it waits for"),
+        ([0.0, 4e-6, 4.5e-6], [2e-6, 4.5e-6, 5e-6], "join #1 was done from 4e-06 s to 4.5e-06 s, not when its last dependency was (4e-06 s)"),
+        ([0.0, 4e-6, 5.5e-6], [2e-6, 4e-6, 5e-6], "compute step #2 started at 5.5e-06 s and ended at 5e-06 s"),
+    ],
+)
+def test_a_corrupted_compute_record_breaks_the_compute_invariant(started, ended, message):
+    topo, moves, start, run, steps, dataclasses = _computing_run()
+    from netsim.engine.playback import ComputeRecord
+
+    bad = dataclasses.replace(run, computes=ComputeRecord(np.array(started), np.array(ended)))
+    with pytest.raises(InvariantError, match="^" + re.escape(f"invariant 'compute' violated: {message}; this is a bug in netsim")):
+        check_playback(topo, moves, start, bad, computes=steps)
+
+
+def test_two_steps_at_once_on_one_unit_and_a_transfer_before_its_compute_step():
+    import dataclasses
+
+    from netsim.algorithms.compute import Compute
+    from netsim.engine.playback import ComputeRecord
+    from netsim.network.topology import ring
+
+    topo = ring(2, bandwidth_Bps=1e9, latency_s=1e-6)
+    steps = [Compute(device=0, seconds=2e-6), Compute(device=0, seconds=2e-6)]
+    moves = [SimpleNamespace(src=0, dst=1, key="x", reduce=False, direction=1, deps=(2,))]
+    start = [{"x": np.zeros(1000, np.uint8)}, {}]
+    run = play(topo, moves, start, computes=steps, engine="processes")
+    check_playback(topo, moves, start, run, computes=steps)
+    overlapping = dataclasses.replace(run, computes=ComputeRecord(np.array([0.0, 1e-6]), np.array([2e-6, 3e-6])))
+    message = "device 0's compute unit ran step #1 from 1e-06 s while step #0 ran until 2e-06 s (one step at a time)"
+    with pytest.raises(InvariantError, match=re.escape(message)):
+        check_playback(topo, moves, start, overlapping, computes=steps)
+    early = dataclasses.replace(run, sent_at=[1e-6], arrived_at=[3e-6], time=4e-6)
+    with pytest.raises(InvariantError, match=re.escape("transfer #0 left at 1e-06 s, before compute step #1 it waits for ended at 4e-06 s")):
+        check_playback(topo, moves, start, early, computes=steps)

@@ -15,6 +15,7 @@ import netsim
 from netsim.analysis.why import analyse
 from netsim.cli.main import app
 from netsim.cli.output import OUTPUT_FILES
+from netsim.destinations import MANIFEST
 
 runner = CliRunner()
 
@@ -25,7 +26,8 @@ def test_output_directory_holds_the_run_and_reproduces_it(tmp_path, name):
     target = tmp_path / "out"
     out = runner.invoke(app, ["run", str(source), "--output", str(target)])
     assert out.exit_code == 0, out.output
-    assert sorted(p.name for p in target.iterdir()) == sorted(OUTPUT_FILES)
+    assert sorted(p.name for p in target.iterdir()) == sorted([*OUTPUT_FILES, MANIFEST])
+    assert (target / MANIFEST).read_text(encoding="utf-8").splitlines()[1:] == sorted(OUTPUT_FILES)  # what --force may replace
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no staging directory left behind
 
     record = json.loads((target / "result.json").read_text(encoding="utf-8"))
@@ -53,18 +55,35 @@ def test_output_directory_holds_the_run_and_reproduces_it(tmp_path, name):
 def test_output_into_an_existing_folder_is_refused_without_force_and_replaced_whole_with_it(tmp_path):
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    (out_dir / "notes.txt").write_text("keep me", encoding="utf-8")
     (out_dir / "links.csv").write_text("old", encoding="utf-8")
+    (out_dir / "stale.csv").write_text("an earlier version's file", encoding="utf-8")
+    (out_dir / MANIFEST).write_text("# written by netsim\nstale.csv\n", encoding="utf-8")
     scenario = str(ROOT / "scenarios" / "allgather_ring8_ring.yaml")
     refused = runner.invoke(app, ["run", scenario, "--output", str(out_dir)])
     assert refused.exit_code == 2
     assert refused.output == f"error: --output {out_dir}: the folder exists and holds files; add --force to replace it whole, or name a new folder\n"
-    assert (out_dir / "notes.txt").read_text(encoding="utf-8") == "keep me"
+    assert (out_dir / "links.csv").read_text(encoding="utf-8") == "old"
     out = runner.invoke(app, ["run", scenario, "--output", str(out_dir), "--force"])
     assert out.exit_code == 0, out.output
     assert (out_dir / "links.csv").read_text(encoding="utf-8").startswith("link,src,dst")
-    assert sorted(p.name for p in out_dir.iterdir()) == sorted(OUTPUT_FILES)  # replaced whole: no stale file beside the new ones
+    assert sorted(p.name for p in out_dir.iterdir()) == sorted([*OUTPUT_FILES, MANIFEST])  # replaced whole: no stale file beside the new ones
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # and nothing staged left beside it
+
+
+def test_force_never_deletes_what_netsim_did_not_write(tmp_path):
+    out_dir = tmp_path / "out"
+    scenario = str(ROOT / "scenarios" / "allgather_ring8_ring.yaml")
+    assert runner.invoke(app, ["run", scenario, "--output", str(out_dir)]).exit_code == 0
+    (out_dir / "notes.txt").write_text("keep me", encoding="utf-8")
+    before = {p.name: p.read_bytes() for p in out_dir.iterdir()}
+    for extra in ([], ["--force"]):
+        refused = runner.invoke(app, ["run", scenario, "--output", str(out_dir), *extra])
+        assert (refused.exit_code, refused.output) == (
+            2,
+            f"error: --output {out_dir}: the folder holds notes.txt, which netsim did not write;"
+            f" --force replaces only what netsim wrote: move it out of {out_dir}, or name a new folder\n",
+        )
+        assert {p.name: p.read_bytes() for p in out_dir.iterdir()} == before
 
 
 def _listing(path):

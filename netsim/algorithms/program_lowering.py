@@ -131,10 +131,16 @@ class _Builder:
         self.n_transfers = 0
         self.steps = 0
         self.blocks = 0
-        self.computes: list[tuple[int, float | None, float, float, tuple[int, ...], str]] = []
+        self.computes: list[tuple[int, float | None, float, float, tuple[int, ...], str, bool]] = []
 
     def add_schedule(self, schedule: Schedule, extra: list[tuple[int, ...]]) -> tuple[range, int, np.ndarray, np.ndarray]:
-        """Append a collective's transfers, each also waiting for ``extra[src]``; (range, block offset, dst, block) of them."""
+        """Append a collective's transfers, each also waiting for ``extra[src]``; (range, block offset, dst, block) of them.
+
+        Where a device waits for several steps, its transfers wait for one join of them
+        (:class:`~netsim.algorithms.compute.Compute` ``join=True``): one dependency each,
+        however many arrivals the op waits for.
+        """
+        extra = [self.joined(d, steps) for d, steps in enumerate(extra)]
         table = schedule.transfers
         if not isinstance(table, TransferTable):
             rows = list(table)
@@ -159,9 +165,13 @@ class _Builder:
     def idxs_total(self) -> int:
         return int(sum(len(i) for i in self.idxs))
 
-    def add_compute(self, device: int, flops: float, nbytes: float, seconds: float | None, deps: tuple[int, ...], name: str) -> int:
-        self.computes.append((device, seconds, flops, nbytes, deps, name))
+    def add_compute(self, device: int, flops: float, nbytes: float, seconds: float | None, deps: tuple[int, ...], name: str, join: bool = False) -> int:
+        self.computes.append((device, seconds, flops, nbytes, deps, name, join))
         return -len(self.computes)
+
+    def joined(self, device: int, steps: tuple[int, ...]) -> tuple[int, ...]:
+        """``steps`` as one dependency: themselves if there are at most one, else a join of them on ``device``."""
+        return steps if len(steps) <= 1 else (self.add_compute(device, 0.0, 0.0, 0.0, steps, "join", join=True),)
 
     def schedule(self) -> Schedule:
         n = self.n_transfers
@@ -179,7 +189,8 @@ class _Builder:
             ptr, idx = np.zeros(1, np.int64), np.zeros(0, np.int64)
         table = TransferTable(cols["step"], cols["src"], cols["dst"], cols["block"], cols["piece"], cols["reduce"], cols["direction"], cols["phase"], ptr, idx)
         computes = tuple(
-            Compute(device=d, seconds=s, flops=f, bytes=b, deps=tuple(real(x) for x in deps), name=name) for d, s, f, b, deps, name in self.computes
+            Compute(device=d, seconds=s, flops=f, bytes=b, deps=tuple(real(x) for x in deps), name=name, join=join)
+            for d, s, f, b, deps, name, join in self.computes
         )
         return Schedule("program", "program", ((*range(self.n_devices),),), 1, table, None, computes)
 

@@ -17,6 +17,7 @@ import numpy as np
 from netsim.checks.errors import InvariantError
 from netsim.columnar import stable_order
 from netsim.engine import ArrayList, Playback, TransferLike, as_array, transfer_columns
+from netsim.engine.columns import compute_columns
 from netsim.network.topology import Topology
 
 COMPILED_MIN = 20_000
@@ -62,7 +63,7 @@ class _Arrays:
     route is one link (``single_link``), ``route_link`` is each transfer's link.
     """
 
-    def __init__(self, topology: Topology, transfers: Sequence[TransferLike], playback: Playback) -> None:
+    def __init__(self, topology: Topology, transfers: Sequence[TransferLike], playback: Playback, computes: Sequence[Any] = ()) -> None:
         n = len(transfers)
         if not (len(playback.sent_at) == len(playback.arrived_at) == len(playback.nbytes) == len(playback.routes) == n):
             raise InvariantError("drained", f"the playback records {len(playback.arrived_at)} arrivals and {len(playback.routes)} routes for {n} transfers")
@@ -110,6 +111,13 @@ class _Arrays:
         self.single_link = bool(len(self.distinct_length)) and bool((self.distinct_length == 1).all())
         self.topology = topology
         self.deps_before: bool | None = None  # whether each transfer waits only for earlier ones, once a check found out
+        # Compute steps (numbered after the transfers in anyone's dependencies) and when each step is done.
+        self.computes = compute_columns(computes)
+        self.started = as_array(playback.computes.started_at, float) if len(computes) else np.zeros(0)
+        self.ended = as_array(playback.computes.ended_at, float) if len(computes) else np.zeros(0)
+        if len(self.started) != len(computes) or len(self.ended) != len(computes):
+            raise InvariantError("drained", f"the playback records {len(self.ended)} compute steps for {len(computes)}")
+        self.done = np.concatenate([self.arrived, self.ended]) if len(computes) else self.arrived
 
     def by(self, column: str) -> np.ndarray:
         """Hop positions sorted stably by ``"transfer"`` or ``"link"``."""

@@ -23,13 +23,17 @@ def _check_drained(transfers: Sequence[TransferLike], playback: Playback, a: _Ar
     if early.any():
         i = _first(early)
         raise InvariantError("drained", f"transfer #{i} arrived at {a.arrived[i]:.9g} s, before it was sent at {a.sent[i]:.9g} s")
-    jumped = None if _compiled_first(len(a.src)) and _compiled_dependencies(a) else _later(a.arrived[a.dep_idx], a.sent[a.waiting])
+    if len(a.dep_idx) and (int(a.dep_idx.min()) < 0 or int(a.dep_idx.max()) >= len(a.done)):
+        raise InvariantError("drained", "a transfer waits for a step that does not exist")
+    jumped = None if _compiled_first(len(a.src)) and _compiled_dependencies(a) else _later(a.done[a.dep_idx], a.sent[a.waiting])
     if jumped is not None and jumped.any():
         i, d = a.waiting[_first(jumped)], a.dep_idx[_first(jumped)]
-        raise InvariantError("drained", f"transfer #{i} left at {a.sent[i]:.9g} s, before transfer #{d} it waits for arrived at {a.arrived[d]:.9g} s")
-    finish = float(a.arrived.max(initial=0.0))
+        what = f"transfer #{d} it waits for arrived" if d < len(a.src) else f"compute step #{d - len(a.src)} it waits for ended"
+        raise InvariantError("drained", f"transfer #{i} left at {a.sent[i]:.9g} s, before {what} at {a.done[d]:.9g} s")
+    finish = max(float(a.arrived.max(initial=0.0)), float(a.ended.max(initial=0.0)))
     if not (math.isfinite(playback.time) and playback.time >= 0 and abs(playback.time - finish) <= 1e-9 * finish + 1e-15):
-        raise InvariantError("drained", f"the run's time {playback.time:.9g} s is not the last arrival {finish:.9g} s")
+        last = "arrival" if not len(a.ended) else "arrival or compute step"
+        raise InvariantError("drained", f"the run's time {playback.time:.9g} s is not the last {last} {finish:.9g} s")
 
 
 def _check_delivery(transfers: Sequence[TransferLike], groups: Sequence[Sequence[int]] | None, a: _Arrays) -> None:
@@ -142,7 +146,7 @@ def _compiled_dependencies(a: _Arrays) -> bool:
         from netsim.checks.passes_compiled import dependencies_pass
     except ImportError:  # pragma: no cover - numba is a dependency; a broken install checks with NumPy
         return False
-    ok, before = dependencies_pass(a.dep_ptr, a.dep_idx, a.arrived, a.sent)
+    ok, before = dependencies_pass(a.dep_ptr, a.dep_idx, a.done, a.sent)
     if ok:
         a.deps_before = bool(before)
     return bool(ok)

@@ -27,6 +27,11 @@ reports as an internal error (exit code 3).
     transfer leaves a source that holds its chunk or bundle by then (or all the
     parts it makes the bundle from), nothing reaches a device twice, and opening
     the bundles each device ends with gives every chunk it wants, once.
+``compute``
+    Every compute step started after the steps it waits for were done, lasted a finite
+    time >= 0, and each device's compute unit ran one step at a time; every join was done
+    the instant its last dependency was. (With compute steps, ``drained`` also reads a
+    transfer's wait for a compute step, and the run's time is the last arrival or end.)
 
 All checks are linear in the number of transfers and link crossings. :func:`check_playback`
 runs them in that order; each lives in its own module: ``drained`` and ``delivery`` in
@@ -43,6 +48,7 @@ from typing import Any
 
 from netsim.checks.arrays import _Arrays
 from netsim.checks.chunks import _PATTERNS, _check_chunks
+from netsim.checks.computes import _check_computes
 from netsim.checks.conservation import _check_device_bytes, _check_link_bytes
 from netsim.checks.delivery import _check_delivery, _check_drained
 from netsim.checks.errors import InvariantError
@@ -61,6 +67,7 @@ def check_playback(
     groups: Sequence[Sequence[int]] | None = None,
     pattern: str | None = None,
     wanted: Callable[[int], Iterable[int]] | None = None,
+    computes: Sequence[Any] = (),
 ) -> None:
     """Check every invariant of one playback; raise :class:`InvariantError` on the first broken one.
 
@@ -81,6 +88,9 @@ def check_playback(
         enables the ``chunks`` check. Other patterns get the other checks only.
     wanted : callable, optional
         ``wanted(device)`` gives the blocks a device must hold at the end.
+    computes : sequence of Compute, optional
+        The compute steps played beside the transfers (a program's): enables the
+        ``compute`` check.
 
     Raises
     ------
@@ -103,8 +113,9 @@ def check_playback(
     ...
     netsim.checks.InvariantError: invariant 'delivery' violated: transfer #3 (0->1) crossed 0 link(s) [] but its route is 1 link(s) ['0->1']; ...
     """
-    arrays = _Arrays(topology, transfers, playback)
+    arrays = _Arrays(topology, transfers, playback, computes)
     _check_drained(transfers, playback, arrays)
+    _check_computes(arrays)
     _check_delivery(transfers, groups, arrays)
     _check_link_bytes(playback, arrays)
     _check_device_bytes(transfers, buffers, playback, arrays)

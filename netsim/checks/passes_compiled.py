@@ -27,19 +27,20 @@ def _later(a, b):
 
 
 @njit(cache=True)
-def dependencies_pass(dep_ptr, dep_idx, arrived, sent):
-    """Whether every transfer leaves after the transfers it waits for arrived (beyond rounding),
-    and whether each waits only for transfers before it (meaningful when the first is True)."""
+def dependencies_pass(dep_ptr, dep_idx, done, sent):
+    """Whether every transfer leaves after the steps it waits for were done (beyond rounding: ``done``
+    is when each transfer arrived, then when each compute step ended), and whether each waits only
+    for transfers before it (meaningful when the first is True)."""
     n = len(sent)
     before = True
     for i in range(n):
         for p in range(dep_ptr[i], dep_ptr[i + 1]):
             d = dep_idx[p]
-            if d < 0 or d >= n:
+            if d < 0 or d >= len(done):
                 return False, False
             if d >= i:
                 before = False
-            if _later(arrived[d], sent[i]):
+            if _later(done[d], sent[i]):
                 return False, False
     return True, before
 

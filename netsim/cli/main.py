@@ -91,7 +91,14 @@ def run(
             "--engine", metavar="ENGINE", help="auto, processes (links, devices, compute units as SimPy processes) or fast (the fast player): same numbers."
         ),
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing --output folder that holds files (replaced whole).")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace an --output folder holding what netsim wrote there (an earlier run's files);"
+            " a folder holding anything else is refused, naming it, and nothing is deleted.",
+        ),
+    ] = False,
     check: Annotated[
         bool, typer.Option("--check", help="Exit 1 unless the simulated time equals the scenario's expected.time_s (to a relative 1e-9).")
     ] = False,

@@ -12,7 +12,10 @@ An output directory holds:
 ``links.csv``, ``devices.csv``
     per-link and per-device statistics (:func:`netsim.cli.report.links_csv`, ``devices_csv``);
 ``scenario.yaml``
-    the scenario as it was run, which ``netsim run`` reproduces bit for bit.
+    the scenario as it was run, which ``netsim run`` reproduces bit for bit;
+``.netsim-files``
+    the names of the files netsim wrote there: ``--force`` replaces a folder holding only
+    those, and refuses one holding anything else (:mod:`netsim.written`).
 """
 
 from __future__ import annotations
@@ -74,7 +77,7 @@ def output_contents(result: Result, scenario: Any) -> dict[str, str]:
 
 
 def write_output_dir(directory: str | Path, result: Result, scenario: Any, *, force: bool = False) -> Path:
-    """Write a run's files into the folder ``directory``, whole: a new folder, or (``force``) in place of an old one.
+    """Write a run's files into the folder ``directory``, whole: a new folder, or (``force``) in place of an old one holding only what netsim wrote.
 
     The files are written into a folder beside it, which is then renamed into place
     (swapped with the existing folder, which is removed); a failure leaves nothing.
@@ -85,7 +88,7 @@ def write_output_dir(directory: str | Path, result: Result, scenario: Any, *, fo
     >>> scenario = netsim.load_scenario("scenarios/allgather_ring8.yaml")
     >>> out = write_output_dir(pathlib.Path(tempfile.mkdtemp()) / "run", netsim.simulate(scenario), scenario)
     >>> sorted(p.name for p in out.iterdir())
-    ['devices.csv', 'links.csv', 'result.json', 'scenario.yaml']
+    ['.netsim-files', 'devices.csv', 'links.csv', 'result.json', 'scenario.yaml']
     """
     path = check_folder("--output", directory, force, inputs=run_inputs(scenario))
     staged = StagedFolder(path)

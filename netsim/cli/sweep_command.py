@@ -25,7 +25,14 @@ def sweep(
         str | None, typer.Option("--scheduler", metavar="ADDRESS", help="Run on a Dask cluster, e.g. tcp://host:8786 (needs the cluster extra).")
     ] = None,
     workers: Annotated[int | None, typer.Option("-j", "--workers", metavar="N", help="Local worker processes (default: all cores).")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing output folder that holds files (replaced whole when the sweep ends).")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace an output folder holding what netsim wrote there (swapped in when the sweep ends);"
+            " a folder holding anything else is refused, naming it, and nothing is deleted.",
+        ),
+    ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON array (shape: netsim schema sweep), not the summary.")] = False,
 ) -> None:
     """Run every point of a study: results.csv, plots and a summary table."""
@@ -33,6 +40,7 @@ def sweep(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    from netsim.destinations import record_written
     from netsim.scenario.study import load_study
     from netsim.studies.plots import plot_results
     from netsim.studies.sweep import INTERNAL, RESULTS_FILE
@@ -85,6 +93,7 @@ def sweep(
             plots = plot_program_results(table, where, loaded.name)
         else:
             plots = plot_results(table, where, loaded.plots, loaded.name)
+        record_written(where, [RESULTS_FILE, *(plot.path.name for plot in plots)])  # what --force may replace later
         if staged is not None:
             staged.commit()
             staged.finish()

@@ -163,6 +163,8 @@ def _compute_slices(schedule: Any, playback: Any, offset: float, next_tid: int, 
     tids: dict[int, int] = {}
     n = len(schedule.transfers)
     for j, step in enumerate(schedule.computes):
+        if step.join:  # a join does no work and takes no time: no slice
+            continue
         if step.device not in tids:
             tids[step.device] = next_tid
             events.append({"ph": "M", "name": "thread_name", "pid": step.device + 1, "tid": next_tid, "args": {"name": "compute"}})

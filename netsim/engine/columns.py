@@ -253,7 +253,8 @@ def transfer_columns(transfers: Sequence[TransferLike]) -> dict[str, Any]:
 
 def compute_columns(computes: Sequence[ComputeLike]) -> dict[str, Any]:
     """The compute steps as arrays: ``device``, ``seconds`` (NaN where the step gives
-    ``flops`` and ``bytes`` instead), ``flops``, ``bytes`` and the dependencies as
+    ``flops`` and ``bytes`` instead), ``flops``, ``bytes``, ``join`` (a step of no work,
+    :class:`~netsim.algorithms.compute.Compute`) and the dependencies as
     ``dep_ptr`` / ``dep_idx`` (numbered as in :func:`netsim.engine.play`).
 
     Examples
@@ -273,6 +274,7 @@ def compute_columns(computes: Sequence[ComputeLike]) -> dict[str, Any]:
         "seconds": np.fromiter(seconds, np.float64, n),
         "flops": np.fromiter((float(c.flops) for c in computes), np.float64, n),
         "bytes": np.fromiter((float(c.bytes) for c in computes), np.float64, n),
+        "join": np.fromiter((bool(getattr(c, "join", False)) for c in computes), bool, n),
         "dep_ptr": dep_ptr,
         "dep_idx": np.fromiter((d for c in computes for d in c.deps), np.int64, int(dep_ptr[-1])),
     }
@@ -339,3 +341,34 @@ def hop_arrays(hops: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     start = np.fromiter((hop.start for hop in hops), float, h)
     end = np.fromiter((hop.end for hop in hops), float, h)
     return transfer, link, start, end, list(numbers)
+
+
+def waiter_keys(dep_ptr: np.ndarray, dep_idx: np.ndarray, joins: np.ndarray | None, n_transfers: int) -> np.ndarray | None:
+    """The order in which a step's waiters are counted off: by these keys (None: by step number).
+
+    Steps are numbered transfers first, then compute steps; ``dep_ptr`` / ``dep_idx``
+    give every step's dependencies in that numbering, ``joins`` which compute steps are
+    joins. A step's waiters are counted off in step order, except that a join is counted
+    off just before its first waiter: its waiters then become ready where they would if
+    they waited for the join's dependencies themselves.
+
+    Examples
+    --------
+    Transfers 0, 1, 2 and one compute step (step 3), a join of transfer 0 that transfer 1
+    waits for: the join is counted off as if it were step 1, just before it.
+
+    >>> waiter_keys(np.array([0, 0, 1, 1, 2]), np.array([3, 0]), np.array([True]), 3).tolist()
+    [1, 3, 5, 2]
+    """
+    if joins is None or not joins.any():
+        return None
+    steps = len(dep_ptr) - 1
+    waiter = np.repeat(np.arange(steps, dtype=np.int64), np.diff(dep_ptr))
+    keys = 2 * np.arange(steps, dtype=np.int64) + 1
+    first = np.full(steps, steps, np.int64)
+    np.minimum.at(first, dep_idx, waiter)
+    join = np.zeros(steps, bool)
+    join[n_transfers:] = joins
+    waited = join & (first < steps)
+    keys[waited] = 2 * first[waited]
+    return keys

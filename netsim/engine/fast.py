@@ -28,7 +28,7 @@ import numpy as np
 import simpy
 
 from netsim.columnar import stable_order
-from netsim.engine.columns import HopList, hops_and_links
+from netsim.engine.columns import HopList, hops_and_links, waiter_keys
 from netsim.engine.payloads import ABSENT, computed, made, shared
 from netsim.engine.playback import EngineError, LinkStats
 from netsim.engine.processes import run_counting
@@ -106,7 +106,15 @@ class FastPlayer:
             idx = np.concatenate([idx, compute_columns["dep_idx"]])
         counts_in = np.diff(ptr)
         self.missing = counts_in.tolist()
+        joins = compute_columns.get("join") if m else None
+        self.is_join = bytes(n) + (joins.tobytes() if joins is not None else bytes(m))
+        # Steps below this number are no joins (n + m when there are none): one comparison where a step becomes ready.
+        self.first_join = n + (int(np.argmax(joins)) if joins is not None and joins.any() else m)
         waiter = np.repeat(np.arange(n + m, dtype=np.int64), counts_in)
+        keys = waiter_keys(ptr, idx, joins, n)
+        if keys is not None:  # a join is counted off just before its first waiter (see waiter_keys)
+            order = np.argsort(keys[waiter], kind="stable")
+            idx, waiter = idx[order], waiter[order]
         # Who waits for each compute step: a list each, in step order (few compute steps, no need for speed).
         self.compute_waiters: list[list[int]] = [[] for _ in range(m)]
         on_compute = idx >= n
@@ -176,6 +184,7 @@ class FastPlayer:
             self.missing,
         )
         bandwidth, latency, max_queue = self.bandwidth, self.latency, self.max_queue
+        first_join, join = self.first_join, self._join
         sent_at, arrived_at, nbytes, buffers, ready, taken = self.sent_at, self.arrived_at, self.nbytes, self.buffers, self.ready, self.taken
         payload: list[Any] = [None] * n
         hop = [0] * n  # link of its route a transfer is on
@@ -270,27 +279,39 @@ class FastPlayer:
                                 left = missing[j] - 1
                                 missing[j] = left
                                 if not left:
-                                    becoming.append(j)
+                                    if j < first_join:
+                                        becoming.append(j)
+                                    else:
+                                        join(c, j, now)
                             elif j < -1:
                                 j = -2 - j
                                 left = missing[j] - 1
                                 missing[j] = left
                                 if not left:
-                                    becoming.append(j)
+                                    if j < first_join:
+                                        becoming.append(j)
+                                    else:
+                                        join(c, j, now)
                                 j = second[i]
                                 if j >= 0:
                                     left = missing[j] - 1
                                     missing[j] = left
                                     if not left:
-                                        becoming.append(j)
+                                        if j < first_join:
+                                            becoming.append(j)
+                                        else:
+                                            join(c, j, now)
                                 else:
                                     for waiter in more[-1 - j]:
                                         missing[waiter] -= 1
                                         if not missing[waiter]:
-                                            becoming.append(waiter)
+                                            if waiter < first_join:
+                                                becoming.append(waiter)
+                                            else:
+                                                join(c, waiter, now)
                     if m:  # compute steps: those done are taken in, those ready go to the unit (before the transfers are sent)
                         if finished[c]:
-                            self._take_finished(c, finished[c])
+                            self._take_finished(c, finished[c], now)
                             finished[c] = []
                         awake[c] = True
                         sending = ready[c]
@@ -407,16 +428,34 @@ class FastPlayer:
             self.actions += len(batch)
             del pending[now]
 
-    def _take_finished(self, device: int, steps: list[int]) -> None:
+    def _take_finished(self, device: int, steps: list[int], now: float) -> None:
         """Device ``device`` takes in its compute steps that are done: their outputs, and who waited for them."""
-        buffer, ready, missing = self.buffers[device], self.ready[device], self.missing
+        buffer = self.buffers[device]
         self.taken[device] += len(steps)
         for j in steps:
             computed(buffer, self.computes[j], device, j)
-            for waiting in self.compute_waiters[j]:
-                missing[waiting] -= 1
-                if not missing[waiting]:
+            self._count_off_compute(device, j, now)
+
+    def _count_off_compute(self, device: int, j: int, now: float) -> None:
+        """Compute step (or join) ``j`` is done on ``device``: whoever waited for it and waits for nothing more is ready."""
+        ready, missing, first_join = self.ready[device], self.missing, self.first_join
+        for waiting in self.compute_waiters[j]:
+            missing[waiting] -= 1
+            if not missing[waiting]:
+                if waiting < first_join or not self.is_join[waiting]:
                     ready.append(waiting)
+                else:
+                    self._join(device, waiting, now)
+
+    def _join(self, device: int, step: int, now: float) -> None:
+        """Join ``step`` waits for nothing more: done here and now (no compute unit), its waiters counted off in its place."""
+        if not self.is_join[step]:  # a compute step numbered after the first join
+            self.ready[device].append(step)
+            return
+        j = step - len(self.dst)
+        self.started[j] = self.ended[j] = now
+        self.taken[device] += 1
+        self._count_off_compute(device, j, now)
 
     def run(self) -> None:
         """Play until nothing more happens, counting SimPy's events."""

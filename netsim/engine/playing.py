@@ -192,18 +192,19 @@ def play(
             actions=actions,
             bundles=run.bundles,
             computes=ComputeRecord(started, ended),
-            compute_units=_unit_stats(devices, started, ended, unit_queues),
+            compute_units=_unit_stats(devices, started, ended, unit_queues, computed["join"]),
             engine=engine,
         )
         del run  # its per-transfer lists go now: the collector, back on, need not walk them
     return playback
 
 
-def _unit_stats(devices: list[int], started: np.ndarray, ended: np.ndarray, max_queue: Sequence[int]) -> dict[int, ComputeStats]:
-    """What each device's compute unit did, for the devices that computed (in device order)."""
-    if not devices:
+def _unit_stats(devices: list[int], started: np.ndarray, ended: np.ndarray, max_queue: Sequence[int], joins: np.ndarray) -> dict[int, ComputeStats]:
+    """What each device's compute unit did, for the devices that computed (in device order); joins are no unit's work."""
+    work = ~joins
+    if not work.any():
         return {}
-    device = np.asarray(devices, np.int64)
+    device = np.asarray(devices, np.int64)[work]
     steps = np.bincount(device)
-    busy = np.bincount(device, weights=ended - started)
+    busy = np.bincount(device, weights=(ended - started)[work])
     return {d: ComputeStats(int(steps[d]), float(busy[d]), int(max_queue[d])) for d in np.flatnonzero(steps).tolist()}

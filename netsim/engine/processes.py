@@ -71,8 +71,10 @@ from collections import deque
 from collections.abc import Hashable, Sequence
 from typing import Any
 
+import numpy as np
 import simpy
 
+from netsim.engine.columns import waiter_keys
 from netsim.engine.payloads import ABSENT, computed, made, take
 
 __all__ = ["ComputeUnit", "Device", "Link", "Message", "Model", "Server", "compute_time_s", "run_counting"]
@@ -297,12 +299,22 @@ class Device:
             self.count_off(model.n_transfers + index)
 
     def count_off(self, step: int) -> None:
-        """``step`` is done here: whoever waited for it and waits for nothing more is ready."""
+        """``step`` is done here: whoever waited for it and waits for nothing more is ready.
+
+        A join that waits for nothing more is done at once, here and now (no compute
+        unit), and its own waiters are counted off in its place.
+        """
         model = self.model
         for waiting in model.waiters[step]:
             model.missing[waiting] -= 1
             if not model.missing[waiting]:
-                self.ready.append(waiting)
+                if model.is_join[waiting]:
+                    j = waiting - model.n_transfers
+                    model.started[j] = model.ended[j] = model.env.now
+                    self.expected -= 1
+                    self.count_off(waiting)
+                else:
+                    self.ready.append(waiting)
 
     def send_ready(self) -> None:
         """Hand every ready compute step to the compute unit, then send every ready transfer."""
@@ -373,9 +385,13 @@ class Model:
         cptr = compute_columns["dep_ptr"].tolist()
         deps += [compute_columns["dep_idx"][cptr[j] : cptr[j + 1]].tolist() for j in range(m)]
         self.missing = [len(d) for d in deps]
+        joins = compute_columns.get("join")
+        self.is_join = bytes(n) + (joins.tobytes() if joins is not None else bytes(m))
         self.waiters: list[list[int]] = [[] for _ in deps]
-        for step, waited in enumerate(deps):
-            for d in waited:
+        ptr = np.concatenate([columns["dep_ptr"], columns["dep_ptr"][-1] + compute_columns["dep_ptr"][1:]])
+        keys = waiter_keys(ptr, np.concatenate([columns["dep_idx"], compute_columns["dep_idx"]]), joins, n)
+        for step in range(len(deps)) if keys is None else np.argsort(keys, kind="stable").tolist():
+            for d in deps[step]:
                 self.waiters[d].append(step)
         self.links = [link_class(self, k, bandwidth, latency) for k, (bandwidth, latency) in enumerate(links)]
         self.units = [compute_class(self, d, *rates[d]) for d in range(len(buffers))]

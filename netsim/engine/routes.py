@@ -64,6 +64,9 @@ def check_schedule(transfers: dict[str, Any], computes: dict[str, Any], n_device
     bad = np.flatnonzero((device < 0) | (device >= n_devices))
     if len(bad):
         raise ValueError(f"compute step #{int(bad[0])} names device {int(device[bad[0]])}, but the topology has {n_devices}")
+    joins = np.flatnonzero(computes["join"] & (np.diff(computes["dep_ptr"]) == 0)) if m and "join" in computes else ()
+    if len(joins):
+        raise ValueError(f"compute step #{int(joins[0])} is a join but waits for nothing: a join is done when its last dependency is")
     place = np.concatenate([dst, device]) if m else dst  # where each step is done
     for kind, columns, base, starts in (("transfer", transfers, 0, src), ("compute step", computes, n, device)):
         ptr, idx = columns["dep_ptr"], columns["dep_idx"]

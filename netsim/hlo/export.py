@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from netsim.destinations import staged_file
 from netsim.scenario.hlo.devices import sidecar_path
 
 __all__ = ["device_map", "export"]
@@ -34,17 +33,8 @@ def device_map(mesh: Any) -> dict[str, Any]:
 
 
 def _write(path: Path, text: str) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.chmod(temporary, 0o666 & ~umask)
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with staged_file(path) as staged:  # whole or not at all; a symbolic link is followed
+        staged.write_text(text, encoding="utf-8")
 
 
 def export(compiled: Any, mesh: Any, path: str | Path) -> Path:

@@ -19,7 +19,7 @@ import numpy as np
 
 from netsim.algorithms.program import Program, ProgramError
 from netsim.algorithms.program_lowering import lower
-from netsim.checks.invariants import InvariantError
+from netsim.checks.invariants import InvariantError, check_playback
 from netsim.engine import play
 from netsim.network.device_mesh import Mesh
 from netsim.network.units import format_bytes
@@ -175,6 +175,7 @@ def play_lowered(lowered: Any, topology: Any, engine: str | None, values: bool) 
     schedule = lowered.schedule
     buffers, pending = start_buffers(lowered, values)
     playback = play(topology, schedule.transfers, buffers, computes=schedule.computes, engine=choose_engine(engine, len(schedule.transfers)))
+    check_playback(topology, schedule.transfers, buffers, playback, computes=schedule.computes)
     return playback, pending
 
 

@@ -31,6 +31,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
 
+from netsim.destinations import staged_file
 from netsim.network.units import format_bytes, format_seconds, parse_bandwidth, parse_bytes, parse_duration
 from netsim.studies.colours import algorithm_colour
 from netsim.studies.sweep import RESULT_COLUMNS
@@ -203,7 +204,8 @@ def _save(figure: Figure, plot: Plot, legend_outside: bool = False) -> Plot:
     elif labels:
         axes[0].legend(fontsize="small")
     FigureCanvasAgg(figure)
-    figure.savefig(plot.path, dpi=100)
+    with staged_file(plot.path) as staged:  # whole or not at all; a symbolic link is followed
+        figure.savefig(staged, dpi=100, format="png")
     return plot
 
 

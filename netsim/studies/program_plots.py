@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from netsim.destinations import staged_file
 from netsim.studies.plots import Plot, Series
 from netsim.studies.program_sweep import PROGRAM_COLUMNS
 
@@ -91,7 +92,8 @@ def plot_program_results(table: pd.DataFrame, directory: str | Path, name: str =
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     figure.tight_layout()
-    FigureCanvasAgg(figure).print_png(plot.path)
+    with staged_file(plot.path) as staged:  # whole or not at all; a symbolic link is followed
+        FigureCanvasAgg(figure).print_png(staged)
     return [plot]
 
 

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from netsim.analysis.why import analyse
 from netsim.collectives import simulate
+from netsim.destinations import staged_file
 from netsim.engine import EngineError
 from netsim.scenario import ScenarioError
 from netsim.scenario.study import Point, Study, load_study, study_from_data
@@ -308,9 +309,9 @@ def _csv_text(header: list[str], rows: list[dict[str, str]]) -> str:
 
 
 def _replace(path: Path, text: str) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text, encoding="utf-8", newline="")
-    os.replace(temporary, path)
+    """Write ``path`` whole, through a file beside it (a symbolic link is followed: :func:`netsim.destinations.staged_file`)."""
+    with staged_file(path) as staged:
+        staged.write_text(text, encoding="utf-8", newline="")
 
 
 def _open_results(path: Path | None, header: list[str], kept: dict[int, dict[str, str]]) -> io.TextIOWrapper | None:

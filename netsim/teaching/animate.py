@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from netsim.destinations import staged_file
 from netsim.network.units import format_seconds
 from netsim.result import Result
 from netsim.teaching.frames import Frame, build_frames
@@ -304,22 +305,14 @@ class Animation:
 
         movie = FuncAnimation(drawing.figure, frame, frames=len(self.frames), blit=False, repeat=False)
         writer = PillowWriter(fps=self.fps) if suffix == ".gif" else FFMpegWriter(fps=self.fps)
-        partial = path.with_name(path.name + ".partial" + suffix)
-        try:
-            movie.save(str(partial), writer=writer, dpi=self.dpi)
-            partial.replace(path)
-        finally:
-            partial.unlink(missing_ok=True)
+        with staged_file(path) as staged:  # whole or not at all; a symbolic link is followed
+            movie.save(str(staged), writer=writer, dpi=self.dpi)
         return path
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    partial = path.with_name(path.name + ".partial")
-    try:
-        partial.write_bytes(data)
-        partial.replace(path)
-    finally:
-        partial.unlink(missing_ok=True)
+    with staged_file(path) as staged:
+        staged.write_bytes(data)
 
 
 def animate(result: Result, frames: int = 40, leaf: int = 0, fps: float = 4.0, dpi: int = 90) -> Animation:

@@ -5,14 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from netsim.destinations import staged_file
+
 __all__ = ["save_figure"]
 
 
 def save_figure(figure: Any, path: Path) -> Path:
-    """Save a matplotlib ``figure`` to ``path`` in the format its suffix names, via a ``.partial`` file beside it.
+    """Save a matplotlib ``figure`` to ``path`` in the format its suffix names, via a file beside it.
 
     A failure (a full disk, an unknown format) leaves no partial file and an existing
-    ``path`` as it was.
+    ``path`` as it was. A ``path`` that is a symbolic link stays one: the file it points
+    to receives the figure (:func:`netsim.destinations.staged_file`).
 
     Examples
     --------
@@ -23,10 +26,6 @@ def save_figure(figure: Any, path: Path) -> Path:
     >>> sorted(p.name for p in out.parent.iterdir())
     ['a.png']
     """
-    partial = path.with_name(path.name + ".partial" + path.suffix)
-    try:
-        figure.savefig(partial, format=path.suffix[1:].lower())
-        partial.replace(path)
-    finally:
-        partial.unlink(missing_ok=True)
+    with staged_file(path) as staged:
+        figure.savefig(staged, format=Path(path).suffix[1:].lower())
     return path

@@ -109,6 +109,8 @@ def compute_rows(result: Result, leaf: int = 0) -> list[tuple[int, list[tuple[fl
     run = result.leaves[leaf]
     rows: dict[int, list[tuple[float, float, str]]] = {}
     for j, step in enumerate(run.schedule.computes):
+        if step.join:  # no work, no time: not drawn
+            continue
         rows.setdefault(step.device, []).append((float(run.playback.computes.started_at[j]), float(run.playback.computes.ended_at[j]), step.name))
     return sorted(rows.items())
 

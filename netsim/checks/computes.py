@@ -1,0 +1,57 @@
+"""The ``compute`` invariant: every compute step ran after what it waits for, one at a time on its unit.
+
+A compute step starts once every step it waits for is done (transfers arrived at its
+device, compute steps ended there), lasts a finite time >= 0, and a device's compute unit
+serves one step at a time: on each device, the steps that are work (not joins) never
+overlap. A join (:class:`~netsim.algorithms.compute.Compute` ``join=True``) is done the
+instant its last dependency is: it starts and ends then.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from netsim.checks.arrays import _Arrays, _first, _later, _slack
+from netsim.checks.errors import InvariantError
+
+
+def _check_computes(a: _Arrays) -> None:
+    """Raise :class:`InvariantError` ("compute") at the first compute step that breaks the invariant."""
+    started, ended, columns = a.started, a.ended, a.computes
+    m = len(started)
+    if not m:
+        return
+    bad = ~(np.isfinite(started) & np.isfinite(ended)) | (started < 0) | _later(started, ended)
+    if bad.any():
+        j = _first(bad)
+        raise InvariantError("compute", f"compute step #{j} started at {started[j]:.9g} s and ended at {ended[j]:.9g} s")
+    ptr, idx = columns["dep_ptr"], columns["dep_idx"]
+    if len(idx) and (int(idx.min()) < 0 or int(idx.max()) >= len(a.done)):
+        raise InvariantError("compute", "a compute step waits for a step that does not exist")
+    owner = np.repeat(np.arange(m, dtype=np.int64), np.diff(ptr))
+    early = _later(a.done[idx], started[owner])
+    if early.any():
+        k = _first(early)
+        j, d = int(owner[k]), int(idx[k])
+        what = f"transfer #{d} arrived" if d < len(a.src) else f"compute step #{d - len(a.src)} ended"
+        raise InvariantError("compute", f"compute step #{j} started at {started[j]:.9g} s, before {what} at {a.done[d]:.9g} s, which it waits for")
+    joins = np.asarray(columns["join"], bool)
+    if joins.any():
+        last = np.full(m, -np.inf)
+        np.maximum.at(last, owner, a.done[idx])
+        late = joins & ((started != last) | (ended != last))
+        if late.any():
+            j = _first(late)
+            when = f"from {started[j]:.9g} s to {ended[j]:.9g} s"
+            raise InvariantError("compute", f"join #{j} was done {when}, not when its last dependency was ({last[j]:.9g} s)")
+    work = np.flatnonzero(~joins)
+    device = np.asarray(columns["device"], np.int64)[work]
+    order = work[np.lexsort((started[work], device))]
+    same = device[np.lexsort((started[work], device))]
+    overlap = (same[1:] == same[:-1]) & (ended[order[:-1]] > started[order[1:]] + _slack(ended[order[:-1]], started[order[1:]]))
+    if overlap.any():
+        k = _first(overlap)
+        j, i = int(order[k]), int(order[k + 1])
+        raise InvariantError(
+            "compute", f"device {same[k]}'s compute unit ran step #{i} from {started[i]:.9g} s while step #{j} ran until {ended[j]:.9g} s (one step at a time)"
+        )
