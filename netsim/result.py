@@ -55,7 +55,7 @@ class LeafRun:
 
     ``critical_path`` is the chain of link crossings that set the leaf's finish time,
     when the run walked it (a collective's run does, as it plays); None when it did
-    not (a program's run), and then :func:`netsim.stats` walks it when asked.
+    not (a program's run), and then :func:`netsim.analysis.path_stats.path_facts` walks it when asked.
     """
 
     shape: tuple[int, ...]
@@ -174,8 +174,10 @@ class Result:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}, got {self.kind!r}")
-        if (self.kind == "program") != (self.program is not None):
-            raise ValueError(f"a {self.kind}'s result {'needs' if self.kind == 'program' else 'has no'} a program part (program=ProgramRun(...))")
+        if self.kind == "program" and self.program is None:
+            raise ValueError("a program's result needs a program part (program=ProgramRun(...))")
+        if self.kind == "collective" and self.program is not None:
+            raise ValueError("a collective's result has no program part (program=None), or is a program's (kind='program')")
         if not isinstance(self.leaves, tuple):
             object.__setattr__(self, "leaves", tuple(self.leaves))
 
@@ -206,8 +208,8 @@ class Result:
     def critical_path(self) -> CriticalPath:
         """The chain of link crossings that set the finish time, over all leaves in order, as the run kept it.
 
-        Empty for a run that kept none (a program's); :func:`netsim.stats` walks
-        it then (``netsim.stats(result).critical_path.path``).
+        Empty for a run that kept none (a program's);
+        :func:`netsim.analysis.path_stats.path_facts` walks it then (``path_facts(result).critical_path.path``).
         """
         return CriticalPath.joined([leaf.critical_path for leaf in self.leaves if leaf.critical_path is not None], self.time)
 
