@@ -2,8 +2,9 @@
 
 The layers are read from the table "The layers" in docs/architecture.md, so the page
 and the code cannot drift apart. The import graph is read from the source (``ast``),
-with every import counted, those inside functions included; only imports under
-``if TYPE_CHECKING:`` are left out, since they never run. ``from netsim.pkg import
+with every import counted, those inside functions and ``importlib.import_module`` of a
+written-out name included; only imports under ``if TYPE_CHECKING:`` are left out, since
+they never run. ``from netsim.pkg import
 name`` is an edge to ``netsim.pkg.name`` when that is a module, else to the package
 ``netsim.pkg`` itself.
 """
@@ -88,6 +89,10 @@ def imported_names(name: str, path: Path, known: set[str]) -> list[tuple[str, st
             for alias in node.names:
                 if alias.name.split(".")[0] == "netsim":
                     found.append((alias.name, None, alias.asname))
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module":
+            named = node.args[0] if node.args else None
+            if isinstance(named, ast.Constant) and isinstance(named.value, str) and named.value.split(".")[0] == "netsim":
+                found.append((named.value, None, None))
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - node.level + 1]
@@ -174,6 +179,8 @@ def test_the_checker_sees_a_cycle_and_a_lazy_import(tmp_path):
     known = {"netsim.a", "netsim.b"}
     a = tmp_path / "a.py"
     a.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from netsim.b import B\ndef f():\n    from netsim import b\n")
+    assert imports_of("netsim.a", a, known) == {"netsim.b"}
+    a.write_text("import importlib\ndef f():\n    return importlib.import_module('netsim.b')\n")
     assert imports_of("netsim.a", a, known) == {"netsim.b"}
     graph = nx.DiGraph([("netsim.a", "netsim.b"), ("netsim.b", "netsim.a")])
     assert [sorted(c) for c in nx.simple_cycles(graph)] == [["netsim.a", "netsim.b"]]
