@@ -10,6 +10,7 @@ reference in :mod:`netsim.semantics`. How a run goes, step by step, is in
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,7 +18,7 @@ from netsim.algorithms.direct import multipath_permutation, permutation
 from netsim.checks.memory import MATERIALISE_LIMIT_BYTES, MemoryLimitError
 from netsim.engine import ComputeUnit, EngineError, Link
 from netsim.network.topology import UnreachableError
-from netsim.pipeline import DATA_MODES, OUTPUT_MODES, Groups, Stragglers, TopologyLike, _leaves, _simulate, provenance, resolve_topology
+from netsim.pipeline import DATA_MODES, OUTPUT_MODES, Groups, Stragglers, TopologyLike, flatten_pytree, provenance, resolve_topology, run_collective
 from netsim.result import Result
 from netsim.scenario.errors import ScenarioError
 from netsim.semantics.all_to_all import AllToAllLayout
@@ -137,7 +138,7 @@ def all_gather(
     array([[12, 13, 14, 15],
            [ 4,  5,  6,  7]])
     """
-    return _simulate(
+    return run_collective(
         "all_gather",
         x,
         lambda leaf: AllGatherLayout.check(leaf, axis, tiled, axis_index_groups),
@@ -190,7 +191,7 @@ def psum_scatter(
            [12, 14],
            [16, 18]])
     """
-    return _simulate(
+    return run_collective(
         "psum_scatter",
         x,
         lambda leaf: ReduceScatterLayout.check(leaf, scatter_dimension, tiled, axis_index_groups),
@@ -234,7 +235,7 @@ def psum(
     >>> psum(np.arange(4), axis_index_groups=[[0, 1], [2, 3]]).output
     array([1, 1, 5, 5])
     """
-    return _simulate(
+    return run_collective(
         "psum",
         x,
         lambda leaf: AllReduceLayout.check(leaf, axis_index_groups),
@@ -317,7 +318,7 @@ def all_to_all(
            [ 2,  3, 10, 11],
            [12, 13,  4,  5]])
     """
-    return _simulate(
+    return run_collective(
         "all_to_all",
         x,
         lambda leaf: AllToAllLayout.check(leaf, split_axis, concat_axis, tiled, axis_index_groups),
@@ -398,7 +399,7 @@ def ppermute(
         def plan(layout: Any) -> Any:
             return permutation(layout.groups)
 
-    return _simulate(
+    return run_collective(
         "ppermute",
         x,
         lambda leaf: PermuteLayout.check(leaf, perm),
@@ -418,7 +419,7 @@ def ppermute(
 
 def _device_count(x: Any) -> int:
     """The leading (device) axis of the first array of an input pytree."""
-    leaves, _ = _leaves(x)
+    leaves, _ = flatten_pytree(x)
     return int(leaves[0].shape[0]) if leaves and leaves[0].ndim else 0
 
 
@@ -472,6 +473,4 @@ def simulate(scenario: Any) -> Result:
         # load_scenario checks both up front; should the run still hit one, name the file and field
         field = "faults" if isinstance(error, UnreachableError) else "input"
         raise ScenarioError(getattr(scenario, "source", scenario.name), field, str(error)) from None
-    result.scenario = scenario.name
-    result.provenance = provenance(scenario)
-    return result
+    return dataclasses.replace(result, scenario=scenario.name, provenance=provenance(scenario))

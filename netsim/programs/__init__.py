@@ -185,11 +185,12 @@ def program_result(lowered: Any, topology: Any, playback: Any, **fields: Any) ->
     return Result(
         time=playback.time,
         collective="program",
+        kind="program",
         algorithm=", ".join(dict.fromkeys(algorithms)) or "none",
         topology=topology.name,
         n_devices=topology.n_devices,
         groups=((*range(topology.n_devices),),),
-        leaves=[LeafRun((), "", lowered.schedule, playback, None)],
+        leaves=(LeafRun((), "", lowered.schedule, playback, None),),
         topology_obj=topology,
         engine=playback.engine,
         **fields,

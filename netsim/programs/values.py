@@ -23,7 +23,7 @@ from netsim.algorithms.bundles import unbundled
 from netsim.algorithms.program import COLLECTIVE_OPS, Sharded, einsum_subscripts, matmul_subscripts
 from netsim.algorithms.program_lowering import Lowered
 from netsim.engine import Playback
-from netsim.outputs import _row
+from netsim.outputs import output_row
 from netsim.semantics.chunks import SizeOnly
 from netsim.semantics.program_values import block_of, dtype_of, itemsize, product, shard, tolerance
 
@@ -172,7 +172,7 @@ def _collected(record: Any, playback: Playback, device: int, dtype: np.dtype, ow
         return own  # a position the permutation leaves in place
     buffer = playback.buffers[device]
     held = _held(record, unbundled(buffer, playback.bundles) if playback.bundles else buffer, device)
-    return _row(record.op.op, record.layout, held, device, record.pieces, dtype)
+    return output_row(record.op.op, record.layout, held, device, record.pieces, dtype)
 
 
 def _collective_matmul(record: Any, playback: Playback, device: int, b: np.ndarray, dtype: np.dtype) -> np.ndarray:

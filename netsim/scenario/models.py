@@ -18,7 +18,7 @@ from netsim.network.topology import Topology, UnreachableError
 from netsim.scenario.collective_spec import AllGatherSpec, AllToAllSpec, PpermuteSpec, PsumScatterSpec, PsumSpec
 from netsim.scenario.errors import ScenarioError, clipped
 from netsim.scenario.fields import Bytes, Duration, _Strict
-from netsim.scenario.topology_spec import DeviceSpec, LinkSpec, TopologyShape, TopologySpec, _build_topology, _find_topology, load_topology, topology_names
+from netsim.scenario.topology_spec import DeviceSpec, LinkSpec, TopologyShape, TopologySpec, _build_topology, find_topology, load_topology, topology_names
 from netsim.scenario.yaml_files import _read_yaml, _validate
 from netsim.semantics.all_to_all import AllToAllLayout
 from netsim.semantics.gather import AllGatherLayout
@@ -236,7 +236,7 @@ class Scenario(_Strict):
             return self._with_link_overrides(shape)
         else:
             try:
-                path = _find_topology(self.topology, self.base_dir)
+                path = find_topology(self.topology, self.base_dir)
             except FileNotFoundError:
                 problem = f"no topology file {clipped(self.topology)!r}; bundled ones are: {', '.join(topology_names())}"
                 raise ScenarioError(self.source, "topology", problem) from None

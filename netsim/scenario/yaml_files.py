@@ -16,6 +16,8 @@ from pydantic import BaseModel, ValidationError
 from netsim.scenario.collective_spec import _OPS
 from netsim.scenario.errors import ScenarioError
 
+__all__ = ["MAX_FILE_BYTES", "MAX_NESTING", "MAX_NODES", "is_program_file"]
+
 
 class _StrictLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that refuses a key given twice in one mapping (YAML would keep the last silently)."""
@@ -53,6 +55,24 @@ MAX_FILE_BYTES = 16 * 2**20
 MAX_NESTING = 64
 """The deepest nesting of YAML flow collections read (PyYAML's scanner is quadratic in it)."""
 _QUOTED_OR_COMMENT = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'|(?:^|(?<=\s))#[^\n]*", re.MULTILINE)
+
+
+def is_program_file(path: str | Path) -> bool:
+    """Whether a YAML file holds a program (it has ``ops``, or ``hlo``: a compiled module) rather than a scenario.
+
+    A file that cannot be read as YAML is not a program file (reading it as a
+    scenario then says why).
+
+    Examples
+    --------
+    >>> is_program_file("scenarios/programs/allgather_matmul.yaml"), is_program_file("scenarios/allgather_ring8.yaml")
+    (True, False)
+    """
+    try:
+        data = _read_yaml(Path(path))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and ("ops" in data or "hlo" in data)
 
 
 def _read_yaml(path: Path) -> Any:
