@@ -35,6 +35,7 @@ from netsim.network.topology import Topology, ring
 from netsim.outputs import _check_lazy, _first_difference, _held, _output, _row
 from netsim.result import LeafRun, Result
 from netsim.scenario.topology_spec import load_topology
+from netsim.semantics import ops as registry
 from netsim.semantics.chunks import LazyOutput, SizeOnly
 from netsim.version import __version__
 
@@ -142,7 +143,7 @@ def _numbers(collective: str, leaf: Any) -> Any:
         return leaf
     if dtype.kind in "OUSMm" or (dtype.kind == "V" and not dtype.type.__module__.startswith("ml_dtypes")):
         raise TypeError(f"{collective} moves arrays of numbers (bool, int, float, complex, bfloat16, float8); got an array of {dtype}")
-    if dtype == np.bool_ and collective in ("psum", "psum_scatter"):
+    if dtype == np.bool_ and collective in registry.COLLECTIVES and registry.COLLECTIVES[collective].reduces:
         return leaf.astype(np.int32)  # as jax.lax.psum: True counts 1
     return leaf
 
@@ -395,7 +396,7 @@ def _simulate(
         n_devices=n_devices,
         groups=groups,
         bytes_per_device=per_device,
-        total_bytes=per_device * n if collective == "all_gather" else per_device,
+        total_bytes=per_device * n if registry.collective(collective).gathers else per_device,
         verified=verified,
         leaves=runs,
         topology_obj=topo,

@@ -46,12 +46,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from netsim.semantics import ops as registry
+
 __all__ = ["COLLECTIVE_OPS", "COMPUTE_OPS", "OPS", "Op", "Program", "ProgramError", "Sharded", "einsum_subscripts"]
 
-COLLECTIVE_OPS = ("all_gather", "psum_scatter", "psum", "all_to_all", "ppermute")
-"""Ops that move data between devices (``jax.lax`` collectives over mesh axes)."""
-COMPUTE_OPS = ("matmul", "einsum", "compute")
-"""Ops that run on each device's compute unit."""
+COLLECTIVE_OPS = tuple(registry.COLLECTIVES)
+"""Ops that move data between devices (``jax.lax`` collectives over mesh axes; :data:`netsim.semantics.ops.COLLECTIVES`)."""
+COMPUTE_OPS = tuple(registry.COMPUTE_OPS)
+"""Ops that run on each device's compute unit (:data:`netsim.semantics.ops.COMPUTE_OPS`)."""
 OPS = COLLECTIVE_OPS + COMPUTE_OPS
 
 
@@ -460,7 +462,7 @@ def _grouped(op: Op, x: Sharded, mesh: Mapping[str, int]) -> Sharded:
     if len(set(members)) != len(members) or len({len(g) for g in op.groups}) != 1:
         raise ProgramError(op.name, "groups", "groups must be of one size, each device in at most one")
     n, rank, shape = len(op.groups[0]), len(x.shape), list(x.shape)
-    if op.op in ("all_gather", "psum_scatter", "all_to_all") and not op.tiled:
+    if "tiled" in registry.COLLECTIVES[op.op].arguments and not op.tiled:
         raise ProgramError(op.name, "tiled", f"programs run {op.op} tiled (tiled: true)")
     if op.op == "all_gather":
         shape[_dim(op, "axis", op.axis, rank)] *= n
