@@ -45,10 +45,17 @@ from typing import Any
 
 import numpy as np
 
-from netsim.semantics.all_to_all import AllToAllLayout
-from netsim.semantics.gather import AllGatherLayout
-from netsim.semantics.permute import PermuteLayout
-from netsim.semantics.reduce import AllReduceLayout, ReduceScatterLayout
+from netsim.semantics.all_to_all import AllToAllLayout, all_to_all_grouped, all_to_all_sharded
+from netsim.semantics.gather import AllGatherLayout, all_gather_grouped, all_gather_sharded
+from netsim.semantics.permute import PermuteLayout, ppermute_grouped, ppermute_sharded
+from netsim.semantics.reduce import (
+    AllReduceLayout,
+    ReduceScatterLayout,
+    psum_grouped,
+    psum_scatter_grouped,
+    psum_scatter_sharded,
+    psum_sharded,
+)
 
 __all__ = ["COLLECTIVES", "COMPUTE_OPS", "OPS", "REQUIRED", "Collective", "ComputeOp", "collective", "hlo_collectives", "lookup"]
 
@@ -82,6 +89,12 @@ class Collective:
     rule : callable
         ``rule(x, groups, **arguments)``: the layout of the stacked input ``x`` over
         ``groups`` (None: one group of every device); :meth:`check` calls it.
+    sharded : callable
+        ``sharded(x, mesh, axes, **arguments)``: what it makes of a program's array
+        ``x`` split over mesh axes, run over ``axes`` (:mod:`netsim.semantics.sharding`).
+    grouped_shape : callable
+        ``grouped_shape(shape, n, **arguments)``: a device's shape after it, over explicit
+        groups of n.
     arguments : mapping of str to object
         Its ``jax.lax`` keyword arguments besides the groups, with a scenario's
         defaults (:data:`REQUIRED`: none).
@@ -120,6 +133,8 @@ class Collective:
     summary: str
     layout: type
     rule: Callable[..., Any]
+    sharded: Callable[..., Any]
+    grouped_shape: Callable[..., tuple[int, ...]]
     arguments: Mapping[str, Any]
     program: Mapping[str, Any]
     hlo_opcodes: tuple[str, ...]
@@ -237,6 +252,8 @@ COLLECTIVES: Mapping[str, Collective] = MappingProxyType(
                 "every member gets every member's input, stacked (or concatenated, tiled) along axis",
                 AllGatherLayout,
                 lambda x, groups, axis, tiled: AllGatherLayout.check(x, axis, tiled, groups),
+                all_gather_sharded,
+                all_gather_grouped,
                 {"axis": 0, "tiled": False},
                 {**_OVER_AXES, "axis": 0, "tiled": True, "algorithm": None},
                 ("all-gather",),
@@ -253,6 +270,8 @@ COLLECTIVES: Mapping[str, Collective] = MappingProxyType(
                 "the members' inputs summed, member k keeping block k of the sum along scatter_dimension",
                 ReduceScatterLayout,
                 lambda x, groups, scatter_dimension, tiled: ReduceScatterLayout.check(x, scatter_dimension, tiled, groups),
+                psum_scatter_sharded,
+                psum_scatter_grouped,
                 {"scatter_dimension": 0, "tiled": False},
                 {**_OVER_AXES, "scatter_dimension": 0, "tiled": True, "algorithm": None},
                 ("reduce-scatter",),
@@ -271,6 +290,8 @@ COLLECTIVES: Mapping[str, Collective] = MappingProxyType(
                 "every member gets the sum of the members' inputs",
                 AllReduceLayout,
                 lambda x, groups: AllReduceLayout.check(x, groups),
+                psum_sharded,
+                psum_grouped,
                 {},
                 {**_OVER_AXES, "algorithm": None},
                 ("all-reduce",),
@@ -288,6 +309,8 @@ COLLECTIVES: Mapping[str, Collective] = MappingProxyType(
                 "member i sends chunk j of its input along split_axis to member j, which concatenates them along concat_axis",
                 AllToAllLayout,
                 lambda x, groups, split_axis, concat_axis, tiled: AllToAllLayout.check(x, split_axis, concat_axis, tiled, groups),
+                all_to_all_sharded,
+                all_to_all_grouped,
                 {"split_axis": 0, "concat_axis": 0, "tiled": False},
                 {**_OVER_AXES, "split_axis": 0, "concat_axis": 0, "tiled": True, "algorithm": None},
                 ("all-to-all", "ragged-all-to-all"),
@@ -304,6 +327,8 @@ COLLECTIVES: Mapping[str, Collective] = MappingProxyType(
                 "each (source, destination) pair of perm sends the source's input; a device no pair sends to gets zeros",
                 PermuteLayout,
                 _permute,
+                ppermute_sharded,
+                ppermute_grouped,
                 {"perm": REQUIRED},
                 {"axes": (), "perm": ()},
                 ("collective-permute",),
