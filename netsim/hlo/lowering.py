@@ -209,7 +209,7 @@ def _collective(
     array = f"{label}:in"
     arrays[array] = Sharded(shape, dtype)
     model = Op(label, kind, (array,), f"{label}:out")
-    if kind == "ppermute":
+    if not registry.COLLECTIVES[kind].grouped:  # source-target pairs
         pairs = [(nodes[s], nodes[t]) for s, t in collective.pairs if s != t]
         layout = _layout(kind, shape, dimension, None, n, pairs)
         schedule, algorithm, axes = permutation(layout.groups), "direct", _permute_axes(pairs, context.meshes[0])
