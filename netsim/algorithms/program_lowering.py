@@ -319,7 +319,7 @@ def _lower_collective(op: Op, x: Sharded, mesh: Mesh, build: _Builder, before: l
     explicit = not op.axes
     groups = [list(g) for g in op.groups] if explicit else mesh.groups(list(op.axes))
     layout = _layout(op, x, mesh, groups)
-    if op.op == "ppermute":
+    if layout.pattern == "permute":  # pairs, each sent straight along its route
         schedule, algorithm = permutation(layout.groups), "direct"
     else:
         try:
