@@ -21,6 +21,7 @@ from netsim.network.topology import UnreachableError
 from netsim.pipeline import DATA_MODES, OUTPUT_MODES, Groups, Stragglers, TopologyLike, flatten_pytree, provenance, resolve_topology, run_collective
 from netsim.result import Result
 from netsim.scenario.errors import ScenarioError
+from netsim.semantics import ops as registry
 from netsim.semantics.all_to_all import AllToAllLayout
 from netsim.semantics.chunks import shape_only
 from netsim.semantics.gather import AllGatherLayout
@@ -454,17 +455,13 @@ def simulate(scenario: Any) -> Result:
     else:
         x = scenario.make_input()
     try:
-        if spec.op == "all_gather":
-            result = all_gather(x, spec.axis, spec.tiled, groups, **options)
-        elif spec.op == "all_to_all":
-            result = all_to_all(x, spec.split_axis, spec.concat_axis, groups, spec.tiled, **options)
-        elif spec.op == "ppermute":
-            options["algorithm"] = options["algorithm"] or "direct"
-            result = ppermute(x, spec.perm, **options)
-        elif spec.op == "psum_scatter":
-            result = psum_scatter(x, spec.scatter_dimension, groups, spec.tiled, **options)
+        collective = registry.COLLECTIVES[spec.op]
+        arguments = {name: getattr(spec, name) for name in collective.arguments}
+        if collective.grouped:
+            arguments["axis_index_groups"] = groups
         else:
-            result = psum(x, groups, **options)
+            options["algorithm"] = options["algorithm"] or collective.algorithm
+        result = _FUNCTIONS[spec.op](x, **arguments, **options)
     except EngineError as error:
         # A bug in netsim: say what reproduces it.
         error.args = (f"{error} (scenario {getattr(scenario, 'source', scenario.name)}, seed {scenario.seed})",)
@@ -474,3 +471,7 @@ def simulate(scenario: Any) -> Result:
         field = "faults" if isinstance(error, UnreachableError) else "input"
         raise ScenarioError(getattr(scenario, "source", scenario.name), field, str(error)) from None
     return dataclasses.replace(result, scenario=scenario.name, provenance=provenance(scenario))
+
+
+_FUNCTIONS = {function.__name__: function for function in (all_gather, psum_scatter, psum, all_to_all, ppermute)}
+"""Each collective's function, by its name in the op registry."""

@@ -35,6 +35,7 @@ from netsim.network.topology import Topology, ring
 from netsim.outputs import check_lazy_output, first_difference, held_chunks, output_row, stacked_output
 from netsim.result import LeafRun, Result
 from netsim.scenario.topology_spec import load_topology
+from netsim.semantics import ops as registry
 from netsim.semantics.chunks import LazyOutput, SizeOnly
 from netsim.version import __version__
 
@@ -144,7 +145,7 @@ def _numbers(collective: str, leaf: Any) -> Any:
         return leaf
     if dtype.kind in "OUSMm" or (dtype.kind == "V" and not dtype.type.__module__.startswith("ml_dtypes")):
         raise TypeError(f"{collective} moves arrays of numbers (bool, int, float, complex, bfloat16, float8); got an array of {dtype}")
-    if dtype == np.bool_ and collective in ("psum", "psum_scatter"):
+    if dtype == np.bool_ and collective in registry.COLLECTIVES and registry.COLLECTIVES[collective].reduces:
         return leaf.astype(np.int32)  # as jax.lax.psum: True counts 1
     return leaf
 
@@ -453,7 +454,7 @@ def run_collective(
         n_devices=n_devices,
         groups=groups,
         bytes_per_device=per_device,
-        total_bytes=per_device * n if collective == "all_gather" else per_device,
+        total_bytes=per_device * n if registry.collective(collective).gathers else per_device,
         verified=verified,
         leaves=tuple(runs),
         topology_obj=topo,

@@ -21,6 +21,7 @@ from netsim.algorithms.schedule import Schedule
 from netsim.engine import Playback
 from netsim.engine.critical_path import CriticalPath
 from netsim.network.topology import Topology
+from netsim.semantics import ops as registry
 from netsim.semantics.chunks import LazyOutput
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ KINDS = ("collective", "program")
 
 
 def busbw_factor(collective: str, n: int) -> float:
-    """nccl-tests' bus bandwidth factor for a group of n (doc/PERFORMANCE.md).
+    """nccl-tests' bus bandwidth factor for a group of n (doc/PERFORMANCE.md), as the op registry gives it.
 
     Examples
     --------
@@ -42,11 +43,8 @@ def busbw_factor(collective: str, n: int) -> float:
     """
     if n <= 1:
         return 0.0
-    if collective == "ppermute":
-        return 1.0
-    if collective in ("psum", "all_reduce", "all_sum"):
-        return 2 * (n - 1) / n
-    return (n - 1) / n
+    known = registry.lookup(collective)
+    return known.busbw(n) if known is not None else (n - 1) / n
 
 
 @dataclass(frozen=True)

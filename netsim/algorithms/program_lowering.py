@@ -44,11 +44,8 @@ from netsim.algorithms.registry import check_algorithm, default_algorithm
 from netsim.algorithms.schedule import Schedule, build_schedule
 from netsim.algorithms.transfers import PHASES, TransferTable
 from netsim.network.device_mesh import Mesh
-from netsim.semantics.all_to_all import AllToAllLayout
-from netsim.semantics.gather import AllGatherLayout
-from netsim.semantics.permute import PermuteLayout
+from netsim.semantics import ops as registry
 from netsim.semantics.program_values import itemsize
-from netsim.semantics.reduce import AllReduceLayout, ReduceScatterLayout
 
 __all__ = ["Lowered", "LoweredOp", "lower"]
 
@@ -265,16 +262,11 @@ def _within(counts: np.ndarray) -> np.ndarray:
 
 def _layout(op: Op, x: Sharded, mesh: Mesh, groups: Any) -> Any:
     proxy = np.broadcast_to(np.zeros((), np.uint8), (mesh.topology.n_devices, *x.local_shape(mesh.shape)))
-    if op.op == "all_gather":
-        return AllGatherLayout.check(proxy, op.axis, op.tiled, groups)
-    if op.op == "psum_scatter":
-        return ReduceScatterLayout.check(proxy, op.scatter_dimension, op.tiled, groups)
-    if op.op == "psum":
-        return AllReduceLayout.check(proxy, groups)
-    if op.op == "all_to_all":
-        return AllToAllLayout.check(proxy, op.split_axis, op.concat_axis, op.tiled, groups)
-    pairs = [(g[s], g[t]) for g in groups for s, t in op.perm if s != t] if op.axes else [(s, t) for s, t in op.perm if s != t]
-    return PermuteLayout.check(proxy, pairs)
+    collective = registry.COLLECTIVES[op.op]
+    arguments = {name: getattr(op, name) for name in collective.arguments}
+    if "perm" in arguments:  # pairs of positions along the axes, or of devices; a pair that stays put moves nothing
+        arguments["perm"] = [(s, t) for s, t in op.perm if s != t]
+    return collective.check(proxy, groups if op.axes or collective.grouped else None, **arguments)
 
 
 def lower(program: Program, mesh: Mesh) -> Lowered:
@@ -366,7 +358,7 @@ def _lower_collective(op: Op, x: Sharded, mesh: Mesh, build: _Builder, before: l
     explicit = not op.axes
     groups = [list(g) for g in op.groups] if explicit else mesh.groups(list(op.axes))
     layout = _layout(op, x, mesh, groups)
-    if op.op == "ppermute":
+    if layout.pattern == "permute":  # pairs, each sent straight along its route
         schedule, algorithm = permutation(layout.groups), "direct"
     else:
         try:

@@ -33,22 +33,12 @@ from netsim.network.device_mesh import AxisGroups, Mesh
 from netsim.network.topology import Topology
 from netsim.scenario.hlo.devices import DeviceMap
 from netsim.scenario.hlo.ops import Collective, Compute, HloProgram
-from netsim.semantics.all_to_all import AllToAllLayout
-from netsim.semantics.gather import AllGatherLayout
-from netsim.semantics.permute import PermuteLayout
-from netsim.semantics.reduce import AllReduceLayout, ReduceScatterLayout
+from netsim.semantics import ops as registry
 
 __all__ = ["HLO_TO_JAX", "HloLowered", "StepRecord", "lower_hlo"]
 
-HLO_TO_JAX = {
-    "all-gather": "all_gather",
-    "reduce-scatter": "psum_scatter",
-    "all-reduce": "psum",
-    "all-to-all": "all_to_all",
-    "ragged-all-to-all": "all_to_all",
-    "collective-permute": "ppermute",
-}
-"""Each HLO collective and the ``jax.lax`` collective netsim plays it as."""
+HLO_TO_JAX = registry.hlo_collectives()
+"""Each HLO collective and the ``jax.lax`` collective netsim plays it as (:data:`netsim.semantics.ops.COLLECTIVES`)."""
 
 _NUMPY = {
     "pred": "bool",
@@ -127,15 +117,11 @@ def _match(wanted: tuple, meshes: list[Mesh]) -> AxisGroups | None:
 
 def _layout(op: str, shape: tuple[int, ...], dimension: int, groups: Any, n: int, pairs: list[tuple[int, int]]) -> Any:
     proxy = np.broadcast_to(np.zeros((), np.uint8), (n, *shape))
-    if op == "all_gather":
-        return AllGatherLayout.check(proxy, dimension, True, groups)
-    if op == "psum_scatter":
-        return ReduceScatterLayout.check(proxy, dimension, True, groups)
-    if op == "psum":
-        return AllReduceLayout.check(proxy, groups)
-    if op == "all_to_all":
-        return AllToAllLayout.check(proxy, dimension, dimension, True, groups)
-    return PermuteLayout.check(proxy, pairs)
+    collective = registry.COLLECTIVES[op]
+    arguments = {**{k: v for k, v in collective.program.items() if k in collective.arguments}, **dict.fromkeys(collective.hlo_dimension, dimension)}
+    if "perm" in arguments:
+        arguments["perm"] = pairs
+    return collective.check(proxy, groups, **arguments)
 
 
 def lower_hlo(program: HloProgram, topology: Topology, device_map: DeviceMap, clock_hz: float | None = None, name: str | None = None) -> HloLowered:
@@ -223,7 +209,7 @@ def _collective(
     array = f"{label}:in"
     arrays[array] = Sharded(shape, dtype)
     model = Op(label, kind, (array,), f"{label}:out")
-    if kind == "ppermute":
+    if not registry.COLLECTIVES[kind].grouped:  # source-target pairs
         pairs = [(nodes[s], nodes[t]) for s, t in collective.pairs if s != t]
         layout = _layout(kind, shape, dimension, None, n, pairs)
         schedule, algorithm, axes = permutation(layout.groups), "direct", _permute_axes(pairs, context.meshes[0])

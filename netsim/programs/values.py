@@ -24,6 +24,7 @@ from netsim.algorithms.program import COLLECTIVE_OPS, Sharded, einsum_subscripts
 from netsim.algorithms.program_lowering import Lowered
 from netsim.engine import Playback
 from netsim.outputs import output_row
+from netsim.semantics import ops as registry
 from netsim.semantics.chunks import SizeOnly
 from netsim.semantics.program_values import block_of, dtype_of, itemsize, product, shard, tolerance
 
@@ -214,7 +215,7 @@ def check_values(lowered: Lowered, local: dict[str, list[np.ndarray]], inputs: M
         ins = [lowered.arrays[name] for name in op.inputs]
         if op.op in COLLECTIVE_OPS:
             reference[op.output] = _moved(op, reference[op.inputs[0]], ins[0], coords, mesh)
-            summed = math.prod(mesh[a] for a in op.axes) if op.op in ("psum", "psum_scatter") else 0
+            summed = math.prod(mesh[a] for a in op.axes) if registry.COLLECTIVES[op.op].reduces else 0
             additions[op.output] = additions[op.inputs[0]] + summed
             contraction[op.output] = contraction[op.inputs[0]]
         else:

@@ -13,7 +13,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from netsim.scenario.collective_spec import _OPS
+from netsim.scenario.collective_spec import SPECS
 from netsim.scenario.errors import ScenarioError
 
 __all__ = ["MAX_FILE_BYTES", "MAX_NESTING", "MAX_NODES", "is_program_file"]
@@ -172,7 +172,7 @@ def _nesting(text: str) -> int:
     return int(np.cumsum(step).max(initial=0))
 
 
-_UNION_TAGS = set(_OPS)
+_UNION_TAGS = set(SPECS)
 _MODEL_TAGS = {"TopologySpec"}
 """Models that are one member of a union with a plain type (``topology: str | TopologySpec``): pydantic names them in paths."""
 
@@ -198,7 +198,7 @@ def _validate(model: type[BaseModel], data: Any, source: str, extra: dict[str, A
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] in ("union_tag_invalid", "union_tag_not_found"):
             loc.append("op")
-            message = f"expected one of {', '.join(_OPS)}"
+            message = f"expected one of {', '.join(SPECS)}"
         if first["type"] == "extra_forbidden":
             allowed = _allowed_fields(model, loc[:-1], data)
             message = f"unknown field; allowed here: {', '.join(allowed)}" if allowed else "unknown field"
@@ -236,7 +236,7 @@ def _allowed_fields(model: type[BaseModel], path: list[str], data: Any) -> list[
         annotation = info.annotation
         if part == "collective" and isinstance(data, dict) and isinstance(data.get("collective"), dict):
             op = data["collective"].get("op")
-            model = _OPS.get(op)
+            model = SPECS.get(op)
             continue
         candidates = [a for a in getattr(annotation, "__args__", (annotation,)) if isinstance(a, type) and issubclass(a, BaseModel)]
         model = candidates[0] if candidates else None
