@@ -18,22 +18,20 @@ step), :func:`analyse` (the closed form beside the time, and why they differ),
 matmuls, overlapped where the data allows, checked against NumPy's unsharded
 computation (:mod:`netsim.programs.model` has the model).
 
-The package's folders follow the data's way, each importing only from those above it:
+The package's folders follow the data's way, each importing only from those before it:
 ``network`` (topologies, presets, meshes), ``semantics`` (JAX's layouts, NumPy
 references), ``algorithms`` (schedules as data), ``engine`` (the SimPy model and the
-fast player), ``checks`` (invariants, memory), ``analysis`` (closed forms,
-statistics, critical paths), ``result``, ``scenario`` (file formats), the public API
-(``collectives``, ``mlx``, ``programs``), ``studies`` (sweeps), ``teaching`` (explanations,
-animations) and ``cli``.
+fast player), ``checks`` (invariants, memory), ``result`` (frozen data of a run),
+``analysis`` (closed forms, statistics, critical paths), ``scenario`` (file formats),
+the runs (``pipeline``, ``programs``, ``hlo``) and the public API (``collectives``,
+``mlx``), ``studies`` (sweeps), ``teaching`` (explanations, animations) and ``cli``.
+docs/architecture.md has the table of layers, which tests/test_layout.py holds.
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from netsim.moved import install as _install_moved_paths
 from netsim.version import __version__
-
-_install_moved_paths()  # code that imports the old flat module paths (netsim.topology, ...) keeps working
 
 _PUBLIC = {
     "ALGORITHMS": "netsim.algorithms",

@@ -10,6 +10,7 @@ reference in :mod:`netsim.semantics`. How a run goes, step by step, is in
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,9 +18,10 @@ from netsim.algorithms.direct import multipath_permutation, permutation
 from netsim.checks.memory import MATERIALISE_LIMIT_BYTES, MemoryLimitError
 from netsim.engine import ComputeUnit, EngineError, Link
 from netsim.network.topology import UnreachableError
-from netsim.pipeline import DATA_MODES, OUTPUT_MODES, Groups, Stragglers, TopologyLike, _leaves, _simulate, provenance, resolve_topology
+from netsim.pipeline import DATA_MODES, OUTPUT_MODES, Groups, Stragglers, TopologyLike, flatten_pytree, provenance, resolve_topology, run_collective
 from netsim.result import Result
 from netsim.scenario.errors import ScenarioError
+from netsim.semantics import ops as registry
 from netsim.semantics.all_to_all import AllToAllLayout
 from netsim.semantics.chunks import shape_only
 from netsim.semantics.gather import AllGatherLayout
@@ -137,7 +139,7 @@ def all_gather(
     array([[12, 13, 14, 15],
            [ 4,  5,  6,  7]])
     """
-    return _simulate(
+    return run_collective(
         "all_gather",
         x,
         lambda leaf: AllGatherLayout.check(leaf, axis, tiled, axis_index_groups),
@@ -190,7 +192,7 @@ def psum_scatter(
            [12, 14],
            [16, 18]])
     """
-    return _simulate(
+    return run_collective(
         "psum_scatter",
         x,
         lambda leaf: ReduceScatterLayout.check(leaf, scatter_dimension, tiled, axis_index_groups),
@@ -234,7 +236,7 @@ def psum(
     >>> psum(np.arange(4), axis_index_groups=[[0, 1], [2, 3]]).output
     array([1, 1, 5, 5])
     """
-    return _simulate(
+    return run_collective(
         "psum",
         x,
         lambda leaf: AllReduceLayout.check(leaf, axis_index_groups),
@@ -317,7 +319,7 @@ def all_to_all(
            [ 2,  3, 10, 11],
            [12, 13,  4,  5]])
     """
-    return _simulate(
+    return run_collective(
         "all_to_all",
         x,
         lambda leaf: AllToAllLayout.check(leaf, split_axis, concat_axis, tiled, axis_index_groups),
@@ -398,7 +400,7 @@ def ppermute(
         def plan(layout: Any) -> Any:
             return permutation(layout.groups)
 
-    return _simulate(
+    return run_collective(
         "ppermute",
         x,
         lambda leaf: PermuteLayout.check(leaf, perm),
@@ -418,7 +420,7 @@ def ppermute(
 
 def _device_count(x: Any) -> int:
     """The leading (device) axis of the first array of an input pytree."""
-    leaves, _ = _leaves(x)
+    leaves, _ = flatten_pytree(x)
     return int(leaves[0].shape[0]) if leaves and leaves[0].ndim else 0
 
 
@@ -453,17 +455,13 @@ def simulate(scenario: Any) -> Result:
     else:
         x = scenario.make_input()
     try:
-        if spec.op == "all_gather":
-            result = all_gather(x, spec.axis, spec.tiled, groups, **options)
-        elif spec.op == "all_to_all":
-            result = all_to_all(x, spec.split_axis, spec.concat_axis, groups, spec.tiled, **options)
-        elif spec.op == "ppermute":
-            options["algorithm"] = options["algorithm"] or "direct"
-            result = ppermute(x, spec.perm, **options)
-        elif spec.op == "psum_scatter":
-            result = psum_scatter(x, spec.scatter_dimension, groups, spec.tiled, **options)
+        collective = registry.COLLECTIVES[spec.op]
+        arguments = {name: getattr(spec, name) for name in collective.arguments}
+        if collective.grouped:
+            arguments["axis_index_groups"] = groups
         else:
-            result = psum(x, groups, **options)
+            options["algorithm"] = options["algorithm"] or collective.algorithm
+        result = _FUNCTIONS[spec.op](x, **arguments, **options)
     except EngineError as error:
         # A bug in netsim: say what reproduces it.
         error.args = (f"{error} (scenario {getattr(scenario, 'source', scenario.name)}, seed {scenario.seed})",)
@@ -472,6 +470,8 @@ def simulate(scenario: Any) -> Result:
         # load_scenario checks both up front; should the run still hit one, name the file and field
         field = "faults" if isinstance(error, UnreachableError) else "input"
         raise ScenarioError(getattr(scenario, "source", scenario.name), field, str(error)) from None
-    result.scenario = scenario.name
-    result.provenance = provenance(scenario)
-    return result
+    return dataclasses.replace(result, scenario=scenario.name, provenance=provenance(scenario))
+
+
+_FUNCTIONS = {function.__name__: function for function in (all_gather, psum_scatter, psum, all_to_all, ppermute)}
+"""Each collective's function, by its name in the op registry."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from netsim.pipeline import TopologyLike, _simulate
+from netsim.pipeline import TopologyLike, run_collective
 from netsim.result import Result
 from netsim.semantics.gather import AllGatherLayout
 from netsim.semantics.reduce import AllReduceLayout
@@ -46,7 +46,7 @@ def all_gather(x: Any, topology: TopologyLike = None, algorithm: str | None = No
     >>> all_gather(np.ones((4, 2, 3))).output.shape
     (4, 8, 3)
     """
-    return _simulate(
+    return run_collective(
         "all_gather",
         x,
         lambda leaf: AllGatherLayout.check(leaf, 0, leaf.ndim > 1, None),
@@ -66,7 +66,7 @@ def all_sum(x: Any, topology: TopologyLike = None, algorithm: str | None = None,
     >>> all_sum(np.arange(8).reshape(4, 2)).output[0]
     array([12, 16])
     """
-    return _simulate(
+    return run_collective(
         "all_sum",
         x,
         lambda leaf: AllReduceLayout.check(leaf, None),

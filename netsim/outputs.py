@@ -2,10 +2,10 @@
 
 After a run every device holds chunks ``(block, piece)``; a layout from
 :mod:`netsim.semantics` says where each block goes in JAX's output.
-:func:`_output` writes the whole stacked output, :func:`_row` one device's row
-(for a :class:`~netsim.semantics.chunks.LazyOutput`). :func:`_first_difference`
+:func:`stacked_output` writes the whole stacked output, :func:`output_row` one device's row
+(for a :class:`~netsim.semantics.chunks.LazyOutput`). :func:`first_difference`
 compares a materialised output with the NumPy reference, a part of a row at a
-time; :func:`_check_lazy` checks a lazy one without materialising it.
+time; :func:`check_lazy_output` checks a lazy one without materialising it.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from netsim.engine import EngineError, Playback
 from netsim.engine.table_buffers import TableBuffers
 from netsim.network.units import format_bytes
 from netsim.semantics.chunks import SLICE_ELEMENTS, LazyOutput, bounded_slices
+
+__all__ = ["SAMPLED_DEVICES", "check_lazy_output", "first_difference", "held_chunks", "output_row", "stacked_output"]
 
 SAMPLED_DEVICES = 2
 """A lazy output's values are checked on this many devices drawn at random (seed 0), plus the first and the last."""
@@ -91,8 +93,32 @@ def _largest(expected: np.ndarray, scale: float = 1.0) -> float:
     return float(scale)
 
 
-def _first_difference(layout: Any, leaf: np.ndarray, output: np.ndarray, exact: bool, group_size: int) -> int | None:
+def first_difference(layout: Any, leaf: np.ndarray, output: np.ndarray, exact: bool, group_size: int) -> int | None:
     """The first device, in the reference's order, whose output differs from the NumPy reference; None if none does.
+
+    Parameters
+    ----------
+    layout : layout of :mod:`netsim.semantics`
+        The collective's layout for the stacked input ``leaf`` (it yields the reference).
+    leaf, output : numpy.ndarray
+        The stacked input and output ``[n_devices, ...]``.
+    exact : bool
+        Compare bit for bit (gathers, permutes); else within the tolerance of sums
+        of ``group_size`` terms.
+    group_size : int
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> from netsim.semantics.gather import AllGatherLayout
+    >>> x = np.arange(8).reshape(4, 2)
+    >>> out = netsim.all_gather(x).output
+    >>> layout = AllGatherLayout.check(x, 0, False, None)
+    >>> first_difference(layout, x, out, exact=True, group_size=4) is None
+    True
+    >>> out[3, 0, 0] = 99
+    >>> first_difference(layout, x, out, exact=True, group_size=4)
+    3
 
     The reference comes a part of a row at a time (``layout.reference_parts``),
     never a whole row. The tolerance for sums of floats depends on the largest
@@ -173,20 +199,60 @@ def _write(target: np.ndarray, pieces: list[np.ndarray]) -> None:
             position += part.size
 
 
-def _held(playback: Playback, device: int) -> dict:
-    """The chunks a device ends with, its bundles opened (the buffer itself when there are none)."""
+def held_chunks(playback: Playback, device: int) -> dict:
+    """The chunks a device ends with, ``(block, piece)`` -> chunk, its bundles opened (the buffer itself when there are none).
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> leaf = netsim.all_gather(np.arange(8).reshape(4, 2)).leaves[0]
+    >>> sorted(held_chunks(leaf.playback, 2))[:3]
+    [(0, 0), (0, 1), (1, 0)]
+    """
     buffer = playback.buffers[device]
     return unbundled(buffer, playback.bundles) if playback.bundles else buffer
 
 
-def _output(collective: str, layout: Any, playback: Playback, pieces: int, dtype: np.dtype) -> np.ndarray:
+def stacked_output(collective: str, layout: Any, playback: Playback, pieces: int, dtype: np.dtype) -> np.ndarray:
     """JAX's stacked output, written straight from the chunks each device holds at the end.
 
     Devices that want no block (ppermute's non-destinations) keep zeros.
+
+    Parameters
+    ----------
+    collective : str
+        Its name, for the error message.
+    layout : layout of :mod:`netsim.semantics`
+        Which blocks each device wants, and where they go in its output.
+    playback : Playback
+        What the engine played.
+    pieces : int
+        Chunks per block (``Schedule.pieces``).
+    dtype : numpy.dtype
+
+    Returns
+    -------
+    numpy.ndarray
+        ``[n_devices, *layout.output_shape]``.
+
+    Raises
+    ------
+    EngineError
+        If a device ended without a chunk its output needs (a bug in netsim).
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> from netsim.semantics.gather import AllGatherLayout
+    >>> x = np.arange(8).reshape(4, 2)
+    >>> leaf = netsim.all_gather(x).leaves[0]
+    >>> layout = AllGatherLayout.check(x, 0, False, None)
+    >>> stacked_output("all_gather", layout, leaf.playback, leaf.schedule.pieces, x.dtype)[2].tolist()
+    [[0, 1], [2, 3], [4, 5], [6, 7]]
     """
     out = np.zeros((len(playback.buffers), *layout.output_shape), dtype)
     for device in range(len(playback.buffers)):
-        buffer = _held(playback, device)
+        buffer = held_chunks(playback, device)
         for block in layout.wanted(device):
             try:
                 chunks = [buffer[(block, p)] for p in range(pieces)]
@@ -196,8 +262,22 @@ def _output(collective: str, layout: Any, playback: Playback, pieces: int, dtype
     return out
 
 
-def _row(collective: str, layout: Any, buffer: dict, device: int, pieces: int, dtype: np.dtype) -> np.ndarray:
-    """One device's output, written from the chunks it holds (for lazy outputs)."""
+def output_row(collective: str, layout: Any, buffer: dict, device: int, pieces: int, dtype: np.dtype) -> np.ndarray:
+    """One device's output, written from the chunks it holds (for lazy outputs, and a program's arrays).
+
+    Parameters are those of :func:`stacked_output`, with ``buffer`` the device's
+    chunks (:func:`held_chunks`) and ``device`` its number.
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> from netsim.semantics.gather import AllGatherLayout
+    >>> x = np.arange(8).reshape(4, 2)
+    >>> leaf = netsim.all_gather(x).leaves[0]
+    >>> layout = AllGatherLayout.check(x, 0, False, None)
+    >>> output_row("all_gather", layout, held_chunks(leaf.playback, 1), 1, leaf.schedule.pieces, x.dtype).tolist()
+    [[0, 1], [2, 3], [4, 5], [6, 7]]
+    """
     row = np.empty(layout.output_shape, dtype)
     for block in layout.wanted(device):
         try:
@@ -209,7 +289,7 @@ def _row(collective: str, layout: Any, buffer: dict, device: int, pieces: int, d
 
 
 def _check_sources(collective: str, layout: Any, playback: Playback, sources: list[dict], pieces: int) -> None:
-    """:func:`_check_lazy`'s first check: every device holds every chunk its output needs and,
+    """:func:`check_lazy_output`'s first check: every device holds every chunk its output needs and,
     for gathers, each is the very array its owner started with."""
     gather = layout.pattern == "gather"
     if gather and isinstance(playback.buffers, TableBuffers) and _table_holds_sources(layout, playback.buffers, pieces):
@@ -264,7 +344,7 @@ def _table_holds_sources(layout: Any, buffers: TableBuffers, pieces: int) -> boo
 
 
 def _check_bundled_sources(collective: str, layout: Any, playback: Playback, sources: list[dict], pieces: int) -> None:
-    """:func:`_check_lazy`'s first check when bundles travelled, without opening every device's.
+    """:func:`check_lazy_output`'s first check when bundles travelled, without opening every device's.
 
     Devices share the bundle objects they were sent, so each distinct (object, key)
     is opened once: its parts must be the bundles and chunks its key names, every
@@ -296,8 +376,23 @@ def _check_bundled_sources(collective: str, layout: Any, playback: Playback, sou
             raise EngineError(f"{collective}: device {device} ended with {held} chunks, not {needed}; this is a netsim bug, please report it")
 
 
-def _check_lazy(collective: str, layout: Any, leaf: np.ndarray, playback: Playback, sources: list[dict], pieces: int, output: LazyOutput) -> str:
+def check_lazy_output(collective: str, layout: Any, leaf: np.ndarray, playback: Playback, sources: list[dict], pieces: int, output: LazyOutput) -> str:
     """Verify a lazy output without materialising it; return what was checked.
+
+    ``sources`` are the buffers the devices started with; the other parameters are
+    those of :func:`stacked_output` and :func:`first_difference`.
+
+    Raises
+    ------
+    EngineError
+        If a device lacks a chunk, holds a copy where the owner's array was due, or
+        a sampled value differs from the NumPy reference (a bug in netsim).
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> print(netsim.all_gather(np.arange(8).reshape(4, 2), output="lazy").verification)  # doctest: +ELLIPSIS
+    lazy output (256 B not materialised): every device holds each chunk of its output, ...; values equal the NumPy reference on devices [0, 2, 3]
 
     Every device must hold every chunk its output needs; for gathers each must be
     the very array its owner started with (so nothing was copied or mixed up),
@@ -321,7 +416,7 @@ def _check_lazy(collective: str, layout: Any, leaf: np.ndarray, playback: Playba
         single = dataclasses.replace(layout, groups=(group,))
         for device in members:
             parts = _parts_by_place(expected_row, single.reference_parts(leaf, devices=(device,)))
-            buffer = _held(playback, device)
+            buffer = held_chunks(playback, device)
             for block in layout.wanted(device):
                 chunks = [buffer[(block, p)] for p in range(pieces)]
                 slot = layout.slot(expected_row, block)

@@ -1,6 +1,6 @@
 """How a collective runs: from the stacked input to a :class:`~netsim.result.Result`.
 
-:func:`_simulate` is what every function of :mod:`netsim.collectives` and
+:func:`run_collective` is what every function of :mod:`netsim.collectives` and
 :mod:`netsim.mlx` calls. It flattens a pytree input into its arrays, resolves the
 topology, checks that the run fits in memory (:mod:`netsim.checks.memory`), plans the
 collective with an algorithm (:func:`netsim.algorithms.schedule.build_schedule`),
@@ -32,9 +32,10 @@ from netsim.engine.row_buffers import RowBuffers
 from netsim.network.device_mesh import AxisGroups
 from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import Topology, ring
-from netsim.outputs import _check_lazy, _first_difference, _held, _output, _row
+from netsim.outputs import check_lazy_output, first_difference, held_chunks, output_row, stacked_output
 from netsim.result import LeafRun, Result
 from netsim.scenario.topology_spec import load_topology
+from netsim.semantics import ops as registry
 from netsim.semantics.chunks import LazyOutput, SizeOnly
 from netsim.version import __version__
 
@@ -47,8 +48,10 @@ __all__ = [
     "Stragglers",
     "TopologyLike",
     "choose_engine",
+    "flatten_pytree",
     "provenance",
     "resolve_topology",
+    "run_collective",
     "start_times",
 ]
 
@@ -142,19 +145,38 @@ def _numbers(collective: str, leaf: Any) -> Any:
         return leaf
     if dtype.kind in "OUSMm" or (dtype.kind == "V" and not dtype.type.__module__.startswith("ml_dtypes")):
         raise TypeError(f"{collective} moves arrays of numbers (bool, int, float, complex, bfloat16, float8); got an array of {dtype}")
-    if dtype == np.bool_ and collective in ("psum", "psum_scatter"):
+    if dtype == np.bool_ and collective in registry.COLLECTIVES and registry.COLLECTIVES[collective].reduces:
         return leaf.astype(np.int32)  # as jax.lax.psum: True counts 1
     return leaf
 
 
-def _leaves(tree: Any) -> tuple[list[np.ndarray], Callable[[list[Any]], Any]]:
-    """Flatten a pytree of dicts, lists and tuples (dict keys sorted, as in JAX)."""
+def flatten_pytree(tree: Any) -> tuple[list[np.ndarray], Callable[[list[Any]], Any]]:
+    """Flatten a pytree of dicts, lists and tuples (dict keys sorted, as in JAX): its arrays, and how to rebuild it.
+
+    Parameters
+    ----------
+    tree : array, or dict, list or tuple of pytrees
+
+    Returns
+    -------
+    leaves : list of numpy.ndarray
+    rebuild : callable
+        ``rebuild(values)`` is the tree with its leaves replaced by ``values``, in order.
+
+    Examples
+    --------
+    >>> leaves, rebuild = flatten_pytree({"b": [1, 2], "a": 3})
+    >>> [int(leaf) for leaf in leaves]
+    [3, 1, 2]
+    >>> rebuild(["x", "y", "z"])
+    {'a': 'x', 'b': ['y', 'z']}
+    """
     if isinstance(tree, dict):
         keys = sorted(tree)
-        parts = [_leaves(tree[k]) for k in keys]
+        parts = [flatten_pytree(tree[k]) for k in keys]
     elif isinstance(tree, (list, tuple)):
         keys = None
-        parts = [_leaves(v) for v in tree]
+        parts = [flatten_pytree(v) for v in tree]
     else:
         return [np.asarray(tree)], lambda values: values[0]
     counts = [len(leaves) for leaves, _ in parts]
@@ -273,7 +295,7 @@ def _collector_paused(run: Callable[..., Result]) -> Callable[..., Result]:
 
 
 @_collector_paused
-def _simulate(
+def run_collective(
     collective: str,
     x: Any,
     make_layout: Callable[[np.ndarray], Any],
@@ -290,13 +312,48 @@ def _simulate(
     link_class: type[Link] | None = None,
     compute_class: type[ComputeUnit] | None = None,
 ) -> Result:
+    """Run one collective on a stacked input pytree: the run behind every function of :mod:`netsim.collectives`.
+
+    Parameters
+    ----------
+    collective : str
+        ``"all_gather"``, ``"psum"``, ``"psum_scatter"``, ``"all_to_all"`` or ``"ppermute"``.
+    x : array or pytree of arrays
+        Each array stacked ``[n_devices, ...]``.
+    make_layout : callable
+        An array -> its layout (:mod:`netsim.semantics`), checked.
+    topology : Topology, str, pathlib.Path or None
+        As :func:`resolve_topology`.
+    algorithm : str or None
+        A name of :data:`netsim.algorithms.ALGORITHMS`; None for the collective's default.
+    verify : bool
+        Check the output against the NumPy reference.
+    cut_through : bool, default True
+        Forwarding mode (False: store-and-forward).
+    plan : callable, optional
+        A layout -> the schedule to play, in place of an algorithm.
+    axis_index_groups, stragglers, data, output, engine, link_class, compute_class
+        As in :func:`netsim.all_gather`.
+
+    Returns
+    -------
+    Result
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from netsim.semantics.reduce import AllReduceLayout
+    >>> r = run_collective("psum", np.arange(8).reshape(4, 2), lambda leaf: AllReduceLayout.check(leaf, None), None, "ring", True)
+    >>> r.output[0].tolist(), r.algorithm
+    ([12, 16], 'ring')
+    """
     if engine not in ENGINE_MODES:
         raise ValueError(f"engine must be one of {', '.join(map(repr, ENGINE_MODES))}, got {engine!r}")
     if data not in DATA_MODES:
         raise ValueError(f"data must be one of {', '.join(map(repr, DATA_MODES))}, got {data!r}")
     if output not in OUTPUT_MODES:
         raise ValueError(f"output must be one of {', '.join(map(repr, OUTPUT_MODES))}, got {output!r}")
-    leaves, rebuild = _leaves(x)
+    leaves, rebuild = flatten_pytree(x)
     if not leaves:
         raise ValueError("input pytree has no arrays")
     leaves = [_numbers(collective, leaf) for leaf in leaves]
@@ -361,9 +418,9 @@ def _simulate(
             result = None
             checks.append("not materialised: data none, chunks carried sizes only (timings are those of the real data)")
         elif output == "full" or (output == "auto" and out_bytes <= MATERIALISE_LIMIT_BYTES):
-            result = _output(collective, layout, playback, schedule.pieces, leaf.dtype)
+            result = stacked_output(collective, layout, playback, schedule.pieces, leaf.dtype)
             if verify:
-                device = _first_difference(layout, leaf, result, exact, len(layout.groups[0]) if layout.groups else 1)
+                device = first_difference(layout, leaf, result, exact, len(layout.groups[0]) if layout.groups else 1)
                 if device is not None:
                     where = f"{collective} with {algorithm} on {topo.name}"
                     raise InvariantError("output", f"{where}: device {device}'s simulated output differs from the NumPy reference")
@@ -373,11 +430,13 @@ def _simulate(
             result = LazyOutput(
                 (n_devices, *layout.output_shape),
                 dtype,
-                lambda device, layout=layout, final=final, pieces=pieces, dtype=dtype: _row(collective, layout, _held(final, device), device, pieces, dtype),
+                lambda device, layout=layout, final=final, pieces=pieces, dtype=dtype: output_row(
+                    collective, layout, held_chunks(final, device), device, pieces, dtype
+                ),
                 defined_by=(f"{collective} {layout!r}", (leaf,)),  # JAX's output: a function of the input and the layout
             )
             if verify:
-                checks.append(_check_lazy(collective, layout, leaf, playback, buffers, schedule.pieces, result))
+                checks.append(check_lazy_output(collective, layout, leaf, playback, buffers, schedule.pieces, result))
         outputs.append(result)
         path = critical_path(topo, schedule.transfers, playback, start_s=start_s, cut_through=cut_through)
         runs.append(LeafRun(leaf.shape, str(leaf.dtype), schedule, playback, path.shifted(time), tuple(layout.output_shape)))
@@ -395,9 +454,9 @@ def _simulate(
         n_devices=n_devices,
         groups=groups,
         bytes_per_device=per_device,
-        total_bytes=per_device * n if collective == "all_gather" else per_device,
+        total_bytes=per_device * n if registry.collective(collective).gathers else per_device,
         verified=verified,
-        leaves=runs,
+        leaves=tuple(runs),
         topology_obj=topo,
         forwarding="cut_through" if cut_through else "store_and_forward",
         axes=axis_names,

@@ -1,24 +1,40 @@
-"""What a simulated collective returns: the output, the time and how they came about."""
+"""What a run returns, as frozen data: the output, the time and how they came about.
+
+A :class:`Result` is the same for every run: a collective's (``kind="collective"``)
+or a program's (``kind="program"``, with its :class:`ProgramRun`). It is data and
+computes nothing from what it holds beyond a few properties of its own fields
+(``algbw``, ``output_digest``); statistics, analysis and drawings are functions in
+their own packages that take it as an argument (:func:`netsim.stats`,
+:func:`netsim.analyse`, :func:`netsim.animate`). This module imports none of them.
+"""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from netsim.algorithms.schedule import Schedule
-from netsim.analysis.critical_path import CriticalPath
 from netsim.engine import Playback
+from netsim.engine.critical_path import CriticalPath
 from netsim.network.topology import Topology
+from netsim.semantics import ops as registry
 from netsim.semantics.chunks import LazyOutput
 
-__all__ = ["LeafRun", "ProgramRun", "Result", "busbw_factor"]
+if TYPE_CHECKING:
+    from netsim.programs.lowering import Lowered
+
+__all__ = ["KINDS", "LeafRun", "ProgramRun", "Result", "busbw_factor"]
+
+KINDS = ("collective", "program")
+"""What a :class:`Result` can be the run of."""
 
 
 def busbw_factor(collective: str, n: int) -> float:
-    """nccl-tests' bus bandwidth factor for a group of n (doc/PERFORMANCE.md).
+    """nccl-tests' bus bandwidth factor for a group of n (doc/PERFORMANCE.md), as the op registry gives it.
 
     Examples
     --------
@@ -27,16 +43,18 @@ def busbw_factor(collective: str, n: int) -> float:
     """
     if n <= 1:
         return 0.0
-    if collective == "ppermute":
-        return 1.0
-    if collective in ("psum", "all_reduce", "all_sum"):
-        return 2 * (n - 1) / n
-    return (n - 1) / n
+    known = registry.lookup(collective)
+    return known.busbw(n) if known is not None else (n - 1) / n
 
 
-@dataclass
+@dataclass(frozen=True)
 class LeafRun:
-    """The simulation of one array (one leaf of the input pytree)."""
+    """The simulation of one array (one leaf of the input pytree), or of a program's one schedule.
+
+    ``critical_path`` is the chain of link crossings that set the leaf's finish time,
+    when the run walked it (a collective's run does, as it plays); None when it did
+    not (a program's run), and then :func:`netsim.analysis.path_stats.path_facts` walks it when asked.
+    """
 
     shape: tuple[int, ...]
     dtype: str
@@ -47,7 +65,7 @@ class LeafRun:
     """One device's output shape (known even when the output is not materialised)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class ProgramRun:
     """What a program's run adds to its :class:`Result`.
 
@@ -61,13 +79,15 @@ class ProgramRun:
         Empty for a timing-only run.
     """
 
-    lowered: Any
-    checks: dict[str, tuple[float, float]] = field(default_factory=dict)
+    lowered: Lowered
+    checks: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Result:
-    """A simulated collective.
+    """A simulated run: a collective (``kind="collective"``) or a program (``kind="program"``).
+
+    Frozen: a new result with some fields changed is ``dataclasses.replace(result, ...)``.
 
     Attributes
     ----------
@@ -77,7 +97,7 @@ class Result:
         Simulated seconds from the first send to the last arrival. With a pytree
         the leaves run one after another and the times add up.
     collective, algorithm, topology : str
-        What ran where.
+        What ran where (``collective`` is ``"program"`` for a program).
     groups : tuple of tuple of int
         The device groups (axis_index_groups, or one group of all devices).
     bytes_per_device : int
@@ -87,8 +107,8 @@ class Result:
         input; psum_scatter, psum, all_to_all and ppermute one device's input.
     verified : bool
         Whether the output was checked against the independent NumPy reference.
-    leaves : list of LeafRun
-        Schedule and playback of each leaf.
+    leaves : tuple of LeafRun
+        Schedule and playback of each leaf (a program: one, its whole schedule).
     scenario : str or None
         Name of the scenario that ran, if any.
     topology_obj : Topology or None
@@ -111,14 +131,19 @@ class Result:
         Which engine played the run: ``"processes"`` (the model as SimPy
         processes) or ``"fast"`` (the fast player of the same events); both give
         the same numbers.
+    kind : {"collective", "program"}
+        What ran: one collective (:func:`netsim.all_gather` and the others,
+        :func:`netsim.simulate`) or a program (:func:`netsim.run_program`, an HLO module).
     program : ProgramRun or None
-        For a program (:func:`netsim.run_program`): its ops, schedule and value checks;
-        ``collective`` is then ``"program"`` and ``output`` maps each array an op made
-        to its shards, stacked ``[n_devices, ...]``.
-    derived : dict
-        What readers computed from the result and keep with it, so that it is
-        computed once: :func:`netsim.stats` and :func:`netsim.analyse` keep their
-        answers here. The result itself computes nothing from it.
+        A program's part, exactly when ``kind == "program"``: its ops, schedule and
+        value checks; ``output`` then maps each array an op made to its shards,
+        stacked ``[n_devices, ...]``.
+
+    Raises
+    ------
+    ValueError
+        If ``kind`` is not one of :data:`KINDS`, or a program's result has no
+        ``program`` part (or a collective's has one).
     """
 
     output: Any
@@ -131,7 +156,7 @@ class Result:
     bytes_per_device: int
     total_bytes: int
     verified: bool
-    leaves: list[LeafRun] = field(default_factory=list, repr=False)
+    leaves: tuple[LeafRun, ...] = field(default=(), repr=False)
     scenario: str | None = None
     topology_obj: Topology | None = field(default=None, repr=False)
     forwarding: str = "cut_through"
@@ -141,8 +166,18 @@ class Result:
     provenance: dict[str, Any] = field(default_factory=dict, repr=False)
     verification: str = ""
     engine: str = "fast"
+    kind: str = "collective"
     program: ProgramRun | None = field(default=None, repr=False)
-    derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}, got {self.kind!r}")
+        if self.kind == "program" and self.program is None:
+            raise ValueError("a program's result needs a program part (program=ProgramRun(...))")
+        if self.kind == "collective" and self.program is not None:
+            raise ValueError("a collective's result has no program part (program=None), or is a program's (kind='program')")
+        if not isinstance(self.leaves, tuple):
+            object.__setattr__(self, "leaves", tuple(self.leaves))
 
     def __repr__(self) -> str:
         """One line: what ran, where, how long; the output's shape, not its values.
@@ -169,12 +204,12 @@ class Result:
 
     @property
     def critical_path(self) -> CriticalPath:
-        """The chain of link crossings that set the finish time (over all leaves, in order)."""
-        paths = [leaf.critical_path for leaf in self.leaves if leaf.critical_path is not None]
-        if not paths:
-            return CriticalPath((), None, 0.0, self.time)
-        steps = tuple(step for path in paths for step in path.steps)
-        return CriticalPath(steps, paths[0].origin_device, paths[0].origin_s, paths[-1].finish_s)
+        """The chain of link crossings that set the finish time, over all leaves in order, as the run kept it.
+
+        Empty for a run that kept none (a program's);
+        :func:`netsim.analysis.path_stats.path_facts` walks it then (``path_facts(result).critical_path.path``).
+        """
+        return CriticalPath.joined([leaf.critical_path for leaf in self.leaves if leaf.critical_path is not None], self.time)
 
     @property
     def output_digest(self) -> str:

@@ -259,4 +259,4 @@ def test_the_tolerance_of_a_float_sum_is_set_by_its_whole_row():
         output = expected.copy()
         output[1, 0] += error
         assert np.allclose(output[1], expected[1], rtol=tolerance, atol=tolerance * 1000.0) is whole_row_matches
-        assert outputs._first_difference(layout, x, output, False, 2) == (None if whole_row_matches else 1)
+        assert outputs.first_difference(layout, x, output, False, 2) == (None if whole_row_matches else 1)

@@ -276,3 +276,23 @@ def test_every_program_and_hlo_run_passes_the_invariant_checks(source, monkeypat
         result = netsim.run_program(source, data="none")
     schedule = result.leaves[0].schedule
     assert seen == [(len(schedule.transfers), len(schedule.computes))] and len(schedule.computes) > 0
+
+
+@pytest.mark.parametrize("data", ["values", "none"])
+def test_a_program_gathers_over_a_pod_with_bundles_as_the_collective_does(data):
+    """multiaxis_bundled in a program: the bundled scenario's schedule and time, bit for bit, and the values NumPy gives."""
+    from netsim.scenario import load_scenario
+
+    arrays = {"A": Sharded((64 * 12288,), "float32", (("X", "Y", "Z"),))}
+    ops = (Op("g", "all_gather", ("A",), "A_full", axes=("X", "Y", "Z"), axis=0, tiled=True, algorithm="multiaxis_bundled"),)
+    program = Program("pod_gather", {"X": 4, "Y": 4, "Z": 4}, arrays, ops)
+    result = netsim.run_program(program, "tpu-v4:4x4x4", data=data)
+    scenario = load_scenario("scenarios/allgather_tpu_v4_4x4x4_bundled.yaml")
+    assert result.time == scenario.expected.time_s == 2.0468800000000003e-05
+    assert len(result.leaves[0].schedule.transfers) == 3456 and result.leaves[0].schedule.transfers.bundles
+    if data == "values":
+        assert result.verified and result.output["A_full"].shape == (64, 64 * 12288)
+    with pytest.raises(ProgramError, match=r"^op 'cm': algorithm: multiaxis_bundled sends bundles, and a collective matmul"):
+        matmul = Op("cm", "matmul", ("A2", "B"), "C", overlap="collective", algorithm="multiaxis_bundled")
+        two = {"A2": Sharded((64, 64 * 8), "float32", ((), ("X", "Y", "Z"))), "B": Sharded((64 * 8, 8), "float32")}
+        netsim.run_program(Program("cm", {"X": 4, "Y": 4, "Z": 4}, two, (matmul,)), "tpu-v4:4x4x4", data="none")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from netsim.algorithms.transfers import Key
+from netsim.semantics.ops import COLLECTIVES
 
 __all__ = [
     "ALGORITHMS",
@@ -36,7 +37,8 @@ PATTERNS = ("gather", "reduce_scatter", "all_reduce", "all_to_all")
 DEFAULT_ALGORITHM = "bidirectional_ring"
 DEFAULT_AXES_ALGORITHM = "multiaxis"
 """The default for a collective over mesh axes (groups from :meth:`netsim.Mesh.groups`)."""
-_DEFAULTS = {"all_to_all": "direct", "permute": "direct"}
+_DEFAULTS = {c.pattern: c.algorithm for c in COLLECTIVES.values()}
+"""Each pattern's default, from the op registry (:data:`netsim.semantics.ops.COLLECTIVES`)."""
 
 
 # A move within one group: (step, from position, to position, block, piece, direction).

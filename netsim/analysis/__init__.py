@@ -18,6 +18,7 @@ Modules
                       of algorithms, with the registry that picks a run's own
 ``why``               a run's closed form beside its simulated time, and why they differ
 ``summary``           the numbers a report shows, as JSON-ready values
+``per_result``        statistics and analysis computed once per result object
 ====================  ===================================================================
 
 Where a change goes

@@ -16,131 +16,17 @@ link or a late device shows up on it exactly when it decided the time.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
 from netsim.columnar import stable_order
 from netsim.engine import Playback, TransferLike, transfer_columns
-from netsim.network.topology import LinkId, Topology
-from netsim.network.units import format_seconds
+from netsim.engine.columns import hop_arrays
+from netsim.engine.critical_path import CriticalPath, PathStep
+from netsim.network.topology import Topology
 
-__all__ = ["CriticalPath", "PathStep", "critical_path"]
-
-
-@dataclass(frozen=True, slots=True)
-class PathStep:
-    """One link crossing on the critical path.
-
-    Attributes
-    ----------
-    transfer : int
-        Index of the transfer in its schedule.
-    link : LinkId or None
-        The link crossed (None for a transfer that stays on its device).
-    link_name : str
-        The link as people read it, e.g. ``3->4`` or ``(0,1)->(0,2)``.
-    start, end : float
-        When the message started on the link and when it left it, seconds.
-    waited_for : str
-        Why it started then: ``"data"`` (as soon as its chunk was there) or
-        ``"link"`` (the link was busy with the step before this one on the path).
-    """
-
-    transfer: int
-    link: LinkId | None
-    link_name: str
-    start: float
-    end: float
-    waited_for: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready values."""
-        return {"transfer": self.transfer, "link": self.link_name, "start_s": self.start, "end_s": self.end, "waited_for": self.waited_for}
-
-
-@dataclass(frozen=True)
-class CriticalPath:
-    """The chain of link crossings that determined when a run finished.
-
-    Attributes
-    ----------
-    steps : tuple of PathStep
-        In time order.
-    origin_device : int or None
-        The device whose start began the chain.
-    origin_s : float
-        When that device started: 0, or a straggler's late start.
-    finish_s : float
-        When the last transfer arrived: the run's time.
-    """
-
-    steps: tuple[PathStep, ...]
-    origin_device: int | None
-    origin_s: float
-    finish_s: float
-
-    @property
-    def links(self) -> Counter[str]:
-        """How many crossings of the path each link carries, by link name."""
-        return Counter(step.link_name for step in self.steps if step.link is not None)
-
-    def shifted(self, offset_s: float) -> CriticalPath:
-        """The same path with every time moved by ``offset_s`` (for runs played one after another)."""
-        steps = tuple(replace(step, start=step.start + offset_s, end=step.end + offset_s) for step in self.steps)
-        return CriticalPath(steps, self.origin_device, self.origin_s + offset_s, self.finish_s + offset_s)
-
-    def describe(self, limit: int = 8) -> str:
-        """One line for a report: the links in order, or the busiest ones on a long path.
-
-        Examples
-        --------
-        >>> a = PathStep(0, (1, 0, (0, -1)), "1->0", 2e-05, 2.5e-05, "data")
-        >>> b = PathStep(1, (0, 3, (0, -1)), "0->3", 2.5e-05, 3e-05, "link")
-        >>> CriticalPath((a, b), 1, 2e-05, 3.1e-05).describe()
-        'device 1 starts at 20 us; 1->0, 0->3 (queued)'
-        >>> CriticalPath((a, b, b), 1, 2e-05, 3.1e-05).describe()
-        'device 1 starts at 20 us; 1->0, 0->3 x2 (2 queued)'
-        >>> CriticalPath((a, b, a), 1, 2e-05, 3.1e-05).describe(limit=2)
-        'device 1 starts at 20 us; 3 crossings, most on 1->0 x2, 0->3 x1 (1 queued)'
-        """
-        start = f"device {self.origin_device} starts at {format_seconds(self.origin_s)}; " if self.origin_s > 0 else ""
-        crossings = [step for step in self.steps if step.link is not None]
-        if not crossings:
-            return f"{start}no link crossed"
-        runs: list[list[PathStep]] = []
-        for step in crossings:
-            if runs and runs[-1][0].link_name == step.link_name:
-                runs[-1].append(step)
-            else:
-                runs.append([step])
-        if len(runs) <= limit:
-            return start + ", ".join(_run_text(run) for run in runs)
-        queued = Counter(step.link_name for step in crossings if step.waited_for == "link")
-        counts = self.links.most_common()
-        shown = ", ".join(f"{name} x{count}" + (f" ({queued[name]} queued)" if queued[name] else "") for name, count in counts[:4])
-        more = f", ... ({len(counts)} links)" if len(counts) > 4 else ""
-        return f"{start}{len(crossings)} crossings, most on {shown}{more}"
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready values."""
-        return {
-            "origin_device": self.origin_device,
-            "origin_s": self.origin_s,
-            "finish_s": self.finish_s,
-            "steps": [step.to_dict() for step in self.steps],
-        }
-
-
-def _run_text(run: list[PathStep]) -> str:
-    queued = sum(step.waited_for == "link" for step in run)
-    count = f" x{len(run)}" if len(run) > 1 else ""
-    if queued:
-        return f"{run[0].link_name}{count} (queued)" if len(run) == 1 else f"{run[0].link_name}{count} ({queued} queued)"
-    return f"{run[0].link_name}{count}"
+__all__ = ["critical_path"]
 
 
 def _not_after(a: float, b: float) -> bool:
@@ -197,7 +83,7 @@ def critical_path(
     columns = transfer_columns(transfers)
     src, dst, dep_ptr, dep_idx = (np.asarray(columns[name]) for name in ("src", "dst", "dep_ptr", "dep_idx"))
     hops = playback.hops
-    hop_transfer, hop_link, hop_start, hop_end, link_ids = _hop_arrays(hops)
+    hop_transfer, hop_link, hop_start, hop_end, link_ids = hop_arrays(hops)
     link_of = link_ids.__getitem__
     # For the crossings on the path only: the same message's crossing before it, and the crossing before it on its link.
     shared = getattr(hops, "order", None)  # a HopList keeps its orders (the invariant checks sorted by link already)
@@ -241,25 +127,6 @@ def critical_path(
             h = previous
     steps.reverse()
     return CriticalPath(tuple(steps), origin[0], origin[1], arrived(last))
-
-
-def _hop_arrays(hops: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Sequence[LinkId]]:
-    """Hops as arrays: transfer, link (a number), start, end, and the link id of each number (a sequence).
-
-    Read from the columns of a :class:`~netsim.engine.HopList`, or from the :class:`~netsim.engine.Hop` objects.
-    """
-    columns = getattr(hops, "columns", None)
-    if isinstance(columns, dict) and hasattr(hops, "link_ids"):
-        ids = hops.link_ids
-        as_array = (np.asarray(columns[name]) for name in ("transfer", "link", "start", "end"))
-        return (*as_array, ids)  # type: ignore[return-value]
-    numbers: dict[LinkId, int] = {}
-    h = len(hops)
-    transfer = np.fromiter((hop.transfer for hop in hops), np.int64, h)
-    link = np.fromiter((numbers.setdefault(hop.link, len(numbers)) for hop in hops), np.int64, h)
-    start = np.fromiter((hop.start for hop in hops), float, h)
-    end = np.fromiter((hop.end for hop in hops), float, h)
-    return transfer, link, start, end, list(numbers)
 
 
 class _Runs:

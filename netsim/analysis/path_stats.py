@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from netsim.analysis.critical_path import _hop_arrays, critical_path
+from netsim.analysis.critical_path import critical_path
 from netsim.analysis.memory_over_time import _running
 from netsim.columnar import stable_order
 from netsim.engine import ArrayList, as_array
+from netsim.engine.columns import hop_arrays
+from netsim.engine.critical_path import CriticalPath as WalkedPath
 from netsim.network.topology import LinkId, Topology
 
 if TYPE_CHECKING:
@@ -54,9 +56,9 @@ class CriticalPath:
         Time lost to devices that started late.
     queued_on : tuple of (str, float)
         Links where the path waited, with the wait, longest first.
-    path : netsim.analysis.critical_path.CriticalPath or None
-        The link crossings these figures describe: the run's one critical path,
-        ``result.critical_path``.
+    path : netsim.engine.critical_path.CriticalPath or None
+        The link crossings these figures describe: the run's one critical path
+        (``result.critical_path`` where the run kept it, else walked for these figures).
     """
 
     transfers: int
@@ -106,7 +108,7 @@ class _Hops:
     """
 
     def __init__(self, playback: Any, latency: dict[LinkId, float], cut_through: bool) -> None:
-        transfer, link, start, end, link_ids = _hop_arrays(playback.hops)
+        transfer, link, start, end, link_ids = hop_arrays(playback.hops)
         n = len(playback.sent_at)
         self.transfer, self.link, self.start, self.end, self.link_ids = transfer, link, start, end, link_ids
         self.latency = np.array([latency[lk] for lk in link_ids], float)  # by link number
@@ -240,11 +242,11 @@ def _relabel(segments: list[tuple[float, float, str]], windows: list[tuple[float
 
 
 def _leaf_path(result: Result, leaf: Any, topology: Topology, cut_through: bool, offset: float) -> Any:
-    """The leaf's critical path as the run kept it; walked once (and kept) for a run built without one."""
-    if leaf.critical_path is None:
-        start_s = [float(result.stragglers.get(d, 0.0)) for d in range(topology.n_devices)]
-        leaf.critical_path = critical_path(topology, leaf.schedule.transfers, leaf.playback, start_s=start_s, cut_through=cut_through).shifted(offset)
-    return leaf.critical_path
+    """The leaf's critical path as the run kept it, or walked now for a run that kept none (a program's)."""
+    if leaf.critical_path is not None:
+        return leaf.critical_path
+    start_s = [float(result.stragglers.get(d, 0.0)) for d in range(topology.n_devices)]
+    return critical_path(topology, leaf.schedule.transfers, leaf.playback, start_s=start_s, cut_through=cut_through).shifted(offset)
 
 
 def _add_paths(a: CriticalPath, b: CriticalPath) -> CriticalPath:
@@ -308,13 +310,14 @@ def path_facts(result: Result, topology: Topology | None = None) -> PathFacts:
     path = CriticalPath(0, 0, 0.0, 0.0, 0.0, 0.0)
     queues: dict[str, int] = {}
     offset = 0.0
+    walked = []
     for leaf in result.leaves:
         hops = _Hops(leaf.playback, latency, cut_through)
-        walked = _leaf_path(result, leaf, topology, cut_through, offset)
-        path = _add_paths(path, _breakdown(walked, hops, latency, names, cut_through, offset))
+        walked.append(_leaf_path(result, leaf, topology, cut_through, offset))
+        path = _add_paths(path, _breakdown(walked[-1], hops, latency, names, cut_through, offset))
         for link, depth in _longest_queues(leaf.playback, hops).items():
             queues[names[link]] = max(queues.get(names[link], 0), depth)
         offset += leaf.playback.time
-    path = replace(path, path=result.critical_path)
+    path = replace(path, path=WalkedPath.joined(walked, result.time))
     transfers, longest, multi, chunks = _route_facts(result)
     return PathFacts(path, transfers, longest, multi, chunks, {name: q for name, q in queues.items() if q})

@@ -38,8 +38,10 @@ import numpy as np
 
 from netsim.analysis.memory_over_time import _memory
 from netsim.analysis.path_stats import CriticalPath, PathFacts, _add_paths, _breakdown, _Hops, _leaf_path, _longest_queues, _route_facts, path_facts
+from netsim.analysis.per_result import once_per_result
 from netsim.analysis.steps import StepSummary, StepTiming, _steps
 from netsim.engine import ArrayList, ColumnList, Playback, as_array, transfer_columns
+from netsim.engine.critical_path import CriticalPath as WalkedPath
 from netsim.network.topology import LinkId, Topology
 
 if TYPE_CHECKING:
@@ -206,6 +208,7 @@ def _with_time_columns(playback: Playback) -> Playback:
     return replace(playback, **times)
 
 
+@once_per_result
 def run_stats(result: Result, topology: Topology | None = None) -> RunStats:
     """Statistics of a simulated collective, from its playback.
 
@@ -220,6 +223,11 @@ def run_stats(result: Result, topology: Topology | None = None) -> RunStats:
     ValueError
         If the result does not carry its topology and none is given.
 
+    Notes
+    -----
+    Computed once per result (:func:`~netsim.analysis.per_result.once_per_result`):
+    a report that asks again gets the same object back.
+
     Examples
     --------
     >>> import numpy as np, netsim
@@ -231,9 +239,6 @@ def run_stats(result: Result, topology: Topology | None = None) -> RunStats:
     >>> stats.busiest(1)[0].name, stats.busiest(1)[0].longest_queue
     ('0->1', 0)
     """
-    derived = getattr(result, "derived", None) if topology is None else None
-    if derived is not None and "stats" in derived:
-        return derived["stats"]
     topology = topology if topology is not None else getattr(result, "topology_obj", None)
     if topology is None:
         raise ValueError(f"result of {result.collective} on {result.topology} carries no topology; pass topology=")
@@ -262,6 +267,7 @@ def run_stats(result: Result, topology: Topology | None = None) -> RunStats:
     transfer_bytes = hop_bytes = 0
     detail = sum(len(leaf.schedule.transfers) for leaf in result.leaves) <= STEP_DETAIL_LIMIT
     offset = 0.0
+    walked = []
     for index, leaf in enumerate(result.leaves):
         schedule, playback = leaf.schedule, _with_time_columns(leaf.playback)
         inputs += int(np.prod(leaf.shape[1:], dtype=np.int64)) * np.dtype(leaf.dtype).itemsize
@@ -290,7 +296,8 @@ def run_stats(result: Result, topology: Topology | None = None) -> RunStats:
         np.add.at(link_wait, on_links, hops.link_sums(hops.wait))
         for link, depth in _longest_queues(playback, hops).items():
             link_queue[number[link]] = max(link_queue[number[link]], depth)
-        path = _add_paths(path, _breakdown(_leaf_path(result, leaf, topology, cut_through, offset), hops, latency, names, cut_through, offset))
+        walked.append(_leaf_path(result, leaf, topology, cut_through, offset))
+        path = _add_paths(path, _breakdown(walked[-1], hops, latency, names, cut_through, offset))
         del hops
         offset += playback.time
     time = result.time
@@ -315,9 +322,7 @@ def run_stats(result: Result, topology: Topology | None = None) -> RunStats:
         )
         for d in range(n)
     )
-    path = replace(path, path=result.critical_path)
+    path = replace(path, path=WalkedPath.joined(walked, result.time))
     n_transfers, max_hops, multi_hop, chunks = _route_facts(result)
     stats = RunStats(time, devices, tuple(usage), tuple(steps), tuple(timings), path, n_transfers, transfer_bytes, hop_bytes, max_hops, multi_hop, chunks)
-    if derived is not None:
-        derived["stats"] = stats
     return stats

@@ -26,6 +26,7 @@ from netsim.analysis.closed_forms.geometry import multipath_loads, permutation_l
 from netsim.analysis.closed_forms.registry import COST_MODELS, CollectiveEstimate, estimate_collective
 from netsim.analysis.closed_forms.terms import Estimate, canonical_collective
 from netsim.analysis.mixed_links import other_links, with_other_links
+from netsim.analysis.per_result import once_per_result
 
 if TYPE_CHECKING:
     from netsim.analysis.path_stats import PathFacts
@@ -188,6 +189,7 @@ def _leaf_bytes(leaf: Any) -> int:
     return int(np.prod(leaf.shape[1:], dtype=np.int64)) * np.dtype(leaf.dtype).itemsize
 
 
+@once_per_result
 def analyse(result: Result, stats: RunStats | None = None) -> Analysis:
     """The closed forms beside a run, and why they differ from it.
 
@@ -208,11 +210,6 @@ def analyse(result: Result, stats: RunStats | None = None) -> Analysis:
     >>> print(analyse(strided).why)  # doctest: +ELLIPSIS
     1.959x the lower bound: contention: the critical path waited 22.3 us for busy links 1->2 (22.3 us, queue 1); 4 of 4 transfers ...
     """
-    derived = getattr(result, "derived", None)
-    if derived is not None and "analysis" in derived:
-        return derived["analysis"]
-    if stats is None and derived is not None:
-        stats = derived.get("stats")
     topology = result.topology_obj
     if topology is None:
         raise ValueError(f"result of {result.collective} on {result.topology} carries no topology to estimate on")
@@ -240,8 +237,6 @@ def analyse(result: Result, stats: RunStats | None = None) -> Analysis:
             head, _, rest = why.partition(": ")
             why = f"{head}: links of other speeds: the run crosses links of {speeds}, the formula counts {bandwidth / 1e9:.6g} GB/s and {_t(latency)}; {rest}"
     analysis = Analysis(result.time, closed, estimate, book, figure, bound, ratio, why, latency, bandwidth)
-    if derived is not None:
-        derived["analysis"] = analysis
     return analysis
 
 

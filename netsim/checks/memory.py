@@ -33,6 +33,7 @@ __all__ = [
     "available_memory",
     "check_memory",
     "estimate_memory",
+    "estimate_program_memory",
     "mean_hops",
     "pieces_of",
     "transfers_of",
@@ -260,6 +261,37 @@ def estimate_memory(
         ),
         schedule=schedule,
     )
+
+
+BYTES_PER_DEPENDENCY = 48
+"""Per dependency entry of a lowered program: its place in the schedule's columns and in the player's
+lists of who waits for what (a Python int and a list slot), measured with tracemalloc at about 40 B."""
+
+
+def estimate_program_memory(transfers: int, hops: float, compute_steps: int, dependencies: int, values_bytes: int = 0) -> MemoryEstimate:
+    """Estimate the memory a lowered program will need to play, from its counts alone.
+
+    Parameters
+    ----------
+    transfers : int
+        The transfers of its schedule (every collective's).
+    hops : float
+        Links a transfer crosses on average.
+    compute_steps : int
+        Its compute steps (joins included).
+    dependencies : int
+        Its dependency entries, transfers' and compute steps'.
+    values_bytes : int, default 0
+        The arrays a run with values holds (0 when timing only).
+
+    Examples
+    --------
+    >>> e = estimate_program_memory(2_088_960, 1.0, 3840, 3_900_000)
+    >>> format_bytes(e.schedule), e.inputs
+    ('1.734 GiB', 0)
+    """
+    schedule = BYTES_PER_RUN + int((transfers + compute_steps) * (BYTES_PER_TRANSFER + hops * BYTES_PER_HOP) + dependencies * BYTES_PER_DEPENDENCY)
+    return MemoryEstimate(inputs=values_bytes, outputs=0, partial_sums=0, reference=0, schedule=schedule)
 
 
 def available_memory() -> int | None:

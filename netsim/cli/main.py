@@ -256,8 +256,9 @@ def _simulated(scenario: str, engine: str | None = None) -> tuple[Any, Any]:
 
 def _drawn(scenario: str, output: str, suffixes: tuple[str, ...], draw: Callable[[Any, Path], Any]) -> tuple[Any, str]:
     """Check the file name, run the scenario and ``draw(result, path)`` into ``output``, all or nothing: (result, path written)."""
-    from netsim.cli.program import is_program_file, run_or_exit
+    from netsim.cli.program import run_or_exit
     from netsim.destinations import StagedFile, all_or_nothing, check_file
+    from netsim.scenario.yaml_files import is_program_file
 
     if not output.lower().endswith(suffixes):
         raise _fail(f"--output {output!r}: the file name must end in {', '.join(suffixes)}", USER_ERROR)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -18,7 +17,7 @@ from netsim.engine import EngineError
 if TYPE_CHECKING:
     from netsim.result import Result
 
-__all__ = ["is_program_file", "program", "run_or_exit"]
+__all__ = ["program", "run_or_exit"]
 
 USER_ERROR, INTERNAL_ERROR = 2, 3
 
@@ -31,17 +30,6 @@ def _fail(message: str, code: int) -> typer.Exit:
 def _time(seconds: float | None) -> str:
     """A time in microseconds, short enough for a table column."""
     return "-" if seconds is None else f"{seconds * 1e6:.4g} us"
-
-
-def is_program_file(path: str) -> bool:
-    """Whether a YAML file holds a program (it has ``ops``, or ``hlo``: a compiled module) rather than a scenario."""
-    from netsim.scenario.yaml_files import read_yaml
-
-    try:
-        data = read_yaml(Path(path))
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and ("ops" in data or "hlo" in data)
 
 
 def run_or_exit(

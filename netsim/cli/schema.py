@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from netsim.semantics.ops import COLLECTIVES, OPS, hlo_collectives
+
 __all__ = ["SCHEMAS", "schema"]
 
 _DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -35,6 +37,7 @@ def _list(items: dict[str, Any], description: str = "") -> dict[str, Any]:
 
 
 _INT, _NUM, _STR = _t("integer"), _t("number"), _t("string")
+_COLLECTIVE = {"enum": list(COLLECTIVES), "description": "the collective, as the op registry names it (netsim.semantics.ops)"}
 _NNUM, _NSTR = _t(["number", "null"]), _t(["string", "null"])
 _ESTIMATE_KIND = {
     "enum": ["exact", "lower_bound", "upper_bound", "none"],
@@ -89,7 +92,7 @@ _STEP_TIMING = _obj({"leaf": _INT, "step": _INT, "phase": _STR, "device": _INT, 
 
 _RUN_PROPERTIES: dict[str, Any] = {
     "scenario": _NSTR,
-    "collective": _STR,
+    "collective": _COLLECTIVE,
     "topology": _STR,
     "n_devices": _t("integer", "devices on the topology"),
     "groups": _list(_list(_INT), "the device groups, in group order"),
@@ -153,7 +156,7 @@ ESTIMATE = {
     **_obj(
         {
             "scenario": _STR,
-            "collective": _STR,
+            "collective": _COLLECTIVE,
             "n_devices": _INT,
             "layout": _STR,
             **_ALGORITHM["properties"],
@@ -193,7 +196,7 @@ SWEEP = {"$schema": _DIALECT, "title": "netsim sweep --json", "type": "array", "
 _OP = _obj(
     {
         "name": _STR,
-        "op": _STR,
+        "op": {"enum": list(OPS), "description": "a collective or compute op of the op registry (an HLO instruction's step is one of them)"},
         "start_s": _t("number", "its first step on any device"),
         "end_s": _t("number", "its last step on any device"),
         "time_s": _t("number", "the longest it took on one device"),
@@ -204,7 +207,7 @@ _OP = _obj(
 _HLO_COLLECTIVE = _obj(
     {
         "hlo_name": _t("string", "the instruction's name in the module"),
-        "op": _t("string", "the HLO collective, e.g. all-gather"),
+        "op": {"enum": list(hlo_collectives()), "description": "the HLO collective, e.g. all-gather"},
         "shape": _t("array", "one device's operand dims (a list of them for a tuple or combined form)"),
         "dtype": _t(["string", "array"], "the HLO element type, e.g. bf16 (a list for several operands)"),
         "bytes": _t("integer", "bytes each device puts in"),

@@ -15,7 +15,8 @@ give the same times, hops and statistics, bit for bit. :func:`play` runs either.
 | ``sums``, ``row_buffers``, ``final_buffers`` | the compiled player's reductions, added in waves; buffers as rows or numbers, chunks looked up when read |
 | ``playing`` | :func:`play`: checks a schedule, runs an engine, returns a ``Playback`` |
 | ``playback`` | what the engine takes (``TransferLike``, ``ComputeLike``) and gives (``Playback``) |
-| ``columns`` | transfers, compute steps and hops as NumPy columns |
+| ``columns`` | transfers, compute steps and hops as NumPy columns (``hop_arrays``) |
+| ``critical_path`` | the critical path as data (``CriticalPath``, ``PathStep``), which a ``Result`` carries; :mod:`netsim.analysis.critical_path` finds it |
 | ``routes`` | routes as link numbers; the checks a schedule passes first |
 | ``payloads`` | what devices hold and send: chunks by reference, bundles made from parts |
 

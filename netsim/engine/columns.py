@@ -18,7 +18,7 @@ from netsim.columnar import stable_order
 from netsim.engine.playback import ComputeLike, Hop, LinkStats, TransferLike
 from netsim.network.topology import LinkId
 
-__all__ = ["ArrayList", "ColumnList", "HopList", "as_array", "compute_columns", "hops_and_links", "transfer_columns"]
+__all__ = ["ArrayList", "ColumnList", "HopList", "as_array", "compute_columns", "hop_arrays", "hops_and_links", "transfer_columns"]
 
 
 class ArrayList(list):
@@ -300,6 +300,47 @@ def hops_and_links(record: Sequence[array], nbytes: array, link_ids: Sequence[Li
         for lk, b, m, s, q in zip(link_ids, total_bytes.tolist(), messages.tolist(), busy.tolist(), max_queue, strict=True)
     }
     return HopList(transfer, link, start, end, link_ids), links
+
+
+def hop_arrays(hops: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Sequence[LinkId]]:
+    """A playback's hops as arrays: transfer, link number, start, end, and the link each number stands for.
+
+    The columns of a :class:`HopList` are returned as they are (no copy); a plain
+    sequence of :class:`~netsim.engine.Hop` objects is numbered in the order its
+    links first appear. The critical path, the statistics and the drawings read
+    hops this way.
+
+    Parameters
+    ----------
+    hops : HopList or sequence of Hop
+        ``Playback.hops``.
+
+    Returns
+    -------
+    transfer, link, start, end : numpy.ndarray
+        One entry per hop, in hop order (int64, int64, float64, float64).
+    link_ids : sequence of LinkId
+        ``link_ids[link[k]]`` is the link hop ``k`` crossed.
+
+    Examples
+    --------
+    >>> from netsim.engine import Hop
+    >>> transfer, link, start, end, ids = hop_arrays([Hop(0, (0, 1, (0, 1)), 0.0, 1e-6), Hop(1, (1, 2, (0, 1)), 1e-6, 2e-6)])
+    >>> transfer.tolist(), link.tolist(), ids
+    ([0, 1], [0, 1], [(0, 1, (0, 1)), (1, 2, (0, 1))])
+    """
+    columns = getattr(hops, "columns", None)
+    if isinstance(columns, dict) and hasattr(hops, "link_ids"):
+        ids = hops.link_ids
+        transfer, link, start, end = (np.asarray(columns[name]) for name in ("transfer", "link", "start", "end"))
+        return transfer, link, start, end, ids
+    numbers: dict[LinkId, int] = {}
+    h = len(hops)
+    transfer = np.fromiter((hop.transfer for hop in hops), np.int64, h)
+    link = np.fromiter((numbers.setdefault(hop.link, len(numbers)) for hop in hops), np.int64, h)
+    start = np.fromiter((hop.start for hop in hops), float, h)
+    end = np.fromiter((hop.end for hop in hops), float, h)
+    return transfer, link, start, end, list(numbers)
 
 
 def waiter_keys(dep_ptr: np.ndarray, dep_idx: np.ndarray, joins: np.ndarray | None, n_transfers: int) -> np.ndarray | None:

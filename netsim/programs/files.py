@@ -45,6 +45,7 @@ from netsim.scenario.fields import Duration, Strict
 from netsim.scenario.models import ExpectedSpec, MeshSpec, mesh_shorthand
 from netsim.scenario.topology_spec import DeviceSpec, TopologySpec, build_topology, load_topology
 from netsim.scenario.yaml_files import read_yaml, validate
+from netsim.semantics import ops as registry
 
 __all__ = ["ProgramFile", "load_program", "program_as_data", "program_from_data"]
 
@@ -76,16 +77,9 @@ class ArraySpec(Strict):
     partial: Axes | None = None
 
 
-_COLLECTIVE_FIELDS = {
-    "all_gather": {"axes", "groups", "axis", "tiled", "algorithm"},
-    "psum_scatter": {"axes", "groups", "scatter_dimension", "tiled", "algorithm"},
-    "psum": {"axes", "groups", "algorithm"},
-    "all_to_all": {"axes", "groups", "split_axis", "concat_axis", "tiled", "algorithm"},
-    "ppermute": {"axes", "perm"},
-    "matmul": {"overlap", "algorithm"},
-    "einsum": {"subscripts"},
-    "compute": {"flops", "bytes", "seconds"},
-}
+_COLLECTIVE_FIELDS = {name: set(op.program) for name, op in registry.OPS.items()}
+"""Each op's fields besides name, op, in, out and after (:data:`netsim.semantics.ops.OPS`)."""
+_OP_FIELDS = tuple(dict.fromkeys(f for op in registry.OPS.values() for f in op.program))
 
 
 class OpSpec(Strict):
@@ -94,7 +88,7 @@ class OpSpec(Strict):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
 
     name: str
-    op: Literal["all_gather", "psum_scatter", "psum", "all_to_all", "ppermute", "matmul", "einsum", "compute"]
+    op: Literal[tuple(registry.OPS)]  # type: ignore[valid-type]
     inputs: Names = Field(default_factory=list, alias="in")
     out: str | None = None
     axes: Axes | None = None
@@ -116,26 +110,7 @@ class OpSpec(Strict):
     @model_validator(mode="after")
     def _fields_of_the_op(self) -> OpSpec:
         allowed = _COLLECTIVE_FIELDS[self.op]
-        given = {
-            f
-            for f in (
-                "axes",
-                "groups",
-                "axis",
-                "tiled",
-                "scatter_dimension",
-                "split_axis",
-                "concat_axis",
-                "perm",
-                "subscripts",
-                "overlap",
-                "flops",
-                "bytes",
-                "seconds",
-                "algorithm",
-            )
-            if getattr(self, f) is not None
-        }
+        given = {f for f in _OP_FIELDS if getattr(self, f) is not None}
         extra = sorted(given - allowed)
         if extra:
             raise ValueError(f"{self.op} takes no {extra[0]}; its fields are: name, op, in, out, after, {', '.join(sorted(allowed))}")
@@ -151,7 +126,7 @@ class OpSpec(Strict):
             axes=tuple(self.axes or ()),
             groups=tuple(tuple(g) for g in self.groups or ()),
             axis=self.axis or 0,
-            tiled=self.tiled if self.tiled is not None else self.op in ("all_gather", "psum_scatter", "all_to_all"),
+            tiled=self.tiled if self.tiled is not None else registry.OPS[self.op].program.get("tiled", False),
             scatter_dimension=self.scatter_dimension or 0,
             split_axis=self.split_axis or 0,
             concat_axis=self.concat_axis or 0,
@@ -320,10 +295,10 @@ def program_as_data(program: Program, topology: str | dict[str, Any], *, data: s
         entry: dict[str, Any] = {"name": op.name, "op": op.op, "in": list(op.inputs)}
         if op.output is not None:
             entry["out"] = op.output
-        defaults = Op(op.name, op.op)
+        defaults, always = Op(op.name, op.op), getattr(registry.OPS[op.op], "arguments", {})
         for field in sorted(_COLLECTIVE_FIELDS[op.op], key=list(Op.__dataclass_fields__).index):
             value = getattr(op, field)
-            if field == "tiled" or value != getattr(defaults, field) or field in ("axis", "scatter_dimension", "split_axis", "concat_axis"):
+            if value != getattr(defaults, field) or field in always:
                 entry[field] = [list(v) for v in value] if field in ("groups", "perm") else list(value) if field == "axes" else value
         if op.after:
             entry["after"] = list(op.after)

@@ -41,10 +41,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
 
+from netsim.algorithms.bundles import BundleTable, as_table
 from netsim.algorithms.compute import Compute
 from netsim.algorithms.direct import permutation
 from netsim.algorithms.registry import check_algorithm, default_algorithm
@@ -52,11 +54,8 @@ from netsim.algorithms.schedule import Schedule, build_schedule
 from netsim.algorithms.transfers import PHASES, TransferTable
 from netsim.network.device_mesh import AxisGroups, Mesh
 from netsim.programs.model import COLLECTIVE_OPS, Op, Program, ProgramError, Sharded, einsum_subscripts, matmul_subscripts
-from netsim.semantics.all_to_all import AllToAllLayout
-from netsim.semantics.gather import AllGatherLayout
-from netsim.semantics.permute import PermuteLayout
+from netsim.semantics import ops as registry
 from netsim.semantics.program_values import itemsize
-from netsim.semantics.reduce import AllReduceLayout, ReduceScatterLayout
 
 __all__ = ["Lowered", "LoweredOp", "lower"]
 
@@ -147,6 +146,8 @@ class _Builder:
         self.steps = 0
         self.blocks = 0
         self.computes: list[tuple[int, float | None, float, float, tuple[int, ...], str, bool]] = []
+        self.bundles: list[BundleTable] = []  # each bundled collective's bundles, their blocks renumbered
+        self.plans: dict[Any, Schedule] = {}  # a collective's schedule, by what plans it: ops alike are planned once
 
     def add_schedule(self, schedule: Schedule, extra: list[tuple[int, ...]]) -> tuple[range, int, np.ndarray, np.ndarray]:
         """Append a collective's transfers, each also waiting for ``extra[src]``; (range, block offset, dst, block) of them.
@@ -174,7 +175,15 @@ class _Builder:
         self.idxs.append(idx)
         self.n_transfers += n
         self.steps += schedule.n_steps
-        self.blocks += int(table.block.max()) + 1 if n else 0
+        last = int(table.block.max()) if n else -1
+        if table.bundles:  # bundle keys and their parts move with the collective's blocks
+            bundles = as_table(table.bundles)
+            keys, parts = bundles.key_array.copy(), bundles.part_array.copy()
+            keys[:, 0] += offset
+            parts[:, 0] += offset
+            self.bundles.append(BundleTable(keys, bundles.ptr, parts))
+            last = max(last, int(bundles.key_array[:, 0].max(initial=-1)))
+        self.blocks += last + 1
         return range(base, base + n), offset, table.dst.astype(np.int64), table.block.astype(np.int64)
 
     def idxs_total(self) -> int:
@@ -190,10 +199,6 @@ class _Builder:
 
     def schedule(self) -> Schedule:
         n = self.n_transfers
-
-        def real(step: int) -> int:
-            return step if step >= 0 else n + (-step - 1)
-
         if self.ptrs:
             cols = {k: np.concatenate(v) for k, v in self.columns.items()}
             ptr = np.concatenate([[0], *self.ptrs]).astype(np.int64)
@@ -202,10 +207,25 @@ class _Builder:
         else:
             cols = {k: np.zeros(0, np.int8 if k == "phase" else bool if k == "reduce" else np.int64) for k in self.columns}
             ptr, idx = np.zeros(1, np.int64), np.zeros(0, np.int64)
-        table = TransferTable(cols["step"], cols["src"], cols["dst"], cols["block"], cols["piece"], cols["reduce"], cols["direction"], cols["phase"], ptr, idx)
+        bundles = None
+        if self.bundles:
+            sizes = [len(b.part_array) for b in self.bundles]
+            starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+            bundles = BundleTable(
+                np.concatenate([b.key_array for b in self.bundles]),
+                np.concatenate([[0]] + [b.ptr[1:] + s for b, s in zip(self.bundles, starts, strict=True)]),
+                np.concatenate([b.part_array for b in self.bundles]),
+            )
+        columns = (cols["step"], cols["src"], cols["dst"], cols["block"], cols["piece"], cols["reduce"], cols["direction"], cols["phase"])
+        table = TransferTable(*columns, ptr, idx, bundles=bundles)
+        # Every compute step's dependencies renumbered at once (compute step j, coded -(j + 1), is step n + j).
+        lengths = [len(step[4]) for step in self.computes]
+        codes = np.fromiter(chain.from_iterable(step[4] for step in self.computes), np.int64, sum(lengths))
+        codes = np.where(codes < 0, n - codes - 1, codes).tolist()
+        bounds = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).tolist()
         computes = tuple(
-            Compute(device=d, seconds=s, flops=f, bytes=b, deps=tuple(real(x) for x in deps), name=name, join=join)
-            for d, s, f, b, deps, name, join in self.computes
+            Compute(device=d, seconds=s, flops=f, bytes=b, deps=tuple(codes[bounds[j] : bounds[j + 1]]), name=name, join=join)
+            for j, (d, s, f, b, _, name, join) in enumerate(self.computes)
         )
         return Schedule("program", "program", ((*range(self.n_devices),),), 1, table, None, computes)
 
@@ -257,16 +277,11 @@ def _within(counts: np.ndarray) -> np.ndarray:
 
 def _layout(op: Op, x: Sharded, mesh: Mesh, groups: Any) -> Any:
     proxy = np.broadcast_to(np.zeros((), np.uint8), (mesh.topology.n_devices, *x.local_shape(mesh.shape)))
-    if op.op == "all_gather":
-        return AllGatherLayout.check(proxy, op.axis, op.tiled, groups)
-    if op.op == "psum_scatter":
-        return ReduceScatterLayout.check(proxy, op.scatter_dimension, op.tiled, groups)
-    if op.op == "psum":
-        return AllReduceLayout.check(proxy, groups)
-    if op.op == "all_to_all":
-        return AllToAllLayout.check(proxy, op.split_axis, op.concat_axis, op.tiled, groups)
-    pairs = [(g[s], g[t]) for g in groups for s, t in op.perm if s != t] if op.axes else [(s, t) for s, t in op.perm if s != t]
-    return PermuteLayout.check(proxy, pairs)
+    collective = registry.COLLECTIVES[op.op]
+    arguments = {name: getattr(op, name) for name in collective.arguments}
+    if "perm" in arguments:  # pairs of positions along the axes, or of devices; a pair that stays put moves nothing
+        arguments["perm"] = [(s, t) for s, t in op.perm if s != t]
+    return collective.check(proxy, groups if op.axes or collective.grouped else None, **arguments)
 
 
 def lower(program: Program, mesh: Mesh) -> Lowered:
@@ -308,7 +323,7 @@ def lower(program: Program, mesh: Mesh) -> Lowered:
     done: dict[str, list[tuple[int, ...]]] = {}
     lowered: list[LoweredOp] = []
     for op in program.ops:
-        before = [tuple(dict.fromkeys([*(s for name in op.inputs for s in ready[name][d]), *(s for o in op.after for s in done[o][d])])) for d in range(n)]
+        before = [_waits(ready, done, op, d) for d in range(n)]
         if op.op in COLLECTIVE_OPS:
             record, after = _lower_collective(op, arrays[op.inputs[0]], mesh, build, before)
         elif op.op == "compute":
@@ -326,6 +341,13 @@ def lower(program: Program, mesh: Mesh) -> Lowered:
             ready[op.output] = after
     _check_rates(lowered, mesh)
     return Lowered(program, arrays, mesh, build.schedule(), tuple(lowered))
+
+
+def _waits(ready: dict[str, list[tuple[int, ...]]], done: dict[str, list[tuple[int, ...]]], op: Op, device: int) -> tuple[int, ...]:
+    """What ``op`` waits for on ``device``: what makes its inputs ready there, then what the ops in its ``after`` did there (each step once)."""
+    inputs = chain.from_iterable(ready[name][device] for name in op.inputs)
+    after = chain.from_iterable(done[o][device] for o in op.after)
+    return tuple(dict.fromkeys(chain(inputs, after)))
 
 
 def _check_rates(lowered: list[LoweredOp], mesh: Mesh) -> None:
@@ -351,7 +373,7 @@ def _lower_collective(op: Op, x: Sharded, mesh: Mesh, build: _Builder, before: l
     groups: Any = op.groups if isinstance(op.groups, AxisGroups) else mesh.groups(list(op.axes)) if op.axes else [list(g) for g in op.groups]
     over_axes = isinstance(groups, AxisGroups)
     layout = _layout(op, x, mesh, groups)
-    if op.op == "ppermute":
+    if layout.pattern == "permute":  # pairs, each sent straight along its route
         schedule, algorithm = permutation(layout.groups), "direct"
     else:
         try:
@@ -359,9 +381,10 @@ def _lower_collective(op: Op, x: Sharded, mesh: Mesh, build: _Builder, before: l
         except ValueError as error:
             raise ProgramError(op.name, "algorithm", str(error)) from None
         shaped = {"group_shape": groups.shape, "wraparound": groups.wraparound} if over_axes else {}
-        schedule = build_schedule(layout.pattern, layout.groups, algorithm, **shaped)
-        if schedule.bundles:
-            raise ProgramError(op.name, "algorithm", f"{algorithm} sends bundles, which programs do not run; pick another algorithm")
+        key = (layout.pattern, tuple(map(tuple, layout.groups)), algorithm, tuple(sorted(shaped.items())))
+        schedule = build.plans.get(key)
+        if schedule is None:
+            schedule = build.plans[key] = build_schedule(layout.pattern, layout.groups, algorithm, **shaped)
     span, offset, dst, _ = build.add_schedule(schedule, before)
     after = _arrivals(dst, span.start, before)
     return LoweredOp(op, span, range(0), layout, schedule.pieces, offset, algorithm), after
@@ -409,7 +432,11 @@ def _lower_collective_matmul(
     a, b = inputs
     axes = a.sharding[-1]
     gather = Op(op.name, "all_gather", (op.inputs[0],), None, axes=axes, axis=len(a.shape) - 1, tiled=True, algorithm=op.algorithm)
+    bundled = len(build.bundles)
     record, _ = _lower_collective(gather, a, mesh, build, before)
+    if len(build.bundles) > bundled:
+        why = "a collective matmul multiplies each block as it arrives"
+        raise ProgramError(op.name, "algorithm", f"{record.algorithm} sends bundles, and {why}: pick another algorithm")
     layout, pieces = record.layout, record.pieces
     table = build.columns
     dst, block, piece = table["dst"][-1], table["block"][-1] - record.block_offset, table["piece"][-1]

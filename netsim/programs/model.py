@@ -50,12 +50,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from netsim.network.device_mesh import AxisGroups
 
+from netsim.semantics import ops as registry
+from netsim.semantics.sharding import ShardingError
+
 __all__ = ["COLLECTIVE_OPS", "COMPUTE_OPS", "OPS", "Op", "Program", "ProgramError", "Sharded", "einsum_subscripts"]
 
-COLLECTIVE_OPS = ("all_gather", "psum_scatter", "psum", "all_to_all", "ppermute")
-"""Ops that move data between devices (``jax.lax`` collectives over mesh axes)."""
-COMPUTE_OPS = ("matmul", "einsum", "compute")
-"""Ops that run on each device's compute unit."""
+COLLECTIVE_OPS = tuple(registry.COLLECTIVES)
+"""Ops that move data between devices (``jax.lax`` collectives over mesh axes; :data:`netsim.semantics.ops.COLLECTIVES`)."""
+COMPUTE_OPS = tuple(registry.COMPUTE_OPS)
+"""Ops that run on each device's compute unit (:data:`netsim.semantics.ops.COMPUTE_OPS`)."""
 OPS = COLLECTIVE_OPS + COMPUTE_OPS
 
 
@@ -249,16 +252,6 @@ def _check_array(name: str, array: Sharded, mesh: Mapping[str, int]) -> None:
             raise ProgramError(name, "shape", f"dimension {dim} of {size} does not split into {parts} shards over {'x'.join(axes)}", array=True)
 
 
-def _dim(op: Op, field: str, value: int, rank: int) -> int:
-    if not -rank <= value < rank:
-        raise ProgramError(op.name, field, f"{value} is out of range for an array of {rank} dimensions")
-    return value % rank
-
-
-def _ends_with(axes: tuple[str, ...], tail: tuple[str, ...]) -> bool:
-    return len(axes) >= len(tail) and axes[len(axes) - len(tail) :] == tail
-
-
 def _infer(op: Op, inputs: list[Sharded], mesh: Mapping[str, int]) -> Sharded | None:
     """What ``op`` makes of its inputs (None for ``compute``), or a ProgramError."""
     if op.op == "compute":
@@ -268,7 +261,7 @@ def _infer(op: Op, inputs: list[Sharded], mesh: Mapping[str, int]) -> Sharded | 
     if op.op in COLLECTIVE_OPS:
         if len(inputs) != 1:
             raise ProgramError(op.name, "in", f"a collective reads one array, got {len(inputs)}")
-        if bool(op.axes) == bool(op.groups or (op.op == "ppermute" and not op.axes and op.perm)):
+        if bool(op.axes) == bool(op.groups or (not registry.COLLECTIVES[op.op].grouped and not op.axes and op.perm)):
             raise ProgramError(op.name, "axes", "name the mesh axes the collective runs over, or give groups (not both)")
         if not op.axes:
             return _grouped(op, inputs[0], mesh)
@@ -400,93 +393,35 @@ def _axes_text(axes: tuple[str, ...]) -> str:
 
 
 def _collective(op: Op, x: Sharded, mesh: Mapping[str, int]) -> Sharded:
-    """A collective's result: the same global value, split differently, or summed over the axes."""
-    axes = op.axes
-    n = math.prod(mesh[a] for a in axes)
-    rank = len(x.shape)
-    sharding = list(x.sharding)
-    if op.op in ("psum", "psum_scatter"):
-        spread = [a for a in axes if a in x.axes_used]
+    """A collective's result: the same global value, split differently, or summed over the axes (its registered rule)."""
+    collective = registry.COLLECTIVES[op.op]
+    if collective.reduces:
+        spread = [a for a in op.axes if a in x.axes_used]
         if spread:
             raise ProgramError(op.name, "axes", f"the input is split over {spread[0]!r}: summing over it would add different blocks; gather it first")
-        partial = tuple(p for p in x.partial if p not in axes)
-        if op.op == "psum":
-            return replace(x, partial=partial) if set(axes) <= set(x.partial) else _not_partial(op, x, axes)
-        if not op.tiled:
-            raise ProgramError(op.name, "tiled", "programs run psum_scatter tiled (tiled: true)")
-        if not set(axes) <= set(x.partial):
-            _not_partial(op, x, axes)
-        dim = _dim(op, "scatter_dimension", op.scatter_dimension, rank)
-        if x.local_shape(mesh)[dim] % n:
-            raise ProgramError(op.name, "scatter_dimension", f"the shard's dimension {dim} of {x.local_shape(mesh)[dim]} does not split into {n}")
-        sharding[dim] = (*sharding[dim], *axes)
-        return Sharded(x.shape, x.dtype, tuple(sharding), partial)
-    if x.partial and set(axes) & set(x.partial):
+    elif x.partial and set(op.axes) & set(x.partial):
         raise ProgramError(op.name, "axes", f"the input is a partial sum over {_axes_text(x.partial)}: psum or psum_scatter it first")
-    if op.op == "all_gather":
-        if not op.tiled:
-            raise ProgramError(op.name, "tiled", "programs run all_gather tiled (tiled: true): the result is the gathered array")
-        dim = _dim(op, "axis", op.axis, rank)
-        if not _ends_with(sharding[dim], axes):
-            raise ProgramError(
-                op.name, "axis", f"dimension {dim} is split over {_axes_text(sharding[dim])}, not over {_axes_text(axes)} (last): nothing to gather there"
-            )
-        sharding[dim] = sharding[dim][: len(sharding[dim]) - len(axes)]
-        return replace(x, sharding=tuple(sharding))
-    if op.op == "all_to_all":
-        if not op.tiled:
-            raise ProgramError(op.name, "tiled", "programs run all_to_all tiled (tiled: true)")
-        split, concat = _dim(op, "split_axis", op.split_axis, rank), _dim(op, "concat_axis", op.concat_axis, rank)
-        if not _ends_with(sharding[concat], axes):
-            raise ProgramError(op.name, "concat_axis", f"dimension {concat} is split over {_axes_text(sharding[concat])}, not over {_axes_text(axes)} (last)")
-        if split != concat and x.local_shape(mesh)[split] % n:
-            raise ProgramError(op.name, "split_axis", f"the shard's dimension {split} of {x.local_shape(mesh)[split]} does not split into {n}")
-        sharding[concat] = sharding[concat][: len(sharding[concat]) - len(axes)]
-        sharding[split] = (*sharding[split], *axes)
-        return replace(x, sharding=tuple(sharding))
-    # ppermute: a permutation of positions along the axes; shards move, the array's blocks with them
-    if len(axes) != 1:
-        raise ProgramError(op.name, "axes", "ppermute runs over one mesh axis")
-    sources = [s for s, _ in op.perm]
-    targets = [t for _, t in op.perm]
-    if sorted(sources) != list(range(n)) or sorted(targets) != list(range(n)):
-        raise ProgramError(op.name, "perm", f"must move every position 0..{n - 1} along {axes[0]!r} exactly once, got {[list(p) for p in op.perm]}")
-    return x
+    try:
+        return collective.sharded(x, mesh, op.axes, **{name: getattr(op, name) for name in collective.arguments})
+    except ShardingError as error:
+        raise ProgramError(op.name, error.field, error.problem) from None
 
 
 def _grouped(op: Op, x: Sharded, mesh: Mapping[str, int]) -> Sharded:
     """A collective over explicit device groups: each device's array is taken whole (timing only)."""
+    collective = registry.COLLECTIVES[op.op]
     n_devices = math.prod(mesh.values())
     if x.axes_used or x.partial:
         raise ProgramError(op.name, "groups", "a collective over explicit groups takes an array without sharding (its shape is each device's)")
-    members = [d for g in op.groups for d in g] if op.op != "ppermute" else [d for pair in op.perm for d in pair]
+    members = [d for g in op.groups for d in g] if collective.grouped else [d for pair in op.perm for d in pair]
     if any(not 0 <= d < n_devices for d in members):
-        raise ProgramError(op.name, "groups" if op.op != "ppermute" else "perm", f"names a device outside 0..{n_devices - 1}")
-    if op.op == "ppermute":
+        raise ProgramError(op.name, "groups" if collective.grouped else "perm", f"names a device outside 0..{n_devices - 1}")
+    if not collective.grouped:
         return x
     if len(set(members)) != len(members) or len({len(g) for g in op.groups}) != 1:
         raise ProgramError(op.name, "groups", "groups must be of one size, each device in at most one")
-    n, rank, shape = len(op.groups[0]), len(x.shape), list(x.shape)
-    if op.op in ("all_gather", "psum_scatter", "all_to_all") and not op.tiled:
-        raise ProgramError(op.name, "tiled", f"programs run {op.op} tiled (tiled: true)")
-    if op.op == "all_gather":
-        shape[_dim(op, "axis", op.axis, rank)] *= n
-    elif op.op == "psum_scatter":
-        dim = _dim(op, "scatter_dimension", op.scatter_dimension, rank)
-        if shape[dim] % n:
-            raise ProgramError(op.name, "scatter_dimension", f"dimension {dim} of {shape[dim]} does not split into {n}")
-        shape[dim] //= n
-    elif op.op == "all_to_all":
-        split, concat = _dim(op, "split_axis", op.split_axis, rank), _dim(op, "concat_axis", op.concat_axis, rank)
-        if shape[split] % n:
-            raise ProgramError(op.name, "split_axis", f"dimension {split} of {shape[split]} does not split into {n}")
-        shape[split] //= n
-        shape[concat] *= n
+    try:
+        shape = collective.grouped_shape(x.shape, len(op.groups[0]), **{name: getattr(op, name) for name in collective.arguments})
+    except ShardingError as error:
+        raise ProgramError(op.name, error.field, error.problem) from None
     return Sharded(tuple(shape), x.dtype)
-
-
-def _not_partial(op: Op, x: Sharded, axes: tuple[str, ...]) -> Sharded:
-    missing = [a for a in axes if a not in x.partial]
-    raise ProgramError(
-        op.name, "axes", f"the input is not a partial sum over {missing[0]!r}: there is nothing to sum (it would multiply the array by the axis size)"
-    )

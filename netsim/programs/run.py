@@ -244,11 +244,12 @@ def program_result(lowered: Lowered, topology: Topology, playback: Playback, **f
     return Result(
         time=playback.time,
         collective="program",
+        kind="program",
         algorithm=", ".join(dict.fromkeys(algorithms)) or "none",
         topology=topology.name,
         n_devices=topology.n_devices,
         groups=((*range(topology.n_devices),),),
-        leaves=[LeafRun((), "", lowered.schedule, playback, None)],
+        leaves=(LeafRun((), "", lowered.schedule, playback, None),),
         topology_obj=topology,
         engine=playback.engine,
         **fields,

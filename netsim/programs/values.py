@@ -19,10 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from netsim.algorithms.bundles import unbundled
 from netsim.engine import Playback
-from netsim.outputs import _row
+from netsim.outputs import output_row
 from netsim.programs.lowering import Lowered
 from netsim.programs.model import COLLECTIVE_OPS, Sharded, einsum_subscripts, matmul_subscripts
+from netsim.semantics import ops as registry
 from netsim.semantics.chunks import SizeOnly
 from netsim.semantics.program_values import block_of, dtype_of, itemsize, product, shard, tolerance
 
@@ -169,8 +171,9 @@ def _held(record: Any, buffer: dict, device: int) -> dict:
 def _collected(record: Any, playback: Playback, device: int, dtype: np.dtype, own: np.ndarray) -> np.ndarray:
     if record.op.op == "ppermute" and not record.layout.wanted(device):
         return own  # a position the permutation leaves in place
-    held = _held(record, playback.buffers[device], device)
-    return _row(record.op.op, record.layout, held, device, record.pieces, dtype)
+    buffer = playback.buffers[device]
+    held = _held(record, unbundled(buffer, playback.bundles) if playback.bundles else buffer, device)
+    return output_row(record.op.op, record.layout, held, device, record.pieces, dtype)
 
 
 def _collective_matmul(record: Any, playback: Playback, device: int, b: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -212,7 +215,7 @@ def check_values(lowered: Lowered, local: dict[str, list[np.ndarray]], inputs: M
         ins = [lowered.arrays[name] for name in op.inputs]
         if op.op in COLLECTIVE_OPS:
             reference[op.output] = _moved(op, reference[op.inputs[0]], ins[0], coords, mesh)
-            summed = math.prod(mesh[a] for a in op.axes) if op.op in ("psum", "psum_scatter") else 0
+            summed = math.prod(mesh[a] for a in op.axes) if registry.COLLECTIVES[op.op].reduces else 0
             additions[op.output] = additions[op.inputs[0]] + summed
             contraction[op.output] = contraction[op.inputs[0]]
         else:

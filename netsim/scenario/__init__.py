@@ -63,13 +63,10 @@ Program files (arrays sharded on a mesh and the ops on them) are read by
 
 from __future__ import annotations
 
-from netsim.scenario.collective_spec import AllGatherSpec as AllGatherSpec
-from netsim.scenario.collective_spec import AllToAllSpec as AllToAllSpec
+from netsim.scenario.collective_spec import SPECS as SPECS
 from netsim.scenario.collective_spec import Axes as Axes
+from netsim.scenario.collective_spec import CollectiveSpec as CollectiveSpec
 from netsim.scenario.collective_spec import Groups as Groups
-from netsim.scenario.collective_spec import PpermuteSpec as PpermuteSpec
-from netsim.scenario.collective_spec import PsumScatterSpec as PsumScatterSpec
-from netsim.scenario.collective_spec import PsumSpec as PsumSpec
 from netsim.scenario.errors import ScenarioError as ScenarioError
 from netsim.scenario.fields import Bandwidth as Bandwidth
 from netsim.scenario.fields import Bytes as Bytes

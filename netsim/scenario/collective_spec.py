@@ -1,12 +1,22 @@
-"""The ``collective:`` section of a scenario: one model per operation, told apart by ``op``."""
+"""The ``collective:`` section of a scenario: one model per collective, told apart by ``op``.
+
+The models are made from the op registry (:data:`netsim.semantics.ops.COLLECTIVES`):
+each collective's fields are its ``jax.lax`` arguments with their defaults, and
+``axis_index_groups`` and ``axes`` for those that take groups. This module only says
+what type each field has in a file.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, Field, create_model
 
 from netsim.scenario.fields import Strict
+from netsim.semantics import ops as registry
+from netsim.semantics.ops import REQUIRED
+
+__all__ = ["SPECS", "Axes", "CollectiveSpec", "Groups"]
 
 Groups = list[list[int]] | None
 
@@ -19,41 +29,30 @@ def _check_axes(value: str | list[str] | None) -> str | list[str] | None:
 
 Axes = Annotated[str | list[str] | None, AfterValidator(_check_axes)]
 
-
-class AllGatherSpec(Strict):
-    op: Literal["all_gather"]
-    axis: int = 0
-    tiled: bool = False
-    axis_index_groups: Groups = None
-    axes: Axes = None
-
-
-class PsumScatterSpec(Strict):
-    op: Literal["psum_scatter"]
-    scatter_dimension: int = 0
-    tiled: bool = False
-    axis_index_groups: Groups = None
-    axes: Axes = None
+FIELD_TYPES: dict[str, Any] = {
+    "axis": int,
+    "tiled": bool,
+    "scatter_dimension": int,
+    "split_axis": int,
+    "concat_axis": int,
+    "perm": list[list[int]],
+    "axis_index_groups": Groups,
+    "axes": Axes,
+}
+"""The type in a file of every field a collective takes."""
 
 
-class PsumSpec(Strict):
-    op: Literal["psum"]
-    axis_index_groups: Groups = None
-    axes: Axes = None
+def _spec(collective: registry.Collective) -> type[Strict]:
+    """The model of one collective's section, named as it is spelt (``all_to_all``: ``AllToAllSpec``)."""
+    fields: dict[str, Any] = {"op": (Literal[collective.name], ...)}
+    for name, default in collective.scenario_fields.items():
+        fields[name] = (FIELD_TYPES[name], ... if default is REQUIRED else default)
+    class_name = "".join(part.capitalize() for part in collective.name.split("_")) + "Spec"
+    return create_model(class_name, __base__=Strict, __module__=__name__, **fields)
 
 
-class AllToAllSpec(Strict):
-    op: Literal["all_to_all"]
-    split_axis: int = 0
-    concat_axis: int = 0
-    tiled: bool = False
-    axis_index_groups: Groups = None
-    axes: Axes = None
+SPECS: dict[str, type[Strict]] = {name: _spec(c) for name, c in registry.COLLECTIVES.items()}
+"""Each collective's model, by ``op``."""
 
-
-class PpermuteSpec(Strict):
-    op: Literal["ppermute"]
-    perm: list[list[int]]
-
-
-_OPS = {"all_gather": AllGatherSpec, "psum_scatter": PsumScatterSpec, "psum": PsumSpec, "all_to_all": AllToAllSpec, "ppermute": PpermuteSpec}
+CollectiveSpec = Annotated[Union[tuple(SPECS.values())], Field(discriminator="op")]  # noqa: UP007 (a union made of a tuple)
+"""The ``collective:`` section: the model its ``op`` names."""

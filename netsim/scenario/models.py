@@ -15,15 +15,12 @@ from netsim.network import units
 from netsim.network.device_mesh import AxisGroups, Mesh
 from netsim.network.presets import is_slice_name, parse_slice
 from netsim.network.topology import Topology, UnreachableError
-from netsim.scenario.collective_spec import AllGatherSpec, AllToAllSpec, PpermuteSpec, PsumScatterSpec, PsumSpec
+from netsim.scenario.collective_spec import CollectiveSpec
 from netsim.scenario.errors import ScenarioError, clipped
 from netsim.scenario.fields import Bytes, Duration, Strict
-from netsim.scenario.topology_spec import DeviceSpec, LinkSpec, TopologyShape, TopologySpec, _find_topology, build_topology, load_topology, topology_names
+from netsim.scenario.topology_spec import DeviceSpec, LinkSpec, TopologyShape, TopologySpec, build_topology, find_topology, load_topology, topology_names
 from netsim.scenario.yaml_files import read_yaml, validate
-from netsim.semantics.all_to_all import AllToAllLayout
-from netsim.semantics.gather import AllGatherLayout
-from netsim.semantics.permute import PermuteLayout
-from netsim.semantics.reduce import AllReduceLayout, ReduceScatterLayout
+from netsim.semantics import ops as registry
 
 
 def mesh_shorthand(value: Any) -> Any:
@@ -154,7 +151,7 @@ class Scenario(Strict):
     name: str
     description: str | None = None
     topology: str | TopologySpec
-    collective: Annotated[AllGatherSpec | PsumScatterSpec | PsumSpec | AllToAllSpec | PpermuteSpec, Field(discriminator="op")]
+    collective: CollectiveSpec
     input: InputSpec
     algorithm: str | None = None
     link: LinkSpec | None = None
@@ -242,7 +239,7 @@ class Scenario(Strict):
             return self._with_link_overrides(shape)
         else:
             try:
-                path = _find_topology(self.topology, self.base_dir)
+                path = find_topology(self.topology, self.base_dir)
             except FileNotFoundError:
                 problem = f"no topology file {clipped(self.topology)!r}; bundled ones are: {', '.join(topology_names())}"
                 raise ScenarioError(self.source, "topology", problem) from None
@@ -340,7 +337,7 @@ class Scenario(Strict):
     @property
     def _splits_into_group_rows(self) -> bool:
         """An untiled psum_scatter or all_to_all: bytes_per_device becomes [group size, rest]."""
-        return isinstance(self.collective, (PsumScatterSpec, AllToAllSpec)) and not self.collective.tiled
+        return registry.COLLECTIVES[self.collective.op].untiled_rows and not self.collective.tiled
 
     @property
     def _group_size(self) -> int:
@@ -369,12 +366,5 @@ class Scenario(Strict):
         """Check the collective's arguments against the input shape; return its layout."""
         proxy = np.broadcast_to(np.zeros((), self.input.dtype), (self.topology_shape.n_devices, *self.shape))
         spec = self.collective
-        if isinstance(spec, AllGatherSpec):
-            return AllGatherLayout.check(proxy, spec.axis, spec.tiled, self.groups)
-        if isinstance(spec, PsumScatterSpec):
-            return ReduceScatterLayout.check(proxy, spec.scatter_dimension, spec.tiled, self.groups)
-        if isinstance(spec, AllToAllSpec):
-            return AllToAllLayout.check(proxy, spec.split_axis, spec.concat_axis, spec.tiled, self.groups)
-        if isinstance(spec, PpermuteSpec):
-            return PermuteLayout.check(proxy, spec.perm)
-        return AllReduceLayout.check(proxy, self.groups)
+        collective = registry.COLLECTIVES[spec.op]
+        return collective.check(proxy, self.groups, **{name: getattr(spec, name) for name in collective.arguments})

@@ -220,9 +220,30 @@ def topology_names() -> list[str]:
     return sorted(names)
 
 
-def _find_topology(name: str, base_dir: Path | None) -> Path:
+def find_topology(name: str, base_dir: Path | None) -> Path:
     """The file a topology name means: a path relative to ``base_dir`` (the folder of the
-    file that names it; the current folder without one), else a bundled topology."""
+    file that names it; the current folder without one), else a bundled topology.
+
+    Parameters
+    ----------
+    name : str
+        A path, or the name of a file in ``topologies/`` (with or without ``.yaml``).
+    base_dir : pathlib.Path or None
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    FileNotFoundError
+        If no such file exists.
+
+    Examples
+    --------
+    >>> find_topology("torus4x4", None).name
+    'torus4x4.yaml'
+    """
     candidates = [base_dir / name if base_dir is not None else Path(name)]
     stem = name[:-5] if name.endswith(".yaml") else name
     candidates += [d / f"{stem}.yaml" for d in TOPOLOGY_DIRS]
@@ -259,7 +280,7 @@ def load_topology(name: str | Path, *, base_dir: Path | None = None) -> Topology
         except ValueError as error:
             raise ScenarioError(name, "topology", str(error)) from None
     try:
-        path = _find_topology(str(name), base_dir)
+        path = find_topology(str(name), base_dir)
     except FileNotFoundError:
         raise ScenarioError(str(name), "topology", f"no topology file {clipped(str(name))!r}; bundled ones are: {', '.join(topology_names())}") from None
     data = read_yaml(path)

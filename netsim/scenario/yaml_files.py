@@ -13,8 +13,10 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from netsim.scenario.collective_spec import _OPS
+from netsim.scenario.collective_spec import SPECS
 from netsim.scenario.errors import ScenarioError
+
+__all__ = ["MAX_FILE_BYTES", "MAX_NESTING", "MAX_NODES", "is_program_file", "read_yaml", "validate"]
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -53,6 +55,24 @@ MAX_FILE_BYTES = 16 * 2**20
 MAX_NESTING = 64
 """The deepest nesting of YAML flow collections read (PyYAML's scanner is quadratic in it)."""
 _QUOTED_OR_COMMENT = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'|(?:^|(?<=\s))#[^\n]*", re.MULTILINE)
+
+
+def is_program_file(path: str | Path) -> bool:
+    """Whether a YAML file holds a program (it has ``ops``, or ``hlo``: a compiled module) rather than a scenario.
+
+    A file that cannot be read as YAML is not a program file (reading it as a
+    scenario then says why).
+
+    Examples
+    --------
+    >>> is_program_file("scenarios/programs/allgather_matmul.yaml"), is_program_file("scenarios/allgather_ring8.yaml")
+    (True, False)
+    """
+    try:
+        data = read_yaml(Path(path))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and ("ops" in data or "hlo" in data)
 
 
 def read_yaml(path: Path) -> Any:
@@ -175,7 +195,7 @@ def _nesting(text: str) -> int:
     return int(np.cumsum(step).max(initial=0))
 
 
-_UNION_TAGS = set(_OPS)
+_UNION_TAGS = set(SPECS)
 _MODEL_TAGS = {"TopologySpec"}
 """Models that are one member of a union with a plain type (``topology: str | TopologySpec``): pydantic names them in paths."""
 
@@ -234,7 +254,7 @@ def validate(model: type[BaseModel], data: Any, source: str, extra: dict[str, An
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] in ("union_tag_invalid", "union_tag_not_found"):
             loc.append("op")
-            message = f"expected one of {', '.join(_OPS)}"
+            message = f"expected one of {', '.join(SPECS)}"
         if first["type"] == "extra_forbidden":
             allowed = _allowed_fields(model, loc[:-1], data)
             message = f"unknown field; allowed here: {', '.join(allowed)}" if allowed else "unknown field"
@@ -272,7 +292,7 @@ def _allowed_fields(model: type[BaseModel], path: list[str], data: Any) -> list[
         annotation = info.annotation
         if part == "collective" and isinstance(data, dict) and isinstance(data.get("collective"), dict):
             op = data["collective"].get("op")
-            model = _OPS.get(op)
+            model = SPECS.get(op)
             continue
         candidates = [a for a in getattr(annotation, "__args__", (annotation,)) if isinstance(a, type) and issubclass(a, BaseModel)]
         model = candidates[0] if candidates else None

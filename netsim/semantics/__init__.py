@@ -23,14 +23,23 @@ and so are outputs. Two things live here, one module per collective:
 Modules
 -------
 ============== =====================================================================
+``ops``        the op registry: every collective and compute op declared once
+               (:data:`~netsim.semantics.ops.COLLECTIVES`, ``COMPUTE_OPS``); the
+               rest of netsim derives its op lists, file fields, HLO mapping, bus
+               bandwidth and dispatch from it
 ``groups``     ``axis_index_groups`` (:func:`normalize_groups`) and what every layout
                shares (the ``_Layout`` interface, axis and input checks)
-``gather``     all_gather: :class:`AllGatherLayout`, :func:`all_gather_reference`
+``sharding``   what every collective's rule on arrays sharded over mesh axes
+               shares (:class:`~netsim.semantics.sharding.ShardingError`)
+``gather``     all_gather: :class:`AllGatherLayout`, :func:`all_gather_reference`,
+               its sharding rules
 ``reduce``     psum_scatter and psum: :class:`ReduceScatterLayout`,
-               :class:`AllReduceLayout`, their references and the group sums
-``all_to_all`` all_to_all: :class:`AllToAllLayout`, :func:`all_to_all_reference`
+               :class:`AllReduceLayout`, their references, sharding rules and the
+               group sums
+``all_to_all`` all_to_all: :class:`AllToAllLayout`, :func:`all_to_all_reference`,
+               its sharding rules
 ``permute``    ppermute: :func:`normalize_perm`, :class:`PermuteLayout`,
-               :func:`ppermute_reference`
+               :func:`ppermute_reference`, its sharding rules
 ``chunks``     what travels and what comes out when data is too big or not wanted:
                :class:`SizeOnly`, :func:`shape_only`, :class:`LazyOutput`,
                :func:`bounded_slices`
@@ -42,9 +51,12 @@ A fix to how JAX lays out one collective goes in that collective's module, with 
 doctest beside it. A new collective is a new module: a frozen dataclass deriving
 from ``groups._Layout`` with ``check``, ``output_shape``, ``blocks``,
 ``block_sizes``, ``slot``, ``reference_rows`` (and ``wanted`` or
-``reference_parts`` when the defaults do not fit), a ``*_reference`` function, its
-names re-exported here and a function in :mod:`netsim.collectives` that uses it.
-Code inside netsim imports from the defining module, not from this package.
+``reference_parts`` when the defaults do not fit), a ``*_reference`` function and
+its ``*_sharded`` and ``*_grouped`` rules; and one entry in
+:data:`netsim.semantics.ops.COLLECTIVES` that names them and says the rest (its
+arguments, program-file fields, HLO opcodes, bus bandwidth factor, default
+algorithm, closed-form key). Code inside netsim imports from the defining module,
+not from this package.
 
 Examples
 --------

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from netsim.semantics.groups import Groups, _canonical_axis, _check_stacked, _flat, _Layout, normalize_groups
+from netsim.semantics.sharding import ShardingError, _axes_text, _dim, _ends_with, _tiled
 
-__all__ = ["AllToAllLayout", "all_to_all_reference"]
+__all__ = ["AllToAllLayout", "all_to_all_grouped", "all_to_all_reference", "all_to_all_sharded"]
 
 
 @dataclass(frozen=True)
@@ -141,3 +143,43 @@ def all_to_all_reference(
     """
     x = np.asarray(x)
     return AllToAllLayout.check(x, split_axis, concat_axis, tiled, axis_index_groups).reference(x)
+
+
+def all_to_all_sharded(x: Any, mesh: Mapping[str, int], axes: tuple[str, ...], split_axis: int, concat_axis: int, tiled: bool) -> Any:
+    """A program's all_to_all over mesh ``axes``: they move from ``concat_axis`` (where they come last) to ``split_axis``.
+
+    Examples
+    --------
+    >>> from netsim.programs.model import Sharded
+    >>> all_to_all_sharded(Sharded((8, 4), sharding=(("X",), ())), {"X": 2}, ("X",), 1, 0, True).sharding
+    ((), ('X',))
+    """
+    _tiled("all_to_all", tiled)
+    n = math.prod(mesh[a] for a in axes)
+    rank, sharding = len(x.shape), list(x.sharding)
+    split, concat = _dim("split_axis", split_axis, rank), _dim("concat_axis", concat_axis, rank)
+    if not _ends_with(sharding[concat], axes):
+        raise ShardingError("concat_axis", f"dimension {concat} is split over {_axes_text(sharding[concat])}, not over {_axes_text(axes)} (last)")
+    if split != concat and x.local_shape(mesh)[split] % n:
+        raise ShardingError("split_axis", f"the shard's dimension {split} of {x.local_shape(mesh)[split]} does not split into {n}")
+    sharding[concat] = sharding[concat][: len(sharding[concat]) - len(axes)]
+    sharding[split] = (*sharding[split], *axes)
+    return replace(x, sharding=tuple(sharding))
+
+
+def all_to_all_grouped(shape: tuple[int, ...], n: int, split_axis: int, concat_axis: int, tiled: bool) -> tuple[int, ...]:
+    """A device's shape after a tiled all_to_all over groups of ``n``.
+
+    Examples
+    --------
+    >>> all_to_all_grouped((4, 3), 2, split_axis=0, concat_axis=1, tiled=True)
+    (2, 6)
+    """
+    _tiled("all_to_all", tiled)
+    out, rank = list(shape), len(shape)
+    split, concat = _dim("split_axis", split_axis, rank), _dim("concat_axis", concat_axis, rank)
+    if out[split] % n:
+        raise ShardingError("split_axis", f"dimension {split} of {out[split]} does not split into {n}")
+    out[split] //= n
+    out[concat] *= n
+    return tuple(out)

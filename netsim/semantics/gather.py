@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from netsim.semantics.chunks import SLICE_ELEMENTS
 from netsim.semantics.groups import Groups, _canonical_axis, _check_stacked, _flat, _Layout, normalize_groups
+from netsim.semantics.sharding import ShardingError, _axes_text, _dim, _ends_with, _tiled
 
-__all__ = ["AllGatherLayout", "all_gather_reference"]
+__all__ = ["AllGatherLayout", "all_gather_grouped", "all_gather_reference", "all_gather_sharded"]
 
 
 @dataclass(frozen=True)
@@ -140,3 +142,35 @@ def all_gather_reference(x: np.ndarray, axis: int = 0, tiled: bool = False, axis
     """
     x = np.asarray(x)
     return AllGatherLayout.check(x, axis, tiled, axis_index_groups).reference(x)
+
+
+def all_gather_sharded(x: Any, mesh: Mapping[str, int], axes: tuple[str, ...], axis: int, tiled: bool) -> Any:
+    """A program's all_gather over mesh ``axes``: dimension ``axis`` is no longer split over them (they come last).
+
+    Examples
+    --------
+    >>> from netsim.programs.model import Sharded
+    >>> all_gather_sharded(Sharded((8, 4), sharding=(("X", "Y"), ())), {"X": 2, "Y": 2}, ("Y",), 0, True).sharding
+    (('X',), ())
+    """
+    _tiled("all_gather", tiled, ": the result is the gathered array")
+    sharding = list(x.sharding)
+    dim = _dim("axis", axis, len(x.shape))
+    if not _ends_with(sharding[dim], axes):
+        raise ShardingError("axis", f"dimension {dim} is split over {_axes_text(sharding[dim])}, not over {_axes_text(axes)} (last): nothing to gather there")
+    sharding[dim] = sharding[dim][: len(sharding[dim]) - len(axes)]
+    return replace(x, sharding=tuple(sharding))
+
+
+def all_gather_grouped(shape: tuple[int, ...], n: int, axis: int, tiled: bool) -> tuple[int, ...]:
+    """A device's shape after a tiled all_gather over groups of ``n``.
+
+    Examples
+    --------
+    >>> all_gather_grouped((4, 3), 2, axis=-1, tiled=True)
+    (4, 6)
+    """
+    _tiled("all_gather", tiled)
+    out = list(shape)
+    out[_dim("axis", axis, len(shape))] *= n
+    return tuple(out)

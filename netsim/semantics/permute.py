@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from netsim.semantics.groups import Groups, _check_stacked, _flat, _Layout
+from netsim.semantics.sharding import ShardingError
 
-__all__ = ["PermuteLayout", "normalize_perm", "ppermute_reference"]
+__all__ = ["PermuteLayout", "normalize_perm", "ppermute_grouped", "ppermute_reference", "ppermute_sharded"]
 
 
 def normalize_perm(perm: Sequence[Sequence[int]], n_devices: int) -> tuple[tuple[int, int], ...]:
@@ -124,3 +126,28 @@ def ppermute_reference(x: np.ndarray, perm: Sequence[Sequence[int]]) -> np.ndarr
     """
     x = np.asarray(x)
     return PermuteLayout.check(x, perm).reference(x)
+
+
+def ppermute_sharded(x: Any, mesh: Mapping[str, int], axes: tuple[str, ...], perm: Sequence[Sequence[int]]) -> Any:
+    """A program's ppermute along one mesh axis: shards move, the array's blocks with them (the array is the same).
+
+    Examples
+    --------
+    >>> from netsim.programs.model import Sharded
+    >>> ppermute_sharded(Sharded((8,), sharding=(("X",),)), {"X": 2}, ("X",), [(0, 1)])
+    Traceback (most recent call last):
+    ...
+    netsim.semantics.sharding.ShardingError: perm: must move every position 0..1 along 'X' exactly once, got [[0, 1]]
+    """
+    if len(axes) != 1:
+        raise ShardingError("axes", "ppermute runs over one mesh axis")
+    n = math.prod(mesh[a] for a in axes)
+    sources, targets = [s for s, _ in perm], [t for _, t in perm]
+    if sorted(sources) != list(range(n)) or sorted(targets) != list(range(n)):
+        raise ShardingError("perm", f"must move every position 0..{n - 1} along {axes[0]!r} exactly once, got {[list(p) for p in perm]}")
+    return x
+
+
+def ppermute_grouped(shape: tuple[int, ...], n: int, perm: Sequence[Sequence[int]]) -> tuple[int, ...]:
+    """A device's shape after a ppermute: unchanged."""
+    return shape

@@ -8,16 +8,27 @@ big reference can be checked a slice at a time with the same rounding.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
 from netsim.semantics.chunks import SLICE_ELEMENTS, bounded_slices
 from netsim.semantics.groups import Groups, _canonical_axis, _check_stacked, _flat, _Layout, normalize_groups
+from netsim.semantics.sharding import ShardingError, _dim, _not_partial, _tiled
 
-__all__ = ["AllReduceLayout", "ReduceScatterLayout", "psum_reference", "psum_scatter_reference"]
+__all__ = [
+    "AllReduceLayout",
+    "ReduceScatterLayout",
+    "psum_grouped",
+    "psum_reference",
+    "psum_scatter_grouped",
+    "psum_scatter_reference",
+    "psum_scatter_sharded",
+    "psum_sharded",
+]
 
 
 def _group_sum(x: np.ndarray, group: Sequence[int]) -> np.ndarray:
@@ -263,3 +274,62 @@ def psum_reference(x: np.ndarray, axis_index_groups: Sequence[Sequence[int]] | N
     """
     x = np.asarray(x)
     return AllReduceLayout.check(x, axis_index_groups).reference(x)
+
+
+def psum_scatter_sharded(x: Any, mesh: Mapping[str, int], axes: tuple[str, ...], scatter_dimension: int, tiled: bool) -> Any:
+    """A program's psum_scatter over mesh ``axes``: a partial sum over them becomes split over them along ``scatter_dimension``.
+
+    Examples
+    --------
+    >>> from netsim.programs.model import Sharded
+    >>> y = psum_scatter_sharded(Sharded((8, 4), partial=("X",)), {"X": 2}, ("X",), 0, True)
+    >>> y.sharding, y.partial
+    ((('X',), ()), ())
+    """
+    partial = tuple(p for p in x.partial if p not in axes)
+    _tiled("psum_scatter", tiled)
+    if not set(axes) <= set(x.partial):
+        _not_partial(x, axes)
+    n = math.prod(mesh[a] for a in axes)
+    sharding = list(x.sharding)
+    dim = _dim("scatter_dimension", scatter_dimension, len(x.shape))
+    if x.local_shape(mesh)[dim] % n:
+        raise ShardingError("scatter_dimension", f"the shard's dimension {dim} of {x.local_shape(mesh)[dim]} does not split into {n}")
+    sharding[dim] = (*sharding[dim], *axes)
+    return replace(x, sharding=tuple(sharding), partial=partial)
+
+
+def psum_scatter_grouped(shape: tuple[int, ...], n: int, scatter_dimension: int, tiled: bool) -> tuple[int, ...]:
+    """A device's shape after a tiled psum_scatter over groups of ``n``.
+
+    Examples
+    --------
+    >>> psum_scatter_grouped((4, 3), 2, scatter_dimension=0, tiled=True)
+    (2, 3)
+    """
+    _tiled("psum_scatter", tiled)
+    out = list(shape)
+    dim = _dim("scatter_dimension", scatter_dimension, len(shape))
+    if out[dim] % n:
+        raise ShardingError("scatter_dimension", f"dimension {dim} of {out[dim]} does not split into {n}")
+    out[dim] //= n
+    return tuple(out)
+
+
+def psum_sharded(x: Any, mesh: Mapping[str, int], axes: tuple[str, ...]) -> Any:
+    """A program's psum over mesh ``axes``: the array is no longer a partial sum over them.
+
+    Examples
+    --------
+    >>> from netsim.programs.model import Sharded
+    >>> psum_sharded(Sharded((8,), partial=("X", "Y")), {"X": 2, "Y": 2}, ("X",)).partial
+    ('Y',)
+    """
+    if not set(axes) <= set(x.partial):
+        _not_partial(x, axes)
+    return replace(x, partial=tuple(p for p in x.partial if p not in axes))
+
+
+def psum_grouped(shape: tuple[int, ...], n: int) -> tuple[int, ...]:
+    """A device's shape after a psum: unchanged."""
+    return shape

@@ -21,9 +21,9 @@ import numpy as np
 
 from netsim.algorithms.registry import ALGORITHMS
 from netsim.algorithms.transfers import PHASES
-from netsim.analysis.critical_path import _hop_arrays
 from netsim.analysis.why import analyse
 from netsim.engine import as_array, transfer_columns
+from netsim.engine.columns import hop_arrays
 from netsim.network.units import format_bytes, format_seconds
 from netsim.result import Result
 
@@ -67,7 +67,7 @@ class _Leaf:
         else:
             for t in self.schedule.transfers:
                 self.phase_of_step.setdefault(t.step, t.phase)
-        hop_transfer, hop_link, _, _, link_ids = _hop_arrays(playback.hops)
+        hop_transfer, hop_link, _, _, link_ids = hop_arrays(playback.hops)
         self.link_ids = list(link_ids)
         self.hop_transfer, self.hop_link = hop_transfer, hop_link
         self.latency = np.array([self.topology.link(link)["latency_s"] for link in self.link_ids], float)

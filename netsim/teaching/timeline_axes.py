@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from netsim.analysis.critical_path import _hop_arrays
 from netsim.engine import as_array
+from netsim.engine.columns import hop_arrays
 from netsim.result import Result
 from netsim.teaching.saving import save_figure
 
@@ -81,7 +81,7 @@ def axis_rows(result: Result, leaf: int = 0, bins: int = BINS) -> list[AxisRow]:
     groups: dict[tuple[int, int], int] = {}
     for _, _, (axis, direction) in topology.links:
         groups[(axis, direction)] = groups.get((axis, direction), 0) + 1
-    _, link, start, end, link_ids = _hop_arrays(playback.hops)
+    _, link, start, end, link_ids = hop_arrays(playback.hops)
     group_of_link = np.array([sorted(groups).index(tuple(lk[2])) for lk in link_ids], np.int64)
     group = group_of_link[link] if len(link) else np.zeros(0, np.int64)
     edges = np.linspace(0.0, playback.time if playback.time > 0 else 1.0, bins + 1)

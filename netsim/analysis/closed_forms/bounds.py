@@ -24,28 +24,23 @@ from __future__ import annotations
 
 from netsim.analysis.closed_forms.geometry import Geometry
 from netsim.analysis.closed_forms.terms import AlphaBeta, canonical_collective
+from netsim.semantics.ops import lookup
 
 __all__ = ["bytes_in", "bytes_in_bound"]
 
 
 def bytes_in(collective: str, n: int, bytes_per_device: float) -> float:
-    """Bytes every member of a group of n must receive, whatever the algorithm.
+    """Bytes every member of a group of n must receive, whatever the algorithm (the op registry's ``received``).
 
     Examples
     --------
     >>> bytes_in("all_gather", 4, 100.0), bytes_in("psum_scatter", 4, 100.0), bytes_in("psum", 4, 100.0)
     (300.0, 75.0, 100.0)
     """
-    collective = canonical_collective(collective)
-    if n < 2:
+    known = lookup(collective)
+    if n < 2 or known is None:
         return 0.0
-    if collective == "all_gather":
-        return (n - 1) * bytes_per_device
-    if collective in ("psum_scatter", "all_to_all"):
-        return (n - 1) / n * bytes_per_device
-    if collective == "psum":
-        return float(bytes_per_device)
-    return 0.0
+    return known.received(n, bytes_per_device)
 
 
 def bytes_in_bound(collective: str, geometry: Geometry, bytes_per_device: float, alpha: float, B: float) -> AlphaBeta | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from netsim.analysis.closed_forms.bounds import bytes_in, bytes_in_bound
 from netsim.analysis.closed_forms.geometry import Geometry
 from netsim.analysis.closed_forms.terms import AlphaBeta, Estimate, _evaluate, canonical_collective
+from netsim.semantics.ops import COLLECTIVES
 
 __all__ = ["BOUNDS", "Cost", "CostModel", "Exactness", "lower_bound", "never"]
 
@@ -24,7 +25,7 @@ Exactness = Callable[[Geometry], bool]
 """``exact(geometry)``: whether a closed form equals the simulated time on that layout."""
 
 BOUNDS = "lower bounds from the engine's timing (netsim.analysis.closed_forms.bounds)"
-_RECEIVED = {"all_gather": "(n−1)·input", "psum_scatter": "(n−1)/n·input", "all_to_all": "(n−1)/n·input", "psum": "input", "ppermute": "input"}
+_RECEIVED = {c.closed_form: c.received_text for c in COLLECTIVES.values()}
 
 
 def never(g: Geometry) -> bool:

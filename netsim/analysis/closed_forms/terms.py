@@ -11,6 +11,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from netsim.semantics.ops import lookup
+
 __all__ = ["KINDS", "AlphaBeta", "Estimate", "canonical_collective"]
 
 KINDS = ("exact", "lower_bound", "upper_bound", "none")
@@ -52,18 +54,19 @@ class AlphaBeta:
         return "latency-bound" if self.latency_s > self.bandwidth_s else "bandwidth-bound"
 
 
-_ALIASES = {"all_reduce": "psum", "all_sum": "psum", "reduce_scatter": "psum_scatter"}
-
-
 def canonical_collective(name: str) -> str:
-    """The collective's name in the registry (``all_reduce`` and ``all_sum`` are ``psum``).
+    """The name a collective's closed forms are listed under (``all_reduce`` and ``all_sum`` are ``psum``).
+
+    It is the op registry's ``closed_form`` key (:data:`netsim.semantics.ops.COLLECTIVES`);
+    a name the registry does not know is its own.
 
     Examples
     --------
     >>> canonical_collective("all_sum"), canonical_collective("all_gather")
     ('psum', 'all_gather')
     """
-    return _ALIASES.get(name, name)
+    known = lookup(name)
+    return known.closed_form if known is not None else name
 
 
 @dataclass(frozen=True)

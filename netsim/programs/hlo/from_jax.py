@@ -10,6 +10,7 @@ Where ``jax.experimental.roofline`` can read the function (collectives inside a
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -107,6 +108,5 @@ def from_jax(
     module = hlo_from_text(compiled.as_text(), f"<compiled {label}>")
     devices = device_map_from_data(device_map(mesh), module.devices, f"the mesh of {label}")
     result = run_hlo(module, topology, device_map=devices, clock_hz=clock_hz, engine=engine, name=label)
-    result.program.source = f"compiled from {label}"
-    result.program.roofline_ici_bytes = roofline_ici_bytes(f, mesh, *args)
-    return result
+    program = dataclasses.replace(result.program, source=f"compiled from {label}", roofline_ici_bytes=roofline_ici_bytes(f, mesh, *args))
+    return dataclasses.replace(result, program=program)

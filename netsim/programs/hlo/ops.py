@@ -9,11 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from netsim.programs.hlo.shapes import Array
+from netsim.semantics.ops import hlo_collectives
 
 __all__ = ["COLLECTIVES", "Collective", "Compute", "HloProgram", "Step", "Unmodelled"]
 
-COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute", "ragged-all-to-all")
-"""The HLO collectives read (each also as an async ``*-start`` / ``*-done`` pair)."""
+COLLECTIVES = tuple(hlo_collectives())
+"""The HLO collectives read (each also as an async ``*-start`` / ``*-done`` pair): those of :data:`netsim.semantics.ops.COLLECTIVES`."""
 
 
 @dataclass(frozen=True)

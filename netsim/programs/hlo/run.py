@@ -30,7 +30,7 @@ from netsim.version import __version__
 __all__ = ["HloRun", "run_hlo", "run_hlo_program"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class HloRun(ProgramRun):
     """What an HLO module's run adds to a program's: the module and how it was placed and lowered."""
 

@@ -38,18 +38,12 @@ from netsim.programs.hlo.devices import DeviceMap
 from netsim.programs.hlo.ops import Collective, Compute, HloProgram, Step
 from netsim.programs.lowering import Lowered, lower
 from netsim.programs.model import Op, Program, Sharded
+from netsim.semantics import ops as registry
 
 __all__ = ["HLO_TO_JAX", "HloLowered", "HloTranslation", "StepRecord", "lower_hlo", "translate"]
 
-HLO_TO_JAX = {
-    "all-gather": "all_gather",
-    "reduce-scatter": "psum_scatter",
-    "all-reduce": "psum",
-    "all-to-all": "all_to_all",
-    "ragged-all-to-all": "all_to_all",
-    "collective-permute": "ppermute",
-}
-"""Each HLO collective and the ``jax.lax`` collective netsim plays it as."""
+HLO_TO_JAX = registry.hlo_collectives()
+"""Each HLO collective and the ``jax.lax`` collective netsim plays it as (:data:`netsim.semantics.ops.COLLECTIVES`)."""
 
 _NUMPY = {
     "pred": "bool",
@@ -68,9 +62,6 @@ _NUMPY = {
     "c64": "complex64",
     "c128": "complex128",
 }
-
-_DIMENSION = {"all_gather": ("axis",), "psum_scatter": ("scatter_dimension",), "all_to_all": ("split_axis", "concat_axis"), "psum": ()}
-"""The fields of an op that take an HLO collective's ``dimensions``."""
 
 
 @dataclass(frozen=True)
@@ -264,7 +255,7 @@ def _collective(collective: Collective, label: str, after: tuple[str, ...], cont
     nodes = context.nodes
     shape, dtype, dimension = _proxy(collective)
     array = f"{label}:in"
-    if kind == "ppermute":
+    if not registry.COLLECTIVES[kind].grouped:  # source-target pairs
         pairs = tuple((nodes[s], nodes[t]) for s, t in collective.pairs)
         context.arrays[array] = Sharded(shape, dtype)
         moving = [(s, t) for s, t in pairs if s != t]
@@ -275,7 +266,7 @@ def _collective(collective: Collective, label: str, after: tuple[str, ...], cont
         shape = (math.prod(shape) + (-math.prod(shape)) % len(node_groups[0]),)  # ragged: padded to split evenly
         dimension = 0
     context.arrays[array] = Sharded(shape, dtype)
-    dimensions = dict.fromkeys(_DIMENSION[kind], dimension)
+    dimensions = dict.fromkeys(registry.COLLECTIVES[kind].hlo_dimension, dimension)
     given = groups if groups is not None else tuple(tuple(g) for g in node_groups)
     op = Op(label, kind, (array,), f"{label}:out", groups=given, tiled=True, after=after, **dimensions)
     return op, groups.axes if groups is not None else ()
