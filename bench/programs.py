@@ -8,8 +8,9 @@
 Each case is a program file written by this script (FSDP: per layer, an ``all_gather`` of
 the layer's weights over every mesh axis, then a matmul; B = 65536, D = 4096, bf16,
 ``data: none``; each gather starts once the previous one is done on the chip, as in
-``scenarios/programs/fsdp_two_layers.yaml``), or ``bench/data/mlp_v5p_16x16x16.yaml`` (the
-module ``scripts/make_tpu_module.py`` compiled with libtpu). It runs in a fresh
+``scenarios/programs/fsdp_two_layers.yaml``), or one of ``bench/data/mlp_v5p_16x16x16*.yaml``
+(an MLP that ``scripts/make_tpu_module.py`` compiled with libtpu for a v5p 16x16x16 pod, its
+all-reduce over lines of 16 chips or over 16x16 planes). It runs in a fresh
 ``python -I`` process that puts this checkout first on its path, checks that
 ``netsim.__file__`` is the checkout's, and does what ``netsim program FILE --data none``
 does (run the file, then its statistics), without printing. Reported: transfers and
@@ -109,6 +110,7 @@ def cases() -> list[Case]:
         Case("fsdp8_v4_512", fsdp_program("tpu-v4:8x8x8", 8), target_s=10, target_gib=2),
         Case("fsdp4_tp_v4_4096", fsdp_program("tpu-v4:16x16x16", 4, tp_psum=True), target_s=60, target_gib=4),
         Case("mlp_v5p_4096", None, DATA / "mlp_v5p_16x16x16.yaml", target_s=60, target_gib=4),
+        Case("mlp_v5p_4096_plane", None, DATA / "mlp_v5p_16x16x16_plane.yaml", target_s=60, target_gib=4),
     ]
 
 
@@ -129,6 +131,8 @@ def cpu():
     return t.user + t.system
 def mark(stage, start):
     note(stage=stage, wall_s=time.perf_counter() - start, rss=rss(), peak=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, cpu_s=cpu())
+import atexit
+atexit.register(lambda: note(exit=True, cpu_s=cpu(), peak=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024))
 import netsim
 where = os.path.realpath(netsim.__file__)
 assert where.startswith(os.path.realpath(checkout) + os.sep), f"netsim imported from {where}, not from {checkout}"
@@ -243,7 +247,8 @@ def run_child(path: Path, cap_bytes: int, timeout_s: float, mode: str = "run") -
             report.update(killed=killed, cpu_s=cpu_at_kill)
         elif not report.get("done"):
             lines = [x for x in err.read().splitlines() if x.strip()]
-            report["error"] = f"exit {child.returncode}: {lines[-1] if lines else 'no message'}"
+            said = [x for x in lines if x.startswith("error:")] or lines
+            report["error"] = f"exit {child.returncode}: {said[-1] if said else 'no message'}"
         report["wall_s"] = wall
     return report
 
