@@ -139,6 +139,7 @@ assert where.startswith(os.path.realpath(checkout) + os.sep), f"netsim imported 
 mark("import", start)
 if stages:
     import gc, tracemalloc
+    import numpy as np
     from netsim.algorithms.program_lowering import lower
     from netsim.programs import play_lowered
     from netsim.scenario.programs import load_program
@@ -153,6 +154,8 @@ if stages:
     table = lowered.schedule.transfers
     deps = sum(len(c.deps) for c in lowered.schedule.computes)
     columns = ("step", "src", "dst", "block", "piece", "reduce", "direction", "phase", "dep_ptr", "dep_idx")
+    sends, arrivals = np.bincount(table.src, minlength=loaded.mesh_obj.topology.n_devices), np.bincount(table.dst, minlength=loaded.mesh_obj.topology.n_devices)
+    note(chained_extra=int((sends * arrivals).sum()))
     note(transfers=len(table), computes=len(lowered.schedule.computes), dep_entries=int(len(table.dep_idx)), compute_dep_entries=deps,
          table_bytes=int(sum(getattr(table, k).nbytes for k in columns)), dep_idx_bytes=int(table.dep_idx.nbytes),
          lower_kept=tracemalloc.get_traced_memory()[0], lower_peak=tracemalloc.get_traced_memory()[1], lower_top=top(tracemalloc.take_snapshot()))
@@ -338,6 +341,12 @@ def bench_stages(folder: Path, cap: int, timeout: float, trace_play: bool) -> No
         counts = f"transfers {fmt_int(report.get('transfers'))}, compute steps {fmt_int(report.get('computes'))}"
         deps = f"dependency entries: transfers' {fmt_int(report.get('dep_entries'))}, compute steps' {fmt_int(report.get('compute_dep_entries'))}"
         print(f"\n{title}: {counts}, {deps}")
+        if layers == 1 and "chained_extra" in report:
+            extra = report["chained_extra"]
+            print(
+                f"  a next layer's gather chained by after: would add sum over devices of its sends x this gather's arrivals = "
+                f"{extra:,} dependency entries ({extra * 8 / GiB:.1f} GiB as int64), per chained layer"
+            )
         for note in report["stage_log"]:
             print(f"  after {note['stage']:<8} {note['wall_s']:>7.2f} s  RSS {note['rss'] / mib:>7.0f} MiB  peak {note['peak'] / mib:>7.0f} MiB")
         if "table_bytes" in report:
