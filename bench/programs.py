@@ -131,7 +131,8 @@ def cpu():
     return t.user + t.system
 def mark(stage, start):
     note(stage=stage, wall_s=time.perf_counter() - start, rss=rss(), peak=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, cpu_s=cpu())
-import atexit
+import atexit, faulthandler, signal
+faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=False)
 atexit.register(lambda: note(exit=True, cpu_s=cpu(), peak=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024))
 import netsim
 where = os.path.realpath(netsim.__file__)
@@ -229,6 +230,8 @@ def run_child(path: Path, cap_bytes: int, timeout_s: float, mode: str = "run") -
             elapsed = time.perf_counter() - start
             if rss > cap_bytes or elapsed > timeout_s:
                 cpu_at_kill = child_cpu(child.pid)
+                os.kill(child.pid, signal.SIGUSR1)  # faulthandler: the child's Python stack, to say where it was
+                time.sleep(0.3)
                 os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
                 why = "memory cap" if rss > cap_bytes else "time cap"
@@ -247,13 +250,25 @@ def run_child(path: Path, cap_bytes: int, timeout_s: float, mode: str = "run") -
                 else:
                     report.update(note)
         if killed:
-            report.update(killed=killed, cpu_s=cpu_at_kill)
+            report.update(killed=killed, cpu_s=cpu_at_kill, where=where_killed(err.read()))
         elif not report.get("done"):
             lines = [x for x in err.read().splitlines() if x.strip()]
             said = [x for x in lines if x.startswith("error:")] or lines
             report["error"] = f"exit {child.returncode}: {said[-1] if said else 'no message'}"
         report["wall_s"] = wall
     return report
+
+
+def where_killed(stderr: str) -> str:
+    """The innermost netsim frames of the stack faulthandler dumped (most recent call first), e.g. ``program_lowering.py:213 _with_extra``."""
+    frames = []
+    for line in stderr.splitlines():
+        line = line.strip()
+        if line.startswith('File "') and "/netsim/" in line:
+            path, rest = line[6:].split('", line ', 1)
+            number, _, function = rest.partition(" in ")
+            frames.append(f"{path.split('/netsim/', 1)[1]}:{number} {function}")
+    return " < ".join(frames[:3]) or "not in netsim"
 
 
 def verdict(case: Case, report: dict) -> str:
@@ -284,7 +299,7 @@ def print_row(name: str, case: Case, report: dict) -> None:
     print(line, flush=True)
     stage = report["stage_log"][-1]["stage"] if report["stage_log"] else "start"
     if "killed" in report:
-        print(f"{'':<22}   {report['killed']}; last stage done: {stage}", flush=True)
+        print(f"{'':<22}   {report['killed']}; last stage done: {stage}; in {report['where']}", flush=True)
     elif "error" in report:
         print(f"{'':<22}   {report['error']}", flush=True)
 
@@ -360,8 +375,10 @@ def bench_stages(folder: Path, cap: int, timeout: float, trace_play: bool) -> No
             print(f"  play ({report['engine']}): {report['play_kept'] / mib:.0f} MiB kept, {report['play_peak'] / mib:.0f} MiB at its peak; kept by:")
             for where, size in report["play_top"]:
                 print(f"    {size / mib:>8.1f} MiB  {where}")
-        if "killed" in report or "error" in report:
-            print(f"  {report.get('killed') or report.get('error')}")
+        if "killed" in report:
+            print(f"  {report['killed']}, in {report['where']}")
+        elif "error" in report:
+            print(f"  {report['error']}")
 
 
 def main() -> None:
