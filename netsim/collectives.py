@@ -18,8 +18,9 @@ from netsim.algorithms.direct import multipath_permutation, permutation
 from netsim.checks.memory import MATERIALISE_LIMIT_BYTES, MemoryLimitError
 from netsim.engine import ComputeUnit, EngineError, Link
 from netsim.network.topology import UnreachableError
-from netsim.pipeline import DATA_MODES, OUTPUT_MODES, Groups, Stragglers, TopologyLike, flatten_pytree, provenance, resolve_topology, run_collective
+from netsim.pipeline import DATA_MODES, OUTPUT_MODES, Groups, Stragglers, flatten_pytree, provenance, run_collective
 from netsim.result import Result
+from netsim.run import TopologyLike, resolve_topology
 from netsim.scenario.errors import ScenarioError
 from netsim.semantics import ops as registry
 from netsim.semantics.all_to_all import AllToAllLayout
@@ -101,7 +102,7 @@ def all_gather(
         Which engine plays the run: the model as SimPy processes
         (:mod:`netsim.engine.processes`) or the fast player of the same events
         (:mod:`netsim.engine.fast`); both give the same numbers. ``"auto"`` runs
-        the processes up to :data:`~netsim.pipeline.AUTO_PROCESSES_MAX_TRANSFERS`
+        the processes up to :data:`~netsim.run.AUTO_PROCESSES_MAX_TRANSFERS`
         transfers, the fast player above. ``Result.engine`` says which ran.
     link_class, compute_class : type, optional
         Your own :class:`~netsim.engine.processes.Link` or

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from netsim.pipeline import TopologyLike, run_collective
+from netsim.pipeline import run_collective
 from netsim.result import Result
+from netsim.run import TopologyLike
 from netsim.semantics.gather import AllGatherLayout
 from netsim.semantics.reduce import AllReduceLayout
 

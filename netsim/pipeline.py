@@ -17,7 +17,6 @@ import gc
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,37 +24,30 @@ import numpy as np
 from netsim.algorithms.registry import ALGORITHMS, check_algorithm, default_algorithm
 from netsim.algorithms.schedule import Schedule, build_schedule
 from netsim.analysis.critical_path import critical_path
-from netsim.checks.invariants import InvariantError, check_playback
+from netsim.checks.invariants import InvariantError
 from netsim.checks.memory import MATERIALISE_LIMIT_BYTES, check_memory, estimate_memory, mean_hops, pieces_of, transfers_of
-from netsim.engine import ComputeUnit, Link, play
+from netsim.engine import ComputeUnit, Link
 from netsim.engine.row_buffers import RowBuffers
 from netsim.network.device_mesh import AxisGroups
-from netsim.network.presets import is_slice_name, tpu_slice
-from netsim.network.topology import Topology, ring
+from netsim.network.topology import Topology
 from netsim.outputs import check_lazy_output, first_difference, held_chunks, output_row, stacked_output
 from netsim.result import LeafRun, Result
-from netsim.scenario.topology_spec import load_topology
+from netsim.run import TopologyLike, check_engine, play_checked, resolve_topology
 from netsim.semantics import ops as registry
 from netsim.semantics.chunks import LazyOutput, SizeOnly
 from netsim.version import __version__
 
 __all__ = [
-    "AUTO_PROCESSES_MAX_TRANSFERS",
     "DATA_MODES",
-    "ENGINE_MODES",
     "OUTPUT_MODES",
     "Groups",
     "Stragglers",
-    "TopologyLike",
-    "choose_engine",
     "flatten_pytree",
     "provenance",
-    "resolve_topology",
     "run_collective",
     "start_times",
 ]
 
-TopologyLike = Topology | str | Path | None
 Groups = Sequence[Sequence[int]] | None
 Stragglers = Mapping[int, float] | None
 
@@ -63,47 +55,6 @@ DATA_MODES = ("values", "none")
 """``data=``: move the real arrays, or stand-ins that carry sizes only (same timings)."""
 OUTPUT_MODES = ("auto", "full", "lazy")
 """``output=``: materialise the stacked output, keep it lazy, or decide by its size."""
-ENGINE_MODES = ("auto", "processes", "fast")
-"""``engine=``: the model as SimPy processes, the fast player of the same events, or the first where it costs little."""
-AUTO_PROCESSES_MAX_TRANSFERS = 20_000
-"""With ``engine="auto"``, schedules of up to this many transfers play on the process model
-(about 10 us of CPU per transfer, against 2 for the fast player: at most a fifth of a second more)."""
-
-
-def resolve_topology(topology: TopologyLike, n_devices: int) -> Topology:
-    """The topology to run on: a default ring, a bundled or file topology, or the object given.
-
-    Parameters
-    ----------
-    topology : Topology, str, pathlib.Path or None
-        None means a ring of ``n_devices`` with 45 GB/s and 1 us links; a string
-        names a TPU slice (``"tpu-v5e:8x16"``, see :mod:`netsim.network.presets`), a file
-        in ``topologies/`` (with or without ``.yaml``) or a path.
-    n_devices : int
-        Leading dimension of the input; the topology must have exactly this many.
-
-    Examples
-    --------
-    >>> resolve_topology(None, 8).name
-    'ring8'
-    >>> resolve_topology("torus4x4", 16).dims
-    (4, 4)
-    >>> resolve_topology("tpu-v5e:8x4", 32).wraparound
-    (False, False)
-    """
-    if topology is None:
-        return ring(n_devices)
-    if isinstance(topology, str) and is_slice_name(topology):
-        topology = tpu_slice(topology)
-    elif isinstance(topology, (str, Path)):
-        topology = load_topology(topology)
-    if not isinstance(topology, Topology):
-        raise ValueError(f"topology must be a Topology, a topology name or a path, got {topology!r}")
-    if topology.n_devices != n_devices:
-        raise ValueError(f"input has {n_devices} devices on its leading axis but topology {topology.name} has {topology.n_devices}")
-    return topology
-
-
 def start_times(stragglers: Stragglers, n_devices: int) -> list[float]:
     """Each device's start time, seconds, from ``{device: delay_s}`` (others start at 0).
 
@@ -256,23 +207,6 @@ def _start_buffers(layout: Any, leaf: np.ndarray, pieces: int) -> list[dict]:
     return RowBuffers(keys, rows) if keys else [{} for _ in range(leaf.shape[0])]
 
 
-def choose_engine(engine: str, transfers: int, custom: bool = False) -> str:
-    """The engine that plays a schedule of ``transfers`` transfers when the user asked for ``engine``.
-
-    ``"auto"`` is the process model (the definition of netsim's timing) where it
-    costs little, up to :data:`AUTO_PROCESSES_MAX_TRANSFERS` transfers, and
-    whenever the user hands it a class of their own; the fast player above.
-
-    Examples
-    --------
-    >>> choose_engine("auto", 112), choose_engine("auto", 2_095_104), choose_engine("fast", 112)
-    ('processes', 'fast', 'fast')
-    """
-    if engine != "auto":
-        return engine
-    return "processes" if custom or transfers <= AUTO_PROCESSES_MAX_TRANSFERS else "fast"
-
-
 def _collector_paused(run: Callable[..., Result]) -> Callable[..., Result]:
     """``run`` with Python's cyclic garbage collector paused (as :func:`netsim.engine.play` pauses it).
 
@@ -347,8 +281,7 @@ def run_collective(
     >>> r.output[0].tolist(), r.algorithm
     ([12, 16], 'ring')
     """
-    if engine not in ENGINE_MODES:
-        raise ValueError(f"engine must be one of {', '.join(map(repr, ENGINE_MODES))}, got {engine!r}")
+    check_engine(engine)
     if data not in DATA_MODES:
         raise ValueError(f"data must be one of {', '.join(map(repr, DATA_MODES))}, got {data!r}")
     if output not in OUTPUT_MODES:
@@ -399,19 +332,18 @@ def run_collective(
         schedule = build_schedule(layout.pattern, layout.groups, algorithm, **shape) if plan is None else plan(layout)
         algorithm = schedule.algorithm
         buffers = _size_buffers(layout, schedule.pieces, leaf.dtype.itemsize, n_devices) if data == "none" else _start_buffers(layout, leaf, schedule.pieces)
-        chosen = choose_engine(engine, len(schedule.transfers), custom=link_class is not None or compute_class is not None)
-        playback = play(
+        playback = play_checked(
             topo,
-            schedule.transfers,
+            schedule,
             buffers,
-            computes=schedule.computes,
+            engine=engine,
             cut_through=cut_through,
             start_s=start_s,
-            engine=chosen,
             link_class=link_class,
             compute_class=compute_class,
+            pattern=layout.pattern,
+            wanted=layout.wanted,
         )
-        check_playback(topo, schedule.transfers, buffers, playback, groups=schedule.groups, pattern=layout.pattern, wanted=layout.wanted)
         out_bytes = n_devices * int(np.prod(layout.output_shape, dtype=np.int64)) * leaf.dtype.itemsize
         exact = layout.pattern in ("gather", "all_to_all", "permute")
         if data == "none":

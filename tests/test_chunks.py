@@ -11,6 +11,7 @@ from conftest import ROOT, expected_all_gather, expected_psum, expected_psum_sca
 
 import netsim.outputs as outputs
 import netsim.pipeline as pipeline
+import netsim.run as lifecycle
 from netsim.collectives import all_gather, psum, psum_scatter, simulate
 from netsim.engine import EngineError
 from netsim.engine.table_buffers import TableBuffers
@@ -89,14 +90,14 @@ def test_outputs_above_the_limit_stay_lazy(monkeypatch):
 
 
 def test_lazy_check_catches_a_copied_chunk(monkeypatch):
-    real_play = pipeline.play
+    real_play = lifecycle.play
 
     def play_then_copy(*args, **kwargs):
         run = real_play(*args, **kwargs)
         run.buffers[2][(1, 0)] = run.buffers[2][(1, 0)].copy()  # same values, but not the owner's array
         return run
 
-    monkeypatch.setattr(pipeline, "play", play_then_copy)
+    monkeypatch.setattr(lifecycle, "play", play_then_copy)
     with pytest.raises(EngineError, match=r"all_gather: device 2 holds a chunk that is not its owner's array"):
         all_gather(np.arange(12).reshape(4, 3), output="lazy")
 
@@ -107,7 +108,7 @@ def compiled_always(monkeypatch):
     import netsim.engine.compiled as compiled
 
     monkeypatch.setattr(compiled, "MIN_TRANSFERS", 0)
-    monkeypatch.setattr(pipeline, "AUTO_PROCESSES_MAX_TRANSFERS", 0)
+    monkeypatch.setattr(lifecycle, "AUTO_PROCESSES_MAX_TRANSFERS", 0)
 
 
 def test_compiled_gathers_end_in_the_loops_table_and_are_checked_there(compiled_always, monkeypatch):
@@ -118,7 +119,7 @@ def test_compiled_gathers_end_in_the_loops_table_and_are_checked_there(compiled_
     processes = all_gather(x, output="lazy", algorithm="bidirectional_ring", engine="processes").leaves[0].playback
     assert [list(b) for b in buffers] == [list(b) for b in processes.buffers]
     np.testing.assert_array_equal(np.asarray(right.output), expected_all_gather(x, 0, False, None))
-    real_play = pipeline.play
+    real_play = lifecycle.play
 
     def play_then_swap(*args, **kwargs):  # device 2 ends with blocks 1 and 3 (first pieces) swapped: the same keys, the wrong chunks
         run = real_play(*args, **kwargs)
@@ -127,7 +128,7 @@ def test_compiled_gathers_end_in_the_loops_table_and_are_checked_there(compiled_
         table[a], table[b] = table[b], table[a]
         return run
 
-    monkeypatch.setattr(pipeline, "play", play_then_swap)
+    monkeypatch.setattr(lifecycle, "play", play_then_swap)
     with pytest.raises(EngineError, match=r"^all_gather: device 2 holds a chunk that is not its owner's array; this is a netsim bug"):
         all_gather(x, output="lazy", algorithm="bidirectional_ring")
 
@@ -142,14 +143,14 @@ def test_lazy_check_catches_blocks_put_in_the_wrong_place(monkeypatch):
 @pytest.mark.parametrize("pieces_per_block", [1, 2])
 def test_lazy_check_catches_a_wrong_sum(monkeypatch, pieces_per_block):
     # A sampled device's block is compared with the reference part that goes in its place, with no row written out.
-    real_play = pipeline.play
+    real_play = lifecycle.play
 
     def play_then_change(*args, **kwargs):
         run = real_play(*args, **kwargs)
         run.buffers[0][(0, pieces_per_block - 1)][-1] += 1
         return run
 
-    monkeypatch.setattr(pipeline, "play", play_then_change)
+    monkeypatch.setattr(lifecycle, "play", play_then_change)
     x = np.arange(4 * 8, dtype=np.int64).reshape(4, 8)
     algorithm = "bidirectional_ring" if pieces_per_block == 2 else "ring"
     with pytest.raises(EngineError, match=r"psum_scatter: device 0's simulated output differs from the NumPy reference in block 0"):

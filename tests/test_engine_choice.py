@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 import netsim
 from netsim.cli.main import app
-from netsim.pipeline import AUTO_PROCESSES_MAX_TRANSFERS
+from netsim.run import AUTO_PROCESSES_MAX_TRANSFERS
 
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
 runner = CliRunner()

@@ -304,14 +304,14 @@ def test_a_broken_output_is_an_internal_error_with_scenario_and_seed(tmp_path, m
 
 
 def test_a_corrupted_playback_inside_a_run_is_an_internal_error(tmp_path, monkeypatch):
-    real_play = netsim.pipeline.play
+    real_play = netsim.run.play
 
     def lossy(*args, **kwargs):
         run = real_play(*args, **kwargs)
         run.hops = list(run.hops)[:-1]
         return run
 
-    monkeypatch.setattr("netsim.pipeline.play", lossy)
+    monkeypatch.setattr("netsim.run.play", lossy)
     path = tmp_path / "s.yaml"
     path.write_text("name: t\ntopology: ring8\ncollective: {op: psum}\ninput: {shape: [16]}\nseed: 3\n")
     result = runner.invoke(app, ["run", str(path)])

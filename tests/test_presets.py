@@ -14,7 +14,7 @@ import netsim
 from netsim.cli.main import app
 from netsim.engine import play
 from netsim.network.presets import GENERATIONS, parse_slice, tpu_slice
-from netsim.pipeline import resolve_topology
+from netsim.run import resolve_topology
 
 runner = CliRunner()
 

@@ -34,7 +34,7 @@ from netsim.cli.sweep_command import sweep as _sweep_command
 from netsim.cli.tables import drop_uniform
 from netsim.collectives import simulate
 from netsim.engine import EngineError
-from netsim.pipeline import ENGINE_MODES
+from netsim.run import ENGINE_MODES
 from netsim.scenario import load_scenario
 
 # An argument's metavar (SCENARIO, STUDY, FILE) says what it takes: no "<str>" after it in help.

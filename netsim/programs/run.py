@@ -17,17 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from netsim.checks.invariants import InvariantError, check_playback
-from netsim.engine import Playback, play
+from netsim.checks.invariants import InvariantError
+from netsim.engine import Playback
 from netsim.network.device_mesh import Mesh
 from netsim.network.topology import Topology
 from netsim.network.units import format_bytes
-from netsim.pipeline import ENGINE_MODES, TopologyLike, choose_engine, resolve_topology
 from netsim.programs.files import ProgramFile, load_program, program_from_data
 from netsim.programs.lowering import Lowered, lower
 from netsim.programs.model import Program, ProgramError
 from netsim.programs.values import check_values, evaluate, inputs_of, start_buffers
 from netsim.result import LeafRun, ProgramRun, Result
+from netsim.run import TopologyLike, check_engine, play_checked, resolve_topology
 from netsim.scenario import ScenarioError
 from netsim.semantics.program_values import itemsize
 from netsim.version import __version__
@@ -130,8 +130,7 @@ def run_program(
     data, seed, engine = data or "values", seed or 0, engine or "auto"
     if data not in ("values", "none"):
         raise ValueError(f"data must be 'values' or 'none', got {data!r}")
-    if engine not in ENGINE_MODES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINE_MODES)}, got {engine!r}")
+    check_engine(engine)
     grouped = next((op for op in model.ops if op.groups or (op.op == "ppermute" and not op.axes)), None)
     if grouped is not None and data == "values":
         raise ProgramError(grouped.name, "groups", "a collective over explicit groups runs timing-only: use data none")
@@ -208,9 +207,7 @@ def play_lowered(lowered: Lowered, topology: Topology, engine: str | None, value
     """
     schedule = lowered.schedule
     buffers, pending = start_buffers(lowered, values)
-    playback = play(topology, schedule.transfers, buffers, computes=schedule.computes, engine=choose_engine(engine, len(schedule.transfers)))
-    check_playback(topology, schedule.transfers, buffers, playback, computes=schedule.computes)
-    return playback, pending
+    return play_checked(topology, schedule, buffers, engine=engine or "auto"), pending
 
 
 def program_result(lowered: Lowered, topology: Topology, playback: Playback, **fields: Any) -> Result:

@@ -15,16 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import Topology
-from netsim.pipeline import ENGINE_MODES
 from netsim.programs.hlo import HloProgram, load_hlo
 from netsim.programs.hlo.devices import DeviceMap, load_device_map
 from netsim.programs.hlo.files import HloProgramFile, load_any_program
 from netsim.programs.hlo.translate import HloLowered, lower_hlo
 from netsim.programs.run import play_lowered, program_result
 from netsim.result import ProgramRun, Result
-from netsim.scenario import load_topology
+from netsim.run import check_engine, resolve_topology
 from netsim.version import __version__
 
 __all__ = ["HloRun", "run_hlo", "run_hlo_program"]
@@ -41,16 +39,6 @@ class HloRun(ProgramRun):
     source: str = ""
     roofline_ici_bytes: dict[str, int] | None = None
     """``jax.experimental.roofline``'s ICI bytes per mesh axis, when the run came from JAX and it applies."""
-
-
-def _topology(topology: Topology | str | Path) -> Topology:
-    if isinstance(topology, Topology):
-        return topology
-    if isinstance(topology, str) and is_slice_name(topology):
-        return tpu_slice(topology)
-    if isinstance(topology, (str, Path)):
-        return load_topology(topology)
-    raise ValueError(f"topology must be a Topology, a TPU slice such as 'tpu-v5e:4x4' or a topology file, got {topology!r}")
 
 
 def run_hlo(
@@ -99,8 +87,7 @@ def run_hlo(
     >>> r.program.device_map.row_major, r.time > 0
     (True, True)
     """
-    if engine not in ENGINE_MODES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINE_MODES)}, got {engine!r}")
+    check_engine(engine)
     if clock_hz is not None and not clock_hz > 0:
         raise ValueError(f"clock_hz must be positive, got {clock_hz!r}")
     source = str(module) if isinstance(module, (str, Path)) else module.module
@@ -111,7 +98,7 @@ def run_hlo(
             if isinstance(module, (str, Path))
             else DeviceMap((None,) * program.devices, (0,) * program.devices, {}, "row-major")
         )
-    topo = _topology(topology)
+    topo = resolve_topology(topology, None)
     hlo = lower_hlo(program, topo, device_map, clock_hz, name)
     lowered = hlo.lowered
     playback, _ = play_lowered(lowered, topo, engine, values=False)
