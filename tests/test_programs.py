@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -296,3 +298,20 @@ def test_a_program_gathers_over_a_pod_with_bundles_as_the_collective_does(data):
         matmul = Op("cm", "matmul", ("A2", "B"), "C", overlap="collective", algorithm="multiaxis_bundled")
         two = {"A2": Sharded((64, 64 * 8), "float32", ((), ("X", "Y", "Z"))), "B": Sharded((64 * 8, 8), "float32")}
         netsim.run_program(Program("cm", {"X": 4, "Y": 4, "Z": 4}, two, (matmul,)), "tpu-v4:4x4x4", data="none")
+
+
+def test_a_program_too_big_for_memory_is_refused_before_it_plays_with_advice_it_has_not_taken(monkeypatch, tmp_path):
+    """The estimate is checked before playing; a timing-only run is not told to run timing-only."""
+    import yaml
+
+    import netsim.checks.memory as memory
+
+    monkeypatch.setattr(memory, "available_memory", lambda: 2**17)  # 128 KiB
+    with open("scenarios/programs/fsdp_two_layers.yaml") as file:
+        data = yaml.safe_load(file)
+    for mode, advice in (("none", "use fewer devices or ops, or an algorithm with fewer steps"), ("values", "run it timing-only with `data: none`, or use")):
+        path = tmp_path / f"p_{mode}.yaml"
+        path.write_text(yaml.safe_dump({**data, "data": mode}))
+        refused = rf"^{re.escape(str(path))}: data: this run needs about .* but only 128 KiB is available; {re.escape(advice)}"
+        with pytest.raises(netsim.ScenarioError, match=refused):
+            netsim.run_program(path)

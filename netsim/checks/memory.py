@@ -325,7 +325,7 @@ def available_memory() -> int | None:
     return min(found) if found else None
 
 
-def check_memory(estimate: MemoryEstimate, available: int | None = None, *, timing_only: bool = False) -> None:
+def check_memory(estimate: MemoryEstimate, available: int | None = None, *, timing_only: bool = False, fewer: str = "fewer devices") -> None:
     """Refuse a run whose estimate exceeds the available memory.
 
     Parameters
@@ -335,6 +335,8 @@ def check_memory(estimate: MemoryEstimate, available: int | None = None, *, timi
         Bytes available; default :func:`available_memory` (no check if unknown).
     timing_only : bool, default False
         The run is already timing-only (``data: none``): the advice is fewer devices.
+    fewer : str, default "fewer devices"
+        What the advice asks for less of (a program: ``"fewer devices or ops"``).
 
     Raises
     ------
@@ -357,9 +359,5 @@ def check_memory(estimate: MemoryEstimate, available: int | None = None, *, timi
         key=lambda item: -item[1],
     )
     shown = ", ".join(f"{name.replace('_', ' ')} {format_bytes(size)}" for name, size in parts if size and size >= estimate.total / 1000)
-    advice = (
-        "use fewer devices, or an algorithm with fewer steps"
-        if timing_only
-        else "run it timing-only with `data: none`, or use fewer devices or a smaller input"
-    )
+    advice = f"use {fewer}, or an algorithm with fewer steps" if timing_only else f"run it timing-only with `data: none`, or use {fewer} or a smaller input"
     raise MemoryLimitError(f"this run needs about {format_bytes(estimate.total)} of memory ({shown}) but only {format_bytes(available)} is available; {advice}")

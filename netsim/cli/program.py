@@ -13,6 +13,7 @@ from rich.table import Table
 from netsim.analysis.program_stats import ProgramStats, program_stats
 from netsim.cli.hlo import hlo_json, is_hlo, print_hlo, run_any
 from netsim.engine import EngineError
+from netsim.scenario.yaml_files import read_yaml
 
 if TYPE_CHECKING:
     from netsim.result import Result
@@ -32,6 +33,16 @@ def _time(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e6:.4g} us"
 
 
+def _data_of(file: str | None) -> str | None:
+    """A program file's ``data:`` field, if it can be read (None otherwise: an HLO module is timing only)."""
+    if file is None:
+        return "none"
+    try:
+        return read_yaml(file).get("data", "values")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def run_or_exit(
     file: str | None, data: str | None = None, engine: str | None = None, *, hlo: str | None = None, topology: str | None = None, clock_hz: float | None = None
 ) -> Result:
@@ -41,7 +52,9 @@ def run_or_exit(
     except EngineError as error:
         raise _fail(f"internal error in netsim while running {file}: {error}", INTERNAL_ERROR) from None
     except MemoryError:
-        raise _fail(f"{file}: ran out of memory; run it timing-only with `data: none` or --data none", USER_ERROR) from None
+        timing_only = (data or _data_of(file)) == "none"
+        advice = "use fewer devices or ops" if timing_only else "run it timing-only with `data: none` or --data none, or use fewer devices or ops"
+        raise _fail(f"{file or hlo}: ran out of memory{' (timing only)' if timing_only else ''}; {advice}", USER_ERROR) from None
     except ValueError as error:
         raise _fail(str(error), USER_ERROR) from None
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from netsim.checks.invariants import InvariantError
+from netsim.checks.memory import MemoryEstimate, MemoryLimitError, check_memory, estimate_program_memory, mean_hops
 from netsim.engine import Playback
 from netsim.network.device_mesh import Mesh
 from netsim.network.topology import Topology
@@ -140,6 +141,10 @@ def run_program(
         message = f"real values would hold about {need} of arrays (more than {limit}); run it timing-only with data: none"
         raise ScenarioError(loaded.source, "data", message) if loaded is not None else ValueError(f"program {model.name}: {message}")
     topo = mesh.topology
+    try:
+        check_memory(memory_needed(lowered, data), timing_only=data == "none", fewer="fewer devices or ops")
+    except MemoryLimitError as error:
+        raise ScenarioError(loaded.source, "data", str(error)) if loaded is not None else MemoryLimitError(f"program {model.name}: {error}") from None
     playback, pending = play_lowered(lowered, topo, engine, values=data == "values")
     output = None
     checks: dict[str, tuple[float, float]] = {}
@@ -169,6 +174,25 @@ def run_program(
         verification=verification,
         program=ProgramRun(lowered, checks),
     )
+
+
+def memory_needed(lowered: Lowered, data: str) -> MemoryEstimate:
+    """What playing a lowered program will hold, from its counts (:func:`netsim.checks.memory.estimate_program_memory`).
+
+    Examples
+    --------
+    >>> from netsim.programs.files import load_program
+    >>> p = load_program("scenarios/programs/fsdp_two_layers.yaml")
+    >>> e = memory_needed(lower(p.program, p.mesh_obj), "none")
+    >>> e.inputs, e.schedule > 0
+    (0, True)
+    """
+    schedule, topology = lowered.schedule, lowered.mesh.topology
+    transfers = len(schedule.transfers)
+    crossings = sum(len(r.transfers) * mean_hops(r.algorithm, tuple(topology.dims), tuple(topology.wraparound)) for r in lowered.ops)
+    dependencies = int(schedule.transfers.dep_ptr[-1]) + sum(len(c.deps) for c in schedule.computes)
+    held = values_bytes(lowered) if data == "values" else 0
+    return estimate_program_memory(transfers, crossings / max(transfers, 1), len(schedule.computes), dependencies, held)
 
 
 def play_lowered(lowered: Lowered, topology: Topology, engine: str | None, values: bool) -> tuple[Playback, Any]:
