@@ -8,12 +8,15 @@ and a reduction is noted and computed afterwards, in the order it happened, with
 the same additions (``held + arrived``) as the Python player. Each device's
 buffer is then built once, in the order the Python player would have filled it.
 
-It plays schedules of transfers without compute steps or bundles whose devices'
-chunk table (devices x keys) stays small; schedules that send bundles play in
-:mod:`netsim.engine.compiled_bundles`; :func:`compiled_player` returns None
-for the rest, and for runs where a reduction's result turns out not to weigh what
-it was taken to weigh, or where a chunk is missing (the Python player then plays
-the run and raises the error).
+It plays schedules of transfers and compute steps (joins included) whose devices'
+chunk table (devices x keys) stays small, and whose compute steps make no values
+(a step's ``fn`` is Python, which the loop cannot call: runs that compute values
+play on the Python player; timing-only runs, ``data="none"``, and programs'
+compute steps carry none). Schedules that send bundles, without compute steps,
+play in :mod:`netsim.engine.compiled_bundles`. :func:`compiled_player` returns
+None for the rest, and for runs where a reduction's result turns out not to weigh
+what it was taken to weigh, or where a chunk is missing (the Python player then
+plays the run and raises the error).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -33,12 +36,50 @@ from netsim.engine.row_buffers import Chunks, RowBuffers
 from netsim.engine.table_buffers import TableBuffers
 from netsim.network.topology import Topology
 
-__all__ = ["MAX_CHUNK_TABLE", "MIN_TRANSFERS", "CompiledPlayer", "compiled_player"]
+__all__ = ["MAX_CHUNK_TABLE", "MIN_TRANSFERS", "CompiledPlayer", "ComputeSteps", "compiled_player"]
 
 MIN_TRANSFERS = 20_000
 """Smaller schedules play on the Python player: it is fast enough, and numba need not load."""
 MAX_CHUNK_TABLE = 1 << 25
 """The most (device, key) entries of the compiled player's chunk table (4 bytes each)."""
+
+
+class ComputeSteps(NamedTuple):
+    """A schedule's compute steps as the compiled loop takes them: each step's device, duration
+    (seconds, worked out before the run), whether it is a join, and its dependencies
+    (``dep_idx[dep_ptr[j]:dep_ptr[j + 1]]``, numbered as in :func:`netsim.engine.play`).
+
+    Examples
+    --------
+    >>> from netsim.algorithms.compute import Compute
+    >>> from netsim.engine.columns import compute_columns
+    >>> steps = [Compute(device=1, seconds=2e-6, deps=(0,)), Compute(device=1, deps=(1,), join=True)]
+    >>> found = ComputeSteps.of(steps, compute_columns(steps), [2e-6, 0.0])
+    >>> found.device.tolist(), found.join.tolist(), found.dep_idx.tolist()
+    ([1, 1], [False, True], [0, 1])
+    """
+
+    device: np.ndarray
+    duration: np.ndarray
+    join: np.ndarray
+    dep_ptr: np.ndarray
+    dep_idx: np.ndarray
+
+    @classmethod
+    def of(cls, computes: Sequence[Any], columns: dict[str, Any] | None, durations: Sequence[float]) -> ComputeSteps:
+        """The steps of ``computes``, from their columns (:func:`~netsim.engine.columns.compute_columns`) and durations."""
+        if not computes:
+            none = np.zeros(0, np.int64)
+            return cls(none, np.zeros(0, np.float64), np.zeros(0, np.bool_), np.zeros(1, np.int64), none)
+        join = np.fromiter((bool(getattr(c, "join", False)) for c in computes), np.bool_, len(computes))
+        ptr, idx = (np.asarray(columns[name], np.int64) for name in ("dep_ptr", "dep_idx"))
+        return cls(np.asarray(columns["device"], np.int64), np.asarray(durations, np.float64), join, ptr, idx)
+
+
+def _plays_compute(computes: Sequence[Any]) -> bool:
+    """Whether the compiled loop can play these compute steps: none computes values (a Python
+    function the loop cannot call), and every join waits for something."""
+    return all((getattr(c, "fn", None) is None or getattr(c, "output", None) is None) and (c.deps or not getattr(c, "join", False)) for c in computes)
 
 
 def _kernel() -> Any:
@@ -53,8 +94,19 @@ def _kernel() -> Any:
 class CompiledPlayer(CompiledRun):
     """One run of the compiled loop, and what it leaves, as :class:`~netsim.engine.fast.FastPlayer` leaves it."""
 
-    def __init__(self, topology: Topology, columns: dict[str, Any], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float], kernel: Any) -> None:
+    def __init__(
+        self,
+        topology: Topology,
+        columns: dict[str, Any],
+        buffers: Sequence[dict],
+        cut_through: bool,
+        start_s: Sequence[float],
+        kernel: Any,
+        steps: ComputeSteps | None = None,
+    ) -> None:
         n = len(columns["src"])
+        steps = steps or ComputeSteps.of([], None, ())
+        m = len(steps.device)
         n_devices = topology.n_devices
         self.n_devices = n_devices
         self.bundles: dict = {}
@@ -63,9 +115,11 @@ class CompiledPlayer(CompiledRun):
         inverse, route_ptr, route_links, bandwidth, latency = self._routes(topology, columns)
 
         ptr, idx = columns["dep_ptr"], columns["dep_idx"]
+        if m:  # steps waited for and waiting are numbered transfers first, then compute steps
+            ptr, idx = np.concatenate([ptr, ptr[-1] + steps.dep_ptr[1:]]), np.concatenate([idx, steps.dep_idx])
         missing = np.diff(ptr).astype(np.int32)
-        waited = np.bincount(idx, minlength=n)
-        wait_ptr = np.zeros(n + 1, np.int64)
+        waited = np.bincount(idx, minlength=n + m)
+        wait_ptr = np.zeros(n + m + 1, np.int64)
         np.cumsum(waited, out=wait_ptr[1:])
         waiter = _waiters(idx, missing, wait_ptr, int(waited.max(initial=0)))
         del waited
@@ -106,6 +160,7 @@ class CompiledPlayer(CompiledRun):
         np.cumsum(expected, out=new_start[1:])
         new_keys, new_count = np.zeros(n, np.int32), np.zeros(n_devices, np.int64)
         counts = np.zeros(4, np.int64)
+        started, ended, unit_max_queue = np.full(m, np.nan), np.full(m, np.nan), np.zeros(n_devices, np.int64)
         self.status = kernel(
             n_devices,
             n_keys,
@@ -140,8 +195,10 @@ class CompiledPlayer(CompiledRun):
             new_start,
             new_count,
             counts,
+            (steps.device, steps.duration, steps.join, started, ended, unit_max_queue),
         )
-        n_reduced = self._keep(counts, taken, expected, missing, n_devices)
+        done_at = np.bincount(steps.device[~steps.join], minlength=n_devices)  # arrivals and compute steps (not joins) each device takes in
+        n_reduced = self._keep(counts, taken, expected + done_at, missing, n_devices, (started, ended, unit_max_queue))
         self.buffers: list[dict] = []
         if self.status:
             return
@@ -293,11 +350,23 @@ def _final_buffers(
 
 
 def compiled_player(
-    topology: Topology, columns: dict[str, Any], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float], computes: Sequence[Any]
+    topology: Topology,
+    columns: dict[str, Any],
+    buffers: Sequence[dict],
+    cut_through: bool,
+    start_s: Sequence[float],
+    computes: Sequence[Any],
+    compute_cols: dict[str, Any] | None = None,
+    durations: Sequence[float] = (),
 ) -> CompiledPlayer | None:
-    """The run played by the compiled loop, or None where the Python player must play it (see the module)."""
+    """The run played by the compiled loop, or None where the Python player must play it (see the module).
+
+    ``compute_cols`` and ``durations`` are the compute steps' columns and how long each takes
+    (:func:`~netsim.engine.columns.compute_columns`, :func:`~netsim.engine.processes.compute_time_s`),
+    given when there are compute steps.
+    """
     n = len(columns["src"])
-    if n < MIN_TRANSFERS or computes:
+    if n < MIN_TRANSFERS or (computes and (columns.get("bundles") or not _plays_compute(computes))):
         return None
     if columns.get("bundles"):
         return bundled_player(topology, columns, buffers, cut_through, start_s)
@@ -306,5 +375,5 @@ def compiled_player(
     kernel = _kernel()
     if kernel is None:
         return None
-    run = CompiledPlayer(topology, columns, buffers, cut_through, start_s, kernel)
+    run = CompiledPlayer(topology, columns, buffers, cut_through, start_s, kernel, ComputeSteps.of(computes, compute_cols, durations))
     return None if run.status else run

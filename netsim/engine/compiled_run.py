@@ -49,17 +49,21 @@ class CompiledRun:
         bandwidth, latency = (np.asarray(v, np.float64) for v in link_rates(topology, self.link_ids))
         return inverse, route_ptr, route_links, bandwidth, latency
 
-    def _keep(self, counts: np.ndarray, taken: np.ndarray, expected: np.ndarray, missing: Any, n_devices: int) -> int:
-        """Keep what the loop counted and recorded; the number of reductions it made."""
+    def _keep(self, counts: np.ndarray, taken: np.ndarray, expected: np.ndarray, missing: Any, n_devices: int, units: tuple = ()) -> int:
+        """Keep what the loop counted and recorded; the number of reductions it made.
+
+        ``units``: when each compute step started and ended, and each compute unit's longest queue.
+        """
         self.actions, instants, n_records, n_reduced = counts.tolist()
         self.events = instants + 2  # as SimPy counts the Python player's: its start, an event per instant, its end
         self.taken = taken.tolist()
         self.expected = expected.tolist()
         self.missing = missing
         self.sent_at, self.arrived_at = ColumnList(self.sent_at_array), ColumnList(self.arrived_at_array)
-        self.started: list[float] = []
-        self.ended: list[float] = []
-        self.unit_max_queue = [0] * n_devices
+        started, ended, unit_max_queue = units or ([], [], np.zeros(n_devices, np.int64))
+        self.started: list[float] = np.asarray(started, np.float64).tolist()
+        self.ended: list[float] = np.asarray(ended, np.float64).tolist()
+        self.unit_max_queue = np.asarray(unit_max_queue).tolist()
         self.record = tuple(c[:n_records] for c in self.record)
         return n_reduced
 

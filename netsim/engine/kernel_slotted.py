@@ -16,8 +16,8 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
-from netsim.engine.kernel import _occupy, _pop, _push, _wait
 from netsim.engine.kernel_bundles import make_bundle
+from netsim.engine.kernel_parts import occupy, pop, push, wait
 
 __all__ = ["play"]
 
@@ -168,7 +168,7 @@ def play(
                     b_head[bb] = -1
                     b_tail[bb] = -1
                     bucket_at[when] = bb
-                    n_heap = _push(heap, n_heap, b_time, bb)
+                    n_heap = push(heap, n_heap, b_time, bb)
                 memo_t[memo_next] = when
                 memo_b[memo_next] = bb
                 memo_next = (memo_next + 1) & 7
@@ -205,7 +205,7 @@ def play(
             if n_heap == 0:
                 break
             b = heap[0]
-            n_heap = _pop(heap, n_heap, b_time)
+            n_heap = pop(heap, n_heap, b_time)
             now = b_time[b]
             instants += 1
             node = b_head[b]
@@ -293,10 +293,10 @@ def play(
                 if route_ptr[r] < route_ptr[r + 1]:
                     link = route_links[route_ptr[r]]
                     if state[link]:  # busy, or about to be: wait in its queue
-                        _wait(link, i, q_head, q_tail, after, q_len, state, max_queue)
+                        wait(link, i, q_head, q_tail, after, q_len, state, max_queue)
                         i = following
                         continue
-                    _occupy(link, state, max_queue)  # idle: it serves this message once the actions due now are done
+                    occupy(link, state, max_queue)  # idle: it serves this message once the actions due now are done
                     action = ~(serve_base + i)
                 if n_free_a:  # due now: the end of this instant's list
                     n_free_a -= 1
@@ -323,9 +323,9 @@ def play(
             hop[i] = h
             link = route_links[route_ptr[route_of[i]] + h]
             if state[link]:
-                _wait(link, i, q_head, q_tail, after, q_len, state, max_queue)
+                wait(link, i, q_head, q_tail, after, q_len, state, max_queue)
             else:
-                _occupy(link, state, max_queue)
+                occupy(link, state, max_queue)
                 pend_t[0] = now
                 pend_a[0] = ~(serve_base + i)
                 n_pend = 1
