@@ -12,8 +12,8 @@ It plays schedules of transfers and compute steps (joins included) whose devices
 chunk table (devices x keys) stays small, and whose compute steps make no values
 (a step's ``fn`` is Python, which the loop cannot call: runs that compute values
 play on the Python player; timing-only runs, ``data="none"``, and programs'
-compute steps carry none). Schedules that send bundles, without compute steps,
-play in :mod:`netsim.engine.compiled_bundles`. :func:`compiled_player` returns
+compute steps carry none). Schedules that send bundles play in
+:mod:`netsim.engine.compiled_bundles`, on the same loop. :func:`compiled_player` returns
 None for the rest, and for runs where a reduction's result turns out not to weigh
 what it was taken to weigh, or where a chunk is missing (the Python player then
 plays the run and raises the error).
@@ -24,56 +24,24 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from netsim.columnar import stable_order
 from netsim.engine.compiled_bundles import bundled_player
-from netsim.engine.compiled_run import CompiledRun
+from netsim.engine.compiled_run import CompiledRun, ComputeSteps
 from netsim.engine.final_buffers import FinalBuffers
 from netsim.engine.row_buffers import Chunks, RowBuffers
 from netsim.engine.table_buffers import TableBuffers
 from netsim.network.topology import Topology
 
-__all__ = ["MAX_CHUNK_TABLE", "MIN_TRANSFERS", "CompiledPlayer", "ComputeSteps", "compiled_player"]
+__all__ = ["MAX_CHUNK_TABLE", "MIN_TRANSFERS", "CompiledPlayer", "compiled_player"]
 
 MIN_TRANSFERS = 20_000
 """Smaller schedules play on the Python player: it is fast enough, and numba need not load."""
 MAX_CHUNK_TABLE = 1 << 25
 """The most (device, key) entries of the compiled player's chunk table (4 bytes each)."""
-
-
-class ComputeSteps(NamedTuple):
-    """A schedule's compute steps as the compiled loop takes them: each step's device, duration
-    (seconds, worked out before the run), whether it is a join, and its dependencies
-    (``dep_idx[dep_ptr[j]:dep_ptr[j + 1]]``, numbered as in :func:`netsim.engine.play`).
-
-    Examples
-    --------
-    >>> from netsim.algorithms.compute import Compute
-    >>> from netsim.engine.columns import compute_columns
-    >>> steps = [Compute(device=1, seconds=2e-6, deps=(0,)), Compute(device=1, deps=(1,), join=True)]
-    >>> found = ComputeSteps.of(steps, compute_columns(steps), [2e-6, 0.0])
-    >>> found.device.tolist(), found.join.tolist(), found.dep_idx.tolist()
-    ([1, 1], [False, True], [0, 1])
-    """
-
-    device: np.ndarray
-    duration: np.ndarray
-    join: np.ndarray
-    dep_ptr: np.ndarray
-    dep_idx: np.ndarray
-
-    @classmethod
-    def of(cls, computes: Sequence[Any], columns: dict[str, Any] | None, durations: Sequence[float]) -> ComputeSteps:
-        """The steps of ``computes``, from their columns (:func:`~netsim.engine.columns.compute_columns`) and durations."""
-        if not computes:
-            none = np.zeros(0, np.int64)
-            return cls(none, np.zeros(0, np.float64), np.zeros(0, np.bool_), np.zeros(1, np.int64), none)
-        join = np.fromiter((bool(getattr(c, "join", False)) for c in computes), np.bool_, len(computes))
-        ptr, idx = (np.asarray(columns[name], np.int64) for name in ("dep_ptr", "dep_idx"))
-        return cls(np.asarray(columns["device"], np.int64), np.asarray(durations, np.float64), join, ptr, idx)
 
 
 def _plays_compute(computes: Sequence[Any]) -> bool:
@@ -102,11 +70,9 @@ class CompiledPlayer(CompiledRun):
         cut_through: bool,
         start_s: Sequence[float],
         kernel: Any,
-        steps: ComputeSteps | None = None,
+        steps: ComputeSteps,
     ) -> None:
-        n = len(columns["src"])
-        steps = steps or ComputeSteps.of([], None, ())
-        m = len(steps.device)
+        n, m = len(columns["src"]), len(steps.device)
         n_devices = topology.n_devices
         self.n_devices = n_devices
         self.bundles: dict = {}
@@ -114,9 +80,7 @@ class CompiledPlayer(CompiledRun):
         n_keys = len(keys)
         inverse, route_ptr, route_links, bandwidth, latency = self._routes(topology, columns)
 
-        ptr, idx = columns["dep_ptr"], columns["dep_idx"]
-        if m:  # steps waited for and waiting are numbered transfers first, then compute steps
-            ptr, idx = np.concatenate([ptr, ptr[-1] + steps.dep_ptr[1:]]), np.concatenate([idx, steps.dep_idx])
+        ptr, idx = steps.dependencies(columns)
         missing = np.diff(ptr).astype(np.int32)
         waited = np.bincount(idx, minlength=n + m)
         wait_ptr = np.zeros(n + m + 1, np.int64)
@@ -160,8 +124,8 @@ class CompiledPlayer(CompiledRun):
         np.cumsum(expected, out=new_start[1:])
         new_keys, new_count = np.zeros(n, np.int32), np.zeros(n_devices, np.int64)
         counts = np.zeros(4, np.int64)
-        started, ended, unit_max_queue = np.full(m, np.nan), np.full(m, np.nan), np.zeros(n_devices, np.int64)
-        self.status = kernel(
+        units = steps.loop_arrays(n_devices) if len(steps.device) else None
+        self.status, _ = kernel(
             n_devices,
             n_keys,
             bool(cut_through),
@@ -195,10 +159,10 @@ class CompiledPlayer(CompiledRun):
             new_start,
             new_count,
             counts,
-            (steps.device, steps.duration, steps.join, started, ended, unit_max_queue),
+            units,
+            None,
         )
-        done_at = np.bincount(steps.device[~steps.join], minlength=n_devices)  # arrivals and compute steps (not joins) each device takes in
-        n_reduced = self._keep(counts, taken, expected + done_at, missing, n_devices, (started, ended, unit_max_queue))
+        n_reduced = self._keep(counts, taken, expected + steps.taken_in(n_devices), missing, n_devices, units[3:] if units else ())
         self.buffers: list[dict] = []
         if self.status:
             return
@@ -366,14 +330,15 @@ def compiled_player(
     given when there are compute steps.
     """
     n = len(columns["src"])
-    if n < MIN_TRANSFERS or (computes and (columns.get("bundles") or not _plays_compute(computes))):
+    if n < MIN_TRANSFERS or not _plays_compute(computes):
         return None
+    steps = ComputeSteps.of(computes, compute_cols, durations)
     if columns.get("bundles"):
-        return bundled_player(topology, columns, buffers, cut_through, start_s)
+        return bundled_player(topology, columns, buffers, cut_through, start_s, steps)
     if topology.n_devices * len(columns["keys"]) > MAX_CHUNK_TABLE:
         return None
     kernel = _kernel()
     if kernel is None:
         return None
-    run = CompiledPlayer(topology, columns, buffers, cut_through, start_s, kernel, ComputeSteps.of(computes, compute_cols, durations))
+    run = CompiledPlayer(topology, columns, buffers, cut_through, start_s, kernel, steps)
     return None if run.status else run

@@ -11,18 +11,27 @@ it (see there for the actions and their order), with chunks stood for by numbers
   recorded (``sum_of``, ``sum_with``) and computed afterwards, in that order,
   with its size taken to be that of the chunk added into (checked afterwards).
 * Steps are numbered transfers first, then compute steps, as in the Python
-  player; ``computes`` gives each compute step's device, duration (worked out
+  player; ``computes`` (None without compute steps) gives each compute step's device, duration (worked out
   before the loop) and whether it is a join, and takes in when each started and
   ended and each unit's longest queue. A compute unit is served as a link is
   (:mod:`netsim.engine.kernel_parts`); a join is done the instant its last
   dependency is counted off, without the unit.
+* With ``bundles`` (:mod:`netsim.engine.compiled_bundles`), chunks are held by
+  (device, key) *slot* instead (``held[recv_slot[i]]``, ``held[send_slot[i]]``;
+  ``new_keys`` notes slots), and a device that sends a bundle it does not hold
+  makes it (:func:`netsim.engine.kernel_bundles.make_bundle`). ``bundles`` is
+  None otherwise, and numba compiles the loop once for each: the branches on
+  ``bundles is None`` are pruned before compiling, so the unbundled loop carries
+  none of the slots' code (with a flag tested at run time instead it ran 1.5x
+  slower).
 
 Instants are buckets of actions (a linked list each) found by their time in a
 dictionary and ordered in a binary heap: actions due at one instant run in the
 order they were scheduled, those scheduled for the instant being played last.
 
-It returns 0, or a negative status when a chunk is missing (-1 - the transfer
-that found it missing): the caller then replays the run on the Python player,
+It returns its status and the parts of the bundles made (``made_parts``, empty
+without bundles). The status is 0, or negative when a chunk is missing (-1 - the
+transfer that found it missing), or when a bundle cannot be made: the caller then replays the run on the Python player,
 which raises the error with its message. (Status 1, more actions pending than
 the loop has room for, cannot happen: see where the room is allocated.)
 """
@@ -33,6 +42,7 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
+from netsim.engine.kernel_bundles import make_bundle
 from netsim.engine.kernel_parts import append, compute_ready, count_off, occupy, pop, push, unit_acts, wait
 
 __all__ = ["play_kernel"]
@@ -77,10 +87,21 @@ def play_kernel(
     new_count,
     counts,
     computes,
+    bundles,
 ):
-    unit_device, duration, is_join, started, ended, unit_max_queue = computes
+    # (numba compiles the loop for each of computes and bundles None or a tuple: in each, the branches
+    # on ``computes is None`` and ``bundles is None`` that do not apply are pruned before compiling)
+    if computes is None:
+        m = 0
+    else:
+        unit_device, duration, is_join, started, ended, unit_max_queue = computes
+        m = len(unit_device)
+    if bundles is None:
+        made_parts = np.zeros(0, np.int32)
+    else:
+        recv_slot, send_slot, part_start, part_count, part_key, is_bundle, slot_code, dev_slot, width = bundles[:9]
+        made, made_ptr, made_parts, made_counts, frames, scratch, extra = bundles[9:]
     n = len(dst)
-    m = len(unit_device)
     n_links = len(bandwidth)
     serve_base = n_devices
     forward_base = serve_base + n
@@ -105,12 +126,12 @@ def play_kernel(
     state = np.zeros(n_links, np.int8)
     hop = np.zeros(n if multi_hop else 0, np.int32)
     tail = np.zeros(n if multi_hop else 0, np.float64)
-    # per device: its ready and its finished compute steps; its compute unit's state and queue, as a link's
-    c_ready = (np.full(n_devices, -1, np.int64), np.full(n_devices, -1, np.int64))
-    finished = (np.full(n_devices, -1, np.int64), np.full(n_devices, -1, np.int64))
-    unit = (np.zeros(n_devices, np.int8), np.full(n_devices, -1, np.int64), np.full(n_devices, -1, np.int64), np.zeros(n_devices, np.int64))
-    ready = (ready_head, ready_tail)
-    stack = np.zeros((m + 1, 2), np.int64)  # joins done within joins (see count_off)
+    if computes is not None:  # per device: its ready and finished compute steps; its unit's state and queue, as a link's
+        c_ready = (np.full(n_devices, -1, np.int64), np.full(n_devices, -1, np.int64))
+        finished = (np.full(n_devices, -1, np.int64), np.full(n_devices, -1, np.int64))
+        unit = (np.zeros(n_devices, np.int8), np.full(n_devices, -1, np.int64), np.full(n_devices, -1, np.int64), np.zeros(n_devices, np.int64))
+        ready = (ready_head, ready_tail)
+        stack = np.zeros((m + 1, 2), np.int64)  # joins done within joins (see count_off)
 
     # instants: buckets of actions; an action is a node of its bucket's list. Each transfer, link,
     # device and compute unit has at most one action pending, and the one being played holds its node until the next
@@ -142,9 +163,10 @@ def play_kernel(
             else:
                 after[ready_tail[s]] = i
             ready_tail[s] = i
-    for j in range(m):
-        if missing[n + j] == 0:
-            append(c_ready[0], c_ready[1], after, unit_device[j], n + j)
+    if computes is not None:
+        for j in range(m):
+            if missing[n + j] == 0:
+                append(c_ready[0], c_ready[1], after, unit_device[j], n + j)
 
     n_records = 0
     n_reduced = 0
@@ -263,7 +285,7 @@ def play_kernel(
                     following = after[i]
                     count += 1
                     arrived_at[i] = now
-                    slot = c * n_keys + key[i]
+                    slot = c * n_keys + key[i] if bundles is None else recv_slot[i]
                     if reduce[i]:
                         was = held[slot]
                         if was < 0:
@@ -277,14 +299,17 @@ def play_kernel(
                         held[slot] = chunk
                     else:
                         if held[slot] < 0:  # a key new to the device: noted in the device's part of new_keys
-                            new_keys[new_start[c] + new_count[c]] = key[i]
+                            if bundles is None:
+                                new_keys[new_start[c] + new_count[c]] = key[i]
+                            else:
+                                new_keys[new_start[c] + new_count[c]] = slot
                             new_count[c] += 1
                         held[slot] = carried[i]
                     for w in range(wait_ptr[i], wait_ptr[i + 1]):
                         j = wait_idx[w]
                         missing[j] -= 1
                         if missing[j] == 0:
-                            if j >= n:  # a compute step (see compute_ready)
+                            if computes is not None and j >= n:  # a compute step (see compute_ready)
                                 compute_ready(j, c, now, n, wait_ptr, wait_idx, missing, after, ready, c_ready, is_join, started, ended, stack)
                                 continue
                             if ready_tail[c] < 0:
@@ -297,7 +322,7 @@ def play_kernel(
                 taken[c] += count
                 if status:
                     continue
-            if m:  # its finished compute steps taken in; its ready ones handed to its unit, before any transfer is sent
+            if computes is not None:  # its finished compute steps taken in; its ready ones handed to its unit, before any transfer is sent
                 k = finished[0][c]
                 finished[0][c] = -1
                 finished[1][c] = -1
@@ -332,7 +357,17 @@ def play_kernel(
             ready_tail[c] = -1
             while i >= 0:
                 following = after[i]
-                chunk = held[c * n_keys + key[i]]
+                if bundles is None:
+                    chunk = held[c * n_keys + key[i]]
+                else:
+                    slot = send_slot[i]
+                    chunk = held[slot]
+                    if chunk < 0:  # a bundle the device makes (or made before)
+                        tables = (part_start, part_count, part_key, is_bundle, slot_code, dev_slot, width, frames, scratch, extra)
+                        chunk = make_bundle(c, slot, key[i], held, made, size, n_chunks, made_ptr, made_parts, made_counts, *tables)
+                        while chunk == -2:  # room for more parts, and again
+                            made_parts = np.concatenate((made_parts, np.zeros(len(made_parts) + 1, np.int32)))
+                            chunk = make_bundle(c, slot, key[i], held, made, size, n_chunks, made_ptr, made_parts, made_counts, *tables)
                 if chunk < 0:
                     status = -1 - i
                     break
@@ -381,8 +416,11 @@ def play_kernel(
                 pend_a[0] = ~(serve_base + i)
                 n_pend = 1
             continue
-        elif c < unit_base:  # a link is done with a message: the next one, or idle
+        else:  # a link is done with a message: the next one, or idle (or a compute unit acts)
             link = c - done_base
+            if computes is not None and link >= n_links:  # a compute unit starts a step, or is done with one
+                n_pend = unit_acts(link - n_links, now, n, unit_device, duration, started, ended, unit, finished, after, awake, pend_t, pend_a, unit_base)
+                continue
             i = q_head[link]  # (written out: as a call, served() made the ring's loop 1.6x slower)
             if i < 0:
                 state[link] = 0
@@ -392,9 +430,6 @@ def play_kernel(
                 q_tail[link] = -1
             q_len[link] -= 1
             h = hop[i] if multi_hop else 0
-        else:  # a compute unit starts a step, or is done with one
-            n_pend = unit_acts(c - unit_base, now, n, unit_device, duration, started, ended, unit, finished, after, awake, pend_t, pend_a, unit_base)
-            continue
         # link serves transfer i, the hop h of its route
         state[link] = 2
         r = route_of[i]
@@ -422,4 +457,4 @@ def play_kernel(
     counts[1] = instants
     counts[2] = n_records
     counts[3] = n_reduced
-    return status
+    return status, made_parts

@@ -1,6 +1,6 @@
 """The compiled loop's bundles: chunks held by (device, key) *slots*, and bundles made from their parts.
 
-:mod:`netsim.engine.compiled_bundles` prepares the arrays; :mod:`netsim.engine.kernel_slotted`
+:mod:`netsim.engine.compiled_bundles` prepares the arrays; :func:`netsim.engine.kernel.play_kernel`
 plays the run and calls :func:`make_bundle` where the Python player calls
 :func:`netsim.engine.payloads.made`. A schedule that sends bundles names so many keys
 (73,728 on a 16x16x16 pod) that a table of devices x keys would not fit, so chunks
