@@ -7,13 +7,15 @@ there, before the next waiter of the step that completed it.
 
 from __future__ import annotations
 
+import random
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from test_engines import add_one, assert_same, played, random_case
+from test_engines import add_one, assert_same, assert_same_payloads, played, random_bundled_case, random_case
 
 from netsim.algorithms.compute import Compute
+from netsim.algorithms.transfers import TransferTable
 from netsim.engine import play, transfer_columns
 from netsim.engine.columns import compute_columns
 from netsim.network.topology import ring
@@ -117,3 +119,57 @@ def test_the_compiled_loop_plays_compute_steps_unless_they_compute_values(compil
     assert compiled_always.compiled_player(topo, columns, buffers, True, [0.0] * 4, valued, compute_columns(valued), durations) is None
     run = play(topo, transfers, buffers, computes=valued)  # (the Python player computes the value)
     np.testing.assert_array_equal(run.buffers[1]["y"], np.ones(1000, np.uint8))
+
+
+def bundled_with_compute(seed, joins):
+    """A random bundled schedule (:func:`random_bundled_case`) in which some transfers also wait for a compute
+    step on their source that waits for what they wait for (with ``joins``: a join, where there is something)."""
+    topo, table, _, buffers, cut_through, start_s = random_bundled_case(seed)
+    rng = random.Random(seed)
+    n, computes, deps = len(table), [], []
+    for i in range(n):
+        waits = table.dep_idx[table.dep_ptr[i] : table.dep_ptr[i + 1]].tolist()
+        if rng.random() < 0.5:
+            if joins and waits and rng.random() < 0.6:
+                computes.append(Compute(device=int(table.src[i]), deps=tuple(waits), join=True))
+            else:
+                computes.append(Compute(device=int(table.src[i]), seconds=rng.choice([0.0, 8e-9, 1.6e-8, 1e-6]), deps=tuple(waits)))
+            waits = [*waits, n + len(computes) - 1]
+        deps.append(waits)
+    ptr = np.cumsum([0] + [len(d) for d in deps])
+    idx = np.array([d for w in deps for d in w], np.int64)
+    columns = (table.step, table.src, table.dst, table.block, table.piece, table.reduce, table.direction, table.phase)
+    return topo, TransferTable(*columns, ptr, idx, table.bundles), computes, buffers, cut_through, start_s
+
+
+def check_bundled_with_compute(case, monkeypatch, compiled):
+    run = compiled_run(case, monkeypatch, compiled)
+    assert type(run.buffers).__name__ == "BundledBuffers"  # the bundled loop played it
+    processes = played("processes", *case)
+    assert_same(run, processes, payloads=False)
+    assert_same_payloads(run, processes, same_objects=False)
+    monkeypatch.setattr(compiled, "MIN_TRANSFERS", 10**9)
+    python = played("fast", *case)
+    assert_same(run, python, payloads=False)
+    assert run.events == python.events
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_bundled_schedules_with_compute_play_the_same_on_every_player(seed, compiled_always, monkeypatch):
+    case = bundled_with_compute(seed, joins=False)
+    assert case[2]  # (every seed here has compute steps)
+    check_bundled_with_compute(case, monkeypatch, compiled_always)
+
+
+BUNDLED_JOIN_SEEDS = [seed for seed in range(100) if any(c.join for c in bundled_with_compute(seed, joins=True)[2])][:60]
+
+
+@pytest.mark.parametrize("seed", BUNDLED_JOIN_SEEDS)
+@JOINS_IN_THE_PLAYERS
+def test_random_bundled_schedules_with_joins_play_the_same_on_every_player(seed, compiled_always, monkeypatch):
+    check_bundled_with_compute(bundled_with_compute(seed, joins=True), monkeypatch, compiled_always)
+
+
+def test_the_random_bundled_compute_schedules_queue_on_the_units():
+    runs = [played("processes", *bundled_with_compute(seed, joins=False)) for seed in range(60)]
+    assert sum(1 for run in runs if any(u.max_queue > 1 for u in run.compute_units.values())) > 30
