@@ -1,8 +1,9 @@
-"""The parts both compiled loops share: the heap of instants, queues, and counting off who waits.
+"""Pieces of the compiled loop: the heap of instants, server queues, counting off who waits, compute units.
 
-:func:`netsim.engine.kernel.play_kernel` and :func:`netsim.engine.kernel_slotted.play`
-play the actions of :class:`netsim.engine.fast.FastPlayer` on integer arrays; what
-they do alike is here, as small numba functions they call (compiled into them):
+:func:`netsim.engine.kernel.play_kernel` plays the actions of
+:class:`netsim.engine.fast.FastPlayer` on integer arrays, with chunks in a table or
+by slot (bundles); what it does in more than one place, or rarely, is here, as
+small numba functions it calls:
 
 * the binary heap that orders the instants (:func:`push`, :func:`pop`);
 * a server's FIFO queue, a link's or a compute unit's, kept as a linked list
@@ -10,6 +11,11 @@ they do alike is here, as small numba functions they call (compiled into them):
 * the steps that become ready when one is done (:func:`count_off`,
   :func:`compute_ready`), joins included;
 * a compute unit starting a step or done with one (:func:`unit_acts`).
+
+The hottest paths (a link done with a message, an arrival counted off) stay
+written out in the loop: taking a message off a link's queue through
+:func:`served` instead made the ring N=1024 all_gather's loop go from 0.18 to
+0.30 s of CPU (numba's ``inline="always"`` did not win it back).
 
 Steps are numbered transfers first, then compute steps (step ``n + j`` is compute
 step j). ``after[k]`` is the step after step k in the one list it is in: its
