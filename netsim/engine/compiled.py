@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from netsim.columnar import stable_order
 from netsim.engine.compiled_bundles import bundled_player
 from netsim.engine.compiled_run import CompiledRun, ComputeSteps
 from netsim.engine.final_buffers import FinalBuffers
@@ -80,13 +79,12 @@ class CompiledPlayer(CompiledRun):
         n_keys = len(keys)
         inverse, route_ptr, route_links, bandwidth, latency = self._routes(topology, columns)
 
+        from netsim.engine.kernel_parts import waiters
+
         ptr, idx = steps.dependencies(columns)
         missing = np.diff(ptr).astype(np.int32)
-        waited = np.bincount(idx, minlength=n + m)
-        wait_ptr = np.zeros(n + m + 1, np.int64)
-        np.cumsum(waited, out=wait_ptr[1:])
-        waiter = _waiters(idx, missing, wait_ptr, int(waited.max(initial=0)))
-        del waited
+        wait_ptr, waiter = waiters(ptr, idx, n + m)
+        del ptr, idx
 
         # The chunks devices hold at the start, numbered (keys no transfer names are left out); the reductions' results come after them.
         rows = buffers.rows if isinstance(buffers, RowBuffers) else None  # (the chunks are its rows)
@@ -196,18 +194,6 @@ class CompiledPlayer(CompiledRun):
             entries = np.fromiter(itertools.chain.from_iterable(b.values() for b in buffers), object, len(entries))
             chunks = entries[kept_entries]
         self.buffers = _buffers(buffers, entries, held, first_slots, kept_entries, np.concatenate((chunks, sums)), new)
-
-
-def _waiters(idx: np.ndarray, missing: np.ndarray, wait_ptr: np.ndarray, most: int) -> np.ndarray:
-    """The transfers waiting for each transfer, in order: ``waiter[wait_ptr[i]:wait_ptr[i+1]]`` wait for i
-    (transfer j waits for ``idx[ptr[j]:ptr[j+1]]``, ``missing[j]`` of them). Where no transfer is waited for
-    by two, each goes straight to its place; otherwise a stable sort by what is waited for."""
-    owner = np.repeat(np.arange(len(missing), dtype=np.int32), missing)
-    if most <= 1:
-        waiter = np.empty(len(idx), np.int32)
-        waiter[wait_ptr[idx]] = owner
-        return waiter
-    return owner[stable_order(idx)]
 
 
 def _key_numbers(buffers: Sequence[dict], index: dict[Any, int]) -> np.ndarray:

@@ -149,7 +149,8 @@ class BundledPlayer(CompiledRun):
         from numba.typed import Dict
 
         from netsim.engine.kernel import play_kernel
-        from netsim.engine.kernel_bundles import number_slots, waiters
+        from netsim.engine.kernel_bundles import number_slots
+        from netsim.engine.kernel_parts import waiters
 
         n, m = len(columns["src"]), len(steps.device)
         n_devices = topology.n_devices

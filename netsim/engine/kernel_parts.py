@@ -8,8 +8,9 @@ small numba functions it calls:
 * the binary heap that orders the instants (:func:`push`, :func:`pop`);
 * a server's FIFO queue, a link's or a compute unit's, kept as a linked list
   through one ``after`` array (:func:`wait`, :func:`occupy`, :func:`served`);
-* the steps that become ready when one is done (:func:`count_off`,
-  :func:`compute_ready`), joins included;
+* who waits for each step (:func:`waiters`, before the loop), and the steps
+  that become ready when one is done (:func:`count_off`, :func:`compute_ready`),
+  joins included;
 * a compute unit starting a step or done with one (:func:`unit_acts`).
 
 The hottest paths (a link done with a message, an arrival counted off) stay
@@ -25,9 +26,10 @@ transfer) or its device's list of finished steps (a compute step).
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
-__all__ = ["append", "compute_ready", "count_off", "occupy", "pop", "push", "served", "unit_acts", "wait"]
+__all__ = ["append", "compute_ready", "count_off", "occupy", "pop", "push", "served", "unit_acts", "wait", "waiters"]
 
 
 @njit(cache=True)
@@ -66,6 +68,25 @@ def pop(heap, n_heap, at):
     if n_heap > 0:
         heap[k] = last
     return n_heap
+
+
+@njit(cache=True)
+def waiters(dep_ptr, dep_idx, n):
+    """Who waits for each of the ``n`` steps, in order (a counting sort): step t's are ``waiter[wait_ptr[t]:wait_ptr[t + 1]]``
+    (step i waits for ``dep_idx[dep_ptr[i]:dep_ptr[i + 1]]``)."""
+    wait_ptr = np.zeros(n + 1, np.int64)
+    for j in dep_idx:
+        wait_ptr[j + 1] += 1
+    for t in range(n):
+        wait_ptr[t + 1] += wait_ptr[t]
+    filled = wait_ptr[:-1].copy()
+    waiter = np.empty(len(dep_idx), np.int32)
+    for i in range(n):
+        for k in range(dep_ptr[i], dep_ptr[i + 1]):
+            j = dep_idx[k]
+            waiter[filled[j]] = i
+            filled[j] += 1
+    return wait_ptr, waiter
 
 
 @njit(cache=True)
