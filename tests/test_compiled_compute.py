@@ -18,6 +18,7 @@ from netsim.algorithms.compute import Compute
 from netsim.algorithms.transfers import TransferTable
 from netsim.engine import play, transfer_columns
 from netsim.engine.columns import compute_columns
+from netsim.engine.compiled_bundles import BundledBuffers
 from netsim.network.topology import ring
 
 JOINS_IN_THE_PLAYERS = pytest.mark.xfail(
@@ -144,7 +145,7 @@ def bundled_with_compute(seed, joins):
 
 def check_bundled_with_compute(case, monkeypatch, compiled):
     run = compiled_run(case, monkeypatch, compiled)
-    assert type(run.buffers).__name__ == "BundledBuffers"  # the bundled loop played it
+    assert isinstance(run.buffers, BundledBuffers)  # the bundled loop played it
     processes = played("processes", *case)
     assert_same(run, processes, payloads=False)
     assert_same_payloads(run, processes, same_objects=False)
