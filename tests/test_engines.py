@@ -32,7 +32,9 @@ def add_one(x):
     return x + 1
 
 
-def random_case(seed, with_computes=True):
+def random_case(seed, with_computes=True, values=True, joins=False):
+    """A random schedule full of ties; ``values=False``: no compute step computes values (timing only);
+    ``joins``: join steps too, on devices where something is done before them."""
     rng = random.Random(seed)
     kind = rng.choice(["ring", "torus", "mesh"])
     if kind == "ring":
@@ -58,13 +60,16 @@ def random_case(seed, with_computes=True):
         start = rng.randrange(n)
         here = [k for k, (_, _, done_at) in enumerate(made) if done_at == start]
         deps = sorted(rng.sample(here, min(len(here), rng.choice([0, 0, 1, 1, 2, 3]))))
+        if joins and here and rng.random() < 0.25:  # a join of one to four steps done here
+            made.append(("compute", dict(device=start, deps=sorted(rng.sample(here, min(len(here), rng.randint(1, 4)))), join=True), start))
+            continue
         if computing:
             timing = rng.choice(
                 [{"seconds": rng.choice([0.0, 5e-7, 1e-6, 2e-6])}, {"flops": rng.choice([1e6, 2e6, 3e6])}, {"bytes": rng.choice([1000.0, 2000.0])}]
             )
             key = rng.choice(keys)
-            values = {"inputs": (key,), "output": key, "fn": add_one} if rng.random() < 0.5 else {}
-            made.append(("compute", dict(device=start, deps=deps, **timing, **values), start))
+            fn = {"inputs": (key,), "output": key, "fn": add_one} if rng.random() < 0.5 and values else {}
+            made.append(("compute", dict(device=start, deps=deps, **timing, **fn), start))
         else:
             dst = rng.randrange(n)
             fields = dict(src=start, dst=dst, key=rng.choice(keys), reduce=rng.random() < 0.3, direction=rng.choice([1, -1]), deps=deps)
@@ -281,7 +286,7 @@ def compiled_always(monkeypatch):
 
 @pytest.mark.parametrize("seed", range(200))
 def test_random_schedules_play_the_same_on_the_compiled_loop(seed, compiled_always, monkeypatch):
-    case = random_case(seed, with_computes=False)
+    case = random_case(seed, values=False)  # (compute steps too, timing only: the loop cannot call their functions)
     played_by = []
     real = compiled_always.compiled_player
     monkeypatch.setattr("netsim.engine.playing.compiled_player", lambda *a: played_by.append(real(*a)) or played_by[-1])

@@ -8,12 +8,15 @@ and a reduction is noted and computed afterwards, in the order it happened, with
 the same additions (``held + arrived``) as the Python player. Each device's
 buffer is then built once, in the order the Python player would have filled it.
 
-It plays schedules of transfers without compute steps or bundles whose devices'
-chunk table (devices x keys) stays small; schedules that send bundles play in
-:mod:`netsim.engine.compiled_bundles`; :func:`compiled_player` returns None
-for the rest, and for runs where a reduction's result turns out not to weigh what
-it was taken to weigh, or where a chunk is missing (the Python player then plays
-the run and raises the error).
+It plays schedules of transfers and compute steps (joins included) whose devices'
+chunk table (devices x keys) stays small, and whose compute steps make no values
+(a step's ``fn`` is Python, which the loop cannot call: runs that compute values
+play on the Python player; timing-only runs, ``data="none"``, and programs'
+compute steps carry none). Schedules that send bundles play in
+:mod:`netsim.engine.compiled_bundles`, on the same loop. :func:`compiled_player` returns
+None for the rest, and for runs where a reduction's result turns out not to weigh
+what it was taken to weigh, or where a chunk is missing (the Python player then
+plays the run and raises the error).
 """
 
 from __future__ import annotations
@@ -25,9 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from netsim.columnar import stable_order
 from netsim.engine.compiled_bundles import bundled_player
-from netsim.engine.compiled_run import CompiledRun
+from netsim.engine.compiled_run import CompiledRun, ComputeSteps
 from netsim.engine.final_buffers import FinalBuffers
 from netsim.engine.row_buffers import Chunks, RowBuffers
 from netsim.engine.table_buffers import TableBuffers
@@ -39,6 +41,12 @@ MIN_TRANSFERS = 20_000
 """Smaller schedules play on the Python player: it is fast enough, and numba need not load."""
 MAX_CHUNK_TABLE = 1 << 25
 """The most (device, key) entries of the compiled player's chunk table (4 bytes each)."""
+
+
+def _plays_compute(computes: Sequence[Any]) -> bool:
+    """Whether the compiled loop can play these compute steps: none computes values (a Python
+    function the loop cannot call), and every join waits for something."""
+    return all((getattr(c, "fn", None) is None or getattr(c, "output", None) is None) and (c.deps or not getattr(c, "join", False)) for c in computes)
 
 
 def _kernel() -> Any:
@@ -53,8 +61,17 @@ def _kernel() -> Any:
 class CompiledPlayer(CompiledRun):
     """One run of the compiled loop, and what it leaves, as :class:`~netsim.engine.fast.FastPlayer` leaves it."""
 
-    def __init__(self, topology: Topology, columns: dict[str, Any], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float], kernel: Any) -> None:
-        n = len(columns["src"])
+    def __init__(
+        self,
+        topology: Topology,
+        columns: dict[str, Any],
+        buffers: Sequence[dict],
+        cut_through: bool,
+        start_s: Sequence[float],
+        kernel: Any,
+        steps: ComputeSteps,
+    ) -> None:
+        n, m = len(columns["src"]), len(steps.device)
         n_devices = topology.n_devices
         self.n_devices = n_devices
         self.bundles: dict = {}
@@ -62,13 +79,12 @@ class CompiledPlayer(CompiledRun):
         n_keys = len(keys)
         inverse, route_ptr, route_links, bandwidth, latency = self._routes(topology, columns)
 
-        ptr, idx = columns["dep_ptr"], columns["dep_idx"]
+        from netsim.engine.kernel_parts import waiters
+
+        ptr, idx = steps.dependencies(columns)
         missing = np.diff(ptr).astype(np.int32)
-        waited = np.bincount(idx, minlength=n)
-        wait_ptr = np.zeros(n + 1, np.int64)
-        np.cumsum(waited, out=wait_ptr[1:])
-        waiter = _waiters(idx, missing, wait_ptr, int(waited.max(initial=0)))
-        del waited
+        wait_ptr, waiter = waiters(ptr, idx, n + m)
+        del ptr, idx
 
         # The chunks devices hold at the start, numbered (keys no transfer names are left out); the reductions' results come after them.
         rows = buffers.rows if isinstance(buffers, RowBuffers) else None  # (the chunks are its rows)
@@ -106,7 +122,8 @@ class CompiledPlayer(CompiledRun):
         np.cumsum(expected, out=new_start[1:])
         new_keys, new_count = np.zeros(n, np.int32), np.zeros(n_devices, np.int64)
         counts = np.zeros(4, np.int64)
-        self.status = kernel(
+        units = steps.loop_arrays(n_devices) if len(steps.device) else None
+        self.status, _ = kernel(
             n_devices,
             n_keys,
             bool(cut_through),
@@ -140,8 +157,10 @@ class CompiledPlayer(CompiledRun):
             new_start,
             new_count,
             counts,
+            units,
+            None,
         )
-        n_reduced = self._keep(counts, taken, expected, missing, n_devices)
+        n_reduced = self._keep(counts, taken, expected + steps.taken_in(n_devices), missing, n_devices, units[3:] if units else ())
         self.buffers: list[dict] = []
         if self.status:
             return
@@ -175,18 +194,6 @@ class CompiledPlayer(CompiledRun):
             entries = np.fromiter(itertools.chain.from_iterable(b.values() for b in buffers), object, len(entries))
             chunks = entries[kept_entries]
         self.buffers = _buffers(buffers, entries, held, first_slots, kept_entries, np.concatenate((chunks, sums)), new)
-
-
-def _waiters(idx: np.ndarray, missing: np.ndarray, wait_ptr: np.ndarray, most: int) -> np.ndarray:
-    """The transfers waiting for each transfer, in order: ``waiter[wait_ptr[i]:wait_ptr[i+1]]`` wait for i
-    (transfer j waits for ``idx[ptr[j]:ptr[j+1]]``, ``missing[j]`` of them). Where no transfer is waited for
-    by two, each goes straight to its place; otherwise a stable sort by what is waited for."""
-    owner = np.repeat(np.arange(len(missing), dtype=np.int32), missing)
-    if most <= 1:
-        waiter = np.empty(len(idx), np.int32)
-        waiter[wait_ptr[idx]] = owner
-        return waiter
-    return owner[stable_order(idx)]
 
 
 def _key_numbers(buffers: Sequence[dict], index: dict[Any, int]) -> np.ndarray:
@@ -293,18 +300,31 @@ def _final_buffers(
 
 
 def compiled_player(
-    topology: Topology, columns: dict[str, Any], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float], computes: Sequence[Any]
+    topology: Topology,
+    columns: dict[str, Any],
+    buffers: Sequence[dict],
+    cut_through: bool,
+    start_s: Sequence[float],
+    computes: Sequence[Any],
+    compute_cols: dict[str, Any] | None = None,
+    durations: Sequence[float] = (),
 ) -> CompiledPlayer | None:
-    """The run played by the compiled loop, or None where the Python player must play it (see the module)."""
+    """The run played by the compiled loop, or None where the Python player must play it (see the module).
+
+    ``compute_cols`` and ``durations`` are the compute steps' columns and how long each takes
+    (:func:`~netsim.engine.columns.compute_columns`, :func:`~netsim.engine.processes.compute_time_s`),
+    given when there are compute steps.
+    """
     n = len(columns["src"])
-    if n < MIN_TRANSFERS or computes:
+    if n < MIN_TRANSFERS or not _plays_compute(computes):
         return None
+    steps = ComputeSteps.of(computes, compute_cols, durations)
     if columns.get("bundles"):
-        return bundled_player(topology, columns, buffers, cut_through, start_s)
+        return bundled_player(topology, columns, buffers, cut_through, start_s, steps)
     if topology.n_devices * len(columns["keys"]) > MAX_CHUNK_TABLE:
         return None
     kernel = _kernel()
     if kernel is None:
         return None
-    run = CompiledPlayer(topology, columns, buffers, cut_through, start_s, kernel)
+    run = CompiledPlayer(topology, columns, buffers, cut_through, start_s, kernel, steps)
     return None if run.status else run

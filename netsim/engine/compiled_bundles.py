@@ -3,8 +3,9 @@
 :func:`netsim.engine.compiled.compiled_player` hands here the schedules whose
 transfers send bundles (:mod:`netsim.algorithms.bundles`), of
 :data:`~netsim.engine.compiled.MIN_TRANSFERS` transfers or more, without
-compute steps or reductions. The loop of :mod:`netsim.engine.kernel_slotted` plays them
-with chunks held by (device, key) slot (:mod:`netsim.engine.kernel_bundles`): a
+reductions (compute steps that make no values are played). The loop of
+:mod:`netsim.engine.kernel` plays them, compiled for bundles: chunks held by
+(device, key) slot (:mod:`netsim.engine.kernel_bundles`); a
 device that sends a bundle it does not hold makes it, once, from the parts it
 holds (making the parts it lacks in turn), exactly where and when the Python
 player's :func:`~netsim.engine.payloads.made` would, and the bundle is a new chunk
@@ -20,7 +21,7 @@ device's buffer holds the same keys in the same order. A timing-only run
 (``data="none"``) never reads them, so it never makes a payload.
 
 Everything else plays on the Python player (:class:`netsim.engine.fast.FastPlayer`):
-reductions and compute steps beside bundles, runs in which a device misses a part
+reductions beside bundles, compute steps that compute values, runs in which a device misses a part
 or a chunk it sends (the Python player raises the error) or makes a bundle that
 holds itself.
 """
@@ -35,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from netsim.algorithms.bundles import Bundle, BundleTable
-from netsim.engine.compiled_run import CompiledRun
+from netsim.engine.compiled_run import CompiledRun, ComputeSteps
 from netsim.network.topology import Topology
 
 __all__ = ["BundledBuffers", "BundledPlayer", "bundled_player"]
@@ -141,14 +142,17 @@ class BundledBuffers(Sequence):
 class BundledPlayer(CompiledRun):
     """One bundled run of the compiled loop, and what it leaves, as :class:`~netsim.engine.fast.FastPlayer` leaves it."""
 
-    def __init__(self, topology: Topology, columns: dict[str, Any], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float]) -> None:
+    def __init__(
+        self, topology: Topology, columns: dict[str, Any], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float], steps: ComputeSteps
+    ) -> None:
         from numba import types
         from numba.typed import Dict
 
-        from netsim.engine.kernel_bundles import number_slots, waiters
-        from netsim.engine.kernel_slotted import play
+        from netsim.engine.kernel import play_kernel
+        from netsim.engine.kernel_bundles import number_slots
+        from netsim.engine.kernel_parts import waiters
 
-        n = len(columns["src"])
+        n, m = len(columns["src"]), len(steps.device)
         n_devices = topology.n_devices
         self.n_devices = n_devices
         self.bundles = columns["bundles"]
@@ -180,9 +184,9 @@ class BundledPlayer(CompiledRun):
         size[:n_start] = np.fromiter(map(operator.attrgetter("nbytes"), chunks), np.int64, n_start)
 
         inverse, route_ptr, route_links, bandwidth, latency = self._routes(topology, columns)
-        ptr = np.asarray(columns["dep_ptr"], np.int64)
+        ptr, idx = steps.dependencies(columns)
         missing = np.diff(ptr).astype(np.int32)
-        wait_ptr, waiter = waiters(ptr, np.asarray(columns["dep_idx"], np.int64), n)
+        wait_ptr, waiter = waiters(ptr, idx, n + m)
         n_hops = int(np.diff(route_ptr)[inverse].sum()) if n else 0
 
         self.sent_at_array = np.full(n, np.nan)
@@ -218,7 +222,8 @@ class BundledPlayer(CompiledRun):
             Dict.empty(key_type=types.int64, value_type=types.int64),
         )
         no = np.zeros(0, np.int64)
-        self.status, made_parts = play(
+        units = steps.loop_arrays(n_devices) if len(steps.device) else None
+        self.status, made_parts = play_kernel(
             n_devices,
             width,
             bool(cut_through),
@@ -252,10 +257,10 @@ class BundledPlayer(CompiledRun):
             new_start,
             new_count,
             counts,
-            True,
+            units,
             bundled,
         )
-        self._keep(counts, taken, expected, missing, n_devices)
+        self._keep(counts, taken, expected + steps.taken_in(n_devices), missing, n_devices, units[3:] if units else ())
         n_made, n_parts = made_counts.tolist()
         self.buffers = BundledBuffers(
             buffers,
@@ -267,13 +272,13 @@ class BundledPlayer(CompiledRun):
 
 
 def bundled_player(
-    topology: Topology, columns: dict[str, Any], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float]
+    topology: Topology, columns: dict[str, Any], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float], steps: ComputeSteps
 ) -> BundledPlayer | None:
     """The bundled run played by the compiled loop, or None where the Python player must play it (see the module)."""
     if np.any(columns["reduce"]):
         return None
     try:
-        run = BundledPlayer(topology, columns, buffers, cut_through, start_s)
+        run = BundledPlayer(topology, columns, buffers, cut_through, start_s, steps)
     except ImportError:  # pragma: no cover - numba is a dependency; a broken install plays in Python
         return None
     return None if run.status else run

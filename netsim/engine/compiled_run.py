@@ -8,7 +8,8 @@ both keep its counts, times and hop records the same way, here.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -17,7 +18,56 @@ from netsim.engine.playback import LinkStats
 from netsim.engine.routes import Routes, id_list, link_rates
 from netsim.network.topology import LinkId, Topology
 
-__all__ = ["CompiledRun"]
+__all__ = ["CompiledRun", "ComputeSteps"]
+
+
+class ComputeSteps(NamedTuple):
+    """A schedule's compute steps as the compiled loop takes them: each step's device, duration
+    (seconds, worked out before the run), whether it is a join, and its dependencies
+    (``dep_idx[dep_ptr[j]:dep_ptr[j + 1]]``, numbered as in :func:`netsim.engine.play`).
+
+    Examples
+    --------
+    >>> from netsim.algorithms.compute import Compute
+    >>> from netsim.engine.columns import compute_columns
+    >>> steps = [Compute(device=1, seconds=2e-6, deps=(0,)), Compute(device=1, deps=(1,), join=True)]
+    >>> found = ComputeSteps.of(steps, compute_columns(steps), [2e-6, 0.0])
+    >>> found.device.tolist(), found.join.tolist(), found.dep_idx.tolist()
+    ([1, 1], [False, True], [0, 1])
+    """
+
+    device: np.ndarray
+    duration: np.ndarray
+    join: np.ndarray
+    dep_ptr: np.ndarray
+    dep_idx: np.ndarray
+
+    @classmethod
+    def of(cls, computes: Sequence[Any], columns: dict[str, Any] | None, durations: Sequence[float]) -> ComputeSteps:
+        """The steps of ``computes``, from their columns (:func:`~netsim.engine.columns.compute_columns`) and durations."""
+        if not computes:
+            none = np.zeros(0, np.int64)
+            return cls(none, np.zeros(0, np.float64), np.zeros(0, np.bool_), np.zeros(1, np.int64), none)
+        join = np.fromiter((bool(getattr(c, "join", False)) for c in computes), np.bool_, len(computes))
+        ptr, idx = (np.asarray(columns[name], np.int64) for name in ("dep_ptr", "dep_idx"))
+        return cls(np.asarray(columns["device"], np.int64), np.asarray(durations, np.float64), join, ptr, idx)
+
+    def dependencies(self, columns: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        """Every step's dependencies, transfers' (``columns``) then compute steps': ``dep_ptr``, ``dep_idx``."""
+        ptr, idx = np.asarray(columns["dep_ptr"], np.int64), np.asarray(columns["dep_idx"], np.int64)
+        if not len(self.device):
+            return ptr, idx
+        return np.concatenate([ptr, ptr[-1] + self.dep_ptr[1:]]), np.concatenate([idx, self.dep_idx])
+
+    def loop_arrays(self, n_devices: int) -> tuple[np.ndarray, ...]:
+        """What the loop takes (``computes``): device, duration, join, and room for when each step
+        started and ended and each unit's longest queue (:meth:`CompiledRun._keep` reads those three)."""
+        m = len(self.device)
+        return self.device, self.duration, self.join, np.full(m, np.nan), np.full(m, np.nan), np.zeros(n_devices, np.int64)
+
+    def taken_in(self, n_devices: int) -> np.ndarray:
+        """How many compute steps each device takes in when they are done (joins are not: they are done in passing)."""
+        return np.bincount(self.device[~self.join], minlength=n_devices)
 
 
 class CompiledRun:
@@ -49,17 +99,21 @@ class CompiledRun:
         bandwidth, latency = (np.asarray(v, np.float64) for v in link_rates(topology, self.link_ids))
         return inverse, route_ptr, route_links, bandwidth, latency
 
-    def _keep(self, counts: np.ndarray, taken: np.ndarray, expected: np.ndarray, missing: Any, n_devices: int) -> int:
-        """Keep what the loop counted and recorded; the number of reductions it made."""
+    def _keep(self, counts: np.ndarray, taken: np.ndarray, expected: np.ndarray, missing: Any, n_devices: int, units: tuple = ()) -> int:
+        """Keep what the loop counted and recorded; the number of reductions it made.
+
+        ``units``: when each compute step started and ended, and each compute unit's longest queue.
+        """
         self.actions, instants, n_records, n_reduced = counts.tolist()
         self.events = instants + 2  # as SimPy counts the Python player's: its start, an event per instant, its end
         self.taken = taken.tolist()
         self.expected = expected.tolist()
         self.missing = missing
         self.sent_at, self.arrived_at = ColumnList(self.sent_at_array), ColumnList(self.arrived_at_array)
-        self.started: list[float] = []
-        self.ended: list[float] = []
-        self.unit_max_queue = [0] * n_devices
+        started, ended, unit_max_queue = units or ([], [], np.zeros(n_devices, np.int64))
+        self.started: list[float] = np.asarray(started, np.float64).tolist()
+        self.ended: list[float] = np.asarray(ended, np.float64).tolist()
+        self.unit_max_queue = np.asarray(unit_max_queue).tolist()
         self.record = tuple(c[:n_records] for c in self.record)
         return n_reduced
 

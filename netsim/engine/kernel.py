@@ -10,13 +10,28 @@ it (see there for the actions and their order), with chunks stood for by numbers
 * A reduction makes a new chunk numbered after the ones before it; it is
   recorded (``sum_of``, ``sum_with``) and computed afterwards, in that order,
   with its size taken to be that of the chunk added into (checked afterwards).
+* Steps are numbered transfers first, then compute steps, as in the Python
+  player; ``computes`` (None without compute steps) gives each compute step's device, duration (worked out
+  before the loop) and whether it is a join, and takes in when each started and
+  ended and each unit's longest queue. A compute unit is served as a link is
+  (:mod:`netsim.engine.kernel_parts`); a join is done the instant its last
+  dependency is counted off, without the unit.
+* With ``bundles`` (:mod:`netsim.engine.compiled_bundles`), chunks are held by
+  (device, key) *slot* instead (``held[recv_slot[i]]``, ``held[send_slot[i]]``;
+  ``new_keys`` notes slots), and a device that sends a bundle it does not hold
+  makes it (:func:`netsim.engine.kernel_bundles.make_bundle`). ``bundles`` is
+  None otherwise, and numba compiles the loop once for each: the branches on
+  ``bundles is None`` are pruned before compiling, so the unbundled loop carries
+  none of the slots' code (with a flag tested at run time instead it ran 1.5x
+  slower).
 
 Instants are buckets of actions (a linked list each) found by their time in a
 dictionary and ordered in a binary heap: actions due at one instant run in the
 order they were scheduled, those scheduled for the instant being played last.
 
-It returns 0, or a negative status when a chunk is missing (-1 - the transfer
-that found it missing): the caller then replays the run on the Python player,
+It returns its status and the parts of the bundles made (``made_parts``, empty
+without bundles). The status is 0, or negative when a chunk is missing (-1 - the
+transfer that found it missing), or when a bundle cannot be made: the caller then replays the run on the Python player,
 which raises the error with its message. (Status 1, more actions pending than
 the loop has room for, cannot happen: see where the room is allocated.)
 """
@@ -27,68 +42,10 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
+from netsim.engine.kernel_bundles import make_bundle
+from netsim.engine.kernel_parts import append, compute_ready, count_off, occupy, pop, push, unit_acts, wait
+
 __all__ = ["play_kernel"]
-
-
-@njit(cache=True)
-def _push(heap, n_heap, at, bucket):
-    """Put ``bucket`` into the heap ordered by ``at`` (distinct times)."""
-    k = n_heap
-    heap[k] = bucket
-    t = at[bucket]
-    while k > 0:
-        parent = (k - 1) >> 1
-        if at[heap[parent]] <= t:
-            break
-        heap[k] = heap[parent]
-        k = parent
-    heap[k] = bucket
-    return n_heap + 1
-
-
-@njit(cache=True)
-def _pop(heap, n_heap, at):
-    """Take the bucket of the earliest time out of the heap; the heap's new size."""
-    n_heap -= 1
-    last = heap[n_heap]
-    t = at[last]
-    k = 0
-    while True:
-        child = 2 * k + 1
-        if child >= n_heap:
-            break
-        if child + 1 < n_heap and at[heap[child + 1]] < at[heap[child]]:
-            child += 1
-        if at[heap[child]] >= t:
-            break
-        heap[k] = heap[child]
-        k = child
-    if n_heap > 0:
-        heap[k] = last
-    return n_heap
-
-
-@njit(cache=True)
-def _wait(link, i, q_head, q_tail, after, q_len, state, max_queue):
-    """Transfer ``i`` joins the end of ``link``'s queue; the longest queue seen grows with it."""
-    if q_tail[link] < 0:
-        q_head[link] = i
-    else:
-        after[q_tail[link]] = i
-    q_tail[link] = i
-    after[i] = -1
-    q_len[link] += 1
-    held = q_len[link] + (state[link] == 1)
-    if held > max_queue[link]:
-        max_queue[link] = held
-
-
-@njit(cache=True)
-def _occupy(link, state, max_queue):
-    """An idle ``link`` takes a message: busy, and its longest queue is at least that one."""
-    state[link] = 1
-    if max_queue[link] == 0:
-        max_queue[link] = 1
 
 
 @njit(cache=True)
@@ -129,16 +86,33 @@ def play_kernel(
     new_start,
     new_count,
     counts,
+    computes,
+    bundles,
 ):
+    # (numba compiles the loop for each of computes and bundles None or a tuple: in each, the branches
+    # on ``computes is None`` and ``bundles is None`` that do not apply are pruned before compiling)
+    if computes is None:
+        m = 0
+    else:
+        unit_device, duration, is_join, started, ended, unit_max_queue = computes
+        m = len(unit_device)
+    if bundles is None:
+        made_parts = np.zeros(0, np.int32)
+    else:
+        recv_slot, send_slot, part_start, part_count, part_key, is_bundle, slot_code, dev_slot, width = bundles[:9]
+        made, made_ptr, made_parts, made_counts, frames, scratch, extra = bundles[9:]
     n = len(dst)
     n_links = len(bandwidth)
     serve_base = n_devices
     forward_base = serve_base + n
     done_base = serve_base + 2 * n
+    unit_base = done_base + n_links
 
-    # A transfer is in one list at a time: its source's ready list, then a link's queue, then its
-    # destination's inbox; one array links them all (memory is time here: fresh pages fault).
-    after = np.full(n, -1, np.int32)
+    # A step is in one list at a time: a transfer in its source's ready list, then a link's queue, then
+    # its destination's inbox; a compute step in its device's list of ready ones, then its unit's queue,
+    # then its device's list of finished ones. One array links them all (memory is time here: fresh
+    # pages fault).
+    after = np.full(n + m, -1, np.int32)
     # per device: its inbox and ready list, awake or not
     in_head = np.full(n_devices, -1, np.int64)
     in_tail = np.full(n_devices, -1, np.int64)
@@ -152,14 +126,20 @@ def play_kernel(
     state = np.zeros(n_links, np.int8)
     hop = np.zeros(n if multi_hop else 0, np.int32)
     tail = np.zeros(n if multi_hop else 0, np.float64)
+    if computes is not None:  # per device: its ready and finished compute steps; its unit's state and queue, as a link's
+        c_ready = (np.full(n_devices, -1, np.int64), np.full(n_devices, -1, np.int64))
+        finished = (np.full(n_devices, -1, np.int64), np.full(n_devices, -1, np.int64))
+        unit = (np.zeros(n_devices, np.int8), np.full(n_devices, -1, np.int64), np.full(n_devices, -1, np.int64), np.zeros(n_devices, np.int64))
+        ready = (ready_head, ready_tail)
+        stack = np.zeros((m + 1, 2), np.int64)  # joins done within joins (see count_off)
 
-    # instants: buckets of actions; an action is a node of its bucket's list. Each transfer, link and
-    # device has at most one action pending, and the one being played holds its node until the next
+    # instants: buckets of actions; an action is a node of its bucket's list. Each transfer, link,
+    # device and compute unit has at most one action pending, and the one being played holds its node until the next
     # starts: ``bound`` nodes suffice, and as many buckets (a bucket in use holds a node). The arrays
     # are allocated once, not filled: never-used entries are taken in order (n_new_*), freed ones from
     # a stack (free_*), so pages a run never reaches are never touched. (Arrays bound once also keep
     # the loop free of reference counting.)
-    bound = n + n_links + n_devices + 1
+    bound = n + n_links + 2 * n_devices + 1
     b_time = np.empty(bound, np.float64)
     b_head = np.empty(bound, np.int64)
     b_tail = np.empty(bound, np.int64)
@@ -183,6 +163,10 @@ def play_kernel(
             else:
                 after[ready_tail[s]] = i
             ready_tail[s] = i
+    if computes is not None:
+        for j in range(m):
+            if missing[n + j] == 0:
+                append(c_ready[0], c_ready[1], after, unit_device[j], n + j)
 
     n_records = 0
     n_reduced = 0
@@ -230,7 +214,7 @@ def play_kernel(
                     b_head[bb] = -1
                     b_tail[bb] = -1
                     bucket_at[when] = bb
-                    n_heap = _push(heap, n_heap, b_time, bb)
+                    n_heap = push(heap, n_heap, b_time, bb)
                 other_t, other_b = last_t, last_b
                 last_t = when
                 last_b = bb
@@ -269,7 +253,7 @@ def play_kernel(
             if n_heap == 0:
                 break
             b = heap[0]
-            n_heap = _pop(heap, n_heap, b_time)
+            n_heap = pop(heap, n_heap, b_time)
             now = b_time[b]
             instants += 1
             node = b_head[b]
@@ -301,7 +285,7 @@ def play_kernel(
                     following = after[i]
                     count += 1
                     arrived_at[i] = now
-                    slot = c * n_keys + key[i]
+                    slot = c * n_keys + key[i] if bundles is None else recv_slot[i]
                     if reduce[i]:
                         was = held[slot]
                         if was < 0:
@@ -315,13 +299,19 @@ def play_kernel(
                         held[slot] = chunk
                     else:
                         if held[slot] < 0:  # a key new to the device: noted in the device's part of new_keys
-                            new_keys[new_start[c] + new_count[c]] = key[i]
+                            if bundles is None:
+                                new_keys[new_start[c] + new_count[c]] = key[i]
+                            else:
+                                new_keys[new_start[c] + new_count[c]] = slot
                             new_count[c] += 1
                         held[slot] = carried[i]
                     for w in range(wait_ptr[i], wait_ptr[i + 1]):
                         j = wait_idx[w]
                         missing[j] -= 1
                         if missing[j] == 0:
+                            if computes is not None and j >= n:  # a compute step (see compute_ready)
+                                compute_ready(j, c, now, n, wait_ptr, wait_idx, missing, after, ready, c_ready, is_join, started, ended, stack)
+                                continue
                             if ready_tail[c] < 0:
                                 ready_head[c] = j
                             else:
@@ -332,13 +322,52 @@ def play_kernel(
                 taken[c] += count
                 if status:
                     continue
+            if computes is not None:  # its finished compute steps taken in; its ready ones handed to its unit, before any transfer is sent
+                k = finished[0][c]
+                finished[0][c] = -1
+                finished[1][c] = -1
+                while k >= 0:
+                    following = after[k]
+                    taken[c] += 1
+                    count_off(k, c, now, n, wait_ptr, wait_idx, missing, after, ready, c_ready, is_join, started, ended, stack)
+                    k = following
+                k = c_ready[0][c]
+                c_ready[0][c] = -1
+                c_ready[1][c] = -1
+                while k >= 0:
+                    following = after[k]
+                    if unit[0][c]:
+                        wait(c, k, unit[1], unit[2], after, unit[3], unit[0], unit_max_queue)
+                    else:  # idle: it starts the step once the actions due now are done
+                        occupy(c, unit[0], unit_max_queue)
+                        if n_free_a:
+                            n_free_a -= 1
+                            fresh = free_a[n_free_a]
+                        else:  # (room for it: see bound)
+                            fresh = n_new_a
+                            n_new_a += 1
+                        a_value[fresh] = ~(unit_base + k - n)
+                        a_next[fresh] = -1
+                        a_next[b_tail[b]] = fresh
+                        b_tail[b] = fresh
+                    k = following
             awake[c] = True
             i = ready_head[c]
             ready_head[c] = -1
             ready_tail[c] = -1
             while i >= 0:
                 following = after[i]
-                chunk = held[c * n_keys + key[i]]
+                if bundles is None:
+                    chunk = held[c * n_keys + key[i]]
+                else:
+                    slot = send_slot[i]
+                    chunk = held[slot]
+                    if chunk < 0:  # a bundle the device makes (or made before)
+                        tables = (part_start, part_count, part_key, is_bundle, slot_code, dev_slot, width, frames, scratch, extra)
+                        chunk = make_bundle(c, slot, key[i], held, made, size, n_chunks, made_ptr, made_parts, made_counts, *tables)
+                        while chunk == -2:  # room for more parts, and again
+                            made_parts = np.concatenate((made_parts, np.zeros(len(made_parts) + 1, np.int32)))
+                            chunk = make_bundle(c, slot, key[i], held, made, size, n_chunks, made_ptr, made_parts, made_counts, *tables)
                 if chunk < 0:
                     status = -1 - i
                     break
@@ -350,10 +379,10 @@ def play_kernel(
                 if route_ptr[r] < route_ptr[r + 1]:
                     link = route_links[route_ptr[r]]
                     if state[link]:  # busy, or about to be: wait in its queue
-                        _wait(link, i, q_head, q_tail, after, q_len, state, max_queue)
+                        wait(link, i, q_head, q_tail, after, q_len, state, max_queue)
                         i = following
                         continue
-                    _occupy(link, state, max_queue)  # idle: it serves this message once the actions due now are done
+                    occupy(link, state, max_queue)  # idle: it serves this message once the actions due now are done
                     action = ~(serve_base + i)
                 if n_free_a:  # due now: the end of this instant's list
                     n_free_a -= 1
@@ -380,16 +409,19 @@ def play_kernel(
             hop[i] = h
             link = route_links[route_ptr[route_of[i]] + h]
             if state[link]:
-                _wait(link, i, q_head, q_tail, after, q_len, state, max_queue)
+                wait(link, i, q_head, q_tail, after, q_len, state, max_queue)
             else:
-                _occupy(link, state, max_queue)
+                occupy(link, state, max_queue)
                 pend_t[0] = now
                 pend_a[0] = ~(serve_base + i)
                 n_pend = 1
             continue
-        else:  # a link is done with a message: the next one, or idle
+        else:  # a link is done with a message: the next one, or idle (or a compute unit acts)
             link = c - done_base
-            i = q_head[link]
+            if computes is not None and link >= n_links:  # a compute unit starts a step, or is done with one
+                n_pend = unit_acts(link - n_links, now, n, unit_device, duration, started, ended, unit, finished, after, awake, pend_t, pend_a, unit_base)
+                continue
+            i = q_head[link]  # (written out: as a call, served() made the ring's loop 1.6x slower)
             if i < 0:
                 state[link] = 0
                 continue
@@ -425,4 +457,4 @@ def play_kernel(
     counts[1] = instants
     counts[2] = n_records
     counts[3] = n_reduced
-    return status
+    return status, made_parts

@@ -1,6 +1,6 @@
 """The compiled loop's bundles: chunks held by (device, key) *slots*, and bundles made from their parts.
 
-:mod:`netsim.engine.compiled_bundles` prepares the arrays; :mod:`netsim.engine.kernel_slotted`
+:mod:`netsim.engine.compiled_bundles` prepares the arrays; :func:`netsim.engine.kernel.play_kernel`
 plays the run and calls :func:`make_bundle` where the Python player calls
 :func:`netsim.engine.payloads.made`. A schedule that sends bundles names so many keys
 (73,728 on a 16x16x16 pod) that a table of devices x keys would not fit, so chunks
@@ -19,10 +19,9 @@ in ``made_parts[made_ptr[m]:made_ptr[m + 1]]``, its size theirs added.
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
-__all__ = ["make_bundle", "number_slots", "waiters"]
+__all__ = ["make_bundle", "number_slots"]
 
 
 @njit(cache=True)
@@ -39,24 +38,6 @@ def number_slots(packed, n_codes, slot_of, slot_code):
             last = code
         slot_of[packed[j] - code * n_codes] = n_slots - 1
     return n_slots
-
-
-@njit(cache=True)
-def waiters(dep_ptr, dep_idx, n):
-    """Who waits for each transfer, in order (a counting sort): transfer t's are ``waiter[wait_ptr[t]:wait_ptr[t + 1]]``."""
-    wait_ptr = np.zeros(n + 1, np.int64)
-    for j in dep_idx:
-        wait_ptr[j + 1] += 1
-    for t in range(n):
-        wait_ptr[t + 1] += wait_ptr[t]
-    filled = wait_ptr[:-1].copy()
-    waiter = np.empty(len(dep_idx), np.int32)
-    for i in range(n):
-        for k in range(dep_ptr[i], dep_ptr[i + 1]):
-            j = dep_idx[k]
-            waiter[filled[j]] = i
-            filled[j] += 1
-    return wait_ptr, waiter
 
 
 @njit(cache=True)

@@ -144,7 +144,7 @@ def play(
         if engine == "fast":
             rates = _rates(topology) if devices else []  # (every device's, for the process model's compute units)
             durations = [compute_time_s(step, *rates[d], d, j) for j, (step, d) in enumerate(zip(computes, devices, strict=True))]
-            run = compiled_player(topology, columns, buffers, cut_through, start_s, computes)
+            run = compiled_player(topology, columns, buffers, cut_through, start_s, computes, computed, durations)
             if run is None:
                 run = FastPlayer(topology, columns, buffers, cut_through, start_s, computes, computed, durations)
                 run.run()
