@@ -21,12 +21,6 @@ from netsim.engine.columns import compute_columns
 from netsim.engine.compiled_bundles import BundledBuffers
 from netsim.network.topology import ring
 
-JOINS_IN_THE_PLAYERS = pytest.mark.xfail(
-    strict=True,
-    reason="the process model and the Python fast player play joins from the lead's commits on; remove this mark once they are merged",
-)
-"""The compiled loop plays joins; until the process model and the Python player do, comparing with them fails."""
-
 JOIN_SEEDS = [seed for seed in range(260) if any(c.join for c in random_case(seed, values=False, joins=True)[2])][:200]
 
 
@@ -51,7 +45,6 @@ def compiled_run(case, monkeypatch, compiled):
 
 
 @pytest.mark.parametrize("seed", JOIN_SEEDS)
-@JOINS_IN_THE_PLAYERS
 def test_random_schedules_with_joins_play_the_same_on_every_player(seed, compiled_always, monkeypatch):
     case = random_case(seed, values=False, joins=True)
     compiled = compiled_run(case, monkeypatch, compiled_always)
@@ -90,7 +83,7 @@ def hand_case():
     return ring(4, bandwidth_Bps=1000.0, latency_s=1.0), transfers, computes, buffers, True, None
 
 
-@pytest.mark.parametrize("engine", ["compiled", pytest.param("fast", marks=JOINS_IN_THE_PLAYERS), pytest.param("processes", marks=JOINS_IN_THE_PLAYERS)])
+@pytest.mark.parametrize("engine", ["compiled", "fast", "processes"])
 def test_a_join_is_done_with_its_last_dependency_and_readies_its_waiters_there(engine, compiled_always, monkeypatch):
     case = hand_case()
     if engine == "compiled":
@@ -98,16 +91,17 @@ def test_a_join_is_done_with_its_last_dependency_and_readies_its_waiters_there(e
     else:
         monkeypatch.setattr(compiled_always, "MIN_TRANSFERS", 10**9)
         run = played(engine, *case)
-    # T0 arrives at 2 s; counting it off readies C0, then J is done (2 s), which readies T1 and C3
-    # there, then C2: the unit serves C0, C3, C2 (one at a time), T1 leaves at 2 s.
-    assert run.computes.started_at.tolist() == [2.0, 2.0, 4.0, 3.0]
-    assert run.computes.ended_at.tolist() == [3.0, 2.0, 5.0, 4.0]
+    # T0 arrives at 2 s; counting it off does J first (a join is counted off just before its first
+    # waiter, T1: step 1), which readies T1 and C3 there, then C0 and C2: the unit serves C3, C0, C2
+    # (one at a time), T1 leaves at 2 s.
+    assert run.computes.started_at.tolist() == [3.0, 2.0, 4.0, 2.0]
+    assert run.computes.ended_at.tolist() == [4.0, 2.0, 5.0, 3.0]
     assert list(run.sent_at) == [0.0, 2.0] and list(run.arrived_at) == [2.0, 4.0]
     assert run.time == 5.0
     assert (run.compute_units[1].busy_s, run.compute_units[1].max_queue) == (3.0, 3)  # C0 about to start, C3 and C2 queued; J never queues
     # Actions: 0 s: 4 wake-ups, T0's link starts; 1 s: it is done; 2 s: T0 delivered, device 1 wakes, its
-    # unit starts C0, T1's link starts; 3 s: C0 done, device 1 wakes, the link is done; 4 s: T1 delivered,
-    # device 2 wakes, C3 done, device 1 wakes; 5 s: C2 done, device 1 wakes. None for J.
+    # unit starts C3, T1's link starts; 3 s: C3 done, device 1 wakes, the link is done; 4 s: T1 delivered,
+    # device 2 wakes, C0 done, device 1 wakes; 5 s: C2 done, device 1 wakes. None for J.
     assert run.actions == 5 + 1 + 4 + 3 + 4 + 2
 
 
@@ -166,7 +160,6 @@ BUNDLED_JOIN_SEEDS = [seed for seed in range(100) if any(c.join for c in bundled
 
 
 @pytest.mark.parametrize("seed", BUNDLED_JOIN_SEEDS)
-@JOINS_IN_THE_PLAYERS
 def test_random_bundled_schedules_with_joins_play_the_same_on_every_player(seed, compiled_always, monkeypatch):
     check_bundled_with_compute(bundled_with_compute(seed, joins=True), monkeypatch, compiled_always)
 

@@ -349,8 +349,10 @@ def waiter_keys(dep_ptr: np.ndarray, dep_idx: np.ndarray, joins: np.ndarray | No
     Steps are numbered transfers first, then compute steps; ``dep_ptr`` / ``dep_idx``
     give every step's dependencies in that numbering, ``joins`` which compute steps are
     joins. A step's waiters are counted off in step order, except that a join is counted
-    off just before its first waiter: its waiters then become ready where they would if
-    they waited for the join's dependencies themselves.
+    off just before its first waiter. When no other waiter of the join's dependencies is
+    numbered between the join's first and last waiter (as with the joins of a lowered
+    program: one op's transfers, numbered together), the join's waiters then become ready
+    where they would if they waited for its dependencies themselves.
 
     Examples
     --------

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from netsim.engine.compiled_bundles import bundled_player
-from netsim.engine.compiled_run import CompiledRun, ComputeSteps
+from netsim.engine.compiled_run import CompiledRun, ComputeSteps, waiting_lists
 from netsim.engine.final_buffers import FinalBuffers
 from netsim.engine.row_buffers import Chunks, RowBuffers
 from netsim.engine.table_buffers import TableBuffers
@@ -71,7 +71,7 @@ class CompiledPlayer(CompiledRun):
         kernel: Any,
         steps: ComputeSteps,
     ) -> None:
-        n, m = len(columns["src"]), len(steps.device)
+        n = len(columns["src"])
         n_devices = topology.n_devices
         self.n_devices = n_devices
         self.bundles: dict = {}
@@ -79,11 +79,9 @@ class CompiledPlayer(CompiledRun):
         n_keys = len(keys)
         inverse, route_ptr, route_links, bandwidth, latency = self._routes(topology, columns)
 
-        from netsim.engine.kernel_parts import waiters
-
         ptr, idx = steps.dependencies(columns)
         missing = np.diff(ptr).astype(np.int32)
-        wait_ptr, waiter = waiters(ptr, idx, n + m)
+        wait_ptr, waiter = waiting_lists(ptr, idx, n, steps.join)
         del ptr, idx
 
         # The chunks devices hold at the start, numbered (keys no transfer names are left out); the reductions' results come after them.

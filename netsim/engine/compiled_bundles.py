@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from netsim.algorithms.bundles import Bundle, BundleTable
-from netsim.engine.compiled_run import CompiledRun, ComputeSteps
+from netsim.engine.compiled_run import CompiledRun, ComputeSteps, waiting_lists
 from netsim.network.topology import Topology
 
 __all__ = ["BundledBuffers", "BundledPlayer", "bundled_player"]
@@ -150,9 +150,7 @@ class BundledPlayer(CompiledRun):
 
         from netsim.engine.kernel import play_kernel
         from netsim.engine.kernel_bundles import number_slots
-        from netsim.engine.kernel_parts import waiters
-
-        n, m = len(columns["src"]), len(steps.device)
+        n = len(columns["src"])
         n_devices = topology.n_devices
         self.n_devices = n_devices
         self.bundles = columns["bundles"]
@@ -186,7 +184,7 @@ class BundledPlayer(CompiledRun):
         inverse, route_ptr, route_links, bandwidth, latency = self._routes(topology, columns)
         ptr, idx = steps.dependencies(columns)
         missing = np.diff(ptr).astype(np.int32)
-        wait_ptr, waiter = waiters(ptr, idx, n + m)
+        wait_ptr, waiter = waiting_lists(ptr, idx, n, steps.join)
         n_hops = int(np.diff(route_ptr)[inverse].sum()) if n else 0
 
         self.sent_at_array = np.full(n, np.nan)

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from netsim.engine.columns import ColumnList, HopList, hops_and_links
+from netsim.engine.columns import ColumnList, HopList, hops_and_links, waiter_keys
 from netsim.engine.playback import LinkStats
 from netsim.engine.routes import Routes, id_list, link_rates
 from netsim.network.topology import LinkId, Topology
@@ -124,3 +124,19 @@ class CompiledRun:
     def stats(self) -> tuple[HopList, dict[LinkId, LinkStats]]:
         """Hops in start order and per-link statistics, from the recorded columns."""
         return hops_and_links(self.record, self.nbytes, self.link_ids, self.max_queue)
+
+
+def waiting_lists(dep_ptr: np.ndarray, dep_idx: np.ndarray, n_transfers: int, joins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Who waits for each step (``waiter[wait_ptr[t]:wait_ptr[t + 1]]`` for step t), in the order they are counted off.
+
+    That is step order, but for a join, which comes just before its first waiter
+    (:func:`netsim.engine.columns.waiter_keys`), as the other players count off.
+    """
+    from netsim.engine.kernel_parts import waiters
+
+    wait_ptr, waiter = waiters(dep_ptr, dep_idx, len(dep_ptr) - 1)
+    keys = waiter_keys(dep_ptr, dep_idx, joins, n_transfers)
+    if keys is not None:
+        owner = np.repeat(np.arange(len(wait_ptr) - 1, dtype=np.int64), np.diff(wait_ptr))
+        waiter = waiter[np.lexsort((keys[waiter], owner))]
+    return wait_ptr, waiter
