@@ -42,7 +42,7 @@ class Compute:
     seconds: float | None = None
     flops: float = 0.0
     bytes: float = 0.0
-    deps: tuple[int, ...] = ()
+    deps: tuple[int, ...] | Any = ()  # a tuple, or an int array (a lowered program's)
     inputs: tuple[Hashable, ...] = ()
     output: Hashable | None = None
     fn: Callable[..., Any] | None = None

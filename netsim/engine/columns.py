@@ -276,7 +276,7 @@ def compute_columns(computes: Sequence[ComputeLike]) -> dict[str, Any]:
         "bytes": np.fromiter((float(c.bytes) for c in computes), np.float64, n),
         "join": np.fromiter((bool(getattr(c, "join", False)) for c in computes), bool, n),
         "dep_ptr": dep_ptr,
-        "dep_idx": np.fromiter((d for c in computes for d in c.deps), np.int64, int(dep_ptr[-1])),
+        "dep_idx": np.concatenate([np.asarray(c.deps, np.int64).reshape(-1) for c in computes]) if n else np.zeros(0, np.int64),
     }
 
 

@@ -134,9 +134,7 @@ def waiting_lists(dep_ptr: np.ndarray, dep_idx: np.ndarray, n_transfers: int, jo
     """
     from netsim.engine.kernel_parts import waiters
 
-    wait_ptr, waiter = waiters(dep_ptr, dep_idx, len(dep_ptr) - 1)
+    steps = len(dep_ptr) - 1
     keys = waiter_keys(dep_ptr, dep_idx, joins, n_transfers)
-    if keys is not None:
-        owner = np.repeat(np.arange(len(wait_ptr) - 1, dtype=np.int64), np.diff(wait_ptr))
-        waiter = waiter[np.lexsort((keys[waiter], owner))]
-    return wait_ptr, waiter
+    order = np.arange(steps, dtype=np.int64) if keys is None else np.argsort(keys, kind="stable")
+    return waiters(dep_ptr, dep_idx, steps, order)

@@ -75,9 +75,10 @@ def pop(heap, n_heap, at):
 
 
 @njit(cache=True)
-def waiters(dep_ptr, dep_idx, n):
-    """Who waits for each of the ``n`` steps, in order (a counting sort): step t's are ``waiter[wait_ptr[t]:wait_ptr[t + 1]]``
-    (step i waits for ``dep_idx[dep_ptr[i]:dep_ptr[i + 1]]``)."""
+def waiters(dep_ptr, dep_idx, n, order):
+    """Who waits for each of the ``n`` steps, in ``order`` (a counting sort): step t's are ``waiter[wait_ptr[t]:wait_ptr[t + 1]]``
+    (step i waits for ``dep_idx[dep_ptr[i]:dep_ptr[i + 1]]``; ``order`` lists the steps in the order their
+    waits are counted off, each once)."""
     wait_ptr = np.zeros(n + 1, np.int64)
     for j in dep_idx:
         wait_ptr[j + 1] += 1
@@ -85,7 +86,7 @@ def waiters(dep_ptr, dep_idx, n):
         wait_ptr[t + 1] += wait_ptr[t]
     filled = wait_ptr[:-1].copy()
     waiter = np.empty(len(dep_idx), np.int32)
-    for i in range(n):
+    for i in order:
         for k in range(dep_ptr[i], dep_ptr[i + 1]):
             j = dep_idx[k]
             waiter[filled[j]] = i

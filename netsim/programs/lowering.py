@@ -41,7 +41,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -162,13 +161,14 @@ class _Builder:
             rows = list(table)
             table = _as_table(rows)
         n, base, offset = len(table), self.n_transfers, self.blocks
-        self.columns["step"].append(table.step.astype(np.int64) + self.steps)
-        self.columns["src"].append(table.src.astype(np.int64))
-        self.columns["dst"].append(table.dst.astype(np.int64))
-        self.columns["block"].append(table.block.astype(np.int64) + offset)
-        self.columns["piece"].append(table.piece.astype(np.int64))
+        # int32 columns (half the memory of int64; a program's steps, devices, blocks and pieces stay far below 2**31)
+        self.columns["step"].append((table.step.astype(np.int64) + self.steps).astype(np.int32))
+        self.columns["src"].append(table.src.astype(np.int32))
+        self.columns["dst"].append(table.dst.astype(np.int32))
+        self.columns["block"].append((table.block.astype(np.int64) + offset).astype(np.int32))
+        self.columns["piece"].append(table.piece.astype(np.int32))
         self.columns["reduce"].append(np.asarray(table.reduce, bool))
-        self.columns["direction"].append(table.direction.astype(np.int64))
+        self.columns["direction"].append(table.direction.astype(np.int32))
         self.columns["phase"].append(table.phase.astype(np.int8))
         ptr, idx = _with_extra(table.dep_ptr.astype(np.int64), table.dep_idx.astype(np.int64) + base, table.src.astype(np.int64), extra)
         self.ptrs.append(ptr[1:] + (self.idxs_total() if self.ptrs else 0))
@@ -205,7 +205,7 @@ class _Builder:
             idx = np.concatenate(self.idxs).astype(np.int64)
             idx = np.where(idx < 0, n - idx - 1, idx)
         else:
-            cols = {k: np.zeros(0, np.int8 if k == "phase" else bool if k == "reduce" else np.int64) for k in self.columns}
+            cols = {k: np.zeros(0, np.int8 if k == "phase" else bool if k == "reduce" else np.int32) for k in self.columns}
             ptr, idx = np.zeros(1, np.int64), np.zeros(0, np.int64)
         bundles = None
         if self.bundles:
@@ -218,16 +218,18 @@ class _Builder:
             )
         columns = (cols["step"], cols["src"], cols["dst"], cols["block"], cols["piece"], cols["reduce"], cols["direction"], cols["phase"])
         table = TransferTable(*columns, ptr, idx, bundles=bundles)
-        # Every compute step's dependencies renumbered at once (compute step j, coded -(j + 1), is step n + j).
-        lengths = [len(step[4]) for step in self.computes]
-        codes = np.fromiter(chain.from_iterable(step[4] for step in self.computes), np.int64, sum(lengths))
-        codes = np.where(codes < 0, n - codes - 1, codes).tolist()
-        bounds = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).tolist()
+        # Compute step j is coded -(j + 1) until now, step n + j from now on. Dependencies are int arrays: a step
+        # that waits for transfers only keeps the array of the arrivals it waits for (shared, not copied).
         computes = tuple(
-            Compute(device=d, seconds=s, flops=f, bytes=b, deps=tuple(codes[bounds[j] : bounds[j + 1]]), name=name, join=join)
-            for j, (d, s, f, b, _, name, join) in enumerate(self.computes)
+            Compute(device=d, seconds=s, flops=f, bytes=b, deps=_numbered(deps, n), name=name, join=join) for d, s, f, b, deps, name, join in self.computes
         )
         return Schedule("program", "program", ((*range(self.n_devices),),), 1, table, None, computes)
+
+
+def _numbered(deps: Any, n: int) -> np.ndarray:
+    """A compute step's dependencies as an int64 array, compute step j (coded ``-(j + 1)``) as step ``n + j``."""
+    steps = deps if isinstance(deps, np.ndarray) and deps.dtype == np.int64 else np.asarray(deps, np.int64).reshape(-1)
+    return np.where(steps < 0, n - steps - 1, steps) if len(steps) and steps.min() < 0 else steps
 
 
 def _as_table(rows: list[Any]) -> TransferTable:
@@ -343,11 +345,17 @@ def lower(program: Program, mesh: Mesh) -> Lowered:
     return Lowered(program, arrays, mesh, build.schedule(), tuple(lowered))
 
 
-def _waits(ready: dict[str, list[tuple[int, ...]]], done: dict[str, list[tuple[int, ...]]], op: Op, device: int) -> tuple[int, ...]:
-    """What ``op`` waits for on ``device``: what makes its inputs ready there, then what the ops in its ``after`` did there (each step once)."""
-    inputs = chain.from_iterable(ready[name][device] for name in op.inputs)
-    after = chain.from_iterable(done[o][device] for o in op.after)
-    return tuple(dict.fromkeys(chain(inputs, after)))
+def _waits(ready: dict[str, list[Any]], done: dict[str, list[Any]], op: Op, device: int) -> Any:
+    """What ``op`` waits for on ``device``: what makes its inputs ready there, then what the ops in its ``after`` did there, each step once.
+
+    Each part is a tuple or an int array of distinct steps; one part is handed on as it is (not copied).
+    """
+    parts = [part for part in [*(ready[name][device] for name in op.inputs), *(done[o][device] for o in op.after)] if len(part)]
+    if len(parts) <= 1:
+        return parts[0] if parts else ()
+    steps = np.concatenate([np.asarray(part, np.int64).reshape(-1) for part in parts])
+    _, first = np.unique(steps, return_index=True)
+    return steps[np.sort(first)]
 
 
 def _check_rates(lowered: list[LoweredOp], mesh: Mesh) -> None:
@@ -390,11 +398,11 @@ def _lower_collective(op: Op, x: Sharded, mesh: Mesh, build: _Builder, before: l
     return LoweredOp(op, span, range(0), layout, schedule.pieces, offset, algorithm), after
 
 
-def _arrivals(dst: np.ndarray, base: int, before: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
-    """Per device, the transfers arriving there (or, where none do, what the op waited for)."""
-    order = np.argsort(dst, kind="stable")
-    bounds = np.searchsorted(dst[order], np.arange(len(before) + 1))
-    return [tuple((order[bounds[d] : bounds[d + 1]] + base).tolist()) or before[d] for d in range(len(before))]
+def _arrivals(dst: np.ndarray, base: int, before: list[Any]) -> list[Any]:
+    """Per device, the transfers arriving there, as an int64 array (or, where none do, what the op waited for)."""
+    order = np.argsort(dst, kind="stable") + base
+    bounds = np.searchsorted(dst[order - base], np.arange(len(before) + 1)).tolist()
+    return [order[bounds[d] : bounds[d + 1]] if bounds[d + 1] > bounds[d] else before[d] for d in range(len(before))]
 
 
 def product_work(op: Op, inputs: list[Sharded], out: Sharded, mesh: Mapping[str, int]) -> tuple[float, float]:
