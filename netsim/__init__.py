@@ -58,8 +58,8 @@ _PUBLIC = {
     "ScenarioError": "netsim.scenario",
     "load_scenario": "netsim.scenario",
     "load_topology": "netsim.scenario",
-    "Study": "netsim.scenario.study",
-    "load_study": "netsim.scenario.study",
+    "Study": "netsim.studies.files",
+    "load_study": "netsim.studies.files",
     "sweep": "netsim.studies.sweep",
     "read_results": "netsim.studies.sweep",
     "run_program": "netsim.programs.run",
@@ -86,7 +86,7 @@ if TYPE_CHECKING:
     from netsim.programs.run import run_program
     from netsim.result import Result
     from netsim.scenario import ScenarioError, load_scenario, load_topology
-    from netsim.scenario.study import Study, load_study
+    from netsim.studies.files import Study, load_study
     from netsim.studies.sweep import read_results, sweep
 
 

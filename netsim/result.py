@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -23,9 +23,6 @@ from netsim.engine.critical_path import CriticalPath
 from netsim.network.topology import Topology
 from netsim.semantics import ops as registry
 from netsim.semantics.chunks import LazyOutput
-
-if TYPE_CHECKING:
-    from netsim.programs.lowering import Lowered
 
 __all__ = ["KINDS", "LeafRun", "ProgramRun", "Result", "busbw_factor"]
 
@@ -79,7 +76,7 @@ class ProgramRun:
         Empty for a timing-only run.
     """
 
-    lowered: Lowered
+    lowered: Any  # a netsim.programs.lowering.Lowered (programs sit above Result: not imported, not even to type it)
     checks: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
 

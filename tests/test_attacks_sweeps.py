@@ -25,7 +25,7 @@ import netsim.studies.sweep as sweep_module
 from netsim.cli.main import app
 from netsim.destinations import MANIFEST, record_written
 from netsim.scenario import ScenarioError
-from netsim.scenario.study import MAX_EXPANDED, study_from_data
+from netsim.studies.files import MAX_EXPANDED, study_from_data
 from netsim.studies.resume import HASH_COLUMN
 from netsim.studies.sweep import RESULTS_FILE, cores
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from netsim.scenario import ScenarioError
-from netsim.scenario.study import load_study, study_from_data
+from netsim.studies.files import load_study, study_from_data
 from netsim.studies.program_plots import crossover, plot_program_results
 from netsim.studies.sweep import columns, read_results, sweep
 

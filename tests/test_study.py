@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from netsim.cli.main import app
 from netsim.scenario import ScenarioError
-from netsim.scenario.study import load_study, study_from_data
+from netsim.studies.files import load_study, study_from_data
 
 runner = CliRunner()
 

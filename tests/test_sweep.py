@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 import netsim
 from netsim.analysis.why import analyse
 from netsim.cli.main import app
-from netsim.scenario.study import study_from_data
+from netsim.studies.files import study_from_data
 from netsim.studies.plots import plot_results
 from netsim.studies.sweep import RESULTS_FILE, columns, read_results
 

@@ -41,7 +41,7 @@ def sweep(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from netsim.destinations import record_written
-    from netsim.scenario.study import load_study
+    from netsim.studies.files import load_study
     from netsim.studies.plots import plot_results
     from netsim.studies.sweep import INTERNAL, RESULTS_FILE
     from netsim.studies.sweep import sweep as run_sweep

@@ -1,6 +1,6 @@
 """Studies: many scenarios run as one experiment, into a results table and plots.
 
-A study file (read by :mod:`netsim.scenario.study`) names a base scenario and the
+A study file (read by :mod:`netsim.studies.files`) names a base scenario and the
 values to sweep (algorithms, topologies, sizes, ...). :func:`~netsim.studies.sweep.sweep`
 runs every point, on local processes or a Dask cluster, into one row per point
 (the simulated time beside the closed-form estimate and why they differ), written
@@ -16,7 +16,7 @@ Modules
 
 Where a change goes
 -------------------
-A new field in study files goes in :mod:`netsim.scenario.study` (the format) and,
+A new field in study files goes in :mod:`netsim.studies.files` (the format) and,
 if it changes how points run, in ``sweep``; a new column of the results table in
 ``sweep`` (``RESULT_COLUMNS``); a new kind of plot in ``plots``, which must never
 simulate.

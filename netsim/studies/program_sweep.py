@@ -49,7 +49,7 @@ def program_row(point: Any, internal: str = "internal error: ") -> dict[str, str
 
     Examples
     --------
-    >>> from netsim.scenario.study import load_study
+    >>> from netsim.studies.files import load_study
     >>> study = load_study("scenarios/studies/batch_crossover.yaml")
     >>> row = program_row(study.points[0])
     >>> row["params.B"], row["error"], float(row["exposed_communication_s"]) > 0

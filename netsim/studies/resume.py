@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from netsim.scenario.study import Point, Study
+    from netsim.studies.files import Point, Study
 
 __all__ = ["HASH_COLUMN", "finished_rows", "row_hash"]
 
@@ -33,7 +33,7 @@ def row_hash(point: Point, cells: dict[str, str]) -> str:
 
     Examples
     --------
-    >>> from netsim.scenario.study import load_study
+    >>> from netsim.studies.files import load_study
     >>> point = load_study("scenarios/studies/ring_algorithms.yaml").points[0]
     >>> row_hash(point, {"time_s": "1e-06"}) == row_hash(point, {"time_s": "1e-06"}) != row_hash(point, {"time_s": "2e-06"})
     True

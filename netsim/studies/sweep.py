@@ -1,6 +1,6 @@
 """Sweeps: run every point of a study, in parallel, into one results table.
 
-:func:`sweep` expands a study (:mod:`netsim.scenario.study`) into scenarios, simulates each on
+:func:`sweep` expands a study (:mod:`netsim.studies.files`) into scenarios, simulates each on
 local processes (all cores by default) or on a Dask distributed cluster, and returns
 one row per point as a :class:`pandas.DataFrame`. With an output directory the rows
 go to ``results.csv`` as they finish (so an interrupted sweep keeps them, and
@@ -42,7 +42,7 @@ from netsim.collectives import simulate
 from netsim.destinations import staged_file
 from netsim.engine import EngineError
 from netsim.scenario import ScenarioError
-from netsim.scenario.study import Point, Study, load_study, study_from_data
+from netsim.studies.files import Point, Study, load_study, study_from_data
 from netsim.studies.program_sweep import PROGRAM_COLUMNS, program_row
 from netsim.studies.resume import HASH_COLUMN, finished_rows, row_hash
 
