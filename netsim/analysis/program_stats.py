@@ -75,8 +75,24 @@ class ProgramStats:
         return {("scenario" if key == "name" else key): value for key, value in asdict(self).items()}
 
 
-def _widen(span: tuple[float, float] | None, start: float, end: float) -> tuple[float, float]:
-    return (start, end) if span is None else (min(span[0], start), max(span[1], end))
+def _span_on_devices(n_devices: int, device: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[float, float, float]:
+    """An op's first start and last end over the devices it touches, and the longest of its spans on one device.
+
+    Each entry is something the op does on ``device[i]`` from ``start[i]`` to ``end[i]`` (a transfer
+    leaving or arriving, a compute step). (0, 0, 0) for an op that does nothing.
+
+    Examples
+    --------
+    >>> _span_on_devices(3, np.array([0, 2, 0]), np.array([1.0, 2.0, 4.0]), np.array([1.5, 3.0, 5.0]))
+    (1.0, 5.0, 4.0)
+    """
+    if not len(device):
+        return 0.0, 0.0, 0.0
+    first, last = np.full(n_devices, np.inf), np.full(n_devices, -np.inf)
+    np.minimum.at(first, device, start)
+    np.maximum.at(last, device, end)
+    touched = first <= last
+    return float(first[touched].min()), float(last[touched].max()), float((last[touched] - first[touched]).max())
 
 
 def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -136,21 +152,15 @@ def program_stats(result: Result) -> ProgramStats:
     ops, in_flight = [], []
     src, dst = (np.asarray(schedule.transfers.columns()[k] if hasattr(schedule.transfers, "columns") else [], np.int64) for k in ("src", "dst"))
     for record in lowered.ops:
-        per_device: dict[int, tuple[float, float]] = {}
+        t, c = slice(record.transfers.start, record.transfers.stop), slice(record.computes.start, record.computes.stop)
         if len(record.transfers):
-            t = slice(record.transfers.start, record.transfers.stop)
             in_flight.append((float(sent[t].min()), float(arrived[t].max())))
-            for d, s_ in zip(src[t].tolist(), sent[t].tolist(), strict=True):
-                per_device[d] = _widen(per_device.get(d), s_, s_)
-            for d, e_ in zip(dst[t].tolist(), arrived[t].tolist(), strict=True):
-                per_device[d] = _widen(per_device.get(d), e_, e_)
-        if len(record.computes):
-            c = slice(record.computes.start, record.computes.stop)
-            for d, s_, e_ in zip(devices[c].tolist(), started[c].tolist(), ended[c].tolist(), strict=True):
-                per_device[d] = _widen(per_device.get(d), s_, e_)
-        spans = list(per_device.values()) or [(0.0, 0.0)]
-        start, end = min(s for s, _ in spans), max(e for _, e in spans)
-        longest = max(e - s for s, e in spans)
+        start, end, longest = _span_on_devices(
+            result.n_devices,
+            np.concatenate([src[t], dst[t], devices[c]]),
+            np.concatenate([sent[t], arrived[t], started[c]]),
+            np.concatenate([sent[t], arrived[t], ended[c]]),
+        )
         comm_s = (
             float(arrived[record.transfers.start : record.transfers.stop].max() - sent[record.transfers.start : record.transfers.stop].min())
             if len(record.transfers)
