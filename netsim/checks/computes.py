@@ -46,8 +46,8 @@ def _check_computes(a: _Arrays) -> None:
             raise InvariantError("compute", f"join #{j} was done {when}, not when its last dependency was ({last[j]:.9g} s)")
     work = np.flatnonzero(~joins)
     device = np.asarray(columns["device"], np.int64)[work]
-    order = work[np.lexsort((started[work], device))]
-    same = device[np.lexsort((started[work], device))]
+    by_start = np.lexsort((started[work], device))  # each unit's steps in the order they started
+    order, same = work[by_start], device[by_start]
     overlap = (same[1:] == same[:-1]) & (ended[order[:-1]] > started[order[1:]] + _slack(ended[order[:-1]], started[order[1:]]))
     if overlap.any():
         k = _first(overlap)

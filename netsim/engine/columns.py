@@ -18,7 +18,18 @@ from netsim.columnar import stable_order
 from netsim.engine.playback import ComputeLike, Hop, LinkStats, TransferLike
 from netsim.network.topology import LinkId
 
-__all__ = ["ArrayList", "ColumnList", "HopList", "as_array", "compute_columns", "hop_arrays", "hops_and_links", "transfer_columns"]
+__all__ = [
+    "ArrayList",
+    "ColumnList",
+    "HopList",
+    "as_array",
+    "compute_columns",
+    "hop_arrays",
+    "hops_and_links",
+    "step_dependencies",
+    "transfer_columns",
+    "waiter_keys",
+]
 
 
 class ArrayList(list):
@@ -341,6 +352,25 @@ def hop_arrays(hops: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     start = np.fromiter((hop.start for hop in hops), float, h)
     end = np.fromiter((hop.end for hop in hops), float, h)
     return transfer, link, start, end, list(numbers)
+
+
+def step_dependencies(transfers: dict[str, Any], computes: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Every step's dependencies as ``dep_ptr``, ``dep_idx``, steps numbered transfers first, then compute steps.
+
+    ``transfers`` and ``computes`` are columns (:func:`transfer_columns`, :func:`compute_columns`).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as S
+    >>> moves = transfer_columns([S(src=0, dst=1, key="x", reduce=False, direction=1, deps=(1,))])
+    >>> ptr, idx = step_dependencies(moves, compute_columns([S(device=0, seconds=1.0, flops=0, bytes=0, deps=())]))
+    >>> ptr.tolist(), idx.tolist()
+    ([0, 1, 1], [1])
+    """
+    ptr, idx = np.asarray(transfers["dep_ptr"], np.int64), np.asarray(transfers["dep_idx"], np.int64)
+    if len(computes["dep_ptr"]) <= 1:
+        return ptr, idx
+    return np.concatenate([ptr, ptr[-1] + computes["dep_ptr"][1:]]), np.concatenate([idx, computes["dep_idx"]])
 
 
 def waiter_keys(dep_ptr: np.ndarray, dep_idx: np.ndarray, joins: np.ndarray | None, n_transfers: int) -> np.ndarray | None:

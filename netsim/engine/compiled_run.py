@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from netsim.engine.columns import ColumnList, HopList, hops_and_links, waiter_keys
+from netsim.engine.columns import ColumnList, HopList, hops_and_links, step_dependencies, waiter_keys
 from netsim.engine.playback import LinkStats
 from netsim.engine.routes import Routes, id_list, link_rates
 from netsim.network.topology import LinkId, Topology
@@ -54,10 +54,7 @@ class ComputeSteps(NamedTuple):
 
     def dependencies(self, columns: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
         """Every step's dependencies, transfers' (``columns``) then compute steps': ``dep_ptr``, ``dep_idx``."""
-        ptr, idx = np.asarray(columns["dep_ptr"], np.int64), np.asarray(columns["dep_idx"], np.int64)
-        if not len(self.device):
-            return ptr, idx
-        return np.concatenate([ptr, ptr[-1] + self.dep_ptr[1:]]), np.concatenate([idx, self.dep_idx])
+        return step_dependencies(columns, {"dep_ptr": self.dep_ptr, "dep_idx": self.dep_idx})
 
     def loop_arrays(self, n_devices: int) -> tuple[np.ndarray, ...]:
         """What the loop takes (``computes``): device, duration, join, and room for when each step

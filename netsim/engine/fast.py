@@ -28,7 +28,7 @@ import numpy as np
 import simpy
 
 from netsim.columnar import stable_order
-from netsim.engine.columns import HopList, hops_and_links, waiter_keys
+from netsim.engine.columns import HopList, hops_and_links, step_dependencies, waiter_keys
 from netsim.engine.payloads import ABSENT, computed, made, shared
 from netsim.engine.playback import EngineError, LinkStats
 from netsim.engine.processes import run_counting
@@ -100,14 +100,11 @@ class FastPlayer:
         # missing[i]: arrivals transfer i still waits for. Who waits for transfer i: nobody if
         # first[i] == -1; first[i] alone if it is >= 0; else -2 - first[i], then second[i] if that
         # is >= 0, else the tuple more[-1 - second[i]] (one waiter, the common case, reads one array).
-        ptr, idx = columns["dep_ptr"], columns["dep_idx"]
-        if m:  # steps waited for and waiting are numbered transfers first, then compute steps
-            ptr = np.concatenate([ptr, ptr[-1] + compute_columns["dep_ptr"][1:]])
-            idx = np.concatenate([idx, compute_columns["dep_idx"]])
+        ptr, idx = step_dependencies(columns, compute_columns)  # numbered transfers first, then compute steps
         counts_in = np.diff(ptr)
         self.missing = counts_in.tolist()
-        joins = compute_columns.get("join") if m else None
-        self.is_join = bytes(n) + (joins.tobytes() if joins is not None else bytes(m))
+        joins = compute_columns["join"] if m else None
+        self.is_join = bytes(n) + (joins.tobytes() if joins is not None else b"")
         # Steps below this number are no joins (n + m when there are none): one comparison where a step becomes ready.
         self.first_join = n + (int(np.argmax(joins)) if joins is not None and joins.any() else m)
         waiter = np.repeat(np.arange(n + m, dtype=np.int64), counts_in)
@@ -438,18 +435,15 @@ class FastPlayer:
 
     def _count_off_compute(self, device: int, j: int, now: float) -> None:
         """Compute step (or join) ``j`` is done on ``device``: whoever waited for it and waits for nothing more is ready."""
-        ready, missing, first_join = self.ready[device], self.missing, self.first_join
+        missing = self.missing
         for waiting in self.compute_waiters[j]:
             missing[waiting] -= 1
             if not missing[waiting]:
-                if waiting < first_join or not self.is_join[waiting]:
-                    ready.append(waiting)
-                else:
-                    self._join(device, waiting, now)
+                self._join(device, waiting, now)
 
     def _join(self, device: int, step: int, now: float) -> None:
-        """Join ``step`` waits for nothing more: done here and now (no compute unit), its waiters counted off in its place."""
-        if not self.is_join[step]:  # a compute step numbered after the first join
+        """``step`` waits for nothing more: ready, or, a join, done here and now (no compute unit), its waiters counted off in its place."""
+        if step < self.first_join or not self.is_join[step]:
             self.ready[device].append(step)
             return
         j = step - len(self.dst)

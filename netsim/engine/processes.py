@@ -74,7 +74,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from netsim.engine.columns import waiter_keys
+from netsim.engine.columns import step_dependencies, waiter_keys
 from netsim.engine.payloads import ABSENT, computed, made, take
 
 __all__ = ["ComputeUnit", "Device", "Link", "Message", "Model", "Server", "compute_time_s", "run_counting"]
@@ -385,11 +385,10 @@ class Model:
         cptr = compute_columns["dep_ptr"].tolist()
         deps += [compute_columns["dep_idx"][cptr[j] : cptr[j + 1]].tolist() for j in range(m)]
         self.missing = [len(d) for d in deps]
-        joins = compute_columns.get("join")
-        self.is_join = bytes(n) + (joins.tobytes() if joins is not None else bytes(m))
+        joins = compute_columns["join"]
+        self.is_join = bytes(n) + joins.tobytes()
         self.waiters: list[list[int]] = [[] for _ in deps]
-        ptr = np.concatenate([columns["dep_ptr"], columns["dep_ptr"][-1] + compute_columns["dep_ptr"][1:]])
-        keys = waiter_keys(ptr, np.concatenate([columns["dep_idx"], compute_columns["dep_idx"]]), joins, n)
+        keys = waiter_keys(*step_dependencies(columns, compute_columns), joins, n)
         for step in range(len(deps)) if keys is None else np.argsort(keys, kind="stable").tolist():
             for d in deps[step]:
                 self.waiters[d].append(step)

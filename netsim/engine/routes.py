@@ -64,7 +64,7 @@ def check_schedule(transfers: dict[str, Any], computes: dict[str, Any], n_device
     bad = np.flatnonzero((device < 0) | (device >= n_devices))
     if len(bad):
         raise ValueError(f"compute step #{int(bad[0])} names device {int(device[bad[0]])}, but the topology has {n_devices}")
-    joins = np.flatnonzero(computes["join"] & (np.diff(computes["dep_ptr"]) == 0)) if m and "join" in computes else ()
+    joins = np.flatnonzero(computes["join"] & (np.diff(computes["dep_ptr"]) == 0)) if m else ()
     if len(joins):
         raise ValueError(f"compute step #{int(joins[0])} is a join but waits for nothing: a join is done when its last dependency is")
     place = np.concatenate([dst, device]) if m else dst  # where each step is done

@@ -39,7 +39,7 @@ Collective matmul
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,14 +141,15 @@ class _Builder:
         self.columns: dict[str, list[np.ndarray]] = {k: [] for k in ("step", "src", "dst", "block", "piece", "reduce", "direction", "phase")}
         self.ptrs: list[np.ndarray] = []
         self.idxs: list[np.ndarray] = []
+        self.n_dependencies = 0  # entries of self.idxs, all together
         self.n_transfers = 0
         self.steps = 0
         self.blocks = 0
-        self.computes: list[tuple[int, float | None, float, float, tuple[int, ...], str, bool]] = []
+        self.computes: list[tuple[int, float | None, float, float, Sequence[int], str, bool]] = []
         self.bundles: list[BundleTable] = []  # each bundled collective's bundles, their blocks renumbered
         self.plans: dict[Any, Schedule] = {}  # a collective's schedule, by what plans it: ops alike are planned once
 
-    def add_schedule(self, schedule: Schedule, extra: list[tuple[int, ...]]) -> tuple[range, int, np.ndarray, np.ndarray]:
+    def add_schedule(self, schedule: Schedule, extra: list[Sequence[int]]) -> tuple[range, int, np.ndarray, np.ndarray]:
         """Append a collective's transfers, each also waiting for ``extra[src]``; (range, block offset, dst, block) of them.
 
         Where a device waits for several steps, its transfers wait for one join of them
@@ -171,8 +172,9 @@ class _Builder:
         self.columns["direction"].append(table.direction.astype(np.int32))
         self.columns["phase"].append(table.phase.astype(np.int8))
         ptr, idx = _with_extra(table.dep_ptr.astype(np.int64), table.dep_idx.astype(np.int64) + base, table.src.astype(np.int64), extra)
-        self.ptrs.append(ptr[1:] + (self.idxs_total() if self.ptrs else 0))
+        self.ptrs.append(ptr[1:] + self.n_dependencies)
         self.idxs.append(idx)
+        self.n_dependencies += len(idx)
         self.n_transfers += n
         self.steps += schedule.n_steps
         last = int(table.block.max()) if n else -1
@@ -186,14 +188,11 @@ class _Builder:
         self.blocks += last + 1
         return range(base, base + n), offset, table.dst.astype(np.int64), table.block.astype(np.int64)
 
-    def idxs_total(self) -> int:
-        return int(sum(len(i) for i in self.idxs))
-
-    def add_compute(self, device: int, flops: float, nbytes: float, seconds: float | None, deps: tuple[int, ...], name: str, join: bool = False) -> int:
+    def add_compute(self, device: int, flops: float, nbytes: float, seconds: float | None, deps: Sequence[int], name: str, join: bool = False) -> int:
         self.computes.append((device, seconds, flops, nbytes, deps, name, join))
         return -len(self.computes)
 
-    def joined(self, device: int, steps: tuple[int, ...]) -> tuple[int, ...]:
+    def joined(self, device: int, steps: Sequence[int]) -> Sequence[int]:
         """``steps`` as one dependency: themselves if there are at most one, else a join of them on ``device``."""
         return steps if len(steps) <= 1 else (self.add_compute(device, 0.0, 0.0, 0.0, steps, "join", join=True),)
 
@@ -252,29 +251,33 @@ def _as_table(rows: list[Any]) -> TransferTable:
     )
 
 
-def _with_extra(dep_ptr: np.ndarray, dep_idx: np.ndarray, src: np.ndarray, extra: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
-    """Each transfer's dependencies, then those of ``extra[src]`` (what its source waits for before the op starts)."""
-    own = np.diff(dep_ptr)
-    lengths = np.array([len(e) for e in extra], np.int64)
-    if not lengths.any():
+def _with_extra(dep_ptr: np.ndarray, dep_idx: np.ndarray, src: np.ndarray, extra: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Each transfer's dependencies, then ``extra[src]``, what its source waits for before the op starts.
+
+    ``extra[d]`` is one step at most (a join of several: :meth:`_Builder.joined`).
+
+    Examples
+    --------
+    >>> ptr, idx = _with_extra(np.array([0, 0, 1]), np.array([0]), np.array([1, 0]), [(), (-3,)])
+    >>> ptr.tolist(), idx.tolist()
+    ([0, 1, 2], [-3, 0])
+    """
+    if not any(len(e) for e in extra):
         return dep_ptr - dep_ptr[0], dep_idx
-    eptr = np.zeros(len(extra) + 1, np.int64)
-    np.cumsum(lengths, out=eptr[1:])
-    eidx = np.array([s for e in extra for s in e], np.int64)
-    add = lengths[src]
+    waits = np.fromiter((len(e) for e in extra), np.int64, len(extra))
+    if waits.max() > 1:
+        raise ValueError("a transfer's extra dependencies are one join at most (see _Builder.joined)")
+    step = np.fromiter((e[0] if len(e) else 0 for e in extra), np.int64, len(extra))
+    add = waits[src]
     ptr = np.zeros(len(src) + 1, np.int64)
-    np.cumsum(own + add, out=ptr[1:])
+    np.cumsum(np.diff(dep_ptr) + add, out=ptr[1:])
+    last = ptr[1:][add > 0] - 1  # each transfer's extra step ends its list
+    own = np.ones(int(ptr[-1]), bool)
+    own[last] = False
     idx = np.empty(int(ptr[-1]), np.int64)
-    idx[np.repeat(ptr[:-1], own) + _within(own)] = dep_idx
-    idx[np.repeat(ptr[:-1] + own, add) + _within(add)] = eidx[np.repeat(eptr[src], add) + _within(add)]
+    idx[own] = dep_idx
+    idx[last] = step[src[add > 0]]
     return ptr, idx
-
-
-def _within(counts: np.ndarray) -> np.ndarray:
-    """0..c-1 for each count c, laid end to end."""
-    starts = np.zeros(len(counts), np.int64)
-    np.cumsum(counts[:-1], out=starts[1:])
-    return np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(starts, counts)
 
 
 def _layout(op: Op, x: Sharded, mesh: Mesh, groups: Any) -> Any:
@@ -321,8 +324,8 @@ def lower(program: Program, mesh: Mesh) -> Lowered:
     arrays = program.arrays_after()
     n = mesh.topology.n_devices
     build = _Builder(n)
-    ready: dict[str, list[tuple[int, ...]]] = {name: [()] * n for name in program.arrays}
-    done: dict[str, list[tuple[int, ...]]] = {}
+    ready: dict[str, list[Sequence[int]]] = {name: [()] * n for name in program.arrays}
+    done: dict[str, list[Sequence[int]]] = {}
     lowered: list[LoweredOp] = []
     for op in program.ops:
         before = [_waits(ready, done, op, d) for d in range(n)]
@@ -377,7 +380,7 @@ def _span(steps: list[int]) -> range:
     return range(first, first + len(steps))
 
 
-def _lower_collective(op: Op, x: Sharded, mesh: Mesh, build: _Builder, before: list[tuple[int, ...]]) -> tuple[LoweredOp, list[tuple[int, ...]]]:
+def _lower_collective(op: Op, x: Sharded, mesh: Mesh, build: _Builder, before: list[Sequence[int]]) -> tuple[LoweredOp, list[Sequence[int]]]:
     groups: Any = op.groups if isinstance(op.groups, AxisGroups) else mesh.groups(list(op.axes)) if op.axes else [list(g) for g in op.groups]
     over_axes = isinstance(groups, AxisGroups)
     layout = _layout(op, x, mesh, groups)
@@ -400,8 +403,9 @@ def _lower_collective(op: Op, x: Sharded, mesh: Mesh, build: _Builder, before: l
 
 def _arrivals(dst: np.ndarray, base: int, before: list[Any]) -> list[Any]:
     """Per device, the transfers arriving there, as an int64 array (or, where none do, what the op waited for)."""
-    order = np.argsort(dst, kind="stable") + base
-    bounds = np.searchsorted(dst[order - base], np.arange(len(before) + 1)).tolist()
+    order = np.argsort(dst, kind="stable")
+    bounds = np.searchsorted(dst[order], np.arange(len(before) + 1)).tolist()
+    order += base
     return [order[bounds[d] : bounds[d + 1]] if bounds[d + 1] > bounds[d] else before[d] for d in range(len(before))]
 
 
@@ -435,8 +439,8 @@ def product_work(op: Op, inputs: list[Sharded], out: Sharded, mesh: Mapping[str,
 
 
 def _lower_collective_matmul(
-    op: Op, inputs: list[Sharded], out: Sharded, mesh: Mesh, build: _Builder, before: list[tuple[int, ...]]
-) -> tuple[LoweredOp, list[tuple[int, ...]]]:
+    op: Op, inputs: list[Sharded], out: Sharded, mesh: Mesh, build: _Builder, before: list[Sequence[int]]
+) -> tuple[LoweredOp, list[Sequence[int]]]:
     a, b = inputs
     axes = a.sharding[-1]
     gather = Op(op.name, "all_gather", (op.inputs[0],), None, axes=axes, axis=len(a.shape) - 1, tiled=True, algorithm=op.algorithm)

@@ -136,15 +136,19 @@ def run_program(
     if grouped is not None and data == "values":
         raise ProgramError(grouped.name, "groups", "a collective over explicit groups runs timing-only: use data none")
     lowered = lower(model, mesh)
-    if data == "values" and values_bytes(lowered) > VALUES_LIMIT_BYTES:
-        need, limit = format_bytes(values_bytes(lowered)), format_bytes(VALUES_LIMIT_BYTES)
-        message = f"real values would hold about {need} of arrays (more than {limit}); run it timing-only with data: none"
-        raise ScenarioError(loaded.source, "data", message) if loaded is not None else ValueError(f"program {model.name}: {message}")
+    held = values_bytes(lowered) if data == "values" else 0
+
+    def refused(message: str, kind: type[ValueError]) -> ValueError:
+        return ScenarioError(loaded.source, "data", message) if loaded is not None else kind(f"program {model.name}: {message}")
+
+    if held > VALUES_LIMIT_BYTES:
+        need, limit = format_bytes(held), format_bytes(VALUES_LIMIT_BYTES)
+        raise refused(f"real values would hold about {need} of arrays (more than {limit}); run it timing-only with data: none", ValueError)
     topo = mesh.topology
     try:
-        check_memory(memory_needed(lowered, data), timing_only=data == "none", fewer="fewer devices or ops")
+        check_memory(memory_needed(lowered, held), timing_only=data == "none", fewer="fewer devices or ops")
     except MemoryLimitError as error:
-        raise ScenarioError(loaded.source, "data", str(error)) if loaded is not None else MemoryLimitError(f"program {model.name}: {error}") from None
+        raise refused(str(error), MemoryLimitError) from None
     playback, pending = play_lowered(lowered, topo, engine, values=data == "values")
     output = None
     checks: dict[str, tuple[float, float]] = {}
@@ -176,14 +180,16 @@ def run_program(
     )
 
 
-def memory_needed(lowered: Lowered, data: str) -> MemoryEstimate:
+def memory_needed(lowered: Lowered, values: int = 0) -> MemoryEstimate:
     """What playing a lowered program will hold, from its counts (:func:`netsim.checks.memory.estimate_program_memory`).
+
+    ``values`` is the bytes its arrays hold (:func:`values_bytes`; 0 when timing only).
 
     Examples
     --------
     >>> from netsim.programs.files import load_program
     >>> p = load_program("scenarios/programs/fsdp_two_layers.yaml")
-    >>> e = memory_needed(lower(p.program, p.mesh_obj), "none")
+    >>> e = memory_needed(lower(p.program, p.mesh_obj))
     >>> e.inputs, e.schedule > 0
     (0, True)
     """
@@ -191,8 +197,7 @@ def memory_needed(lowered: Lowered, data: str) -> MemoryEstimate:
     transfers = len(schedule.transfers)
     crossings = sum(len(r.transfers) * mean_hops(r.algorithm, tuple(topology.dims), tuple(topology.wraparound)) for r in lowered.ops)
     dependencies = int(schedule.transfers.dep_ptr[-1]) + sum(len(c.deps) for c in schedule.computes)
-    held = values_bytes(lowered) if data == "values" else 0
-    return estimate_program_memory(transfers, crossings / max(transfers, 1), len(schedule.computes), dependencies, held)
+    return estimate_program_memory(transfers, crossings / max(transfers, 1), len(schedule.computes), dependencies, values)
 
 
 def play_lowered(lowered: Lowered, topology: Topology, engine: str | None, values: bool) -> tuple[Playback, Any]:
