@@ -35,6 +35,7 @@ __all__ = [
     "estimate_memory",
     "estimate_program_memory",
     "mean_hops",
+    "memory_advice",
     "pieces_of",
     "transfers_of",
 ]
@@ -359,5 +360,18 @@ def check_memory(estimate: MemoryEstimate, available: int | None = None, *, timi
         key=lambda item: -item[1],
     )
     shown = ", ".join(f"{name.replace('_', ' ')} {format_bytes(size)}" for name, size in parts if size and size >= estimate.total / 1000)
-    advice = f"use {fewer}, or an algorithm with fewer steps" if timing_only else f"run it timing-only with `data: none`, or use {fewer} or a smaller input"
-    raise MemoryLimitError(f"this run needs about {format_bytes(estimate.total)} of memory ({shown}) but only {format_bytes(available)} is available; {advice}")
+    needs = f"this run needs about {format_bytes(estimate.total)} of memory ({shown})"
+    raise MemoryLimitError(f"{needs} but only {format_bytes(available)} is available; {memory_advice(timing_only, fewer)}")
+
+
+def memory_advice(timing_only: bool, fewer: str = "fewer devices") -> str:
+    """What to try when a run does not fit: never what it already does (a timing-only run is not told to run timing-only).
+
+    Examples
+    --------
+    >>> memory_advice(False)
+    'run it timing-only with `data: none`, or use fewer devices or a smaller input'
+    >>> memory_advice(True, "fewer devices or ops")
+    'use fewer devices or ops, or an algorithm with fewer steps'
+    """
+    return f"use {fewer}, or an algorithm with fewer steps" if timing_only else f"run it timing-only with `data: none`, or use {fewer} or a smaller input"

@@ -213,8 +213,9 @@ def _guarded(scenario: str, work: Callable[..., T], *args: Any) -> T:
     except EngineError as error:
         raise _fail(f"internal error in netsim while running {scenario}: {error}", INTERNAL_ERROR) from None
     except MemoryError as error:
-        hint = "run it timing-only with `data: none`, or use fewer devices or a smaller input"
-        raise _fail(f"{scenario}: ran out of memory ({error or 'MemoryError'}); {hint}", USER_ERROR) from None
+        from netsim.checks.memory import memory_advice
+
+        raise _fail(f"{scenario}: ran out of memory ({error or 'MemoryError'}); {memory_advice(False)}", USER_ERROR) from None
     except ValueError as error:
         raise _fail(str(error), USER_ERROR) from None
     except Exception as error:  # a bug in netsim: report it, never a traceback

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from netsim.analysis.program_stats import ProgramStats, program_stats
+from netsim.checks.memory import memory_advice
 from netsim.cli.hlo import hlo_json, is_hlo, print_hlo, run_any
 from netsim.engine import EngineError
 from netsim.scenario.yaml_files import read_yaml
@@ -53,7 +54,7 @@ def run_or_exit(
         raise _fail(f"internal error in netsim while running {file}: {error}", INTERNAL_ERROR) from None
     except MemoryError:
         timing_only = (data or _data_of(file)) == "none"
-        advice = "use fewer devices or ops" if timing_only else "run it timing-only with `data: none` or --data none, or use fewer devices or ops"
+        advice = memory_advice(timing_only, "fewer devices or ops")
         raise _fail(f"{file or hlo}: ran out of memory{' (timing only)' if timing_only else ''}; {advice}", USER_ERROR) from None
     except ValueError as error:
         raise _fail(str(error), USER_ERROR) from None
