@@ -45,8 +45,8 @@ MAX_CHUNK_TABLE = 1 << 25
 
 def _plays_compute(computes: Sequence[Any]) -> bool:
     """Whether the compiled loop can play these compute steps: none computes values (a Python
-    function the loop cannot call), and every join waits for something."""
-    return all((getattr(c, "fn", None) is None or getattr(c, "output", None) is None) and (len(c.deps) or not getattr(c, "join", False)) for c in computes)
+    function the loop cannot call). (A join that waits for nothing never gets here: ``play`` refuses it.)"""
+    return all(getattr(c, "fn", None) is None or getattr(c, "output", None) is None for c in computes)
 
 
 def _kernel() -> Any:
