@@ -1,6 +1,6 @@
 """Program scale: FSDP programs and a TPU-compiled module on big slices, each in a fresh process, timing only.
 
-    PYTHONPATH=$PWD python bench/programs.py                   # every case and the scaling fit
+    PYTHONPATH=$PWD python bench/programs.py                   # every case and the scaling fits (multiaxis, multiaxis_bundled)
     PYTHONPATH=$PWD python bench/programs.py --only fsdp8_v5e  # one case (names: --list)
     PYTHONPATH=$PWD python bench/programs.py --stages          # where memory goes, 1 and 2 layers on tpu-v5e:16x16
     PYTHONPATH=$PWD python bench/programs.py --write DIR       # only write the program files
@@ -335,12 +335,13 @@ def bench_cases(selected: list[Case], folder: Path, cap: int, factor: float, min
         print_row(case.name, case, run_child(path, cap, timeout))
 
 
-def bench_fit(slices: list[str], layers: int, folder: Path, cap: int, timeout: float) -> None:
-    print(f"\n## scaling: the {layers}-layer FSDP program on tpu-v4 slices, wall time against transfers + compute steps (target: exponent <= 1.1)")
+def bench_fit(slices: list[str], layers: int, folder: Path, cap: int, timeout: float, algorithm: str | None = None) -> None:
+    gathers = f"gathers by {algorithm}" if algorithm else "gathers by the default multiaxis"
+    print(f"\n## scaling: the {layers}-layer FSDP program on tpu-v4 slices, {gathers}, wall time against transfers + compute steps (target: exponent <= 1.1)")
     print(HEADER)
     work, walls = [], []
     for dims in slices:
-        case = Case(f"fit {dims}", fsdp_program(f"tpu-v4:{dims}", layers))
+        case = Case(f"fit {dims}", fsdp_program(f"tpu-v4:{dims}", layers, algorithm=algorithm))
         report = run_child(write_program(case.program, folder), cap, timeout)
         print_row(case.name, case, report)
         if report.get("done"):
@@ -394,7 +395,9 @@ def bench_stages(folder: Path, cap: int, timeout: float, trace_play: bool) -> No
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", action="append", help="run only these cases (repeatable); 'fit' for the scaling fit")
+    parser.add_argument(
+        "--only", action="append", help="run only these cases (repeatable); 'fit' for the scaling fit, 'fit_bundled' for it with multiaxis_bundled gathers"
+    )
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument("--stages", action="store_true", help="only the memory stages of 1 and 2 layers on tpu-v5e:16x16")
     parser.add_argument("--trace-play", action="store_true", help="with --stages: the play under tracemalloc too (slower)")
@@ -407,7 +410,7 @@ def main() -> None:
     args = parser.parse_args()
     all_cases = cases()
     if args.list:
-        print("\n".join([c.name for c in all_cases] + ["fit"]))
+        print("\n".join([c.name for c in all_cases] + ["fit", "fit_bundled"]))
         return
     cap = int(args.cap_gib * GiB)
     with tempfile.TemporaryDirectory(prefix="netsim-bench-") as scratch:
@@ -432,6 +435,8 @@ def main() -> None:
             bench_cases(selected, folder, cap, args.time_factor, args.min_timeout)
         if not args.only or "fit" in args.only:
             bench_fit(args.fit_slices.split(","), args.fit_layers, folder, cap, args.min_timeout)
+        if not args.only or "fit_bundled" in args.only:
+            bench_fit(args.fit_slices.split(","), args.fit_layers, folder, cap, args.min_timeout, algorithm="multiaxis_bundled")
 
 
 if __name__ == "__main__":

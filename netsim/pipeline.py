@@ -25,7 +25,7 @@ from netsim.algorithms.registry import ALGORITHMS, check_algorithm, default_algo
 from netsim.algorithms.schedule import Schedule, build_schedule
 from netsim.analysis.critical_path import critical_path
 from netsim.checks.invariants import InvariantError
-from netsim.checks.memory import MATERIALISE_LIMIT_BYTES, check_memory, estimate_memory, mean_hops, pieces_of, transfers_of
+from netsim.checks.memory import MATERIALISE_LIMIT_BYTES, check_memory, estimate_memory, mean_hops, pieces_of, return_freed_memory, transfers_of
 from netsim.engine import ComputeUnit, Link
 from netsim.engine.row_buffers import RowBuffers
 from netsim.network.device_mesh import AxisGroups
@@ -55,6 +55,8 @@ DATA_MODES = ("values", "none")
 """``data=``: move the real arrays, or stand-ins that carry sizes only (same timings)."""
 OUTPUT_MODES = ("auto", "full", "lazy")
 """``output=``: materialise the stacked output, keep it lazy, or decide by its size."""
+
+
 def start_times(stragglers: Stragglers, n_devices: int) -> list[float]:
     """Each device's start time, seconds, from ``{device: delay_s}`` (others start at 0).
 
@@ -327,6 +329,7 @@ def run_collective(
         check_memory(estimate_memory(collective, n_devices, group_size, input_bytes, pieces, input_exists=True, materialised=materialised, **sizes))
     else:
         check_memory(estimate_memory(collective, n_devices, group_size, 0, pieces, data="none", **sizes), timing_only=True)
+    return_freed_memory()
     outputs, runs, time, checks = [], [], 0.0, []
     for leaf, layout in zip(leaves, layouts, strict=True):
         schedule = build_schedule(layout.pattern, layout.groups, algorithm, **shape) if plan is None else plan(layout)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import platform
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -133,3 +137,34 @@ def test_a_lazy_output_is_not_counted_up_front(monkeypatch):
     assert lazy.output_digest == netsim.all_gather(x, output="lazy").output_digest != full.output_digest
     assert lazy.output_digest != netsim.all_gather(x + 1, output="lazy").output_digest
     assert lazy.output_digest != netsim.all_gather(x, tiled=True, output="lazy").output_digest
+
+
+_FRAGMENTS = """
+import os, sys
+import numpy as np
+from netsim.checks.memory import return_freed_memory
+if sys.argv[1] == "return":
+    assert return_freed_memory()
+page = os.sysconf("SC_PAGE_SIZE")
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * page
+big = np.ones(8 << 20, np.uint8)
+del big  # (glibc raises its mmap threshold past 8 MiB when this is freed)
+before = rss()
+arrays = [np.ones(1 << 20, np.uint8) for _ in range(300)]
+del arrays[:-1]  # every array freed but the last, which was allocated after all the others
+print(rss() - before)
+"""
+
+
+@pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc's allocator on Linux")
+def test_freed_arrays_go_back_to_the_system_once_runs_ask_for_it():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+
+    def held(mode: str) -> int:
+        done = subprocess.run([sys.executable, "-c", _FRAGMENTS, mode], capture_output=True, text=True, check=True, env=env)
+        return int(done.stdout)
+
+    mib = 1 << 20
+    assert held("default") > 250 * mib  # 299 freed MiB stay in the heap, below the last array
+    assert held("return") < 20 * mib  # each array had its own mapping, unmapped when freed

@@ -150,6 +150,7 @@ class BundledPlayer(CompiledRun):
 
         from netsim.engine.kernel import play_kernel
         from netsim.engine.kernel_bundles import number_slots
+
         n = len(columns["src"])
         n_devices = topology.n_devices
         self.n_devices = n_devices
@@ -226,10 +227,10 @@ class BundledPlayer(CompiledRun):
             width,
             bool(cut_through),
             np.asarray(start_s, np.float64),
-            dst,
-            key,
+            dst.astype(np.int32),
+            key.astype(np.int32),
             np.zeros(n, np.bool_),
-            np.asarray(inverse, np.int64),
+            np.asarray(inverse, np.int32),
             route_ptr,
             route_links,
             bandwidth,
@@ -237,7 +238,7 @@ class BundledPlayer(CompiledRun):
             wait_ptr,
             waiter,
             missing,
-            src,
+            src.astype(np.int32),
             bool(len(route_ptr) > 1 and np.diff(route_ptr).max() > 1),
             held,
             size,

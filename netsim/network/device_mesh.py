@@ -304,7 +304,6 @@ class Mesh:
         return rings or not chains
 
 
-
 def _one_hop(topology: Topology, src: np.ndarray, dst: np.ndarray, tie: int) -> np.ndarray:
     """Per pair, a number for the one link dimension-order routing takes from ``src`` to ``dst``, -1 if none."""
     axis, step = one_hop(topology, src, dst, tie)

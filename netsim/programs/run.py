@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from netsim.checks.invariants import InvariantError
-from netsim.checks.memory import MemoryEstimate, MemoryLimitError, check_memory, estimate_program_memory, mean_hops
+from netsim.checks.memory import MemoryEstimate, MemoryLimitError, check_memory, estimate_program_memory, mean_hops, return_freed_memory
 from netsim.engine import Playback
 from netsim.network.device_mesh import Mesh
 from netsim.network.topology import Topology
@@ -135,6 +135,7 @@ def run_program(
     grouped = next((op for op in model.ops if op.groups or (op.op == "ppermute" and not op.axes)), None)
     if grouped is not None and data == "values":
         raise ProgramError(grouped.name, "groups", "a collective over explicit groups runs timing-only: use data none")
+    return_freed_memory()
     lowered = lower(model, mesh)
     held = values_bytes(lowered) if data == "values" else 0
 
