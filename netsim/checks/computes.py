@@ -28,17 +28,20 @@ def _check_computes(a: _Arrays) -> None:
     ptr, idx = columns["dep_ptr"], columns["dep_idx"]
     if len(idx) and (int(idx.min()) < 0 or int(idx.max()) >= len(a.done)):
         raise InvariantError("compute", "a compute step waits for a step that does not exist")
-    owner = np.repeat(np.arange(m, dtype=np.int64), np.diff(ptr))
-    early = _later(a.done[idx], started[owner])
+    # each step's last dependency, by segment (no per-entry owner array: a matmul may wait for a million arrivals)
+    last = np.full(m, -np.inf)
+    waits = np.diff(ptr) > 0
+    if waits.any():
+        last[waits] = np.maximum.reduceat(a.done[idx], ptr[:-1][waits])
+    early = _later(last, started)  # (later than the start beyond rounding: the last one is, if any is)
     if early.any():
-        k = _first(early)
-        j, d = int(owner[k]), int(idx[k])
+        j = _first(early)
+        deps = idx[ptr[j] : ptr[j + 1]]
+        d = int(deps[_first(_later(a.done[deps], np.full(len(deps), started[j])))])
         what = f"transfer #{d} arrived" if d < len(a.src) else f"compute step #{d - len(a.src)} ended"
         raise InvariantError("compute", f"compute step #{j} started at {started[j]:.9g} s, before {what} at {a.done[d]:.9g} s, which it waits for")
     joins = np.asarray(columns["join"], bool)
     if joins.any():
-        last = np.full(m, -np.inf)
-        np.maximum.at(last, owner, a.done[idx])
         late = joins & ((started != last) | (ended != last))
         if late.any():
             j = _first(late)
