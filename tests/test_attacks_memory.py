@@ -96,3 +96,26 @@ def test_a_timing_only_run_is_checked_and_advised_differently(tmp_path):
     assert line.startswith(f"error: {path}: input: this run needs about ")
     assert line.endswith("is available; use fewer devices, or an algorithm with fewer steps")
     assert "data: none" not in line
+
+
+@pytest.mark.parametrize(
+    ("data", "advice"),
+    [
+        ("values", "run it timing-only with `data: none`, or use fewer devices or a smaller input"),
+        ("none", "use fewer devices, or an algorithm with fewer steps"),
+    ],
+)
+def test_running_out_of_memory_advises_what_the_scenario_does_not_already_do(tmp_path, monkeypatch, data, advice):
+    import sys
+
+    cli = sys.modules["netsim.cli.main"]
+
+    def out_of_memory(loaded):
+        raise MemoryError("Unable to allocate 96.0 GiB")
+
+    monkeypatch.setattr(cli, "simulate", out_of_memory)
+    path = tmp_path / "ring.yaml"
+    path.write_text(f"name: ring\ntopology: ring8\ncollective: {{op: all_gather}}\ninput: {{shape: [8, 4], dtype: float32}}\ndata: {data}\n")
+    run = CliRunner().invoke(app, ["run", str(path)])
+    assert run.exit_code == 2
+    assert run.output.strip() == f"error: {path}: ran out of memory (Unable to allocate 96.0 GiB); {advice}"

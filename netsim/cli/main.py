@@ -215,7 +215,8 @@ def _guarded(scenario: str, work: Callable[..., T], *args: Any) -> T:
     except MemoryError as error:
         from netsim.checks.memory import memory_advice
 
-        raise _fail(f"{scenario}: ran out of memory ({error or 'MemoryError'}); {memory_advice(False)}", USER_ERROR) from None
+        advice = memory_advice(getattr(error, "timing_only", False))
+        raise _fail(f"{scenario}: ran out of memory ({error or 'MemoryError'}); {advice}", USER_ERROR) from None
     except ValueError as error:
         raise _fail(str(error), USER_ERROR) from None
     except Exception as error:  # a bug in netsim: report it, never a traceback
@@ -242,12 +243,23 @@ def _progress(description: str, total: int | None = None) -> Iterator[Callable[[
         yield lambda done: bar.update(task, completed=done)
 
 
+class _OutOfMemory(MemoryError):
+    """Memory ran out while a scenario ran; ``timing_only``: it already was (``data: none``)."""
+
+    def __init__(self, error: MemoryError, timing_only: bool) -> None:
+        super().__init__(str(error))
+        self.timing_only = timing_only
+
+
 def _load_and_simulate(scenario: str, engine: str | None = None) -> tuple[Any, Any]:
     loaded = load_scenario(scenario)
     if engine is not None:
         loaded = loaded.model_copy(update={"engine": engine})
     with _progress(f"simulating {loaded.name}"):
-        return loaded, simulate(loaded)
+        try:
+            return loaded, simulate(loaded)
+        except MemoryError as error:
+            raise _OutOfMemory(error, loaded.data == "none") from None
 
 
 def _simulated(scenario: str, engine: str | None = None) -> tuple[Any, Any]:
