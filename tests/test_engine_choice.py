@@ -88,5 +88,5 @@ def test_your_own_link_through_the_api():
     assert plain.time == pytest.approx((n - 1) * (alpha + s / bandwidth), rel=1e-12)
     assert mine.time == pytest.approx((n - 1) * (alpha + s / bandwidth + OverheadLink.overhead_s), rel=1e-12)
     assert mine.engine == "processes" and mine.verified
-    with pytest.raises(ValueError, match=r"^the fast player plays only the built-in links"):
+    with pytest.raises(ValueError, match=r"^the fast player and its compiled loop play only the built-in links"):
         netsim.all_gather(x, algorithm="ring", engine="fast", link_class=OverheadLink)

@@ -242,7 +242,7 @@ def test_your_own_link_and_compute_unit():
     assert play(topo, [move], buffers, computes=computes, link_class=OverheadLink).time == pytest.approx(plain.time + 0.5e-6, rel=1e-12)
     mine = play(topo, [move], buffers, computes=computes, link_class=OverheadLink, compute_class=SlowStart)
     assert mine.engine == "processes" and mine.time == pytest.approx(plain.time + 0.5e-6 + 1e-6, rel=1e-12)
-    with pytest.raises(ValueError, match=r"^the fast player plays only the built-in links and compute units: use engine='processes' with link_class"):
+    with pytest.raises(ValueError, match=r"^the fast player and its compiled loop play only the built-in links and compute units: .*; use engine='processes'"):
         play(topo, [move], buffers, computes=computes, engine="fast", link_class=OverheadLink)
 
 

@@ -4,7 +4,8 @@ Read backwards from the last arrival. Each link crossing (a :class:`~netsim.engi
 started either as soon as its message was ready there, or later, when the link came
 free. "Ready" means: on the first link, when the source sent the chunk; on a later
 link, when the message's head arrived (one latency after it started on the previous
-link with cut-through forwarding, after its tail with store-and-forward). If the link
+link with cut-through forwarding, after its tail with store-and-forward), as the link
+model says (:func:`netsim.engine.link_model.head_ready`). If the link
 was the reason, the chain continues with the crossing that held the link; if the
 message was, it continues with the message's previous link, or, at the source, with
 the arrival the chunk waited for (the latest of its ``deps``), or ends at the moment
@@ -24,6 +25,7 @@ from netsim.columnar import stable_order
 from netsim.engine import Playback, TransferLike, transfer_columns
 from netsim.engine.columns import hop_arrays
 from netsim.engine.critical_path import CriticalPath, PathStep
+from netsim.engine.link_model import head_ready
 from netsim.network.topology import Topology
 
 __all__ = ["critical_path"]
@@ -116,8 +118,8 @@ def critical_path(
         if previous < 0:
             ready = sent(i)
         else:
-            earlier = float(hop_start[previous] if cut_through else hop_end[previous])
-            ready = earlier + topology.link(link_of(int(hop_link[previous])))["latency_s"]
+            latency = topology.link(link_of(int(hop_link[previous])))["latency_s"]
+            ready = head_ready(float(hop_start[previous]), float(hop_end[previous]), latency, cut_through)
         blocker = on_link.before(h)
         if blocker >= 0 and not _not_after(start, ready):
             steps.append(PathStep(i, link, topology.link_name(link), start, end, "link"))

@@ -25,6 +25,7 @@ from netsim.columnar import stable_order
 from netsim.engine import ArrayList, as_array
 from netsim.engine.columns import hop_arrays
 from netsim.engine.critical_path import CriticalPath as WalkedPath
+from netsim.engine.link_model import head_ready
 from netsim.network.topology import LinkId, Topology
 
 if TYPE_CHECKING:
@@ -102,7 +103,8 @@ class _Hops:
 
     A message is ready at its first link when it is sent, at a later one when its head
     arrived over the previous link (one latency after it started there with cut-through
-    forwarding, after its tail with store-and-forward). ``hops_of(t)`` gives transfer
+    forwarding, after its tail with store-and-forward), as
+    :func:`~netsim.engine.link_model.head_ready` says. ``hops_of(t)`` gives transfer
     ``t``'s hops, in the order it crossed them. Built from the engine's columns: no
     object per hop.
     """
@@ -121,7 +123,7 @@ class _Hops:
         ready = sent[by_transfer] if len(by_transfer) else np.zeros(0)
         later = np.flatnonzero(by_transfer[1:] == by_transfer[:-1]) + 1  # hops after their message's first, in transfer order
         previous = self.order[later - 1]
-        ready[later] = (start[previous] if cut_through else end[previous]) + self.latency[link[previous]]
+        ready[later] = head_ready(start[previous], end[previous], self.latency[link[previous]], cut_through)
         self.ready = np.empty(len(ready))
         self.ready[self.order] = ready
         self.wait = np.maximum(0.0, start - self.ready)

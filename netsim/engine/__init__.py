@@ -8,6 +8,7 @@ give the same times, hops and statistics, bit for bit. :func:`play` runs either.
 
 | module | holds |
 |---|---|
+| ``link_model`` | the link model written once: ``serve``, ``head_ready``, ``LinkModel`` (rates by link number); every player reads it |
 | ``processes`` | the model: ``Link``, ``ComputeUnit``, ``Device`` processes |
 | ``fast`` | the fast player of the same events |
 | ``compiled``, ``kernel`` | the fast player's loop compiled (numba) for big schedules, compute steps and joins included |
@@ -21,8 +22,10 @@ give the same times, hops and statistics, bit for bit. :func:`play` runs either.
 | ``routes`` | routes as link numbers; the checks a schedule passes first |
 | ``payloads`` | what devices hold and send: chunks by reference, bundles made from parts |
 
-Where a change goes: a new behaviour of links or compute units goes into the
-process model first (or into your own ``link_class`` / ``compute_class``), then,
+Where a change goes: how long a message holds a link, or when it goes on, goes into
+:mod:`netsim.engine.link_model`, which every player reads (touch ``kernel.py`` so
+numba recompiles the loop). Another behaviour of links or compute units goes into
+the process model first (or into your own ``link_class`` / ``compute_class``), then,
 event for event, into the fast player, and tests/test_engines.py checks both.
 """
 

@@ -14,8 +14,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from netsim.engine.columns import ColumnList, HopList, hops_and_links, step_dependencies, waiter_keys
+from netsim.engine.link_model import LinkModel
 from netsim.engine.playback import LinkStats
-from netsim.engine.routes import Routes, id_list, link_rates
+from netsim.engine.routes import Routes, id_list
 from netsim.network.topology import LinkId, Topology
 
 __all__ = ["CompiledRun", "ComputeSteps"]
@@ -93,8 +94,8 @@ class CompiledRun:
         route_ptr = np.zeros(len(numbers) + 1, np.int64)
         np.cumsum([len(r) for r in numbers], out=route_ptr[1:])
         route_links = np.fromiter((k for r in numbers for k in r), np.int64, int(route_ptr[-1]))
-        bandwidth, latency = (np.asarray(v, np.float64) for v in link_rates(topology, self.link_ids))
-        return inverse, route_ptr, route_links, bandwidth, latency
+        links = LinkModel.of(topology, self.link_ids)
+        return inverse, route_ptr, route_links, links.bandwidth_Bps, links.latency_s
 
     def _keep(self, counts: np.ndarray, taken: np.ndarray, expected: np.ndarray, missing: Any, n_devices: int, units: tuple = ()) -> int:
         """Keep what the loop counted and recorded; the number of reductions it made.

@@ -7,6 +7,8 @@ it (see there for the actions and their order), with chunks stood for by numbers
 * ``held[d * n_keys + k]`` is the number of the chunk device d holds under key
   k (-1 if none); ``size[c]`` is chunk c's bytes.
 * A transfer carries the number of the chunk its source held when it left.
+* A link serves a message as :func:`netsim.engine.link_model.serve` says: the loop
+  compiles that very function (``njit(inline="always")``), as the other players call it.
 * A reduction makes a new chunk numbered after the ones before it; it is
   recorded (``sum_of``, ``sum_with``) and computed afterwards, in that order,
   with its size taken to be that of the chunk added into (checked afterwards).
@@ -44,8 +46,14 @@ from numba.typed import Dict
 
 from netsim.engine.kernel_bundles import make_bundle
 from netsim.engine.kernel_parts import append, compute_ready, count_off, occupy, pop, push, unit_acts, wait
+from netsim.engine.link_model import serve, transmission_s
 
 __all__ = ["play_kernel"]
+
+# The link model's own functions, compiled (numba caches play_kernel by this file alone: after
+# changing netsim/engine/link_model.py or kernel_parts.py, touch this file).
+serve_link = njit(inline="always")(serve)
+transmission = njit(inline="always")(transmission_s)
 
 
 @njit(cache=True)
@@ -433,24 +441,20 @@ def play_kernel(
         # link serves transfer i, the hop h of its route
         state[link] = 2
         r = route_of[i]
-        end = now + nbytes[i] / bandwidth[link]
-        if h and tail[i] > end:  # (on its first link the tail left when it started)
-            end = tail[i]
-        span = end - now
-        lag = latency[link]
+        last = h + 1 == route_ptr[r + 1] - route_ptr[r]
+        end, hold, reach, tail_at = serve_link(now, transmission(nbytes[i], bandwidth[link]), latency[link], tail[i] if h else now, h, last, cut_through)
         rec_transfer[n_records] = i
         rec_link[n_records] = link
         rec_start[n_records] = now
         rec_end[n_records] = end
         n_records += 1
-        if h + 1 < route_ptr[r + 1] - route_ptr[r]:
-            tail[i] = end + lag
-            pend_t[0] = now + (lag if cut_through else span + lag)
-            pend_a[0] = ~(forward_base + i)
-        else:
-            pend_t[0] = now + (span + lag)
+        pend_t[0] = now + reach
+        if last:
             pend_a[0] = i
-        pend_t[1] = now + span
+        else:
+            tail[i] = tail_at
+            pend_a[0] = ~(forward_base + i)
+        pend_t[1] = now + hold
         pend_a[1] = ~(done_base + link)
         n_pend = 2
     counts[0] = actions

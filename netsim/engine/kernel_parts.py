@@ -19,8 +19,8 @@ written out in the loop: taking a message off a link's queue through
 0.30 s of CPU (numba's ``inline="always"`` did not win it back).
 
 numba caches :func:`~netsim.engine.kernel.play_kernel` by its own file only: after
-changing a function here, touch ``kernel.py`` too, or its cached loop keeps the old
-code.
+changing a function here (or in :mod:`netsim.engine.link_model`, whose ``serve`` the
+loop compiles), touch ``kernel.py`` too, or its cached loop keeps the old code.
 
 Steps are numbered transfers first, then compute steps (step ``n + j`` is compute
 step j). ``after[k]`` is the step after step k in the one list it is in: its

@@ -12,10 +12,11 @@ import numpy as np
 from netsim.engine.columns import ColumnList, as_array, compute_columns, hops_and_links, transfer_columns
 from netsim.engine.compiled import compiled_player
 from netsim.engine.fast import FastPlayer
+from netsim.engine.link_model import LinkModel
 from netsim.engine.payloads import sizes
 from netsim.engine.playback import ComputeLike, ComputeRecord, ComputeStats, EngineError, Playback, TransferLike
 from netsim.engine.processes import ComputeUnit, Link, Model, compute_time_s
-from netsim.engine.routes import Routes, check_schedule, link_rates
+from netsim.engine.routes import Routes, check_schedule
 from netsim.network.topology import Topology
 
 __all__ = ["ENGINES", "play"]
@@ -91,7 +92,8 @@ def play(
     link_class, compute_class : type, optional
         Your own :class:`~netsim.engine.processes.Link` or
         :class:`~netsim.engine.processes.ComputeUnit` subclass; the process model
-        plays the run.
+        plays the run (the fast player refuses them: it reads the link model of
+        :mod:`netsim.engine.link_model`, not a class's methods).
 
     Returns
     -------
@@ -128,7 +130,11 @@ def play(
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if (link_class is not None or compute_class is not None) and engine == "fast":
-        raise ValueError("the fast player plays only the built-in links and compute units: use engine='processes' with link_class or compute_class")
+        raise ValueError(
+            "the fast player and its compiled loop play only the built-in links and compute units: they time messages by "
+            "netsim.engine.link_model and compute steps by compute_time_s, never calling a class's methods; "
+            "use engine='processes' with link_class or compute_class"
+        )
     n_devices = topology.n_devices
     if len(buffers) != n_devices:
         raise ValueError(f"need one buffer per device: got {len(buffers)} for {n_devices} devices")
@@ -155,14 +161,13 @@ def play(
             routes = Routes.of_topology(topology)
             route, route_ids = routes.of(topology, columns) if len(columns["src"]) else ([], [])
             run = Model(
-                list(zip(*link_rates(topology, routes.link_ids), strict=True)),
+                LinkModel.of(topology, routes.link_ids, cut_through=cut_through),
                 route,
                 columns,
                 computes,
                 computed,
                 buffers,
                 _rates(topology),
-                cut_through=cut_through,
                 start_s=start_s,
                 link_class=link_class or Link,
                 compute_class=compute_class or ComputeUnit,

@@ -10,7 +10,10 @@ Links
     :meth:`Link.transmission_s` (``bytes / bandwidth``) and its tail reaches the
     far end ``latency`` later. The next message may start as soon as the link is
     free, while the previous one is still propagating (pipelining). A message
-    that finds the link busy waits: contention is simulated, never assumed.
+    that finds the link busy waits: contention is simulated, never assumed. How
+    long a message holds a link and when it goes on is written once, in
+    :mod:`netsim.engine.link_model` (:func:`~netsim.engine.link_model.serve`),
+    which every player reads.
 
 Forwarding
     Multi-hop messages travel hop by hop along their route. With cut-through
@@ -41,7 +44,9 @@ stand-in that carries sizes only plays the same.
 Your own processes
     :func:`netsim.engine.play` takes ``link_class=`` and ``compute_class=``:
     subclasses of :class:`Link` and :class:`ComputeUnit` that change how long a
-    message or a step takes (or anything else their process does).
+    message or a step takes (or anything else their process does). Only this
+    model plays them: the fast player and its compiled loop read the link model
+    and the compute times, not a class's methods.
 
 Examples
 --------
@@ -75,6 +80,7 @@ import numpy as np
 import simpy
 
 from netsim.engine.columns import step_dependencies, waiter_keys
+from netsim.engine.link_model import LinkModel, serve, transmission_s
 from netsim.engine.payloads import ABSENT, computed, made, take
 
 __all__ = ["ComputeUnit", "Device", "Link", "Message", "Model", "Server", "compute_time_s", "run_counting"]
@@ -189,27 +195,25 @@ class Link(Server):
         super().__init__(model)
 
     def transmission_s(self, message: Message) -> float:
-        """How long ``message`` holds the link: its bytes over the link's bandwidth."""
-        return message.nbytes / self.bandwidth_Bps
+        """How long ``message`` holds the link: its bytes over the link's bandwidth (:func:`~netsim.engine.link_model.transmission_s`)."""
+        return transmission_s(message.nbytes, self.bandwidth_Bps)
 
     def serve(self):
-        """The link's process: serve the queue, first come first served, for ever."""
+        """The link's process: serve the queue, first come first served, for ever (each message as :func:`~netsim.engine.link_model.serve` says)."""
         model, env = self.model, self.model.env
         while True:
             message = yield from self.next_item()
             start = env.now
-            end = start + self.transmission_s(message)
-            if message.hop and message.tail_at > end:  # never done before its tail arrived
-                end = message.tail_at
-            span = end - start
+            hop = message.hop
+            last = hop + 1 == len(message.route)
+            end, hold, reach, message.tail_at = serve(start, self.transmission_s(message), self.latency_s, message.tail_at, hop, last, model.cut_through)
             model.record_hop(message.transfer, self.number, start, end)
-            message.hop += 1
-            if message.hop < len(message.route):  # its head (or its tail) asks for the next link
-                message.tail_at = end + self.latency_s
-                model.after(self.latency_s if model.cut_through else span + self.latency_s, model.links[message.route[message.hop]].put, message)
-            else:
-                model.after(span + self.latency_s, model.devices[model.dst[message.transfer]].deliver, message)
-            yield env.timeout(span)
+            message.hop = hop + 1
+            if last:  # its tail reaches the destination
+                model.after(reach, model.devices[model.dst[message.transfer]].deliver, message)
+            else:  # its head (or its tail) asks for the next link
+                model.after(reach, model.links[message.route[hop + 1]].put, message)
+            yield env.timeout(hold)
 
 
 class ComputeUnit(Server):
@@ -342,14 +346,15 @@ class Device:
 class Model:
     """One run of the model: every link, compute unit and device as processes on one environment.
 
-    Built by :func:`netsim.engine.play` from the schedule's columns; ``route``
-    gives each transfer's links as numbers into ``link_ids``, ``rates`` each
-    device's ``(peak_flops, hbm_bandwidth_Bps)``.
+    Built by :func:`netsim.engine.play` from the schedule's columns; ``links``
+    gives each link's bandwidth and latency by link number, and the forwarding
+    mode; ``route`` each transfer's links as numbers; ``rates`` each device's
+    ``(peak_flops, hbm_bandwidth_Bps)``.
     """
 
     def __init__(
         self,
-        links: Sequence[tuple[float, float]],
+        links: LinkModel,
         route: Sequence[tuple[int, ...]],
         columns: dict[str, Any],
         computes: Sequence[Any],
@@ -357,14 +362,13 @@ class Model:
         buffers: Sequence[dict],
         rates: Sequence[tuple[float | None, float | None]],
         *,
-        cut_through: bool,
         start_s: Sequence[float],
         link_class: type[Link] = Link,
         compute_class: type[ComputeUnit] = ComputeUnit,
     ) -> None:
         n, m = len(columns["src"]), len(computes)
         self.env = simpy.Environment()
-        self.cut_through = cut_through
+        self.cut_through = links.cut_through
         self.n_transfers = n
         self.computes = computes
         self.route = route
@@ -392,7 +396,8 @@ class Model:
         for step in range(len(deps)) if keys is None else np.argsort(keys, kind="stable").tolist():
             for d in deps[step]:
                 self.waiters[d].append(step)
-        self.links = [link_class(self, k, bandwidth, latency) for k, (bandwidth, latency) in enumerate(links)]
+        link_rates = zip(links.bandwidth_Bps.tolist(), links.latency_s.tolist(), strict=True)
+        self.links = [link_class(self, k, bandwidth, latency) for k, (bandwidth, latency) in enumerate(link_rates)]
         self.units = [compute_class(self, d, *rates[d]) for d in range(len(buffers))]
         self.devices = [Device(self, d, dict(buffers[d]), float(start_s[d])) for d in range(len(buffers))]
         src, device = columns["src"].tolist(), compute_columns["device"].tolist()
