@@ -37,7 +37,7 @@ def test_a_module_psum_is_the_program_psum_over_the_same_mesh_axis():
     assert op.op == "psum" and isinstance(op.groups, AxisGroups) and op.groups.axes == ("x",)
     assert translation.program.arrays[op.inputs[0]] == Sharded((512, 256), "float32")
     # the same collective written as a program over the mesh axis x: the same schedule, transfer for transfer
-    written = Program("p", {"x": 2, "y": 4}, {"A": Sharded((512, 256), "float32", partial=("x",))}, (Op("s", "psum", ("A",), "B", axes=("x",)),))
+    written = Program("p", {"x": 2, "y": 4}, {"A": Sharded((512, 256), "float32", partial=("x",))}, (Op.of("s", "psum", ("A",), "B", axes=("x",)),))
     by_hand = lower(written, netsim.Mesh({"x": 2, "y": 4}, V5E))
     from_module = run_hlo(path, V5E).program.lowered
     assert _columns(from_module) == _columns(by_hand)
@@ -53,7 +53,8 @@ ENTRY %main (p: f32[64]) -> f32[128] {
 }"""
     program = translate(hlo_from_text(text), V5E, ROW_MAJOR).program
     ag, ar = program.ops
-    assert ag.groups == ((0, 5), (1, 4), (2, 7), (3, 6)) and ag.axis == 0 and ag.tiled
+    assert ag.groups == ((0, 5), (1, 4), (2, 7), (3, 6)) and ag.params == {"axis": 0, "tiled": True}
+    assert ar.params == {}  # psum takes no parameter (HLO says nothing of tiling it)
     assert ar.after == ("ag",) and ar.groups.axes == ("ici0", "ici1")
     lowered = lower(program, netsim.Mesh({"devices": 8}, V5E))
     assert lowered.ops[0].algorithm == "bidirectional_ring" and lowered.ops[1].algorithm == "multiaxis"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from conftest import expected_all_gather, expected_all_to_all, expected_ppermute, expected_psum, expected_psum_scatter
@@ -15,7 +17,7 @@ from netsim.programs.files import OpSpec
 from netsim.programs.hlo import COLLECTIVES as HLO_COLLECTIVES
 from netsim.programs.hlo.opcodes import OPCODES
 from netsim.programs.hlo.translate import HLO_TO_JAX
-from netsim.programs.model import COLLECTIVE_OPS, COMPUTE_OPS, Op, Sharded
+from netsim.programs.model import COLLECTIVE_OPS, COMPUTE_OPS, CollectiveOp, Sharded
 from netsim.result import busbw_factor
 from netsim.scenario.collective_spec import FIELD_TYPES, SPECS
 from netsim.semantics.ops import COLLECTIVES, OPS, REQUIRED, collective, hlo_collectives
@@ -97,9 +99,10 @@ def test_a_scenario_s_collective_section_takes_the_registry_s_fields_and_default
 @pytest.mark.parametrize("name", list(OPS))
 def test_a_program_file_op_takes_the_registry_s_fields_and_defaults(name):
     program = OPS[name].program
-    assert set(program) <= set(Op.__dataclass_fields__) and set(program) <= set(OpSpec.model_fields)
     op = OpSpec(name="o", op=name).to_op()
-    assert {field: getattr(op, field) for field in program} == dict(program)
+    own = {f.name for f in dataclasses.fields(op)} | set(op.params if isinstance(op, CollectiveOp) else ())
+    assert set(program) <= own and set(program) <= set(OpSpec.model_fields)
+    assert op.program_fields() == dict(program)
     if name in COLLECTIVES:
         assert set(COLLECTIVES[name].arguments) <= set(program) and "axes" in program
 

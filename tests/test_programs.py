@@ -20,9 +20,9 @@ PEAK, HBM = V5E.device(0)["peak_flops"], V5E.device(0)["hbm_bandwidth_Bps"]
 def _gather_matmul(i: int, j: int, k: int, overlap: str | None = None, dtype: str = "bfloat16") -> Program:
     arrays = {"A": Sharded((i, j), dtype, ((), ("X",))), "B": Sharded((j, k), dtype)}
     if overlap:
-        ops = (Op("mm", "matmul", ("A", "B"), "C", overlap=overlap),)
+        ops = (Op.of("mm", "matmul", ("A", "B"), "C", overlap=overlap),)
     else:
-        ops = (Op("gather", "all_gather", ("A",), "A_full", axes=("X",), axis=1, tiled=True), Op("mm", "matmul", ("A_full", "B"), "C"))
+        ops = (Op.of("gather", "all_gather", ("A",), "A_full", axes=("X",), axis=1, tiled=True), Op.of("mm", "matmul", ("A_full", "B"), "C"))
     return Program("gm", {"X": 4, "Y": 4}, arrays, ops)
 
 
@@ -39,7 +39,7 @@ def _roofline(m: int, k: int, n: int, size: int = 2) -> float:
 @pytest.mark.parametrize("shape", [(256, 1024, 512), (64, 512, 2048)])
 def test_a_collective_alone_takes_what_it_takes_as_a_collective(shape):
     i, j, _ = shape
-    gather = Op("g", "all_gather", ("A",), "B", axes=("X",), axis=1, tiled=True)
+    gather = Op.of("g", "all_gather", ("A",), "B", axes=("X",), axis=1, tiled=True)
     program = Program("g", {"X": 4, "Y": 4}, {"A": Sharded((i, j), "bfloat16", ((), ("X",)))}, (gather,))
     for data in ("values", "none"):
         assert netsim.run_program(program, V5E, data=data).time == _gather_alone(i, j)
@@ -82,7 +82,7 @@ def test_values_equal_numpy_unsharded():
 
 
 def test_a_bad_program_names_the_op_and_the_field():
-    program = Program("bad", {"X": 4}, {"A": Sharded((4, 8))}, (Op("mm", "matmul", ("A", "Q"), "C"),))
+    program = Program("bad", {"X": 4}, {"A": Sharded((4, 8))}, (Op.of("mm", "matmul", ("A", "Q"), "C"),))
     with pytest.raises(ProgramError, match=r"^op 'mm': in: no array 'Q'; known so far: A$"):
         program.arrays_after()
 
@@ -90,14 +90,14 @@ def test_a_bad_program_names_the_op_and_the_field():
 def _every_op() -> Program:
     arrays = {"A": Sharded((16, 8), "float32", (("X",), ("Y",))), "W": Sharded((8, 12), "float32", (("Y",), ()))}
     ops = (
-        Op("a2a", "all_to_all", ("A",), "A2", axes=("X",), split_axis=1, concat_axis=0, tiled=True),
-        Op("back", "all_to_all", ("A2",), "A3", axes=("X",), split_axis=0, concat_axis=1, tiled=True),
-        Op("shift", "ppermute", ("A3",), "A4", axes=("X",), perm=((0, 1), (1, 2), (2, 3), (3, 0))),
-        Op("e", "einsum", ("A4", "W"), "P", subscripts="ik,kj->ij"),
-        Op("sum", "psum", ("P",), "Q", axes=("Y",)),
-        Op("rs", "psum_scatter", ("P",), "R", axes=("Y",), scatter_dimension=1, tiled=True),
-        Op("other", "compute", ("Q",), None, flops=1e9, bytes=1e6),
-        Op("g", "all_gather", ("R",), "R2", axes=("Y",), axis=1, tiled=True, after=("other",)),
+        Op.of("a2a", "all_to_all", ("A",), "A2", axes=("X",), split_axis=1, concat_axis=0, tiled=True),
+        Op.of("back", "all_to_all", ("A2",), "A3", axes=("X",), split_axis=0, concat_axis=1, tiled=True),
+        Op.of("shift", "ppermute", ("A3",), "A4", axes=("X",), perm=((0, 1), (1, 2), (2, 3), (3, 0))),
+        Op.of("e", "einsum", ("A4", "W"), "P", subscripts="ik,kj->ij"),
+        Op.of("sum", "psum", ("P",), "Q", axes=("Y",)),
+        Op.of("rs", "psum_scatter", ("P",), "R", axes=("Y",), scatter_dimension=1, tiled=True),
+        Op.of("other", "compute", ("Q",), None, flops=1e9, bytes=1e6),
+        Op.of("g", "all_gather", ("R",), "R2", axes=("Y",), axis=1, tiled=True, after=("other",)),
     )
     return Program("every_op", {"X": 4, "Y": 2}, arrays, ops)
 
@@ -142,13 +142,13 @@ def test_the_value_check_catches_a_chunk_in_the_wrong_place(monkeypatch):
 @pytest.mark.parametrize(
     ("ops", "message"),
     [
-        ((Op("s", "psum", ("A",), "B", axes=("Y",)),), "op 's': axes: the input is not a partial sum over 'Y': there is nothing to sum"),
-        ((Op("s", "psum", ("A",), "B", axes=("X",)),), "op 's': axes: the input is split over 'X': summing over it would add different blocks"),
-        ((Op("g", "all_gather", ("A",), "B", axes=("X",), axis=1),), "op 'g': tiled: programs run all_gather tiled"),
-        ((Op("m", "matmul", ("A", "A"), "B"),), "op 'm': in: the contracting dimension is 8 in one operand and 16 in the other"),
-        ((Op("m", "matmul", ("A", "W"), "B", overlap="collective"),), "op 'm': overlap: a collective matmul is a matmul whose first operand is split"),
-        ((Op("c", "compute", (), None),), "op 'c': flops: give flops and/or bytes, or seconds"),
-        ((Op("c", "compute", (), None, seconds=1e-6), Op("c", "compute", (), None, seconds=1e-6)), "op 'c': name: two ops have this name"),
+        ((Op.of("s", "psum", ("A",), "B", axes=("Y",)),), "op 's': axes: the input is not a partial sum over 'Y': there is nothing to sum"),
+        ((Op.of("s", "psum", ("A",), "B", axes=("X",)),), "op 's': axes: the input is split over 'X': summing over it would add different blocks"),
+        ((Op.of("g", "all_gather", ("A",), "B", axes=("X",), axis=1),), "op 'g': tiled: programs run all_gather tiled"),
+        ((Op.of("m", "matmul", ("A", "A"), "B"),), "op 'm': in: the contracting dimension is 8 in one operand and 16 in the other"),
+        ((Op.of("m", "matmul", ("A", "W"), "B", overlap="collective"),), "op 'm': overlap: a collective matmul is a matmul whose first operand is split"),
+        ((Op.of("c", "compute", (), None),), "op 'c': flops: give flops and/or bytes, or seconds"),
+        ((Op.of("c", "compute", (), None, seconds=1e-6), Op.of("c", "compute", (), None, seconds=1e-6)), "op 'c': name: two ops have this name"),
     ],
 )
 def test_a_bad_program_says_which_op_and_field(ops, message):
@@ -158,7 +158,7 @@ def test_a_bad_program_says_which_op_and_field(ops, message):
 
 
 def test_a_compute_step_needs_the_chip_rates():
-    program = Program("p", {"X": 2}, {"A": Sharded((4, 4))}, (Op("m", "matmul", ("A", "A"), "B"),))
+    program = Program("p", {"X": 2}, {"A": Sharded((4, 4))}, (Op.of("m", "matmul", ("A", "A"), "B"),))
     with pytest.raises(ProgramError, match=r"^op 'm': in: counts FLOPs but ring2's chips have no peak_flops"):
         netsim.run_program(program, netsim.ring(2))
 
@@ -170,14 +170,14 @@ COLUMNS = tuple(tuple(range(i, 16, 4)) for i in range(4))
 def test_collectives_over_explicit_groups_run_timing_only_as_the_same_collective():
     """Collectives on device shapes over replica groups (as an HLO module has them), with compute between."""
     arrays = {"a": Sharded((128, 256), "bfloat16")}
-    gather = Op("ag", "all_gather", ("a",), "b", groups=ROWS, axis=0, tiled=True)
+    gather = Op.of("ag", "all_gather", ("a",), "b", groups=ROWS, axis=0, tiled=True)
     alone = netsim.all_gather(np.zeros((16, 128, 256), np.float16), axis=0, tiled=True, axis_index_groups=[list(g) for g in ROWS], topology=V5E)
     assert netsim.run_program(Program("g", {"d": 16}, arrays, (gather,)), V5E, data="none").time == alone.time
     ops = (
         gather,
-        Op("work", "compute", ("b",), None, seconds=5e-6),
-        Op("rs", "psum_scatter", ("b",), "c", groups=COLUMNS, scatter_dimension=0, tiled=True, after=("work",)),
-        Op("shift", "ppermute", ("c",), "d", perm=tuple((i, (i + 1) % 16) for i in range(16))),
+        Op.of("work", "compute", ("b",), None, seconds=5e-6),
+        Op.of("rs", "psum_scatter", ("b",), "c", groups=COLUMNS, scatter_dimension=0, tiled=True, after=("work",)),
+        Op.of("shift", "ppermute", ("c",), "d", perm=tuple((i, (i + 1) % 16) for i in range(16))),
     )
     program = Program("hlo_like", {"d": 16}, arrays, ops)
     shapes = {name: array.shape for name, array in program.arrays_after().items()}
@@ -197,10 +197,10 @@ def test_lowering_a_256_chip_program_stays_linear_in_its_transfers():
     from netsim.programs.lowering import lower
 
     ops = (
-        Op("g", "all_gather", ("A",), "A2", axes=("X",), axis=1, tiled=True),
-        Op("mm", "matmul", ("A2", "B"), "C"),
-        Op("g2", "all_gather", ("C",), "C2", axes=("Y",), axis=0, tiled=True),
-        Op("g3", "all_gather", ("A2",), "A3", axes=("Y",), axis=0, tiled=True),
+        Op.of("g", "all_gather", ("A",), "A2", axes=("X",), axis=1, tiled=True),
+        Op.of("mm", "matmul", ("A2", "B"), "C"),
+        Op.of("g2", "all_gather", ("C",), "C2", axes=("Y",), axis=0, tiled=True),
+        Op.of("g3", "all_gather", ("A2",), "A3", axes=("Y",), axis=0, tiled=True),
     )
     arrays = {"A": Sharded((4096, 8192), "bfloat16", (("Y",), ("X",))), "B": Sharded((8192, 4096), "bfloat16")}
     program = Program("big", {"X": 16, "Y": 16}, arrays, ops)
@@ -224,9 +224,9 @@ def _dependency_entries(n: int, layers: int = 2) -> tuple[int, int]:
     for k in range(layers):
         arrays[f"W{k}"] = Sharded((256, 256), "bfloat16", (("X", "Y"), ()))
         after = (f"g{k - 1}",) if k else ()
-        ops.append(Op(f"g{k}", "all_gather", (f"W{k}",), f"W{k}f", axes=("X", "Y"), axis=0, tiled=True, after=after))
+        ops.append(Op.of(f"g{k}", "all_gather", (f"W{k}",), f"W{k}f", axes=("X", "Y"), axis=0, tiled=True, after=after))
     for k in range(layers):
-        ops.append(Op(f"mm{k}", "matmul", ("x" if not k else f"h{k - 1}", f"W{k}f"), f"h{k}"))
+        ops.append(Op.of(f"mm{k}", "matmul", ("x" if not k else f"h{k - 1}", f"W{k}f"), f"h{k}"))
     program = Program("fsdp", {"X": n, "Y": n}, arrays, tuple(ops))
     low = lower(program, Mesh(program.mesh, tpu_slice(f"tpu-v5e:{n}x{n}")))
     transfers, computes = low.schedule.transfers, low.schedule.computes
@@ -286,7 +286,7 @@ def test_a_program_gathers_over_a_pod_with_bundles_as_the_collective_does(data):
     from netsim.scenario import load_scenario
 
     arrays = {"A": Sharded((64 * 12288,), "float32", (("X", "Y", "Z"),))}
-    ops = (Op("g", "all_gather", ("A",), "A_full", axes=("X", "Y", "Z"), axis=0, tiled=True, algorithm="multiaxis_bundled"),)
+    ops = (Op.of("g", "all_gather", ("A",), "A_full", axes=("X", "Y", "Z"), axis=0, tiled=True, algorithm="multiaxis_bundled"),)
     program = Program("pod_gather", {"X": 4, "Y": 4, "Z": 4}, arrays, ops)
     result = netsim.run_program(program, "tpu-v4:4x4x4", data=data)
     scenario = load_scenario("scenarios/allgather_tpu_v4_4x4x4_bundled.yaml")
@@ -295,7 +295,7 @@ def test_a_program_gathers_over_a_pod_with_bundles_as_the_collective_does(data):
     if data == "values":
         assert result.verified and result.output["A_full"].shape == (64, 64 * 12288)
     with pytest.raises(ProgramError, match=r"^op 'cm': algorithm: multiaxis_bundled sends bundles, and a collective matmul"):
-        matmul = Op("cm", "matmul", ("A2", "B"), "C", overlap="collective", algorithm="multiaxis_bundled")
+        matmul = Op.of("cm", "matmul", ("A2", "B"), "C", overlap="collective", algorithm="multiaxis_bundled")
         two = {"A2": Sharded((64, 64 * 8), "float32", ((), ("X", "Y", "Z"))), "B": Sharded((64 * 8, 8), "float32")}
         netsim.run_program(Program("cm", {"X": 4, "Y": 4, "Z": 4}, two, (matmul,)), "tpu-v4:4x4x4", data="none")
 

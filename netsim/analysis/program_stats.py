@@ -210,7 +210,7 @@ def _why(lowered: Any, comm_s: float, exposed_s: float, compute_s: float, time_s
         return "no communication: the time is the busiest device's compute"
     hidden = comm_s - exposed_s
     parts = [f"{hidden / comm_s:.0%} of the {_us(comm_s)} of communication hides behind compute, {_us(exposed_s)} is exposed"]
-    if any(r.op.overlap == "collective" for r in lowered.ops):
+    if any(r.collective_matmul for r in lowered.ops):
         parts.append("a collective matmul multiplies each block as it arrives instead of waiting for the whole gather")
     if compute_s > 0 and exposed_s > 0 and hidden < comm_s:
         parts.append(f"compute ({_us(compute_s)} on the busiest device) is {'shorter' if compute_s < comm_s else 'longer'} than the communication")
@@ -233,11 +233,11 @@ def _estimate(record: Any, lowered: Any, topology: Any, peak: float | None, hbm:
         except (ValueError, KeyError):
             return None, "ICI"
         return (closed.estimate.time_s if closed.estimate is not None else None), "ICI"
-    if op.seconds is not None:
-        return op.seconds, "given"
+    if record.seconds is not None:
+        return record.seconds, "given"
     flops_s = record.flops / peak if peak else 0.0
     bytes_s = record.bytes / hbm if hbm else 0.0
     compute = max(flops_s, bytes_s)
-    if op.overlap == "collective" and comm_s > compute:  # its blocks arrive slower than it multiplies them
+    if record.collective_matmul and comm_s > compute:  # its blocks arrive slower than it multiplies them
         return compute, "ICI"
     return compute, "compute" if flops_s >= bytes_s else "HBM"

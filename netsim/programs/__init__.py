@@ -2,6 +2,10 @@
 
 A module per step of the data's way, each importing only those before it:
 
+- :mod:`~netsim.programs.ops`: a program's ops, a small tagged union
+  (:class:`~netsim.programs.ops.CollectiveOp`, :class:`~netsim.programs.ops.Matmul`,
+  :class:`~netsim.programs.ops.Einsum`, :class:`~netsim.programs.ops.Compute`), each
+  kind's fields declared in the op registry; :meth:`Op.of <netsim.programs.ops.Op.of>` builds any.
 - :mod:`~netsim.programs.model`: a :class:`~netsim.programs.model.Program` as data:
   a mesh, the arrays it starts with (:class:`~netsim.programs.model.Sharded`) and its
   :class:`~netsim.programs.model.Op` s, checked op by op.

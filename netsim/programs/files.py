@@ -82,6 +82,14 @@ _COLLECTIVE_FIELDS = {name: set(op.program) for name, op in registry.OPS.items()
 _OP_FIELDS = tuple(dict.fromkeys(f for op in registry.OPS.values() for f in op.program))
 
 
+_AS_TUPLES = {
+    "axes": tuple,
+    "groups": lambda groups: tuple(tuple(g) for g in groups),
+    "perm": lambda perm: tuple((int(s), int(t)) for s, t in perm),
+}
+"""How the file's lists become the model's tuples."""
+
+
 class OpSpec(Strict):
     """One op of a program file (the fields each op takes are listed in the module docstring)."""
 
@@ -117,28 +125,12 @@ class OpSpec(Strict):
         return self
 
     def to_op(self) -> Op:
-        """The op as the program model has it."""
-        return Op(
-            self.name,
-            self.op,
-            tuple(self.inputs),
-            self.out,
-            axes=tuple(self.axes or ()),
-            groups=tuple(tuple(g) for g in self.groups or ()),
-            axis=self.axis or 0,
-            tiled=self.tiled if self.tiled is not None else registry.OPS[self.op].program.get("tiled", False),
-            scatter_dimension=self.scatter_dimension or 0,
-            split_axis=self.split_axis or 0,
-            concat_axis=self.concat_axis or 0,
-            perm=tuple((int(s), int(t)) for s, t in self.perm or ()),
-            subscripts=self.subscripts,
-            overlap=self.overlap,
-            flops=self.flops or 0.0,
-            bytes=self.bytes or 0.0,
-            seconds=self.seconds,
-            after=tuple(self.after),
-            algorithm=self.algorithm,
-        )
+        """The op as the program model has it: the fields the file gives, over the registry's defaults for a program file."""
+        given = {f: getattr(self, f) for f in _OP_FIELDS if getattr(self, f) is not None}
+        for name, convert in _AS_TUPLES.items():
+            if name in given:
+                given[name] = convert(given[name])
+        return Op.of(self.name, self.op, tuple(self.inputs), self.out, after=tuple(self.after), **{**registry.OPS[self.op].program, **given})
 
 
 class ProgramFile(Strict):
@@ -275,7 +267,7 @@ def program_as_data(program: Program, topology: str | dict[str, Any], *, data: s
     Examples
     --------
     >>> from netsim.programs.model import Op, Program, Sharded
-    >>> p = Program("g", {"X": 4}, {"A": Sharded((8, 4), "bfloat16", (("X",), ()))}, (Op("g", "all_gather", ("A",), "B", axes=("X",), tiled=True),))
+    >>> p = Program("g", {"X": 4}, {"A": Sharded((8, 4), "bfloat16", (("X",), ()))}, (Op.of("g", "all_gather", ("A",), "B", axes=("X",), tiled=True),))
     >>> data = program_as_data(p, "tpu-v5e:4x1")
     >>> data["ops"]
     [{'name': 'g', 'op': 'all_gather', 'in': ['A'], 'out': 'B', 'axes': ['X'], 'axis': 0, 'tiled': True}]
@@ -295,10 +287,9 @@ def program_as_data(program: Program, topology: str | dict[str, Any], *, data: s
         entry: dict[str, Any] = {"name": op.name, "op": op.op, "in": list(op.inputs)}
         if op.output is not None:
             entry["out"] = op.output
-        defaults, always = Op(op.name, op.op), getattr(registry.OPS[op.op], "arguments", {})
-        for field in sorted(_COLLECTIVE_FIELDS[op.op], key=list(Op.__dataclass_fields__).index):
-            value = getattr(op, field)
-            if value != getattr(defaults, field) or field in always:
+        defaults, always = Op.of(op.name, op.op).program_fields(), getattr(registry.OPS[op.op], "arguments", {})
+        for field, value in op.program_fields().items():
+            if value != defaults[field] or field in always:
                 entry[field] = [list(v) for v in value] if field in ("groups", "perm") else list(value) if field == "axes" else value
         if op.after:
             entry["after"] = list(op.after)

@@ -5,7 +5,9 @@ with the same algorithm, groups and pieces as the collective would take in a
 scenario (:func:`~netsim.algorithms.schedule.build_schedule`), renumbers its
 chunks so that collectives never share one (block ``b`` of the k-th collective is
 block ``b + offset``), and adds compute steps
-(:class:`~netsim.algorithms.compute.Compute`) for matmuls, einsums and other work.
+(:class:`~netsim.algorithms.compute.Compute`) for matmuls, einsums and other work
+(:class:`~netsim.programs.ops.Matmul`, :class:`~netsim.programs.ops.Einsum`,
+:class:`~netsim.programs.ops.Compute`).
 
 Per-device readiness
     An array is *ready* on a device once the steps that make it there are done:
@@ -46,14 +48,13 @@ from typing import Any
 import numpy as np
 
 from netsim.algorithms.bundles import BundleTable, as_table
-from netsim.algorithms.compute import Compute
+from netsim.algorithms.compute import Compute as ComputeStep
 from netsim.algorithms.direct import permutation
 from netsim.algorithms.registry import check_algorithm, default_algorithm
 from netsim.algorithms.schedule import Schedule, build_schedule
 from netsim.algorithms.transfers import PHASES, TransferTable
 from netsim.network.device_mesh import AxisGroups, Mesh
-from netsim.programs.model import COLLECTIVE_OPS, Op, Program, ProgramError, Sharded, einsum_subscripts, matmul_subscripts
-from netsim.semantics import ops as registry
+from netsim.programs.model import CollectiveOp, Compute, Einsum, Matmul, Op, Program, ProgramError, Sharded, einsum_subscripts
 from netsim.semantics.program_values import itemsize
 
 __all__ = ["Lowered", "LoweredOp", "lower"]
@@ -95,7 +96,17 @@ class LoweredOp:
     @property
     def collective(self) -> bool:
         """Whether the op is a collective (a collective matmul is a matmul: not one)."""
-        return self.op.op in COLLECTIVE_OPS
+        return isinstance(self.op, CollectiveOp)
+
+    @property
+    def collective_matmul(self) -> bool:
+        """Whether the op is a matmul run as a collective matmul (its transfers are its gather's)."""
+        return isinstance(self.op, Matmul) and self.op.overlap == "collective"
+
+    @property
+    def seconds(self) -> float | None:
+        """The time a ``compute`` op is given (None: the roofline times the op, or it is no compute op)."""
+        return self.op.seconds if isinstance(self.op, Compute) else None
 
 
 @dataclass(frozen=True)
@@ -123,7 +134,7 @@ class Lowered:
         """Per device, the chunks the collectives start from: key -> (op index, block, elements)."""
         held: list[dict[tuple[int, int], tuple[int, int, int]]] = [{} for _ in range(self.mesh.topology.n_devices)]
         for index, lowered in enumerate(self.ops):
-            if lowered.layout is None or (lowered.op.op not in COLLECTIVE_OPS and lowered.op.overlap is None):
+            if lowered.layout is None:  # a compute op (a collective matmul has its gather's layout)
                 continue
             for device, blocks in enumerate(lowered.layout.block_sizes(len(held))):
                 for block, elements in blocks.items():
@@ -220,7 +231,7 @@ class _Builder:
         # Compute step j is coded -(j + 1) until now, step n + j from now on. Dependencies are int arrays: a step
         # that waits for transfers only keeps the array of the arrivals it waits for (shared, not copied).
         computes = tuple(
-            Compute(device=d, seconds=s, flops=f, bytes=b, deps=_numbered(deps, n), name=name, join=join) for d, s, f, b, deps, name, join in self.computes
+            ComputeStep(device=d, seconds=s, flops=f, bytes=b, deps=_numbered(deps, n), name=name, join=join) for d, s, f, b, deps, name, join in self.computes
         )
         return Schedule("program", "program", ((*range(self.n_devices),),), 1, table, None, computes)
 
@@ -280,12 +291,12 @@ def _with_extra(dep_ptr: np.ndarray, dep_idx: np.ndarray, src: np.ndarray, extra
     return ptr, idx
 
 
-def _layout(op: Op, x: Sharded, mesh: Mesh, groups: Any) -> Any:
+def _layout(op: CollectiveOp, x: Sharded, mesh: Mesh, groups: Any) -> Any:
     proxy = np.broadcast_to(np.zeros((), np.uint8), (mesh.topology.n_devices, *x.local_shape(mesh.shape)))
-    collective = registry.COLLECTIVES[op.op]
-    arguments = {name: getattr(op, name) for name in collective.arguments}
+    collective = op.collective
+    arguments = dict(op.params)
     if "perm" in arguments:  # pairs of positions along the axes, or of devices; a pair that stays put moves nothing
-        arguments["perm"] = [(s, t) for s, t in op.perm if s != t]
+        arguments["perm"] = [(s, t) for s, t in arguments["perm"] if s != t]
     return collective.check(proxy, groups if op.axes or collective.grouped else None, **arguments)
 
 
@@ -313,7 +324,7 @@ def lower(program: Program, mesh: Mesh) -> Lowered:
     >>> from netsim.programs.model import Op, Program, Sharded
     >>> from netsim.network.topology import ring
     >>> program = Program("p", {"X": 4}, {"A": Sharded((4, 8), "float32", ((), ("X",))), "B": Sharded((8, 2))},
-    ...     (Op("g", "all_gather", ("A",), "A2", axes=("X",), axis=1, tiled=True), Op("mm", "matmul", ("A2", "B"), "C")))
+    ...     (Op.of("g", "all_gather", ("A",), "A2", axes=("X",), axis=1, tiled=True), Op.of("mm", "matmul", ("A2", "B"), "C")))
     >>> chips = ring(4).with_device({"peak_flops": 1e12, "hbm_bandwidth_Bps": 1e11})
     >>> low = lower(program, Mesh({"X": 4}, chips))
     >>> len(low.schedule.transfers), len(low.schedule.computes), low.ops[1].flops
@@ -329,17 +340,18 @@ def lower(program: Program, mesh: Mesh) -> Lowered:
     lowered: list[LoweredOp] = []
     for op in program.ops:
         before = [_waits(ready, done, op, d) for d in range(n)]
-        if op.op in COLLECTIVE_OPS:
-            record, after = _lower_collective(op, arrays[op.inputs[0]], mesh, build, before)
-        elif op.op == "compute":
-            steps = [build.add_compute(d, op.flops, op.bytes, op.seconds, before[d], op.name) for d in range(n)]
-            record, after = LoweredOp(op, range(0), _span(steps), flops=op.flops, bytes=op.bytes), [(s,) for s in steps]
-        elif op.overlap == "collective":
-            record, after = _lower_collective_matmul(op, [arrays[name] for name in op.inputs], arrays[op.output], mesh, build, before)
-        else:
-            flops, nbytes = product_work(op, [arrays[name] for name in op.inputs], arrays[op.output], mesh.shape)
-            steps = [build.add_compute(d, flops, nbytes, None, before[d], op.name) for d in range(n)]
-            record, after = LoweredOp(op, range(0), _span(steps), flops=flops, bytes=nbytes), [(s,) for s in steps]
+        match op:
+            case CollectiveOp():
+                record, after = _lower_collective(op, arrays[op.inputs[0]], mesh, build, before)
+            case Compute():
+                steps = [build.add_compute(d, op.flops, op.bytes, op.seconds, before[d], op.name) for d in range(n)]
+                record, after = LoweredOp(op, range(0), _span(steps), flops=op.flops, bytes=op.bytes), [(s,) for s in steps]
+            case Matmul(overlap="collective"):
+                record, after = _lower_collective_matmul(op, [arrays[name] for name in op.inputs], arrays[op.output], mesh, build, before)
+            case Matmul() | Einsum():
+                flops, nbytes = product_work(op, [arrays[name] for name in op.inputs], arrays[op.output], mesh.shape)
+                steps = [build.add_compute(d, flops, nbytes, None, before[d], op.name) for d in range(n)]
+                record, after = LoweredOp(op, range(0), _span(steps), flops=flops, bytes=nbytes), [(s,) for s in steps]
         lowered.append(record)
         done[op.name] = after
         if op.output is not None:
@@ -366,10 +378,10 @@ def _check_rates(lowered: list[LoweredOp], mesh: Mesh) -> None:
     facts = mesh.topology.device(0)
     for record in lowered:
         for work, field, what in ((record.flops, "peak_flops", "FLOPs"), (record.bytes, "hbm_bandwidth_Bps", "HBM bytes")):
-            if len(record.computes) and record.op.seconds is None and work > 0 and not facts.get(field):
+            if len(record.computes) and record.seconds is None and work > 0 and not facts.get(field):
                 raise ProgramError(
                     record.op.name,
-                    "in" if record.op.op != "compute" else "flops",
+                    "flops" if isinstance(record.op, Compute) else "in",
                     f"counts {what} but {mesh.topology.name}'s chips have no {field}: run on a TPU slice (e.g. tpu-v5e:4x4) or give the topology device facts",
                 )
 
@@ -380,7 +392,7 @@ def _span(steps: list[int]) -> range:
     return range(first, first + len(steps))
 
 
-def _lower_collective(op: Op, x: Sharded, mesh: Mesh, build: _Builder, before: list[Sequence[int]]) -> tuple[LoweredOp, list[Sequence[int]]]:
+def _lower_collective(op: CollectiveOp, x: Sharded, mesh: Mesh, build: _Builder, before: list[Sequence[int]]) -> tuple[LoweredOp, list[Sequence[int]]]:
     groups: Any = op.groups if isinstance(op.groups, AxisGroups) else mesh.groups(list(op.axes)) if op.axes else [list(g) for g in op.groups]
     over_axes = isinstance(groups, AxisGroups)
     layout = _layout(op, x, mesh, groups)
@@ -409,7 +421,7 @@ def _arrivals(dst: np.ndarray, base: int, before: list[Any]) -> list[Any]:
     return [order[bounds[d] : bounds[d + 1]] if bounds[d + 1] > bounds[d] else before[d] for d in range(len(before))]
 
 
-def product_work(op: Op, inputs: list[Sharded], out: Sharded, mesh: Mapping[str, int]) -> tuple[float, float]:
+def product_work(op: Matmul | Einsum, inputs: list[Sharded], out: Sharded, mesh: Mapping[str, int]) -> tuple[float, float]:
     """One device's FLOPs and HBM bytes for a matmul or einsum on its shards.
 
     FLOPs: two per multiply-add over every index of the contraction (one per
@@ -419,14 +431,14 @@ def product_work(op: Op, inputs: list[Sharded], out: Sharded, mesh: Mapping[str,
     Examples
     --------
     >>> a, b, c = Sharded((8, 16), "bfloat16"), Sharded((16, 4), "bfloat16"), Sharded((8, 4), "bfloat16")
-    >>> product_work(Op("mm", "matmul", ("a", "b"), "c"), [a, b], c, {})
+    >>> product_work(Matmul("mm", ("a", "b"), "c"), [a, b], c, {})
     (1024.0, 448.0)
     """
     a, b = inputs
-    subscripts = matmul_subscripts(len(a.shape)) if op.op == "matmul" else op.subscripts or ""
-    ta, tb, to = einsum_subscripts(subscripts)
+    ta, tb, to = einsum_subscripts(op.subscripts_for(len(a.shape)))
     size: dict[str, int] = {}
-    local_a = a.local_shape(mesh) if op.overlap is None else (*a.local_shape(mesh)[:-1], a.shape[-1])
+    gathered = isinstance(op, Matmul) and op.overlap is not None  # a collective matmul multiplies every block of A
+    local_a = (*a.local_shape(mesh)[:-1], a.shape[-1]) if gathered else a.local_shape(mesh)
     for term, shape in ((ta, local_a), (tb, b.local_shape(mesh))):
         size.update(zip(term, shape, strict=True))
     letters = dict.fromkeys(ta + tb)
@@ -439,11 +451,11 @@ def product_work(op: Op, inputs: list[Sharded], out: Sharded, mesh: Mapping[str,
 
 
 def _lower_collective_matmul(
-    op: Op, inputs: list[Sharded], out: Sharded, mesh: Mesh, build: _Builder, before: list[Sequence[int]]
+    op: Matmul, inputs: list[Sharded], out: Sharded, mesh: Mesh, build: _Builder, before: list[Sequence[int]]
 ) -> tuple[LoweredOp, list[Sequence[int]]]:
     a, b = inputs
     axes = a.sharding[-1]
-    gather = Op(op.name, "all_gather", (op.inputs[0],), None, axes=axes, axis=len(a.shape) - 1, tiled=True, algorithm=op.algorithm)
+    gather = Op.of(op.name, "all_gather", (op.inputs[0],), None, axes=axes, axis=len(a.shape) - 1, tiled=True, algorithm=op.algorithm)
     bundled = len(build.bundles)
     record, _ = _lower_collective(gather, a, mesh, build, before)
     if len(build.bundles) > bundled:

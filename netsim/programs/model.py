@@ -4,20 +4,23 @@ A :class:`Program` is a mesh (named axes and their sizes), the arrays it starts
 with (:class:`Sharded`: a global shape, a dtype and, per dimension, the mesh axes
 it is split over, as a ``PartitionSpec``) and a list of :class:`Op` s. Each op
 reads arrays by name and may write one new array; every device runs every op on
-its own shards, as a ``shard_map``'d JAX function would:
+its own shards, as a ``shard_map``'d JAX function would. An op is a small tagged
+union (:mod:`netsim.programs.ops`; build any with :meth:`Op.of`), its tag ``op``
+the name of its entry in the op registry (:mod:`netsim.semantics.ops`):
 
-``all_gather``, ``psum_scatter``, ``psum``, ``all_to_all``, ``ppermute``
-    ``jax.lax`` collectives over the named mesh ``axes``, with the fields of a
-    scenario's collective (``axis``, ``tiled``, ``scatter_dimension``,
-    ``split_axis``, ``concat_axis``, ``perm`` over positions along the axes).
-``matmul``, ``einsum``
+:class:`~netsim.programs.ops.CollectiveOp`: ``all_gather``, ``psum_scatter``, ``psum``, ``all_to_all``, ``ppermute``
+    ``jax.lax`` collectives over the named mesh ``axes`` (or explicit ``groups``),
+    with the collective's own arguments as ``params`` (``axis``, ``tiled``,
+    ``scatter_dimension``, ``split_axis``, ``concat_axis``, ``perm`` over positions
+    along the axes: those its registry entry declares).
+:class:`~netsim.programs.ops.Matmul`, :class:`~netsim.programs.ops.Einsum`: ``matmul``, ``einsum``
     Each device multiplies its shards (``einsum`` with a ``subscripts`` string);
     dimensions contracted over sharded axes leave a partial sum over those axes,
     which a later ``psum`` or ``psum_scatter`` reduces. ``overlap="collective"``
     on a matmul whose first operand is sharded on the contracting dimension runs
     it as a collective matmul: the blocks travel round the axes while each device
     multiplies the block it holds.
-``compute``
+:class:`~netsim.programs.ops.Compute`: ``compute``
     Any other work: ``flops`` and ``bytes`` (timed by the roofline) or ``seconds``.
 
 Order comes from data: an op starts on a device once its inputs are ready there,
@@ -32,8 +35,8 @@ Examples
 ...     mesh={"X": 4},
 ...     arrays={"A": Sharded((8, 16), "float32", ((), ("X",))), "B": Sharded((16, 4), "float32")},
 ...     ops=(
-...         Op("gather", "all_gather", ("A",), "A_full", axes=("X",), axis=1, tiled=True),
-...         Op("mm", "matmul", ("A_full", "B"), "C"),
+...         Op.of("gather", "all_gather", ("A",), "A_full", axes=("X",), axis=1, tiled=True),
+...         Op.of("mm", "matmul", ("A_full", "B"), "C"),
 ...     ),
 ... )
 >>> program.arrays_after()["C"]
@@ -45,35 +48,32 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from netsim.network.device_mesh import AxisGroups
-
+from netsim.programs.ops import CollectiveOp, Compute, Einsum, Matmul, Op, ProgramError, matmul_subscripts
 from netsim.semantics import ops as registry
 from netsim.semantics.sharding import ShardingError
 
-__all__ = ["COLLECTIVE_OPS", "COMPUTE_OPS", "OPS", "Op", "Program", "ProgramError", "Sharded", "einsum_subscripts"]
+__all__ = [
+    "COLLECTIVE_OPS",
+    "COMPUTE_OPS",
+    "OPS",
+    "CollectiveOp",
+    "Compute",
+    "Einsum",
+    "Matmul",
+    "Op",
+    "Program",
+    "ProgramError",
+    "Sharded",
+    "einsum_subscripts",
+    "matmul_subscripts",
+]
 
 COLLECTIVE_OPS = tuple(registry.COLLECTIVES)
 """Ops that move data between devices (``jax.lax`` collectives over mesh axes; :data:`netsim.semantics.ops.COLLECTIVES`)."""
 COMPUTE_OPS = tuple(registry.COMPUTE_OPS)
 """Ops that run on each device's compute unit (:data:`netsim.semantics.ops.COMPUTE_OPS`)."""
 OPS = COLLECTIVE_OPS + COMPUTE_OPS
-
-
-class ProgramError(ValueError):
-    """A program that cannot run: names the op (or array) and its field.
-
-    Examples
-    --------
-    >>> str(ProgramError("mm", "in", "no array 'Q'"))
-    "op 'mm': in: no array 'Q'"
-    """
-
-    def __init__(self, op: str, field: str, problem: str, *, array: bool = False) -> None:
-        self.op, self.field, self.problem, self.array = op, field, problem, array
-        super().__init__(f"{'array' if array else 'op'} {op!r}: {field}: {problem}")
 
 
 @dataclass(frozen=True)
@@ -120,66 +120,6 @@ class Sharded:
 
 
 @dataclass(frozen=True)
-class Op:
-    """One operation of a program (see the module docstring for the kinds).
-
-    Attributes
-    ----------
-    name : str
-        Unique within the program; reports and ``after`` use it.
-    op : str
-        One of :data:`OPS`.
-    inputs : tuple of str
-        Arrays read (a collective reads one; ``compute`` may read any, for order only).
-    output : str or None
-        The array written (``compute`` writes none).
-    axes : tuple of str
-        Collectives: the mesh axes they run over.
-    groups : tuple of tuple of int, or AxisGroups
-        Collectives, instead of ``axes``: explicit groups of device indices (as an
-        HLO module's replica groups; ``ppermute``: its ``perm`` then pairs devices).
-        Such a collective acts on each device's array as a whole (its shape is the
-        device's shape: declare the array without sharding), so the program runs
-        timing-only. Groups given as a :class:`~netsim.network.device_mesh.AxisGroups`
-        (the devices along axes of some mesh of the same devices, e.g. the slice's
-        own axes) run as a collective over those axes would: the default multi-axis
-        algorithm, on rings or lines as the axes have them.
-    axis, tiled, scatter_dimension, split_axis, concat_axis, perm
-        Collectives: as in ``jax.lax`` (``perm``: pairs of positions along ``axes``).
-    subscripts : str or None
-        ``einsum``: e.g. ``"bd,df->bf"``.
-    overlap : str or None
-        ``"collective"``: a matmul run as a collective matmul.
-    flops, bytes, seconds
-        ``compute``: the work per device.
-    after : tuple of str
-        Ops that must be done on a device before this one starts there.
-    algorithm : str or None
-        Collectives: the algorithm (default: the one the collective takes over mesh axes).
-    """
-
-    name: str
-    op: str
-    inputs: tuple[str, ...] = ()
-    output: str | None = None
-    axes: tuple[str, ...] = ()
-    groups: tuple[tuple[int, ...], ...] | AxisGroups = ()
-    axis: int = 0
-    tiled: bool = False
-    scatter_dimension: int = 0
-    split_axis: int = 0
-    concat_axis: int = 0
-    perm: tuple[tuple[int, int], ...] = ()
-    subscripts: str | None = None
-    overlap: str | None = None
-    flops: float = 0.0
-    bytes: float = 0.0
-    seconds: float | None = None
-    after: tuple[str, ...] = ()
-    algorithm: str | None = None
-
-
-@dataclass(frozen=True)
 class Program:
     """A program: a mesh, the arrays it starts with and its ops, in order.
 
@@ -191,6 +131,8 @@ class Program:
     arrays : dict of str to Sharded
         The arrays the program starts with.
     ops : tuple of Op
+        Each a :class:`~netsim.programs.ops.CollectiveOp`, :class:`~netsim.programs.ops.Matmul`,
+        :class:`~netsim.programs.ops.Einsum` or :class:`~netsim.programs.ops.Compute`.
     """
 
     name: str
@@ -205,7 +147,7 @@ class Program:
         Raises
         ------
         ProgramError
-            Naming the op and the field: an unknown op or array, an array written
+            Naming the op and the field: an unknown array, an array written
             twice, a shape that does not shard, dimensions that do not match.
         """
         for name, array in self.arrays.items():
@@ -215,15 +157,13 @@ class Program:
         for op in self.ops:
             if op.name in seen:
                 raise ProgramError(op.name, "name", "two ops have this name; give each op its own")
-            if op.op not in OPS:
-                raise ProgramError(op.name, "op", f"unknown op {op.op!r}; expected one of {', '.join(OPS)}")
             for name in op.after:
                 if name not in seen:
                     raise ProgramError(op.name, "after", f"no earlier op {name!r}; name ops that come before this one")
             for name in op.inputs:
                 if name not in arrays:
                     raise ProgramError(op.name, "in", f"no array {name!r}; known so far: {', '.join(arrays) or 'none'}")
-            for a in op.axes:
+            for a in op.axes if isinstance(op, CollectiveOp) else ():
                 if a not in self.mesh:
                     raise ProgramError(op.name, "axes", f"no mesh axis {a!r}; the mesh has {', '.join(self.mesh)}")
             seen.add(op.name)
@@ -254,46 +194,28 @@ def _check_array(name: str, array: Sharded, mesh: Mapping[str, int]) -> None:
 
 def _infer(op: Op, inputs: list[Sharded], mesh: Mapping[str, int]) -> Sharded | None:
     """What ``op`` makes of its inputs (None for ``compute``), or a ProgramError."""
-    if op.op == "compute":
+    if isinstance(op, Compute):
         if op.seconds is None and op.flops <= 0 and op.bytes <= 0:
             raise ProgramError(op.name, "flops", "give flops and/or bytes, or seconds")
         return None
-    if op.op in COLLECTIVE_OPS:
+    if isinstance(op, CollectiveOp):
         if len(inputs) != 1:
             raise ProgramError(op.name, "in", f"a collective reads one array, got {len(inputs)}")
-        if bool(op.axes) == bool(op.groups or (not registry.COLLECTIVES[op.op].grouped and not op.axes and op.perm)):
+        if bool(op.axes) == bool(op.groups or (not op.collective.grouped and not op.axes and op.params["perm"])):
             raise ProgramError(op.name, "axes", "name the mesh axes the collective runs over, or give groups (not both)")
         if not op.axes:
             return _grouped(op, inputs[0], mesh)
         return _collective(op, inputs[0], mesh)
-    if len(inputs) != 2:
+    if len(inputs) != 2:  # a matmul or an einsum
         raise ProgramError(op.name, "in", f"{op.op} multiplies two arrays, got {len(inputs)}")
-    subscripts = op.subscripts if op.op == "einsum" else None
-    if op.op == "einsum" and not subscripts:
+    if isinstance(op, Einsum) and not op.subscripts:
         raise ProgramError(op.name, "subscripts", "einsum needs subscripts, e.g. 'bd,df->bf'")
-    if op.op == "matmul" and op.subscripts is not None:
-        raise ProgramError(op.name, "subscripts", "matmul takes none; use op: einsum")
-    if op.overlap not in (None, "collective"):
+    if isinstance(op, Matmul) and op.overlap not in (None, "collective"):
         raise ProgramError(op.name, "overlap", f"unknown overlap {op.overlap!r}; expected collective")
     a, b = inputs
-    if subscripts is None:
-        if len(a.shape) < 2 or len(b.shape) != 2:
-            raise ProgramError(op.name, "in", f"matmul takes [..., M, K] @ [K, N]; got shapes {list(a.shape)} and {list(b.shape)}")
-        subscripts = matmul_subscripts(len(a.shape))
-    return _contract(op, subscripts, a, b, mesh)
-
-
-def matmul_subscripts(rank: int) -> str:
-    """The einsum of a matmul ``[..., M, K] @ [K, N]`` with a first operand of ``rank`` dimensions.
-
-    Examples
-    --------
-    >>> matmul_subscripts(3)
-    'abc,cd->abd'
-    """
-    letters = "abcdefghijklmnopqrstuvwxy"
-    lead, k, n = letters[: rank - 1], letters[rank - 1], letters[rank]
-    return f"{lead}{k},{k}{n}->{lead}{n}"
+    if isinstance(op, Matmul) and (len(a.shape) < 2 or len(b.shape) != 2):
+        raise ProgramError(op.name, "in", f"matmul takes [..., M, K] @ [K, N]; got shapes {list(a.shape)} and {list(b.shape)}")
+    return _contract(op, op.subscripts_for(len(a.shape)), a, b, mesh)
 
 
 def einsum_subscripts(subscripts: str) -> tuple[str, str, str]:
@@ -319,7 +241,7 @@ def einsum_subscripts(subscripts: str) -> tuple[str, str, str]:
     return terms[0], terms[1], out
 
 
-def _contract(op: Op, subscripts: str, a: Sharded, b: Sharded, mesh: Mapping[str, int]) -> Sharded:
+def _contract(op: Matmul | Einsum, subscripts: str, a: Sharded, b: Sharded, mesh: Mapping[str, int]) -> Sharded:
     try:
         ta, tb, out = einsum_subscripts(subscripts)
     except ValueError as error:
@@ -327,7 +249,7 @@ def _contract(op: Op, subscripts: str, a: Sharded, b: Sharded, mesh: Mapping[str
     for term, array, which in ((ta, a, "first"), (tb, b, "second")):
         if len(term) != len(array.shape):
             raise ProgramError(op.name, "in", f"the {which} operand has {len(array.shape)} dimensions but subscripts give it {len(term)} ({term})")
-    if op.overlap == "collective":
+    if isinstance(op, Matmul) and op.overlap == "collective":
         a = _as_gathered(op, ta, tb, a, b)
     size: dict[str, int] = {}
     split: dict[str, tuple[str, ...]] = {}
@@ -360,18 +282,18 @@ def _contract(op: Op, subscripts: str, a: Sharded, b: Sharded, mesh: Mapping[str
     return Sharded(tuple(size[letter] for letter in out), dtype, out_sharding, partial)
 
 
-def _named(op: Op, letter: str, first: str) -> str:
+def _named(op: Matmul | Einsum, letter: str, first: str) -> str:
     """How an error names a dimension: the subscript letter of an einsum, its role in a matmul."""
-    if op.op != "matmul":
+    if not isinstance(op, Matmul):
         return f"dimension {letter!r}"
     return "the contracting dimension" if letter == first[-1] else f"dimension {first.index(letter) if letter in first else 'N'}"
 
 
-def _as_gathered(op: Op, ta: str, tb: str, a: Sharded, b: Sharded) -> Sharded:
+def _as_gathered(op: Matmul, ta: str, tb: str, a: Sharded, b: Sharded) -> Sharded:
     """A collective matmul's first operand as the gathered array it stands for (checked)."""
     k = ta[-1]
     axes = a.sharding[-1]
-    if op.op != "matmul" or not axes:
+    if not axes:
         raise ProgramError(op.name, "overlap", "a collective matmul is a matmul whose first operand is split over mesh axes along the contracting dimension")
     if b.sharding[tb.index(k)]:
         raise ProgramError(op.name, "overlap", "a collective matmul needs the second operand whole along the contracting dimension")
@@ -392,9 +314,9 @@ def _axes_text(axes: tuple[str, ...]) -> str:
     return "x".join(axes) if axes else "no axis"
 
 
-def _collective(op: Op, x: Sharded, mesh: Mapping[str, int]) -> Sharded:
+def _collective(op: CollectiveOp, x: Sharded, mesh: Mapping[str, int]) -> Sharded:
     """A collective's result: the same global value, split differently, or summed over the axes (its registered rule)."""
-    collective = registry.COLLECTIVES[op.op]
+    collective = op.collective
     if collective.reduces:
         spread = [a for a in op.axes if a in x.axes_used]
         if spread:
@@ -402,18 +324,18 @@ def _collective(op: Op, x: Sharded, mesh: Mapping[str, int]) -> Sharded:
     elif x.partial and set(op.axes) & set(x.partial):
         raise ProgramError(op.name, "axes", f"the input is a partial sum over {_axes_text(x.partial)}: psum or psum_scatter it first")
     try:
-        return collective.sharded(x, mesh, op.axes, **{name: getattr(op, name) for name in collective.arguments})
+        return collective.sharded(x, mesh, op.axes, **op.params)
     except ShardingError as error:
         raise ProgramError(op.name, error.field, error.problem) from None
 
 
-def _grouped(op: Op, x: Sharded, mesh: Mapping[str, int]) -> Sharded:
+def _grouped(op: CollectiveOp, x: Sharded, mesh: Mapping[str, int]) -> Sharded:
     """A collective over explicit device groups: each device's array is taken whole (timing only)."""
-    collective = registry.COLLECTIVES[op.op]
+    collective = op.collective
     n_devices = math.prod(mesh.values())
     if x.axes_used or x.partial:
         raise ProgramError(op.name, "groups", "a collective over explicit groups takes an array without sharding (its shape is each device's)")
-    members = [d for g in op.groups for d in g] if collective.grouped else [d for pair in op.perm for d in pair]
+    members = [d for g in op.groups for d in g] if collective.grouped else [d for pair in op.params["perm"] for d in pair]
     if any(not 0 <= d < n_devices for d in members):
         raise ProgramError(op.name, "groups" if collective.grouped else "perm", f"names a device outside 0..{n_devices - 1}")
     if not collective.grouped:
@@ -421,7 +343,7 @@ def _grouped(op: Op, x: Sharded, mesh: Mapping[str, int]) -> Sharded:
     if len(set(members)) != len(members) or len({len(g) for g in op.groups}) != 1:
         raise ProgramError(op.name, "groups", "groups must be of one size, each device in at most one")
     try:
-        shape = collective.grouped_shape(x.shape, len(op.groups[0]), **{name: getattr(op, name) for name in collective.arguments})
+        shape = collective.grouped_shape(x.shape, len(op.groups[0]), **op.params)
     except ShardingError as error:
         raise ProgramError(op.name, error.field, error.problem) from None
     return Sharded(tuple(shape), x.dtype)

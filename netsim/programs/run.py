@@ -25,7 +25,7 @@ from netsim.network.topology import Topology
 from netsim.network.units import format_bytes
 from netsim.programs.files import ProgramFile, load_program, program_from_data
 from netsim.programs.lowering import Lowered, lower
-from netsim.programs.model import Program, ProgramError
+from netsim.programs.model import CollectiveOp, Program, ProgramError
 from netsim.programs.values import check_values, evaluate, inputs_of, start_buffers
 from netsim.result import LeafRun, ProgramRun, Result
 from netsim.run import TopologyLike, check_engine, play_checked, resolve_topology
@@ -132,7 +132,7 @@ def run_program(
     if data not in ("values", "none"):
         raise ValueError(f"data must be 'values' or 'none', got {data!r}")
     check_engine(engine)
-    grouped = next((op for op in model.ops if op.groups or (op.op == "ppermute" and not op.axes)), None)
+    grouped = next((op for op in model.ops if isinstance(op, CollectiveOp) and op.over_devices), None)
     if grouped is not None and data == "values":
         raise ProgramError(grouped.name, "groups", "a collective over explicit groups runs timing-only: use data none")
     return_freed_memory()

@@ -23,8 +23,7 @@ from netsim.algorithms.bundles import unbundled
 from netsim.engine import Playback
 from netsim.outputs import output_row
 from netsim.programs.lowering import Lowered
-from netsim.programs.model import COLLECTIVE_OPS, Sharded, einsum_subscripts, matmul_subscripts
-from netsim.semantics import ops as registry
+from netsim.programs.model import CollectiveOp, Einsum, Matmul, Sharded, einsum_subscripts
 from netsim.semantics.chunks import SizeOnly
 from netsim.semantics.program_values import block_of, dtype_of, itemsize, product, shard, tolerance
 
@@ -127,15 +126,16 @@ def evaluate(lowered: Lowered, playback: Playback, pending: list[dict], shards: 
         if op.output is None:
             continue
         out_dtype = dtype_of(lowered.arrays[op.output].dtype)
-        if op.op in COLLECTIVE_OPS or op.overlap == "collective":
-            _fill(record, index, local[op.inputs[0]], pending)
-        if op.op in COLLECTIVE_OPS:
-            local[op.output] = [_collected(record, playback, d, out_dtype, local[op.inputs[0]][d]) for d in range(n)]
-        elif op.overlap == "collective":
-            local[op.output] = [_collective_matmul(record, playback, d, local[op.inputs[1]][d], out_dtype) for d in range(n)]
-        else:
-            subscripts = op.subscripts if op.op == "einsum" else matmul_subscripts(len(lowered.arrays[op.inputs[0]].shape))
-            local[op.output] = _products(subscripts, local[op.inputs[0]], local[op.inputs[1]], out_dtype)
+        match op:
+            case CollectiveOp():
+                _fill(record, index, local[op.inputs[0]], pending)
+                local[op.output] = [_collected(record, playback, d, out_dtype, local[op.inputs[0]][d]) for d in range(n)]
+            case Matmul(overlap="collective"):
+                _fill(record, index, local[op.inputs[0]], pending)
+                local[op.output] = [_collective_matmul(record, playback, d, local[op.inputs[1]][d], out_dtype) for d in range(n)]
+            case Matmul() | Einsum():
+                subscripts = op.subscripts_for(len(lowered.arrays[op.inputs[0]].shape))
+                local[op.output] = _products(subscripts, local[op.inputs[0]], local[op.inputs[1]], out_dtype)
     return local
 
 
@@ -213,13 +213,13 @@ def check_values(lowered: Lowered, local: dict[str, list[np.ndarray]], inputs: M
             continue
         array = lowered.arrays[op.output]
         ins = [lowered.arrays[name] for name in op.inputs]
-        if op.op in COLLECTIVE_OPS:
+        if isinstance(op, CollectiveOp):
             reference[op.output] = _moved(op, reference[op.inputs[0]], ins[0], coords, mesh)
-            summed = math.prod(mesh[a] for a in op.axes) if registry.COLLECTIVES[op.op].reduces else 0
+            summed = math.prod(mesh[a] for a in op.axes) if op.collective.reduces else 0
             additions[op.output] = additions[op.inputs[0]] + summed
             contraction[op.output] = contraction[op.inputs[0]]
         else:
-            subscripts = op.subscripts if op.op == "einsum" else matmul_subscripts(len(ins[0].shape))
+            subscripts = op.subscripts_for(len(ins[0].shape))  # a matmul or an einsum
             reference[op.output] = product(subscripts, reference[op.inputs[0]], reference[op.inputs[1]], dtype_of(array.dtype))
             ta, tb, to = einsum_subscripts(subscripts)
             sizes = dict(zip(ta + tb, ins[0].shape + ins[1].shape, strict=True))
@@ -231,12 +231,12 @@ def check_values(lowered: Lowered, local: dict[str, list[np.ndarray]], inputs: M
     return report
 
 
-def _moved(op: Any, value: np.ndarray, x: Sharded, coords: list[dict[str, int]], mesh: Mapping[str, int]) -> np.ndarray:
+def _moved(op: CollectiveOp, value: np.ndarray, x: Sharded, coords: list[dict[str, int]], mesh: Mapping[str, int]) -> np.ndarray:
     """The global value after a collective: the same, but for a ppermute of an array split over its axis."""
     if op.op != "ppermute" or op.axes[0] not in x.axes_used:
         return value
     axis = op.axes[0]
-    target = dict(op.perm)
+    target = dict(op.params["perm"])
     moved = np.empty_like(value)
     for c in coords:
         moved[block_of({**c, axis: target[c[axis]]}, mesh, value.shape, x.sharding)] = value[block_of(c, mesh, value.shape, x.sharding)]

@@ -195,8 +195,9 @@ def translate(module: HloProgram, topology: Topology, device_map: DeviceMap, clo
     for step, label in zip(module.steps, names, strict=True):
         after = tuple(names[dep] for dep in step.deps)
         if isinstance(step.op, Compute):
-            ops.append(_compute(step.op, label, after, clock_hz))
-            note = "" if peak or ops[-1].seconds is not None else "no peak_flops: HBM bytes only"
+            seconds = _seconds(step.op, clock_hz)
+            ops.append(Op.of(label, "compute", after=after, flops=float(step.op.flops), bytes=float(step.op.nbytes), seconds=seconds))
+            note = "" if peak or seconds is not None else "no peak_flops: HBM bytes only"
             records.append(StepRecord(step, len(ops) - 1, note=note))
             continue
         op, axes = _collective(step.op, label, after, context)
@@ -242,11 +243,12 @@ def _names(steps: list[Step]) -> list[str]:
     return names
 
 
-def _compute(compute: Compute, label: str, after: tuple[str, ...], clock_hz: float | None) -> Op:
+def _seconds(compute: Compute, clock_hz: float | None) -> float | None:
+    """A compute step's given time: its estimated cycles over the clock rate, or none when the roofline times it (0 for no work at all)."""
     seconds = compute.estimated_cycles / clock_hz if compute.estimated_cycles is not None and clock_hz else None
     if seconds is None and compute.flops <= 0 and compute.nbytes <= 0:
         seconds = 0.0
-    return Op(label, "compute", flops=float(compute.flops), bytes=float(compute.nbytes), seconds=seconds, after=after)
+    return seconds
 
 
 def _collective(collective: Collective, label: str, after: tuple[str, ...], context: _Context) -> tuple[Op, tuple[str, ...]]:
@@ -259,16 +261,18 @@ def _collective(collective: Collective, label: str, after: tuple[str, ...], cont
         pairs = tuple((nodes[s], nodes[t]) for s, t in collective.pairs)
         context.arrays[array] = Sharded(shape, dtype)
         moving = [(s, t) for s, t in pairs if s != t]
-        return Op(label, kind, (array,), f"{label}:out", perm=pairs, after=after), _permute_axes(moving, context.meshes[0])
+        return Op.of(label, kind, (array,), f"{label}:out", after=after, perm=pairs), _permute_axes(moving, context.meshes[0])
     node_groups = [[nodes[d] for d in g] for g in collective.groups]
     groups = _mesh_groups(node_groups, context.meshes, context.matched)
     if kind == "all_to_all" and shape[dimension] % len(node_groups[0]):
         shape = (math.prod(shape) + (-math.prod(shape)) % len(node_groups[0]),)  # ragged: padded to split evenly
         dimension = 0
     context.arrays[array] = Sharded(shape, dtype)
-    dimensions = dict.fromkeys(registry.COLLECTIVES[kind].hlo_dimension, dimension)
+    params = dict.fromkeys(registry.COLLECTIVES[kind].hlo_dimension, dimension)
+    if "tiled" in registry.COLLECTIVES[kind].arguments:  # HLO's collectives keep the rank: jax.lax's tiled forms
+        params["tiled"] = True
     given = groups if groups is not None else tuple(tuple(g) for g in node_groups)
-    op = Op(label, kind, (array,), f"{label}:out", groups=given, tiled=True, after=after, **dimensions)
+    op = Op.of(label, kind, (array,), f"{label}:out", after=after, groups=given, **params)
     return op, groups.axes if groups is not None else ()
 
 
