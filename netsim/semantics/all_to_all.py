@@ -158,9 +158,11 @@ def all_to_all_sharded(x: Any, mesh: Mapping[str, int], axes: tuple[str, ...], s
     n = math.prod(mesh[a] for a in axes)
     rank, sharding = len(x.shape), list(x.sharding)
     split, concat = _dim("split_axis", split_axis, rank), _dim("concat_axis", concat_axis, rank)
+    if split == concat:  # (the members' blocks would be permuted within the dimension: no sharding says where they land)
+        raise ShardingError("concat_axis", f"dimension {concat} is also split_axis; split one dimension and concatenate along another")
     if not _ends_with(sharding[concat], axes):
         raise ShardingError("concat_axis", f"dimension {concat} is split over {_axes_text(sharding[concat])}, not over {_axes_text(axes)} (last)")
-    if split != concat and x.local_shape(mesh)[split] % n:
+    if x.local_shape(mesh)[split] % n:
         raise ShardingError("split_axis", f"the shard's dimension {split} of {x.local_shape(mesh)[split]} does not split into {n}")
     sharding[concat] = sharding[concat][: len(sharding[concat]) - len(axes)]
     sharding[split] = (*sharding[split], *axes)
