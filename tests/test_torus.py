@@ -258,3 +258,20 @@ def test_a_whole_torus_without_a_mesh_runs_the_multi_axis_algorithm_and_says_so(
     assert netsim.all_gather(x[:4], topology=netsim.torus((4,))).algorithm == "bidirectional_ring"  # one axis: unchanged
     groups = netsim.all_gather(x, topology=netsim.torus((4, 4)), axis_index_groups=[list(range(8)), list(range(8, 16))])
     assert groups.algorithm == "bidirectional_ring"  # groups given: as asked
+
+
+@pytest.mark.parametrize("shape", [(4,), (2, 2), (4, 4), (3, 4, 5), (4, 1, 3), (8, 8, 8)])
+@pytest.mark.parametrize(("algorithm", "orders"), [("multiaxis", "_rotations"), ("dimension_ordered", "_in_order")])
+def test_the_axis_by_axis_gathers_planned_as_arrays_are_the_moves_one_by_one(shape, algorithm, orders):
+    """multiaxis and dimension_ordered plan their gathers as int arrays: the same moves, in the same order, as the
+    generator that yields them one tuple at a time (the array form keeps a pod's planning off the Python loop)."""
+    import itertools
+
+    from netsim.algorithms import ALGORITHMS
+    from netsim.algorithms import torus as plans
+
+    for wraps in itertools.product((True, False), repeat=len(shape)):
+        one_by_one = np.array(list(plans._axis_by_axis("gather", getattr(plans, orders))(shape, wraps)), np.int64).reshape(-1, 6)
+        as_array = ALGORITHMS[algorithm].gather_array(shape, wraps)
+        assert as_array.dtype == np.int64 and as_array.shape == one_by_one.shape
+        assert (as_array == one_by_one).all()

@@ -58,6 +58,8 @@ import itertools
 import math
 from collections.abc import Callable, Iterator
 
+import numpy as np
+
 from netsim.algorithms.direct import HALVES
 from netsim.algorithms.direct import _order as _farthest_first
 from netsim.algorithms.registry import ALGORITHMS, AxesAlgorithm, Move, register
@@ -153,6 +155,51 @@ def _axis_by_axis(pattern: str, orders: Callable[[int], list[tuple[int, ...]]]) 
     return moves
 
 
+def _stage_array(shape: tuple[int, ...], axis: int, ranging: tuple[int, ...], one_axis: np.ndarray, part: int) -> np.ndarray:
+    """:func:`_stage` as an int array ``[moves, 6]``, the rows in the same order, without a tuple per move."""
+    strides = np.array(_strides(shape), np.int64)
+    others = [a for a in range(len(shape)) if a != axis]
+    coords = np.indices([shape[a] for a in others], np.int64).reshape(len(others), -1) if others else np.zeros((0, 1), np.int64)  # (product's order)
+    base = strides[others] @ coords if others else np.zeros(1, np.int64)
+    if ranging:
+        values = np.indices([shape[a] for a in ranging], np.int64).reshape(len(ranging), -1)
+        own = coords[[others.index(a) for a in ranging]]
+        block_base = base[:, None] + np.einsum("a,arv->rv", strides[list(ranging)], values[:, None, :] - own[:, :, None])
+    else:
+        block_base = base[:, None]
+    step, i, j, b, piece, direction = one_axis.T
+    stride = strides[axis]
+    out = np.empty((*block_base.shape, len(one_axis), 6), np.int64)
+    out[..., 0] = step
+    out[..., 1] = base[:, None, None] + i * stride
+    out[..., 2] = base[:, None, None] + j * stride
+    out[..., 3] = block_base[:, :, None] + b * stride
+    out[..., 4] = 2 * part + piece
+    out[..., 5] = direction
+    return out.reshape(-1, 6)
+
+
+def _axis_by_axis_array(pattern: str, orders: Callable[[int], list[tuple[int, ...]]]) -> Callable[[tuple[int, ...], tuple[bool, ...]], np.ndarray]:
+    """:func:`_axis_by_axis` as an int array ``[moves, 6]`` (the same moves in the same order)."""
+
+    def moves(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> np.ndarray:
+        stages_moves = []
+        for part, order in enumerate(orders(len(shape))):
+            stages = list(enumerate(order))
+            if pattern == "reduce_scatter":
+                stages.reverse()
+            offset = 0
+            for position, axis in stages:
+                one_axis = np.array(list(_one_axis(pattern, wraps[axis])(shape[axis])), np.int64).reshape(-1, 6)
+                stage = _stage_array(shape, axis, order[:position], one_axis, part)
+                stage[:, 0] += offset
+                stages_moves.append(stage)
+                offset += 1 + (int(one_axis[:, 0].max()) if len(one_axis) else -1)
+        return np.concatenate(stages_moves) if stages_moves else np.zeros((0, 6), np.int64)
+
+    return moves
+
+
 def _rotations(k: int) -> list[tuple[int, ...]]:
     """Part i visits axes i, i+1, ..., k-1, 0, ..., i-1."""
     return [tuple((i + s) % k for s in range(k)) for i in range(k)]
@@ -227,6 +274,7 @@ register(
         _axis_by_axis("gather", _rotations),
         _axis_by_axis("reduce_scatter", _rotations),
         "a part of each block per axis, each part going through the axes from a different one: all axes at once",
+        gather_array=_axis_by_axis_array("gather", _rotations),
     ),
 )
 register(
@@ -237,5 +285,6 @@ register(
         _axis_by_axis("reduce_scatter", _in_order),
         "whole blocks, one axis after the other in the order given",
         all_to_all=dimension_ordered_all_to_all,
+        gather_array=_axis_by_axis_array("gather", _in_order),
     ),
 )
