@@ -25,7 +25,16 @@ from netsim.algorithms.registry import ALGORITHMS, check_algorithm, default_algo
 from netsim.algorithms.schedule import Schedule, build_schedule
 from netsim.analysis.critical_path import critical_path
 from netsim.checks.invariants import InvariantError
-from netsim.checks.memory import MATERIALISE_LIMIT_BYTES, check_memory, estimate_memory, mean_hops, pieces_of, return_freed_memory, transfers_of
+from netsim.checks.memory import (
+    MATERIALISE_LIMIT_BYTES,
+    RETURN_FREED_MIN_BYTES,
+    check_memory,
+    estimate_memory,
+    mean_hops,
+    pieces_of,
+    return_freed_memory,
+    transfers_of,
+)
 from netsim.engine import ComputeUnit, Link
 from netsim.engine.row_buffers import RowBuffers
 from netsim.network.device_mesh import AxisGroups
@@ -326,10 +335,13 @@ def run_collective(
         materialised = output == "full" or (output == "auto" and out_bytes <= MATERIALISE_LIMIT_BYTES)
         input_bytes = sum(leaf[0].nbytes for leaf in leaves)
         sizes["itemsize"] = max(leaf.dtype.itemsize for leaf in leaves)
-        check_memory(estimate_memory(collective, n_devices, group_size, input_bytes, pieces, input_exists=True, materialised=materialised, **sizes))
+        estimate = estimate_memory(collective, n_devices, group_size, input_bytes, pieces, input_exists=True, materialised=materialised, **sizes)
+        check_memory(estimate)
     else:
-        check_memory(estimate_memory(collective, n_devices, group_size, 0, pieces, data="none", **sizes), timing_only=True)
-    return_freed_memory()
+        estimate = estimate_memory(collective, n_devices, group_size, 0, pieces, data="none", **sizes)
+        check_memory(estimate, timing_only=True)
+    if estimate.total >= RETURN_FREED_MIN_BYTES:
+        return_freed_memory()
     outputs, runs, time, checks = [], [], 0.0, []
     for leaf, layout in zip(leaves, layouts, strict=True):
         schedule = build_schedule(layout.pattern, layout.groups, algorithm, **shape) if plan is None else plan(layout)

@@ -18,7 +18,15 @@ from typing import Any
 import numpy as np
 
 from netsim.checks.invariants import InvariantError
-from netsim.checks.memory import MemoryEstimate, MemoryLimitError, check_memory, estimate_program_memory, mean_hops, return_freed_memory
+from netsim.checks.memory import (
+    RETURN_FREED_MIN_DEVICES,
+    MemoryEstimate,
+    MemoryLimitError,
+    check_memory,
+    estimate_program_memory,
+    mean_hops,
+    return_freed_memory,
+)
 from netsim.engine import Playback
 from netsim.network.device_mesh import Mesh
 from netsim.network.topology import Topology
@@ -135,7 +143,8 @@ def run_program(
     grouped = next((op for op in model.ops if isinstance(op, CollectiveOp) and op.over_devices), None)
     if grouped is not None and data == "values":
         raise ProgramError(grouped.name, "groups", "a collective over explicit groups runs timing-only: use data none")
-    return_freed_memory()
+    if mesh.topology.n_devices >= RETURN_FREED_MIN_DEVICES:
+        return_freed_memory()
     lowered = lower(model, mesh)
     held = values_bytes(lowered) if data == "values" else 0
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netsim.checks.memory import return_freed_memory
+from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, return_freed_memory
 from netsim.network.topology import Topology
 from netsim.programs.hlo import HloProgram, load_hlo
 from netsim.programs.hlo.devices import DeviceMap, load_device_map
@@ -100,7 +100,8 @@ def run_hlo(
             else DeviceMap((None,) * program.devices, (0,) * program.devices, {}, "row-major")
         )
     topo = resolve_topology(topology, None)
-    return_freed_memory()
+    if topo.n_devices >= RETURN_FREED_MIN_DEVICES:
+        return_freed_memory()
     hlo = lower_hlo(program, topo, device_map, clock_hz, name)
     lowered = hlo.lowered
     playback, _ = play_lowered(lowered, topo, engine, values=False)
