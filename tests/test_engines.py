@@ -418,3 +418,42 @@ def test_multiaxis_bundled_plays_the_same_on_the_compiled_loop(dims, data, compi
     assert_same(compiled, processes, payloads=False)
     assert_same_payloads(compiled, processes, same_objects=True)
     check_playback(topo, schedule.transfers, buffers, compiled, groups=schedule.groups, pattern="gather", wanted=lambda d: range(n))
+
+
+@pytest.mark.parametrize("dims", [(2, 2, 2), (4, 2, 2)])
+def test_a_timing_only_program_of_bundled_gathers_and_a_psum_plays_the_same_on_the_compiled_loop(dims, compiled_always, monkeypatch):
+    """Reductions of size-only stand-ins beside bundles play on the compiled loop (a sum is numbered after every
+    bundle the run could make): the events, times and buffers of the process model and the Python player."""
+    from netsim.network.device_mesh import Mesh
+    from netsim.network.presets import tpu_slice
+    from netsim.programs.lowering import lower
+    from netsim.programs.model import Op, Program, Sharded
+    from netsim.programs.values import start_buffers
+
+    axes = ("X", "Y", "Z")
+    mesh = dict(zip(axes, dims, strict=True))
+    n = math.prod(dims)
+    arrays = {"W": Sharded((n * 48, 64), "float32", (axes, ())), "x": Sharded((n * 8, 48 * n), "float32", (axes, ()))}
+    ops = (
+        Op.of("g", "all_gather", ("W",), "W_full", axes=axes, axis=0, tiled=True, algorithm="multiaxis_bundled"),
+        Op.of("mm", "matmul", ("x", "W_full"), "h"),
+        Op.of("s", "psum", ("Wp",), "Ws", axes=("X",)),
+    )
+    arrays["Wp"] = Sharded((n * 16,), "float32", (("Y", "Z"),), partial=("X",))
+    topology = tpu_slice(f"tpu-v4:{'x'.join(map(str, dims))}")
+    lowered = lower(Program("p", mesh, arrays, ops), Mesh(mesh, topology))
+    schedule = lowered.schedule
+    assert schedule.transfers.bundles and schedule.transfers.reduce.any()
+    buffers, _ = start_buffers(lowered, False)
+    played_by = []
+    real = compiled_always.compiled_player
+    monkeypatch.setattr("netsim.engine.playing.compiled_player", lambda *a: played_by.append(real(*a)) or played_by[-1])
+    compiled = play(topology, schedule.transfers, buffers, computes=schedule.computes, engine="fast")
+    assert isinstance(played_by[0].buffers, BundledBuffers)  # the compiled loop played it
+    processes = play(topology, schedule.transfers, buffers, computes=schedule.computes, engine="processes")
+    assert_same(compiled, processes, payloads=False)
+    assert_same_payloads(compiled, processes, same_objects=False)
+    monkeypatch.setattr(compiled_always, "MIN_TRANSFERS", 10**9)
+    python = play(topology, schedule.transfers, buffers, computes=schedule.computes, engine="fast")
+    assert compiled.events == python.events
+    assert_same_payloads(compiled, python, same_objects=True)

@@ -2,14 +2,16 @@
 
 :func:`netsim.engine.compiled.compiled_player` hands here the schedules whose
 transfers send bundles (:mod:`netsim.algorithms.bundles`), of
-:data:`~netsim.engine.compiled.MIN_TRANSFERS` transfers or more, without
-reductions (compute steps that make no values are played). The loop of
+:data:`~netsim.engine.compiled.MIN_TRANSFERS` transfers or more (compute steps that
+make no values are played, and reductions of size-only stand-ins, such as a program's
+timing-only psum beside its bundled gathers). The loop of
 :mod:`netsim.engine.kernel` plays them, compiled for bundles: chunks held by
 (device, key) slot (:mod:`netsim.engine.kernel_bundles`); a
 device that sends a bundle it does not hold makes it, once, from the parts it
 holds (making the parts it lacks in turn), exactly where and when the Python
 player's :func:`~netsim.engine.payloads.made` would, and the bundle is a new chunk
-number whose size is its parts'. It plays the same actions in the same order:
+number whose size is its parts'; a sum is numbered after every bundle the run could
+make and weighs what it was added into. It plays the same actions in the same order:
 times, hops, link statistics, event and action counts are the Python player's and
 the process model's bit for bit (tests/test_engines.py).
 
@@ -21,7 +23,7 @@ device's buffer holds the same keys in the same order. A timing-only run
 (``data="none"``) never reads them, so it never makes a payload.
 
 Everything else plays on the Python player (:class:`netsim.engine.fast.FastPlayer`):
-reductions beside bundles, compute steps that compute values, runs in which a device misses a part
+reductions of values or of bundles beside bundles, compute steps that compute values, runs in which a device misses a part
 or a chunk it sends (the Python player raises the error) or makes a bundle that
 holds itself.
 """
@@ -38,6 +40,7 @@ import numpy as np
 from netsim.algorithms.bundles import Bundle, BundleTable
 from netsim.engine.compiled_run import CompiledRun, ComputeSteps, waiting_lists
 from netsim.network.topology import Topology
+from netsim.semantics.chunks import SizeOnly
 
 __all__ = ["BundledBuffers", "BundledPlayer", "bundled_player"]
 
@@ -101,17 +104,28 @@ class BundledBuffers(Sequence):
     made (in the order made), and per device the slots of the keys it was handed.
     """
 
-    def __init__(self, buffers: Sequence[dict], chunks: list, made: tuple, final: tuple[list[Hashable], np.ndarray, np.ndarray], new: tuple) -> None:
+    def __init__(
+        self, buffers: Sequence[dict], chunks: list, made: tuple, final: tuple[list[Hashable], np.ndarray, np.ndarray], new: tuple, sums: tuple = (0, ())
+    ) -> None:
         self._start = [dict(b) for b in buffers]  # (as the Python player copies them when it starts)
-        self._chunks, self._made, self._final, self._new = chunks, made, final, new
+        self._chunks, self._made, self._final, self._new, self._sums = chunks, made, final, new, sums
         self._built: list[dict] | None = None
 
     def _all(self) -> list[dict]:
         if self._built is None:
             chunks = self._chunks
             ptr, parts = (a.tolist() for a in self._made)
-            for m in range(len(ptr) - 1):  # parts are made before the bundles that hold them
-                chunks.append(Bundle([chunks[p] for p in parts[ptr[m] : ptr[m + 1]]]))
+            first_sum, sum_of = self._sums
+            if len(sum_of):  # sums (of stand-ins, never of bundles) are numbered after every bundle, and made first
+                made = len(chunks)
+                chunks.extend([None] * (first_sum - made))
+                for was in np.asarray(sum_of).tolist():
+                    chunks.append(chunks[was])  # (SizeOnly + SizeOnly is the stand-in added into)
+                for m in range(len(ptr) - 1):
+                    chunks[made + m] = Bundle([chunks[p] for p in parts[ptr[m] : ptr[m + 1]]])
+            else:
+                for m in range(len(ptr) - 1):  # parts are made before the bundles that hold them
+                    chunks.append(Bundle([chunks[p] for p in parts[ptr[m] : ptr[m + 1]]]))
             keys, held, slot_key = self._final
             start_slot, new_slots, new_start, new_count = self._new
             built = self._start
@@ -179,8 +193,13 @@ class BundledPlayer(CompiledRun):
         start_slot = slot_of[:n_start]
         held = np.full(n_slots, -1, np.int32)
         held[start_slot] = np.arange(n_start, dtype=np.int32)
-        size = np.zeros(n_start + n_slots, np.int64)  # (each slot makes one bundle at most)
+        reduce = np.asarray(columns["reduce"], np.bool_)
+        n_sums = int(np.count_nonzero(reduce))
+        if n_sums and (not all(type(c) is SizeOnly for c in chunks) or (part_count[key[reduce]] >= 0).any()):
+            return  # (sums of values, or of bundles: the Python player)
+        size = np.zeros(n_start + n_slots + n_sums, np.int64)  # (each slot makes one bundle at most; the sums after them)
         size[:n_start] = np.fromiter(map(operator.attrgetter("nbytes"), chunks), np.int64, n_start)
+        sum_of, sum_with = np.zeros(n_sums, np.int64), np.zeros(n_sums, np.int64)
 
         inverse, route_ptr, route_links, bandwidth, latency = self._routes(topology, columns)
         ptr, idx = steps.dependencies(columns)
@@ -220,7 +239,6 @@ class BundledPlayer(CompiledRun):
             np.zeros(len(part_key) + 1, np.int32),
             Dict.empty(key_type=types.int64, value_type=types.int64),
         )
-        no = np.zeros(0, np.int64)
         units = steps.loop_arrays(n_devices) if len(steps.device) else None
         self.status, made_parts = play_kernel(
             n_devices,
@@ -229,7 +247,7 @@ class BundledPlayer(CompiledRun):
             np.asarray(start_s, np.float64),
             dst.astype(np.int32),
             key.astype(np.int32),
-            np.zeros(n, np.bool_),
+            reduce,
             np.asarray(inverse, np.int32),
             route_ptr,
             route_links,
@@ -250,8 +268,8 @@ class BundledPlayer(CompiledRun):
             *self.record,
             self.max_queue_array,
             taken,
-            no,
-            no,
+            sum_of,
+            sum_with,
             new_slots,
             new_start,
             new_count,
@@ -259,7 +277,13 @@ class BundledPlayer(CompiledRun):
             units,
             bundled,
         )
-        self._keep(counts, taken, expected + steps.taken_in(n_devices), missing, n_devices, units[3:] if units else ())
+        n_reduced = self._keep(counts, taken, expected + steps.taken_in(n_devices), missing, n_devices, units[3:] if units else ())
+        if self.status:
+            return
+        first_sum = n_start + n_slots
+        if n_reduced and not np.array_equal(size[sum_of[:n_reduced]], size[sum_with[:n_reduced]]):
+            self.status = 1  # (stand-ins of different sizes added: the Python player raises it)
+            return
         n_made, n_parts = made_counts.tolist()
         self.buffers = BundledBuffers(
             buffers,
@@ -267,6 +291,7 @@ class BundledPlayer(CompiledRun):
             (made_ptr[: n_made + 1], made_parts[:n_parts]),
             (keys, held, slot_code - slot_code // width * width),
             (start_slot, new_slots, new_start, new_count),
+            (first_sum, sum_of[:n_reduced]),
         )
 
 
@@ -274,8 +299,6 @@ def bundled_player(
     topology: Topology, columns: dict[str, Any], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float], steps: ComputeSteps
 ) -> BundledPlayer | None:
     """The bundled run played by the compiled loop, or None where the Python player must play it (see the module)."""
-    if np.any(columns["reduce"]):
-        return None
     try:
         run = BundledPlayer(topology, columns, buffers, cut_through, start_s, steps)
     except ImportError:  # pragma: no cover - numba is a dependency; a broken install plays in Python

@@ -299,7 +299,7 @@ def play_kernel(
                         if was < 0:
                             status = -1 - i
                             break
-                        chunk = n_chunks + n_reduced
+                        chunk = n_chunks + n_reduced if bundles is None else n_chunks + len(held) + n_reduced  # (after every bundle)
                         sum_of[n_reduced] = was
                         sum_with[n_reduced] = carried[i]
                         size[chunk] = size[was]
