@@ -167,3 +167,22 @@ def test_random_bundled_schedules_with_joins_play_the_same_on_every_player(seed,
 def test_the_random_bundled_compute_schedules_queue_on_the_units():
     runs = [played("processes", *bundled_with_compute(seed, joins=False)) for seed in range(60)]
     assert sum(1 for run in runs if any(u.max_queue > 1 for u in run.compute_units.values())) > 30
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_compiled_waiting_order_is_the_stable_sort_of_the_waiter_keys(seed):
+    """waiting_order (one pass, no sort of the dependencies) orders the steps as argsort(waiter_keys, stable) does,
+    joins waited for or not, ties between joins with the same first waiter included."""
+    from netsim.engine.columns import waiter_keys
+    from netsim.engine.kernel_parts import waiting_order
+
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(1, 40)), int(rng.integers(1, 12))
+    steps = n + m
+    deps = [sorted(set(rng.integers(0, steps, int(rng.integers(0, 4))).tolist()) - {s}) for s in range(steps)]
+    ptr = np.cumsum([0] + [len(d) for d in deps]).astype(np.int64)
+    idx = np.array([d for ds in deps for d in ds], np.int64)
+    joins = rng.random(m) < 0.6
+    keys = waiter_keys(ptr, idx, joins, n)
+    expected = np.arange(steps) if keys is None else np.argsort(keys, kind="stable")
+    assert waiting_order(ptr, idx, joins, n).tolist() == expected.tolist()

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from netsim.engine.columns import ColumnList, HopList, hops_and_links, step_dependencies, waiter_keys
+from netsim.engine.columns import ColumnList, HopList, hops_and_links, step_dependencies
 from netsim.engine.link_model import LinkModel
 from netsim.engine.playback import LinkStats
 from netsim.engine.routes import Routes, id_list
@@ -130,9 +130,9 @@ def waiting_lists(dep_ptr: np.ndarray, dep_idx: np.ndarray, n_transfers: int, jo
     That is step order, but for a join, which comes just before its first waiter
     (:func:`netsim.engine.columns.waiter_keys`), as the other players count off.
     """
-    from netsim.engine.kernel_parts import waiters
+    from netsim.engine.kernel_parts import waiters, waiting_order
 
     steps = len(dep_ptr) - 1
-    keys = waiter_keys(dep_ptr, dep_idx, joins, n_transfers)
-    order = np.arange(steps, dtype=np.int64) if keys is None else np.argsort(keys, kind="stable")
+    joined = len(joins) and joins.any()  # (if so, the argsort of waiter_keys, in one pass)
+    order = waiting_order(dep_ptr, dep_idx, np.asarray(joins, np.bool_), n_transfers) if joined else np.arange(steps, dtype=np.int64)
     return waiters(dep_ptr, dep_idx, steps, order)

@@ -95,6 +95,40 @@ def waiters(dep_ptr, dep_idx, n, order):
 
 
 @njit(cache=True)
+def waiting_order(dep_ptr, dep_idx, join, n_transfers):
+    """The steps in the order their waits are counted off (``argsort(waiter_keys(...), kind="stable")``,
+    :func:`netsim.engine.columns.waiter_keys`), in one pass over the dependencies and without sorting them:
+    every step in step order, but a join waited for, which comes just before its first waiter
+    (``join``: which compute steps, numbered after the ``n_transfers`` transfers, are joins)."""
+    steps = len(dep_ptr) - 1
+    first = np.full(len(join), steps, np.int64)  # each join's first waiter
+    for i in range(steps):
+        for k in range(dep_ptr[i], dep_ptr[i + 1]):
+            j = dep_idx[k] - n_transfers
+            if j >= 0 and join[j] and i < first[j]:
+                first[j] = i
+    waited = np.flatnonzero(first < steps)
+    waited = waited[np.argsort(first[waited], kind="mergesort")]  # (ties: in step order)
+    order = np.empty(steps, np.int64)
+    pos = 0
+    w = 0
+    for s in range(steps):
+        if s >= n_transfers and first[s - n_transfers] < steps:
+            continue  # (a join waited for: placed before its first waiter)
+        while w < len(waited) and first[waited[w]] <= s:
+            order[pos] = n_transfers + waited[w]
+            pos += 1
+            w += 1
+        order[pos] = s
+        pos += 1
+    while w < len(waited):
+        order[pos] = n_transfers + waited[w]
+        pos += 1
+        w += 1
+    return order
+
+
+@njit(cache=True)
 def append(head, tail, after, owner, k):
     """Step ``k`` joins the end of ``owner``'s list (``head``, ``tail``: each owner's first and last, -1 none)."""
     if tail[owner] < 0:
