@@ -270,7 +270,10 @@ def test_your_own_link_and_compute_unit():
     ],
 )
 @pytest.mark.parametrize("engine", ["fast", "processes"])
-def test_bad_compute_steps(transfers, computes, message, engine):
+@pytest.mark.parametrize("compiled_check", [False, True])
+def test_bad_compute_steps(transfers, computes, message, engine, compiled_check, monkeypatch):
+    if compiled_check:  # (the one compiled pass big schedules are checked by)
+        monkeypatch.setattr("netsim.engine.routes._COMPILED_CHECK_MIN", 0)
     with pytest.raises(ValueError, match=message):
         play(ring(2), transfers, [{"x": np.zeros(1)}, {"x": np.zeros(1)}], computes=computes, engine=engine)
 
@@ -457,3 +460,27 @@ def test_a_timing_only_program_of_bundled_gathers_and_a_psum_plays_the_same_on_t
     python = play(topology, schedule.transfers, buffers, computes=schedule.computes, engine="fast")
     assert compiled.events == python.events
     assert_same_payloads(compiled, python, same_objects=True)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_compiled_dependency_check_names_what_the_array_check_names(seed, monkeypatch):
+    """Big schedules' dependencies are checked in one compiled pass: the same first bad step, and the same
+    message, as the array check (a step naming no other step is found first, even after one done elsewhere)."""
+    import netsim.engine.routes as routes
+    from netsim.engine.columns import compute_columns
+
+    rng = random.Random(seed)
+    n = rng.randrange(2, 12)
+    moves = []
+    for i in range(n):
+        deps = tuple(rng.randrange(-1, n + 2) for _ in range(rng.randrange(0, 3)))
+        moves.append(SimpleNamespace(src=rng.randrange(3), dst=rng.randrange(3), key=i, reduce=False, direction=1, deps=deps))
+    said = []
+    for minimum in (10**9, 0):
+        monkeypatch.setattr(routes, "_COMPILED_CHECK_MIN", minimum)
+        try:
+            routes.check_schedule(transfer_columns(moves), compute_columns([]), 3)
+            said.append(None)
+        except ValueError as error:
+            said.append(str(error))
+    assert said[0] == said[1]

@@ -95,6 +95,23 @@ def waiters(dep_ptr, dep_idx, n, order):
 
 
 @njit(cache=True)
+def first_bad_dependency(dep_ptr, dep_idx, base, starts, place, n_steps):
+    """The first dependency entry (in order) that names no other step, else the first done elsewhere than where
+    its step starts: ``(1, k)``, ``(2, k)``, or ``(0, -1)`` if none (:func:`netsim.engine.routes.check_schedule`,
+    in one pass instead of arrays of one entry per dependency). Step ``i`` is step ``base + i`` of the run,
+    starts on device ``starts[i]`` and waits for ``dep_idx[dep_ptr[i]:dep_ptr[i + 1]]``; ``place[d]``: where step d is done."""
+    elsewhere = -1
+    for i in range(len(dep_ptr) - 1):
+        for k in range(dep_ptr[i], dep_ptr[i + 1]):
+            d = dep_idx[k]
+            if d < 0 or d >= n_steps or d == base + i:
+                return 1, k
+            if elsewhere < 0 and place[d] != starts[i]:
+                elsewhere = k
+    return (2, elsewhere) if elsewhere >= 0 else (0, -1)
+
+
+@njit(cache=True)
 def waiting_order(dep_ptr, dep_idx, join, n_transfers):
     """The steps in the order their waits are counted off (``argsort(waiter_keys(...), kind="stable")``,
     :func:`netsim.engine.columns.waiter_keys`), in one pass over the dependencies and without sorting them:

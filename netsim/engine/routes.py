@@ -70,21 +70,41 @@ def check_schedule(transfers: dict[str, Any], computes: dict[str, Any], n_device
     place = np.concatenate([dst, device]) if m else dst  # where each step is done
     for kind, columns, base, starts in (("transfer", transfers, 0, src), ("compute step", computes, n, device)):
         ptr, idx = columns["dep_ptr"], columns["dep_idx"]
-        count = len(ptr) - 1
-        owner = np.repeat(np.arange(count, dtype=np.int64), np.diff(ptr))
-        wrong = (idx < 0) | (idx >= n + m) | (idx == owner + base)
-        if wrong.any():
-            i = int(owner[np.flatnonzero(wrong)[0]])
+        wrong, elsewhere = _bad_dependencies(ptr, idx, base, starts, place, n + m)
+        if wrong >= 0:
+            i = int(np.searchsorted(ptr, wrong, side="right")) - 1
             deps = tuple(int(d) for d in idx[ptr[i] : ptr[i + 1]])
             raise ValueError(f"{kind} #{i} waits for {deps!r}, which are not other steps")
-        elsewhere = np.flatnonzero(place[idx] != starts[owner])
-        if len(elsewhere):
-            k = int(elsewhere[0])
-            i, d = int(owner[k]), int(idx[k])
+        if elsewhere >= 0:
+            k = elsewhere
+            i, d = int(np.searchsorted(ptr, k, side="right")) - 1, int(idx[k])
             what = f"transfer #{d}, which arrives at device" if d < n else f"compute step #{d - n}, which runs on device"
             mine = "its source" if kind == "transfer" else "its device"
             raise ValueError(f"{kind} #{i} waits for {what} {int(place[d])}, not at {mine} {int(starts[i])}")
 
+
+def _bad_dependencies(ptr: np.ndarray, idx: np.ndarray, base: int, starts: np.ndarray, place: np.ndarray, n_steps: int) -> tuple[int, int]:
+    """The first dependency entry that names no other step, and the first done elsewhere than its step starts (-1: none).
+
+    Big schedules are checked in one compiled pass (:func:`netsim.engine.kernel_parts.first_bad_dependency`, no
+    array of one entry per dependency); small ones on arrays, without loading numba.
+    """
+    if len(idx) >= _COMPILED_CHECK_MIN:
+        from netsim.engine.kernel_parts import first_bad_dependency
+
+        ptr, idx = np.asarray(ptr, np.int64), np.asarray(idx, np.int64)
+        what, k = first_bad_dependency(ptr, idx, base, np.asarray(starts, np.int64), np.asarray(place, np.int64), n_steps)
+        return (int(k), -1) if what == 1 else (-1, int(k))
+    owner = np.repeat(np.arange(len(ptr) - 1, dtype=np.int64), np.diff(ptr))
+    wrong = np.flatnonzero((idx < 0) | (idx >= n_steps) | (idx == owner + base))
+    if len(wrong):
+        return int(wrong[0]), -1
+    elsewhere = np.flatnonzero(place[idx] != starts[owner])
+    return -1, int(elsewhere[0]) if len(elsewhere) else -1
+
+
+_COMPILED_CHECK_MIN = 100_000
+"""Schedules with at least this many dependency entries are checked by one compiled pass."""
 
 _GRIDS_KEPT = 8
 _WAYS = 16
