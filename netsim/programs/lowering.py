@@ -159,6 +159,7 @@ class _Builder:
         self.computes: list[tuple[int, float | None, float, float, Sequence[int], str, bool]] = []
         self.bundles: list[BundleTable] = []  # each bundled collective's bundles, their blocks renumbered
         self.plans: dict[Any, Schedule] = {}  # a collective's schedule, by what plans it: ops alike are planned once
+        self.kept: dict[int, tuple[TransferTable, dict[str, np.ndarray]]] = {}  # its columns, converted once (see _kept)
 
     def add_schedule(self, schedule: Schedule, extra: list[Sequence[int]]) -> tuple[range, int, np.ndarray, np.ndarray]:
         """Append a collective's transfers, each also waiting for ``extra[src]``; (range, block offset, dst, block) of them.
@@ -173,16 +174,12 @@ class _Builder:
             rows = list(table)
             table = _as_table(rows)
         n, base, offset = len(table), self.n_transfers, self.blocks
-        # int32 columns (half the memory of int64; a program's steps, devices, blocks and pieces stay far below 2**31)
-        self.columns["step"].append((table.step.astype(np.int64) + self.steps).astype(np.int32))
-        self.columns["src"].append(table.src.astype(np.int32))
-        self.columns["dst"].append(table.dst.astype(np.int32))
-        self.columns["block"].append((table.block.astype(np.int64) + offset).astype(np.int32))
-        self.columns["piece"].append(table.piece.astype(np.int32))
-        self.columns["reduce"].append(np.asarray(table.reduce, bool))
-        self.columns["direction"].append(table.direction.astype(np.int32))
-        self.columns["phase"].append(table.phase.astype(np.int8))
-        ptr, idx = _with_extra(table.dep_ptr.astype(np.int64), table.dep_idx.astype(np.int64) + base, table.src.astype(np.int64), extra)
+        kept = self._kept(table)
+        self.columns["step"].append((kept["step"] + self.steps).astype(np.int32))
+        self.columns["block"].append((kept["block"] + offset).astype(np.int32))
+        for name in ("src", "dst", "piece", "reduce", "direction", "phase"):  # (a plan's own arrays, shared by the ops alike)
+            self.columns[name].append(kept[name])
+        ptr, idx = _with_extra(kept["dep_ptr"], kept["dep_idx"] + base, kept["src64"], extra)
         self.ptrs.append(ptr[1:] + self.n_dependencies)
         self.idxs.append(idx)
         self.n_dependencies += len(idx)
@@ -197,7 +194,20 @@ class _Builder:
             self.bundles.append(BundleTable(keys, bundles.ptr, parts))
             last = max(last, int(bundles.key_array[:, 0].max(initial=-1)))
         self.blocks += last + 1
-        return range(base, base + n), offset, table.dst.astype(np.int64), table.block.astype(np.int64)
+        return range(base, base + n), offset, kept["dst64"], kept["block"]
+
+    def _kept(self, table: TransferTable) -> dict[str, np.ndarray]:
+        """A plan's columns as the lowering keeps them, converted once per plan (ops alike share a plan): int32
+        (half the memory of int64; a program's steps, devices, blocks and pieces stay far below 2**31), and the
+        int64 forms the lowering computes with."""
+        found = self.kept.get(id(table))
+        if found is None or found[0] is not table:
+            i32 = {name: getattr(table, name).astype(np.int32) for name in ("src", "dst", "piece", "direction")}
+            i64 = {name: getattr(table, name).astype(np.int64) for name in ("step", "block", "dep_ptr", "dep_idx")}
+            more = {"reduce": np.asarray(table.reduce, bool), "phase": table.phase.astype(np.int8)}
+            found = (table, {**i32, **i64, **more, "src64": table.src.astype(np.int64), "dst64": table.dst.astype(np.int64)})
+            self.kept[id(table)] = found
+        return found[1]
 
     def add_compute(self, device: int, flops: float, nbytes: float, seconds: float | None, deps: Sequence[int], name: str, join: bool = False) -> int:
         self.computes.append((device, seconds, flops, nbytes, deps, name, join))
