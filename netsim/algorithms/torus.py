@@ -137,20 +137,28 @@ def _stage(shape: tuple[int, ...], axis: int, ranging: tuple[int, ...], one_axis
                 yield step, base + i * stride, base + j * stride, block_base + b * stride, 2 * part + piece, direction
 
 
+def _stage_plans(
+    pattern: str, orders: Callable[[int], list[tuple[int, ...]]], shape: tuple[int, ...], wraps: tuple[bool, ...]
+) -> Iterator[tuple[int, int, tuple[int, ...], list[Move], int]]:
+    """Each stage of each part, in order: (part, axis, the axes whose blocks it carries, the axis's 1-D moves, its first step)."""
+    for part, order in enumerate(orders(len(shape))):
+        stages = list(enumerate(order))
+        if pattern == "reduce_scatter":
+            stages.reverse()
+        offset = 0
+        for position, axis in stages:
+            one_axis = list(_one_axis(pattern, wraps[axis])(shape[axis]))
+            yield part, axis, order[:position], one_axis, offset
+            offset += 1 + max((m[0] for m in one_axis), default=-1)
+
+
 def _axis_by_axis(pattern: str, orders: Callable[[int], list[tuple[int, ...]]]) -> Callable[[tuple[int, ...], tuple[bool, ...]], Iterator[Move]]:
     """Moves of a gather or reduce-scatter in which part i goes through the axes in ``orders(k)[i]``."""
 
     def moves(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> Iterator[Move]:
-        for part, order in enumerate(orders(len(shape))):
-            stages = list(enumerate(order))
-            if pattern == "reduce_scatter":
-                stages.reverse()
-            offset = 0
-            for position, axis in stages:
-                one_axis = list(_one_axis(pattern, wraps[axis])(shape[axis]))
-                for step, *rest in _stage(shape, axis, order[:position], one_axis, part):
-                    yield (offset + step, *rest)
-                offset += 1 + max((m[0] for m in one_axis), default=-1)
+        for part, axis, ranging, one_axis, offset in _stage_plans(pattern, orders, shape, wraps):
+            for step, *rest in _stage(shape, axis, ranging, one_axis, part):
+                yield (offset + step, *rest)
 
     return moves
 
@@ -184,17 +192,10 @@ def _axis_by_axis_array(pattern: str, orders: Callable[[int], list[tuple[int, ..
 
     def moves(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> np.ndarray:
         stages_moves = []
-        for part, order in enumerate(orders(len(shape))):
-            stages = list(enumerate(order))
-            if pattern == "reduce_scatter":
-                stages.reverse()
-            offset = 0
-            for position, axis in stages:
-                one_axis = np.array(list(_one_axis(pattern, wraps[axis])(shape[axis])), np.int64).reshape(-1, 6)
-                stage = _stage_array(shape, axis, order[:position], one_axis, part)
-                stage[:, 0] += offset
-                stages_moves.append(stage)
-                offset += 1 + (int(one_axis[:, 0].max()) if len(one_axis) else -1)
+        for part, axis, ranging, one_axis, offset in _stage_plans(pattern, orders, shape, wraps):
+            stage = _stage_array(shape, axis, ranging, np.array(one_axis, np.int64).reshape(-1, 6), part)
+            stage[:, 0] += offset
+            stages_moves.append(stage)
         return np.concatenate(stages_moves) if stages_moves else np.zeros((0, 6), np.int64)
 
     return moves
