@@ -252,13 +252,7 @@ def stacked_output(collective: str, layout: Any, playback: Playback, pieces: int
     """
     out = np.zeros((len(playback.buffers), *layout.output_shape), dtype)
     for device in range(len(playback.buffers)):
-        buffer = held_chunks(playback, device)
-        for block in layout.wanted(device):
-            try:
-                chunks = [buffer[(block, p)] for p in range(pieces)]
-            except KeyError as missing:
-                raise EngineError(f"{collective}: device {device} ended without chunk {missing}; this is a netsim bug, please report it") from None
-            _write(layout.slot(out[device, ...], block), chunks)
+        _fill(out[device, ...], collective, layout, held_chunks(playback, device), device, pieces)
     return out
 
 
@@ -279,13 +273,18 @@ def output_row(collective: str, layout: Any, buffer: dict, device: int, pieces: 
     [[0, 1], [2, 3], [4, 5], [6, 7]]
     """
     row = np.empty(layout.output_shape, dtype)
+    _fill(row, collective, layout, buffer, device, pieces)
+    return row
+
+
+def _fill(row: np.ndarray, collective: str, layout: Any, buffer: dict, device: int, pieces: int) -> None:
+    """Write into ``row`` every block ``device``'s output wants, from the chunks ``buffer`` holds."""
     for block in layout.wanted(device):
         try:
             chunks = [buffer[(block, p)] for p in range(pieces)]
         except KeyError as missing:
             raise EngineError(f"{collective}: device {device} ended without chunk {missing}; this is a netsim bug, please report it") from None
         _write(layout.slot(row, block), chunks)
-    return row
 
 
 def _check_sources(collective: str, layout: Any, playback: Playback, sources: list[dict], pieces: int) -> None:

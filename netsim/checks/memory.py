@@ -11,6 +11,7 @@ operating system half way through.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 from dataclasses import dataclass
@@ -329,13 +330,13 @@ def available_memory() -> int | None:
     return min(found) if found else None
 
 
-_RETURNING: list[bool] = []
 RETURN_FREED_MIN_BYTES = 2**30
 """Collectives whose estimate is at least this call :func:`return_freed_memory` before planning."""
 RETURN_FREED_MIN_DEVICES = 256
 """Programs and HLO modules on at least this many devices call :func:`return_freed_memory` before lowering."""
 
 
+@functools.cache
 def return_freed_memory() -> bool:
     """Have the C allocator give memory back to the system as soon as it is freed (glibc only).
 
@@ -351,7 +352,7 @@ def return_freed_memory() -> bool:
     of a fresh 1024-chip ring all_gather's wall time), so runs ask for it only when
     they are big: collectives whose estimate is :data:`RETURN_FREED_MIN_BYTES` or more,
     programs and HLO modules on :data:`RETURN_FREED_MIN_DEVICES` devices or more. Done
-    once per process; a no-op where the C library is not glibc.
+    once per process (cached); a no-op where the C library is not glibc.
 
     Returns
     -------
@@ -363,16 +364,13 @@ def return_freed_memory() -> bool:
     >>> return_freed_memory() in (True, False)
     True
     """
-    if not _RETURNING:
-        done = False
-        with contextlib.suppress(OSError, AttributeError):
-            import ctypes
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
 
-            libc = ctypes.CDLL("libc.so.6")
-            m_trim_threshold, m_mmap_threshold = -1, -3  # (malloc.h)
-            done = bool(libc.mallopt(m_trim_threshold, 128 * 2**10)) and bool(libc.mallopt(m_mmap_threshold, 128 * 2**10))
-        _RETURNING.append(done)
-    return _RETURNING[0]
+        libc = ctypes.CDLL("libc.so.6")
+        m_trim_threshold, m_mmap_threshold = -1, -3  # (malloc.h)
+        return bool(libc.mallopt(m_trim_threshold, 128 * 2**10)) and bool(libc.mallopt(m_mmap_threshold, 128 * 2**10))
+    return False
 
 
 def check_memory(estimate: MemoryEstimate, available: int | None = None, *, timing_only: bool = False, fewer: str = "fewer devices") -> None:

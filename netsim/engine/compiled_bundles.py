@@ -116,16 +116,14 @@ class BundledBuffers(Sequence):
             chunks = self._chunks
             ptr, parts = (a.tolist() for a in self._made)
             first_sum, sum_of = self._sums
-            if len(sum_of):  # sums (of stand-ins, never of bundles) are numbered after every bundle, and made first
-                made = len(chunks)
-                chunks.extend([None] * (first_sum - made))
-                for was in np.asarray(sum_of).tolist():
-                    chunks.append(chunks[was])  # (SizeOnly + SizeOnly is the stand-in added into)
-                for m in range(len(ptr) - 1):
-                    chunks[made + m] = Bundle([chunks[p] for p in parts[ptr[m] : ptr[m + 1]]])
-            else:
-                for m in range(len(ptr) - 1):  # parts are made before the bundles that hold them
-                    chunks.append(Bundle([chunks[p] for p in parts[ptr[m] : ptr[m + 1]]]))
+            made = len(chunks)
+            # sums (of stand-ins, never of bundles) are numbered after every bundle the run could make, and are
+            # made first: a bundle may hold one; each bundle's parts are made before it
+            chunks.extend([None] * ((first_sum - made) if len(sum_of) else len(ptr) - 1))
+            for was in np.asarray(sum_of).tolist():
+                chunks.append(chunks[was])  # (SizeOnly + SizeOnly is the stand-in added into)
+            for m in range(len(ptr) - 1):
+                chunks[made + m] = Bundle([chunks[p] for p in parts[ptr[m] : ptr[m + 1]]])
             keys, held, slot_key = self._final
             start_slot, new_slots, new_start, new_count = self._new
             built = self._start
