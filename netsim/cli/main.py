@@ -14,14 +14,11 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
-from rich.table import Table
 from typer.core import TyperArgument
 
-from netsim.analysis.stats import run_stats
 from netsim.cli.console import CHECK_FAILED, INTERNAL_ERROR, USER_ERROR
 from netsim.cli.console import QuietConsole as _Console
 from netsim.cli.console import echo as _echo
@@ -29,13 +26,14 @@ from netsim.cli.console import fail as _fail
 from netsim.cli.console import output_lost as _output_lost
 from netsim.cli.console import quiet_exit as _quiet_exit
 from netsim.cli.program import program as _program_command
-from netsim.cli.report import device_table, estimate_rows, estimate_table, estimate_to_dict, link_table, step_table, summary_rows, to_json
 from netsim.cli.sweep_command import sweep as _sweep_command
-from netsim.cli.tables import drop_uniform
-from netsim.collectives import simulate
-from netsim.engine import EngineError
-from netsim.run import ENGINE_MODES
-from netsim.scenario import load_scenario
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+# Each command imports what it needs when it runs (NumPy, NetworkX, the engine, the
+# HLO and program packages, matplotlib): --version, -h and schema load none of them
+# (tests/test_cli_startup.py holds that).
 
 # An argument's metavar (SCENARIO, STUDY, FILE) says what it takes: no "<str>" after it in help.
 TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
@@ -105,7 +103,9 @@ def run(
 ) -> None:
     """Simulate a scenario and print the output check, the timing, its estimates and statistics."""
     from netsim.cli.files import write_run_files
+    from netsim.cli.report import to_json
     from netsim.destinations import check_file, check_folder
+    from netsim.run import ENGINE_MODES
 
     if engine is not None and engine not in ENGINE_MODES:
         raise _fail(f"--engine {engine!r}: use one of {', '.join(ENGINE_MODES)}", USER_ERROR)
@@ -142,6 +142,12 @@ def _check_expected(scenario: str, expected_s: float, time_s: float) -> None:
 
 
 def _print_report(loaded: Any, result: Any, trace: str | None, output: str | None) -> None:
+    from rich.table import Table
+
+    from netsim.analysis.stats import run_stats
+    from netsim.cli.report import device_table, link_table, step_table, summary_rows
+    from netsim.cli.tables import drop_uniform
+
     console = _Console(highlight=False)
     table = Table(title=f"netsim run: {loaded.name}", show_header=False, title_justify="left")
     table.add_column("field", style="bold")
@@ -177,7 +183,11 @@ def estimate(
     json_output: Annotated[bool, typer.Option("--json", help="Print the estimates as one JSON object (shape: netsim schema estimate).")] = False,
 ) -> None:
     """Print a scenario's closed-form estimates without simulating (instant for any size)."""
+    from rich.table import Table
+
     from netsim.analysis.why import estimate_scenario
+    from netsim.cli.report import estimate_rows, estimate_table, estimate_to_dict
+    from netsim.scenario import load_scenario
 
     try:
         loaded = load_scenario(scenario, build_topology=False)
@@ -208,6 +218,8 @@ def estimate(
 
 def _guarded(scenario: str, work: Callable[..., T], *args: Any) -> T:
     """Run ``work(*args)`` for a scenario, turning every failure into one line and the CLI's exit code."""
+    from netsim.engine import EngineError
+
     try:
         return work(*args)
     except EngineError as error:
@@ -231,6 +243,8 @@ def _progress(description: str, total: int | None = None) -> Iterator[Callable[[
 
     Yields ``update(done)``; with ``total=None`` the bar pulses (work of unknown length, such as a simulation).
     """
+    from rich.console import Console
+
     console = Console(stderr=True)
     if not console.is_terminal:
         yield lambda done: None
@@ -252,6 +266,9 @@ class _OutOfMemory(MemoryError):
 
 
 def _load_and_simulate(scenario: str, engine: str | None = None) -> tuple[Any, Any]:
+    from netsim.collectives import simulate
+    from netsim.scenario import load_scenario
+
     loaded = load_scenario(scenario)
     if engine is not None:
         loaded = loaded.model_copy(update={"engine": engine})
@@ -337,6 +354,7 @@ def animate(
     fps: Annotated[float, typer.Option("--fps", metavar="FPS", min=0.1, max=60.0, help="Frames per second when played.")] = 4.0,
 ) -> None:
     """Animate a scenario: devices, their buffers filling up, and chunks moving along the links."""
+    from netsim.scenario import load_scenario
     from netsim.teaching.animate import FORMATS
     from netsim.teaching.animate_axes import animation as make_animation
     from netsim.teaching.views import check_drawable

@@ -6,17 +6,10 @@ import json
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich import box
 from rich.console import Console
-from rich.table import Table
-
-from netsim.analysis.program_stats import ProgramStats, program_stats
-from netsim.checks.memory import memory_advice
-from netsim.cli.hlo import hlo_json, is_hlo, print_hlo, run_any
-from netsim.engine import EngineError
-from netsim.scenario.yaml_files import read_yaml
 
 if TYPE_CHECKING:
+    from netsim.analysis.program_stats import ProgramStats
     from netsim.result import Result
 
 __all__ = ["program", "run_or_exit"]
@@ -36,6 +29,8 @@ def _time(seconds: float | None) -> str:
 
 def _data_of(file: str | None) -> str | None:
     """A program file's ``data:`` field, if it can be read (None otherwise: an HLO module is timing only)."""
+    from netsim.scenario.yaml_files import read_yaml
+
     if file is None:
         return "none"
     try:
@@ -48,6 +43,10 @@ def run_or_exit(
     file: str | None, data: str | None = None, engine: str | None = None, *, hlo: str | None = None, topology: str | None = None, clock_hz: float | None = None
 ) -> Result:
     """Run a program file (or an HLO module on a slice), or exit with one line (2 for a user's mistake, 3 for a bug in netsim)."""
+    from netsim.checks.memory import memory_advice
+    from netsim.cli.hlo import run_any  # the HLO and program packages: imported when a program runs
+    from netsim.engine import EngineError
+
     try:
         return run_any(file, hlo, topology, clock_hz, data, engine)
     except EngineError as error:
@@ -79,6 +78,8 @@ def program(
     ] = None,
 ) -> None:
     """Run a program (collectives and compute on a sharded mesh) and print its time, overlap and ops."""
+    from netsim.analysis.program_stats import program_stats
+    from netsim.cli.hlo import hlo_json, is_hlo, print_hlo
     from netsim.cli.trace import save_trace
     from netsim.destinations import StagedFile, all_or_nothing, check_file
 
@@ -108,6 +109,9 @@ def program(
 
 
 def _print(stats: ProgramStats) -> None:
+    from rich import box
+    from rich.table import Table
+
     console = Console(highlight=False)
     table = Table(title=f"netsim program: {stats.name}", show_header=False, title_justify="left")
     table.add_column("field", style="bold")

@@ -11,9 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from netsim.semantics.ops import COLLECTIVES, OPS, hlo_collectives
+__all__ = ["COLLECTIVE_NAMES", "COMPUTE_OP_NAMES", "HLO_COLLECTIVE_OPCODES", "OP_NAMES", "SCHEMAS", "schema"]
 
-__all__ = ["SCHEMAS", "schema"]
+# The op registry's names (netsim.semantics.ops), written out so that `netsim schema` starts
+# without NumPy, which the registry's layouts import; tests/test_cli_startup.py checks
+# they are the registry's own, in its order.
+COLLECTIVE_NAMES = ("all_gather", "psum_scatter", "psum", "all_to_all", "ppermute")
+"""``COLLECTIVES``' keys."""
+COMPUTE_OP_NAMES = ("matmul", "einsum", "compute")
+"""``COMPUTE_OPS``' keys."""
+OP_NAMES = (*COLLECTIVE_NAMES, *COMPUTE_OP_NAMES)
+"""``OPS``' keys: every op a program runs, collectives first."""
+HLO_COLLECTIVE_OPCODES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "ragged-all-to-all", "collective-permute")
+"""``hlo_collectives()``' keys."""
 
 _DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -37,7 +47,7 @@ def _list(items: dict[str, Any], description: str = "") -> dict[str, Any]:
 
 
 _INT, _NUM, _STR = _t("integer"), _t("number"), _t("string")
-_COLLECTIVE = {"enum": list(COLLECTIVES), "description": "the collective, as the op registry names it (netsim.semantics.ops)"}
+_COLLECTIVE = {"enum": list(COLLECTIVE_NAMES), "description": "the collective, as the op registry names it (netsim.semantics.ops)"}
 _NNUM, _NSTR = _t(["number", "null"]), _t(["string", "null"])
 _ESTIMATE_KIND = {
     "enum": ["exact", "lower_bound", "upper_bound", "none"],
@@ -196,7 +206,7 @@ SWEEP = {"$schema": _DIALECT, "title": "netsim sweep --json", "type": "array", "
 _OP = _obj(
     {
         "name": _STR,
-        "op": {"enum": list(OPS), "description": "a collective or compute op of the op registry (an HLO instruction's step is one of them)"},
+        "op": {"enum": list(OP_NAMES), "description": "a collective or compute op of the op registry (an HLO instruction's step is one of them)"},
         "start_s": _t("number", "its first step on any device"),
         "end_s": _t("number", "its last step on any device"),
         "time_s": _t("number", "the longest it took on one device"),
@@ -207,7 +217,7 @@ _OP = _obj(
 _HLO_COLLECTIVE = _obj(
     {
         "hlo_name": _t("string", "the instruction's name in the module"),
-        "op": {"enum": list(hlo_collectives()), "description": "the HLO collective, e.g. all-gather"},
+        "op": {"enum": list(HLO_COLLECTIVE_OPCODES), "description": "the HLO collective, e.g. all-gather"},
         "shape": _t("array", "one device's operand dims (a list of them for a tuple or combined form)"),
         "dtype": _t(["string", "array"], "the HLO element type, e.g. bf16 (a list for several operands)"),
         "bytes": _t("integer", "bytes each device puts in"),
