@@ -15,10 +15,10 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from netsim.checks.arrays import _Arrays, _feeding
 from netsim.checks.chunks_placed import _key_ids_of, _Starts, _wanted_blocks
+from netsim.engine.compiled_cache import njit
 
 __all__ = ["chunks_pass"]
 

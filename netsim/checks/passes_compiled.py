@@ -15,7 +15,8 @@ them, so they are the same to the bit.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from netsim.engine.compiled_cache import njit
 
 __all__ = ["dependencies_pass", "device_sums", "link_sums", "placed_holding", "single_links_pass"]
 

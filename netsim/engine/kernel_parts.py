@@ -31,7 +31,8 @@ transfer) or its device's list of finished steps (a compute step).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from netsim.engine.compiled_cache import njit
 
 __all__ = ["append", "compute_ready", "count_off", "occupy", "pop", "push", "served", "unit_acts", "wait", "waiters"]
 

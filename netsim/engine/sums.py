@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numba import njit
+
+from netsim.engine.compiled_cache import njit
 
 __all__ = ["Sums", "reduced", "summed"]
 
