@@ -156,3 +156,35 @@ def test_a_killed_animation_exits_128_plus_the_signal_and_leaves_no_staged_file(
     if word:
         assert stderr.strip().splitlines()[-1] == word
     assert list(tmp_path.iterdir()) == []  # neither the animation nor the file staged beside it
+
+
+@pytest.mark.parametrize(
+    "encoding, command",
+    [
+        ("ascii", ["estimate", str(SCENARIO)]),
+        ("latin-1", ["run", str(SCENARIO)]),
+        ("ascii", ["program", str(ROOT / "scenarios" / "programs" / "allgather_matmul.yaml")]),
+    ],
+)
+def test_a_terminal_that_is_not_utf8_gets_plain_tables_and_text(encoding, command):
+    env = {**os.environ, "PYTHONIOENCODING": encoding, "COLUMNS": "100"}
+    done = subprocess.run([sys.executable, "-m", "netsim", *command], cwd=ROOT, capture_output=True, env=env, timeout=60, check=False)
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    text = done.stdout.decode(encoding)  # raises if the stream held what the encoding cannot
+    boxed = [line.rstrip() for line in text.splitlines() if line.startswith(("+", "|"))]
+    assert boxed and all(line.endswith(("+", "|")) for line in boxed)  # ASCII boxes, every row closed
+    edges = [i for i, line in enumerate(boxed) if line.startswith("+")]
+    for top, bottom in zip(edges[::2], edges[1::2], strict=False):
+        assert len({len(line) for line in boxed[top : bottom + 1]}) == 1, boxed[top : bottom + 1]  # aligned: one width a box
+    if command[0] == "estimate":
+        assert "  ring: (n-1)*(alpha + s/B), s = input per device" in text
+        header = next(line for line in boxed if "bound by" in line)
+        assert [cell.strip() for cell in header.strip("|").split("|")] == ["algorithm", "estimate", "kind", "alpha", "bytes/B", "bound by"]
+
+
+def test_plain_spells_what_a_narrow_encoding_cannot_hold():
+    from netsim.cli.console import plain
+
+    assert plain("(n\u22121)\u00b7(\u03b1 + s/B) \u2265 \u230alg n\u230b \u00b5s \u2192 caf\u00e9 \u4e2d") == "(n-1)*(alpha + s/B) >= floor(lg n) us -> cafe ?"
+    assert plain("\u00b5s \u03b1", "latin-1") == "\u00b5s alpha"
+    assert plain("\u03b1", "no-such-encoding") == "alpha"

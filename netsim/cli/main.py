@@ -30,6 +30,7 @@ from netsim.cli.console import echo as _echo
 from netsim.cli.console import fail as _fail
 from netsim.cli.console import interrupted_code as _interrupted_code
 from netsim.cli.console import output_lost as _output_lost
+from netsim.cli.console import plain_text_where_needed as _plain_text_where_needed
 from netsim.cli.console import quiet_exit as _quiet_exit
 from netsim.cli.console import terminate_cleanly as _terminate_cleanly
 from netsim.cli.console import warnings_in_one_line as _warnings_in_one_line
@@ -388,6 +389,7 @@ app.command(name="sweep")(_sweep_command)
 
 def main() -> None:
     """Entry point of the ``netsim`` script."""
+    _plain_text_where_needed()
     _warnings_in_one_line()
     _terminate_cleanly()
     try:

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from netsim.analysis.program_stats import ProgramStats, program_stats
 from netsim.checks.memory import memory_advice
+from netsim.cli.console import QuietConsole
 from netsim.cli.hlo import hlo_json, is_hlo, print_hlo, run_any
 from netsim.engine import EngineError
 from netsim.scenario.yaml_files import read_yaml
@@ -104,11 +105,11 @@ def program(
     else:
         _print(stats)
     if trace is not None:
-        Console(highlight=False).print(f"trace written to {trace}")
+        QuietConsole(highlight=False).print(f"trace written to {trace}")
 
 
 def _print(stats: ProgramStats) -> None:
-    console = Console(highlight=False)
+    console = QuietConsole(highlight=False)
     table = Table(title=f"netsim program: {stats.name}", show_header=False, title_justify="left")
     table.add_column("field", style="bold")
     table.add_column("value")
