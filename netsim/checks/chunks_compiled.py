@@ -18,7 +18,7 @@ import numpy as np
 
 from netsim.checks.arrays import _Arrays, _feeding
 from netsim.checks.chunks_placed import _key_ids_of, _Starts, _wanted_blocks
-from netsim.engine.jit import njit
+from netsim.engine.compiled_cache import njit
 
 __all__ = ["chunks_pass"]
 

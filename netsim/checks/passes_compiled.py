@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from netsim.engine.jit import njit
+from netsim.engine.compiled_cache import njit
 
 __all__ = ["dependencies_pass", "device_sums", "link_sums", "placed_holding", "single_links_pass"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from netsim.analysis.hlo_stats import hlo_summary
 from netsim.analysis.program_stats import ProgramStats
+from netsim.cli.console import QuietConsole
 from netsim.programs.hlo.files import HloProgramFile, load_any_program
 from netsim.programs.hlo.run import run_hlo, run_hlo_program
 from netsim.programs.run import run_program
@@ -65,7 +65,7 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
     """The run's summary, its collectives (slowest first) and what is not modelled."""
     full = hlo_summary(result, stats)
     summary = full["hlo"]
-    console = Console(highlight=False)
+    console = QuietConsole(highlight=False)
     table = Table(title=f"netsim program: {stats.name}", show_header=False, title_justify="left")
     table.add_column("field", style="bold")
     table.add_column("value")

@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 a check failed (``run --check``) or some points of a sweep failed
 (their errors are in results.csv); 2 a user error (bad file, bad argument); 3 an internal
-error (a bug in netsim, with a request to report it). A reader that closes the pipe early
+error (a bug in netsim, with a request to report it); 130 on Ctrl-C and 143 on SIGTERM, files
+staged on the way removed. A reader that closes the pipe early
 (``netsim run ... | head -1``) ends the command quietly.
 """
 
@@ -21,10 +22,15 @@ from typer.core import TyperArgument
 
 from netsim.cli.console import CHECK_FAILED, INTERNAL_ERROR, USER_ERROR
 from netsim.cli.console import QuietConsole as _Console
+from netsim.cli.console import Terminated as _Terminated
 from netsim.cli.console import echo as _echo
 from netsim.cli.console import fail as _fail
+from netsim.cli.console import interrupted_code as _interrupted_code
 from netsim.cli.console import output_lost as _output_lost
+from netsim.cli.console import plain_text_where_needed as _plain_text_where_needed
 from netsim.cli.console import quiet_exit as _quiet_exit
+from netsim.cli.console import terminate_cleanly as _terminate_cleanly
+from netsim.cli.console import warnings_in_one_line as _warnings_in_one_line
 from netsim.cli.program import program as _program_command
 from netsim.cli.sweep_command import sweep as _sweep_command
 
@@ -40,7 +46,8 @@ TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-
 
 EXIT_CODES = (
     "Exit codes: 0 success; 1 a check failed (run --check) or sweep points failed;"
-    " 2 a user error (the message names the file, the field and the fix); 3 an internal error."
+    " 2 a user error (the message names the file, the field and the fix); 3 an internal error;"
+    " 130 Ctrl-C; 143 SIGTERM."
 )
 
 app = typer.Typer(
@@ -400,11 +407,14 @@ app.command(name="sweep")(_sweep_command)
 
 def main() -> None:
     """Entry point of the ``netsim`` script."""
+    _plain_text_where_needed()
+    _warnings_in_one_line()
+    _terminate_cleanly()
     try:
         app()
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+    except (KeyboardInterrupt, _Terminated) as interrupt:  # Ctrl-C, or SIGTERM: files staged on the way were removed
+        print("terminated" if isinstance(interrupt, _Terminated) else "interrupted", file=sys.stderr)
+        sys.exit(_interrupted_code(interrupt))
     except BrokenPipeError:
         _quiet_exit()
     except OSError as error:  # standard output on a full disk, a closed terminal

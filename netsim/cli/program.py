@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
+from netsim.cli.console import QuietConsole
+
 if TYPE_CHECKING:
     from netsim.analysis.program_stats import ProgramStats
     from netsim.result import Result
@@ -105,14 +107,14 @@ def program(
     else:
         _print(stats)
     if trace is not None:
-        Console(highlight=False).print(f"trace written to {trace}")
+        QuietConsole(highlight=False).print(f"trace written to {trace}")
 
 
 def _print(stats: ProgramStats) -> None:
     from rich import box
     from rich.table import Table
 
-    console = Console(highlight=False)
+    console = QuietConsole(highlight=False)
     table = Table(title=f"netsim program: {stats.name}", show_header=False, title_justify="left")
     table.add_column("field", style="bold")
     table.add_column("value")

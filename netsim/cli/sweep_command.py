@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -11,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from netsim.cli.console import INTERNAL_ERROR, POINTS_FAILED, USER_ERROR, QuietConsole, echo, fail
+from netsim.cli.console import INTERNAL_ERROR, POINTS_FAILED, USER_ERROR, QuietConsole, Terminated, echo, fail, interrupted_code, terminate_cleanly
 
 __all__ = ["sweep"]
 
@@ -70,10 +69,7 @@ def sweep(
         if bar is not None:
             bar.update(task, completed=done, total=total)
 
-    def stop(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop)  # kill (not only Ctrl-C) also keeps the finished rows
+    terminate_cleanly()  # kill (not only Ctrl-C) also keeps the finished rows, and exits 143
     staged = None
     try:
         staged = _sweep_folder(output, resume, force, study)
@@ -97,12 +93,13 @@ def sweep(
         if staged is not None:
             staged.commit()
             staged.finish()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Terminated) as interrupt:  # Ctrl-C (130) or SIGTERM (143)
+        what = "terminated" if isinstance(interrupt, Terminated) else "interrupted"
         if staged is not None:
             staged.discard()
-            raise fail(f"interrupted: nothing written; {output} is as it was", 130) from None
+            raise fail(f"{what}: nothing written; {output} is as it was", interrupted_code(interrupt)) from None
         kept = f"{counts[0]} of {counts[1]} points kept in {Path(output) / RESULTS_FILE}" if counts[1] else "no points run"
-        raise fail(f"interrupted: {kept}; run again with --resume to finish", 130) from None
+        raise fail(f"{what}: {kept}; run again with --resume to finish", interrupted_code(interrupt)) from None
     except BrokenProcessPool as error:
         if staged is not None:
             staged.discard()

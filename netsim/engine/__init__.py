@@ -14,6 +14,7 @@ give the same times, hops and statistics, bit for bit. :func:`play` runs either.
 | ``compiled``, ``kernel`` | the fast player's loop compiled (numba) for big schedules, compute steps and joins included |
 | ``kernel_parts`` | what the compiled loops share: the heap of instants, server queues, counting off waiters, compute units |
 | ``compiled_bundles``, ``kernel_bundles`` | the same loop, compiled for schedules that send bundles: chunks by slot, bundles made in the loop |
+| ``compiled_cache`` | numba's ``njit`` with a cache that is rebuilt when corrupt and bypassed when unwritable, never fatal |
 | ``sums``, ``row_buffers``, ``final_buffers`` | the compiled player's reductions, added in waves; buffers as rows or numbers, chunks looked up when read |
 | ``playing`` | :func:`play`: checks a schedule, runs an engine, returns a ``Playback`` |
 | ``playback`` | what the engine takes (``TransferLike``, ``ComputeLike``) and gives (``Playback``) |

@@ -42,7 +42,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from netsim.engine.jit import Dict, njit, types
+from netsim.engine.compiled_cache import njit
+from netsim.engine.jit import Dict, types
 from netsim.engine.kernel_bundles import make_bundle
 from netsim.engine.kernel_parts import append, compute_ready, count_off, occupy, pop, push, unit_acts, wait
 from netsim.engine.link_model import serve, transmission_s

@@ -19,7 +19,7 @@ in ``made_parts[made_ptr[m]:made_ptr[m + 1]]``, its size theirs added.
 
 from __future__ import annotations
 
-from netsim.engine.jit import njit
+from netsim.engine.compiled_cache import njit
 
 __all__ = ["make_bundle", "number_slots"]
 

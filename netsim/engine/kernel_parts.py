@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from netsim.engine.jit import njit
+from netsim.engine.compiled_cache import njit
 
 __all__ = ["append", "compute_ready", "count_off", "occupy", "pop", "push", "served", "unit_acts", "wait", "waiters"]
 

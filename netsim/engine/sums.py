@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from netsim.engine.jit import njit
+from netsim.engine.compiled_cache import njit
 
 __all__ = ["Sums", "reduced", "summed"]
 

@@ -105,7 +105,8 @@ class _Drawing:
         label_h = 0.15
         w, h = max(0.33, cols * cell / 2 + 0.05), (label_h + rows * cell + 0.06) / 2
         self.layout: Layout = layout(topology, (w, h))
-        self.colours = device_colours(len(result.leaves[0].schedule.groups[0]))
+        groups = result.leaves[0].schedule.groups
+        self.colours = device_colours(len(groups[0]) if groups else 1)  # a ppermute of perm: [] has no pair
         self.reducing = any(t.reduce for t in result.leaves[0].schedule.transfers)
         x0, x1, y0, y1 = self.layout.extent
         pad = 0.15

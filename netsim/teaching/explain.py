@@ -88,11 +88,13 @@ def _transfer_line(run: _Run, index: int) -> str:
         blocks = sorted({b for b, _ in leaves(t.key, run.schedule.bundles)})
         shown = ", ".join(map(str, blocks[:4])) + (", ..." if len(blocks) > 4 else "")
         what = f"bundle of {len(blocks)} blocks ({shown})"
+    elif t.src == t.dst:  # a ppermute pair (d, d): the block stays where it is
+        what = f"block {block} (device {t.src}'s data) to itself: it stays in place"
     else:
         what = f"block {block} (device {next(iter(carried))}'s data)"
     part = _piece(run, piece)
     hops = len(playback.routes[index])
-    extra = [format_bytes(playback.nbytes[index])] + ([part] if part else []) + ([f"{hops} hops"] if hops != 1 else [])
+    extra = [format_bytes(playback.nbytes[index])] + ([part] if part else []) + ([f"{hops} hops" if hops else "no link"] if hops != 1 else [])
     return f"    {t.src:>3} → {t.dst:<3} {what} [{', '.join(extra)}]"
 
 
@@ -144,7 +146,8 @@ def _intro(result: Result, run: _Run, links: tuple[float, float] | None) -> list
     if schedule.pattern == "permute":
         pairs = ", ".join(f"{a}→{b}" for a, b in groups[:8]) + (", ..." if len(groups) > 8 else "")
         senders = "each sends its" if len(groups) == devices else "1 of them sends its" if len(groups) == 1 else f"{len(groups)} of them send their"
-        lines.append(f"{devices} devices; {senders} block (s = {s}) to another: {pairs}.")
+        to = "to another" if all(a != b for a, b in groups) else "to another or, paired with itself, keeps it"
+        lines.append(f"{devices} devices; {senders} block (s = {s}) {to}: {pairs}.")
     else:
         lines.append(f"{devices} devices in {len(groups)} group{'s' if len(groups) > 1 else ''} of {n}; a block is {s} (s).")
     if schedule.pattern == "gather":
@@ -240,6 +243,8 @@ def explain(result: Result, leaf: int = 0, max_devices: int = 16, summarise: boo
     links = _uniform_links(run.topology)
     schedule, playback = run.schedule, run.leaf.playback
     permute = schedule.pattern == "permute"
+    if permute and all(t.src == t.dst for t in schedule.transfers):
+        return _nothing_moves(result, run)
     shown_group = tuple(sorted({d for g in schedule.groups for d in g})) if permute else schedule.groups[0]
     devices = list(shown_group[:max_devices])
     others = 0 if permute else len(schedule.groups) - 1
@@ -279,6 +284,21 @@ def explain(result: Result, leaf: int = 0, max_devices: int = 16, summarise: boo
     if len(result.leaves) > 1:
         lines.append(f"  (this explains leaf {leaf} of {len(result.leaves)}; the leaves run one after another, {_exact(result.time)} in all)")
     return "\n".join(lines)
+
+
+def _nothing_moves(result: Result, run: _Run) -> str:
+    """The story of a ppermute that moves nothing: no pair (``perm: []``), or only pairs (d, d) of a device with itself."""
+    pairs = run.schedule.groups
+    heading = f"{result.collective} on {run.topology.name}: nothing crosses a link, and the simulated time is 0 s."
+    if not pairs:
+        what = "perm is empty: no device sends anything, so every device ends with zeros, as jax.lax.ppermute gives them."
+    else:
+        shown = ", ".join(f"{a}→{b}" for a, b in pairs[:8]) + (", ..." if len(pairs) > 8 else "")
+        what = (
+            f"Every pair of perm ({shown}) sends a device's block to itself: it stays where it is;"
+            " the devices in no pair end with zeros, as jax.lax.ppermute gives them."
+        )
+    return "\n".join([heading, what, "", "Total", f"  simulated time: {_exact(run.leaf.playback.time)} (no step: nothing to move)"])
 
 
 def _differences(run: _Run, costs: list[StepCost]) -> list[str]:

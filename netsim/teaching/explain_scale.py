@@ -274,6 +274,8 @@ def _wrapped(text: str, width: int = 95) -> list[str]:
 
 def _check_step(data: _Leaf, step: int) -> int:
     """The schedule's step for a 1-based step number, or ValueError."""
+    if not data.steps:
+        raise ValueError(f"--step {step}: this run has no step: nothing moves (netsim explain without --step says why)")
     if not 1 <= step <= len(data.steps):
         raise ValueError(f"--step {step}: this run has steps 1 to {len(data.steps)}")
     return data.steps[step - 1]

@@ -118,7 +118,7 @@ class _Colours:
     def __init__(self, replay: Replay) -> None:
         schedule = replay.schedule
         self.grouped = {d for g in schedule.groups for d in g}
-        self.n = len(schedule.groups[0])
+        self.n = len(schedule.groups[0]) if schedule.groups else 1  # a ppermute of perm: [] has no pair
         self.reducing = any(t.reduce for t in schedule.transfers)
 
     def of(self, block: int, sources: frozenset[int]) -> tuple[int | None, float]:

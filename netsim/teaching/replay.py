@@ -108,10 +108,11 @@ class Replay:
         self.start = initial_holdings(schedule, len(playback.buffers))
         held = [dict(h) for h in self.start]
         self.carried: list[frozenset[int]] = [frozenset()] * len(schedule.transfers)
-        # Arrivals before sends at the same instant: a device forwards what has just arrived.
-        events = sorted(
-            [(playback.arrived_at[i], 0, i) for i in range(len(schedule.transfers))] + [(playback.sent_at[i], 1, i) for i in range(len(schedule.transfers))]
-        )
+        # Arrivals before sends at the same instant: a device forwards what has just arrived. A transfer
+        # that arrives the instant it leaves (a ppermute pair (d, d): no link) arrives after it has left.
+        n = len(schedule.transfers)
+        arrivals = [(playback.arrived_at[i], 0 if playback.arrived_at[i] > playback.sent_at[i] else 2, i) for i in range(n)]
+        events = sorted(arrivals + [(playback.sent_at[i], 1, i) for i in range(n)])
         changes: list[_Change] = []
         for time, kind, i in events:
             t = schedule.transfers[i]

@@ -72,8 +72,9 @@ class _Run:
 
     def __post_init__(self) -> None:
         self.replay = Replay(self.leaf.schedule, self.leaf.playback)
-        coords = [{self.topology.coord(d)[axis] for d in self.schedule.groups[0]} for axis in range(len(self.topology.dims))]
-        self.multi_axis = self.schedule.pattern != "permute" and sum(len(c) > 1 for c in coords) > 1 and len(self.schedule.groups[0]) > 2
+        first = self.schedule.groups[0] if self.schedule.groups else ()  # a ppermute of perm: [] has no pair
+        coords = [{self.topology.coord(d)[axis] for d in first} for axis in range(len(self.topology.dims))]
+        self.multi_axis = self.schedule.pattern != "permute" and sum(len(c) > 1 for c in coords) > 1 and len(first) > 2
         self.member = {d: (g, i) for g, group in enumerate(self.schedule.groups) for i, d in enumerate(group)}
         self.by_step = [[] for _ in range(self.schedule.n_steps)]
         for index, t in enumerate(self.schedule.transfers):
@@ -85,7 +86,7 @@ class _Run:
 
     @property
     def n(self) -> int:
-        return len(self.schedule.groups[0])
+        return len(self.schedule.groups[0]) if self.schedule.groups else 0
 
     def owner(self, device: int, block: int) -> int:
         """The device block ``block`` of ``device``'s group belongs to (gathers: comes from)."""
@@ -132,6 +133,8 @@ def _offset(run: _Run, src: int, dst: int) -> str | None:
 
 def _whom(run: _Run, index: int) -> str:
     t = run.schedule.transfers[index]
+    if t.src == t.dst:  # a ppermute pair (d, d)
+        return "itself"
     n = run.n
     ahead = (run.member[t.dst][1] - run.member[t.src][1]) % n
     on_grid = _offset(run, t.src, t.dst)
@@ -156,7 +159,9 @@ def _whom(run: _Run, index: int) -> str:
 def _hops(hops: set[int], piece: str = "") -> str:
     """What goes in brackets after a destination: the piece, and how far it is when more than one hop."""
     notes = [piece] if piece else []
-    if hops != {1}:
+    if hops == {0}:
+        notes.append("no link crossed")
+    elif hops != {1}:
         notes.append(f"{next(iter(hops))} hops away" if len(hops) == 1 else f"{min(hops)} to {max(hops)} hops away")
     return f" ({', '.join(notes)})" if notes else ""
 

@@ -221,6 +221,9 @@ def save_timeline(result: Result, path: str | Path, leaf: int = 0, max_rows: int
     handles = [Patch(facecolor=colours[k], edgecolor="black", linewidth=0.4, label=f"device {k}") for k in carried[:16]]
     if len(carried) > 16:
         handles.append(Patch(facecolor="white", edgecolor="white", label=f"... {len(carried) - 16} more devices"))
+    if not handles:  # a ppermute that moves nothing (perm: [], or pairs (d, d)): a valid run of 0 s
+        ax.text(0.5, 0.5, "no message crossed a link: nothing to move (0 s)", transform=ax.transAxes, ha="center", va="center", fontsize=10)
+        return save_figure(figure, path)
     ax.legend(
         handles=handles,
         loc="upper center",
