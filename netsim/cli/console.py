@@ -4,11 +4,26 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
+from typing import Any
 
 import typer
 from rich.console import Console
 
-__all__ = ["CHECK_FAILED", "INTERNAL_ERROR", "POINTS_FAILED", "USER_ERROR", "QuietConsole", "echo", "fail", "output_lost", "quiet_exit"]
+__all__ = [
+    "CHECK_FAILED",
+    "INTERNAL_ERROR",
+    "MIN_WIDTH",
+    "POINTS_FAILED",
+    "USER_ERROR",
+    "QuietConsole",
+    "echo",
+    "echo_prose",
+    "fail",
+    "output_lost",
+    "quiet_exit",
+    "wrap_prose",
+]
 
 CHECK_FAILED = 1
 POINTS_FAILED = 1
@@ -16,11 +31,57 @@ USER_ERROR = 2
 INTERNAL_ERROR = 3
 
 
+MIN_WIDTH = 60
+"""The narrowest the tables are drawn: ``COLUMNS=0`` or ``COLUMNS=20`` still print the whole result, 60 columns wide."""
+
+
 class QuietConsole(Console):
-    """A rich console that ends the command quietly (exit 0) when the reader closes the pipe."""
+    """A rich console for what a command prints: at least :data:`MIN_WIDTH` columns wide, no
+    trailing spaces (a table's title is not padded to the table's width), and a reader that
+    closes the pipe ends the command quietly (exit 0)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.width < MIN_WIDTH:
+            self.width = MIN_WIDTH
+
+    def _render_buffer(self, buffer: Any) -> str:  # (rich's one place where lines become text)
+        text = super()._render_buffer(buffer)
+        return "\n".join(line.rstrip(" ") for line in text.split("\n"))
 
     def on_broken_pipe(self) -> None:
         quiet_exit()
+
+
+def wrap_prose(text: str, width: int) -> str:
+    """Lines longer than ``width`` wrapped at spaces, each continuation indented 4 more than its line; numbers and words never split.
+
+    Examples
+    --------
+    >>> print(wrap_prose("  step 1: every device sends its block to its right neighbour", 30))
+      step 1: every device sends
+          its block to its right
+          neighbour
+    """
+    out = []
+    for line in text.split("\n"):
+        line = line.rstrip()
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        out.extend(
+            textwrap.wrap(
+                line, width, initial_indent="", subsequent_indent=indent + "    ", break_long_words=False, break_on_hyphens=False, drop_whitespace=True
+            )
+            or [line]
+        )
+    return "\n".join(out)
+
+
+def echo_prose(text: str) -> None:
+    """Print prose to stdout wrapped to the terminal's width (at least :data:`MIN_WIDTH`); a closed pipe ends the command quietly."""
+    echo(wrap_prose(text, QuietConsole().width))
 
 
 def echo(text: str) -> None:

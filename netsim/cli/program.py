@@ -6,12 +6,12 @@ import json
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from netsim.analysis.program_stats import ProgramStats, program_stats
 from netsim.checks.memory import memory_advice
+from netsim.cli.console import QuietConsole
 from netsim.cli.hlo import hlo_json, is_hlo, print_hlo, run_any
 from netsim.engine import EngineError
 from netsim.scenario.yaml_files import read_yaml
@@ -30,8 +30,10 @@ def _fail(message: str, code: int) -> typer.Exit:
 
 
 def _time(seconds: float | None) -> str:
-    """A time in microseconds, short enough for a table column."""
-    return "-" if seconds is None else f"{seconds * 1e6:.4g} us"
+    """A time in the units ``netsim run`` uses."""
+    from netsim.network.units import format_seconds
+
+    return "-" if seconds is None else format_seconds(seconds)
 
 
 def _data_of(file: str | None) -> str | None:
@@ -104,11 +106,14 @@ def program(
     else:
         _print(stats)
     if trace is not None:
-        Console(highlight=False).print(f"trace written to {trace}")
+        QuietConsole(highlight=False).print(f"trace written to {trace}")
 
 
 def _print(stats: ProgramStats) -> None:
-    console = Console(highlight=False)
+    from netsim.cli.console import wrap_prose
+    from netsim.cli.program_table import op_lines, ops_table
+
+    console = QuietConsole(highlight=False)
     table = Table(title=f"netsim program: {stats.name}", show_header=False, title_justify="left")
     table.add_column("field", style="bold")
     table.add_column("value")
@@ -126,13 +131,10 @@ def _print(stats: ProgramStats) -> None:
     for label, value in rows:
         table.add_row(label, value)
     console.print(table)
-    ops = Table(title="ops (time: the longest on one chip)", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
-    for header in ("op", "kind", "start", "end", "time", "closed form", "bound"):
-        text = header in ("op", "kind")
-        ops.add_column(header, justify="left" if text or header == "bound" else "right", no_wrap=not text, overflow="fold")
-    for op in stats.ops:
-        ops.add_row(op.name, op.op, _time(op.start_s), _time(op.end_s), _time(op.time_s), _time(op.estimate_s), op.bound)
-    console.print(ops)
+    console.print(ops_table(stats))
+    console.print("why, op by op", markup=False)
+    for line in op_lines(stats):
+        console.print(wrap_prose("  " + line, console.width), markup=False, soft_wrap=True)
     if stats.checks:
         checks = Table(title="values against NumPy's unsharded computation (relative to the largest value)", title_justify="left")
         for header in ("array", "largest difference", "tolerance"):

@@ -1,12 +1,83 @@
-"""The summary table of ``netsim sweep`` for a program study (time, compute, communication, exposed communication)."""
+"""The tables of ``netsim program``: its ops (when, how long, against what closed form, and why) and a program study's summary."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from netsim.network.units import format_seconds
+from rich import box
+from rich.table import Table
 
-__all__ = ["program_sweep_rows"]
+from netsim.network.units import format_bytes, format_seconds
+
+__all__ = ["KIND_WORDS", "op_lines", "ops_table", "program_sweep_rows", "short_seconds"]
+
+KIND_WORDS = {"exact": "exact", "lower_bound": "lower", "upper_bound": "upper", "none": "none"}
+"""An estimate's kind in a narrow column (``lower``: a lower bound)."""
+
+
+def short_seconds(t: float | None) -> str:
+    """A time in the units ``netsim run`` uses, to four significant digits, for narrow columns.
+
+    Examples
+    --------
+    >>> short_seconds(3.736e-1), short_seconds(9.7381e-6), short_seconds(0.0), short_seconds(None)
+    ('373.6 ms', '9.738 us', '0 ns', '-')
+    """
+    if t is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(t) >= scale:
+            return f"{t / scale:.4g} {unit}"
+    return f"{t / 1e-9:.4g} ns"
+
+
+def ops_table(stats: Any) -> Table:
+    """A program's ops: start and end on the critical device, the longest on one device, the closed form and its kind.
+
+    Examples
+    --------
+    >>> import netsim
+    >>> from netsim.analysis.program_stats import program_stats
+    >>> from netsim.cli.console import QuietConsole
+    >>> stats = program_stats(netsim.run_program("scenarios/programs/allgather_matmul.yaml"))
+    >>> QuietConsole(width=80).print(ops_table(stats))
+    ops: start and end on device 0 (its compute ends last); time: the
+    longest on one device
+    op      kind           start       end      time  estimate  kind
+    ─────────────────────────────────────────────────────────────────
+    gather  all_gather      0 ns  9.738 us  9.738 us  9.738 us  exact
+    mm      matmul      9.738 us     12 us  2.265 us  2.265 us  exact
+    """
+    where = f"device {stats.critical_device} (its compute ends last)" if stats.critical_device is not None else "any device"
+    title = f"ops: start and end on {where}; time: the longest on one device"
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    for header in ("op", "kind", "start", "end", "time", "estimate", "kind"):
+        text = header in ("op", "kind")
+        table.add_column(header, justify="left" if text else "right", no_wrap=not text, overflow="fold")
+    for op in stats.ops:
+        times = (op.start_s, op.end_s, op.time_s, op.estimate_s) if op.device is not None else (op.first_start_s, op.last_end_s, op.time_s, op.estimate_s)
+        table.add_row(op.name, op.op, *(short_seconds(t) for t in times), KIND_WORDS.get(op.estimate_kind, op.estimate_kind))
+    return table
+
+
+def op_lines(stats: Any) -> list[str]:
+    """One line per op: what it is (algorithm, bytes per device, what bounds it) and why it took what it took.
+
+    Examples
+    --------
+    >>> import netsim
+    >>> from netsim.analysis.program_stats import program_stats
+    >>> for line in op_lines(program_stats(netsim.run_program("scenarios/programs/allgather_matmul.yaml"))):
+    ...     print(line)  # doctest: +ELLIPSIS
+    gather (all_gather, multiaxis, 128 KiB per device, ICI-bound): as the estimate for a line of 4: ...
+    mm (matmul, HBM-bound): as the estimate: 1.75 MiB at 810 GB/s of HBM
+    """
+    lines = []
+    for op in stats.ops:
+        facts = [op.op, *([op.algorithm] if op.algorithm else []), *([f"{format_bytes(op.bytes_per_device)} per device"] if op.bytes_per_device else [])]
+        facts.append("given its time" if op.bound == "given" else f"{op.bound}-bound")
+        lines.append(f"{op.name} ({', '.join(facts)}): {op.why}")
+    return lines
 
 
 def _cell_text(record: dict[str, Any], column: str, form: Any = str) -> str:
