@@ -7,7 +7,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from netsim.network.units import format_bytes, format_seconds
+from netsim.network.units import format_bytes
 
 __all__ = ["KIND_WORDS", "op_lines", "ops_table", "program_sweep_rows", "short_seconds"]
 
@@ -86,14 +86,30 @@ def _cell_text(record: dict[str, Any], column: str, form: Any = str) -> str:
 
 
 def program_sweep_rows(table: Any, limit: int) -> tuple[list[str], list[list[str]], int]:
-    """The summary rows of ``netsim sweep`` for a program study: time, compute, communication and exposed communication."""
+    """The summary rows of ``netsim sweep`` for a program study: every swept field (a topology too), then time,
+    compute, communication in flight and exposed communication, in ``netsim run``'s units.
+
+    A dotted field is headed by its last name (``params.B`` by ``B``); results.csv has every column.
+
+    Examples
+    --------
+    >>> import io
+    >>> from netsim.studies.sweep import read_results
+    >>> csv = "point,params.B,topology,n_devices,time_s,compute_s,communication_s,exposed_communication_s,error\\n"
+    >>> csv += "0,1024,tpu-v5e:4x4,16,2.5e-05,7.7e-06,1.8e-05,1.8e-05,\\n1,1024,tpu-v6e:4x4,16,1.5e-05,3.9e-06,1.1e-05,1.1e-05,\\n"
+    >>> header, rows, left_out = program_sweep_rows(read_results(io.StringIO(csv)), 40)
+    >>> header, rows[1]
+    (['#', 'B', 'topology', 'time', 'compute', 'in flight', 'exposed', 'status'], ['1', '1024', 'tpu-v6e:4x4', '15 us', '3.9 us', '11 us', '11 us', 'ok'])
+    """
     from netsim.studies.program_sweep import PROGRAM_COLUMNS
 
     fields = [c for c in table.columns if c != "point" and c not in PROGRAM_COLUMNS]
+    if "topology" in table.columns and table["topology"].nunique(dropna=False) > 1:
+        fields.append("topology")  # swept (its label is the measured column)
     measured = ("time_s", "compute_s", "communication_s", "exposed_communication_s")
-    header = ["point", *fields, "time", "compute", "communication", "exposed", "status"]
+    header = ["#", *(f.rsplit(".", 1)[-1] for f in fields), "time", "compute", "in flight", "exposed", "status"]
     rows = []
     for record in table.head(limit).to_dict("records"):
         status = "ok" if _cell_text(record, "error") == "-" else f"failed: {record['error']}"
-        rows.append([str(record["point"]), *(_cell_text(record, f) for f in fields), *(_cell_text(record, m, format_seconds) for m in measured), status])
+        rows.append([str(record["point"]), *(_cell_text(record, f) for f in fields), *(_cell_text(record, m, short_seconds) for m in measured), status])
     return header, rows, max(0, len(table) - limit)
