@@ -128,10 +128,9 @@ def sweep(
 
 
 def _print_sweep(table: Any, name: str, output: Path, resumed: list[int], seconds: float, plots: list[Any]) -> None:
+    from netsim.cli.console import wrap_prose
     from netsim.cli.tables import sweep_rows, sweep_table
     from netsim.studies.sweep import RESULTS_FILE
-
-    from netsim.cli.console import wrap_prose
 
     out = QuietConsole(highlight=False)
     summary = sweep_table(f"netsim sweep: {name}", *(parts := sweep_rows(table))[:2], out.width)

@@ -7,8 +7,6 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from netsim.network.units import format_seconds
-
 __all__ = ["drop_uniform", "grid", "short_link_name", "split_column", "sweep_rows", "sweep_table"]
 
 AXIS_LETTERS = "xyz"
