@@ -87,7 +87,8 @@ def _cell_text(record: dict[str, Any], column: str, form: Any = str) -> str:
 
 def program_sweep_rows(table: Any, limit: int) -> tuple[list[str], list[list[str]], int]:
     """The summary rows of ``netsim sweep`` for a program study: every swept field (a topology too), then time,
-    compute, communication in flight and exposed communication, in ``netsim run``'s units.
+    compute, communication in flight and exposed communication, in ``netsim run``'s units, and
+    each point's status when one failed (the summary line counts them).
 
     A dotted field is headed by its last name (``params.B`` by ``B``); results.csv has every column.
 
@@ -99,7 +100,7 @@ def program_sweep_rows(table: Any, limit: int) -> tuple[list[str], list[list[str
     >>> csv += "0,1024,tpu-v5e:4x4,16,2.5e-05,7.7e-06,1.8e-05,1.8e-05,\\n1,1024,tpu-v6e:4x4,16,1.5e-05,3.9e-06,1.1e-05,1.1e-05,\\n"
     >>> header, rows, left_out = program_sweep_rows(read_results(io.StringIO(csv)), 40)
     >>> header, rows[1]
-    (['#', 'B', 'topology', 'time', 'compute', 'in flight', 'exposed', 'status'], ['1', '1024', 'tpu-v6e:4x4', '15 us', '3.9 us', '11 us', '11 us', 'ok'])
+    (['#', 'B', 'topology', 'time', 'compute', 'in flight', 'exposed'], ['1', '1024', 'tpu-v6e:4x4', '15 us', '3.9 us', '11 us', '11 us'])
     """
     from netsim.studies.program_sweep import PROGRAM_COLUMNS
 
@@ -107,9 +108,11 @@ def program_sweep_rows(table: Any, limit: int) -> tuple[list[str], list[list[str
     if "topology" in table.columns and table["topology"].nunique(dropna=False) > 1:
         fields.append("topology")  # swept (its label is the measured column)
     measured = ("time_s", "compute_s", "communication_s", "exposed_communication_s")
-    header = ["#", *(f.rsplit(".", 1)[-1] for f in fields), "time", "compute", "in flight", "exposed", "status"]
+    failures = "error" in table.columns and table["error"].notna().any()
+    header = ["#", *(f.rsplit(".", 1)[-1] for f in fields), "time", "compute", "in flight", "exposed", *(["status"] if failures else [])]
     rows = []
     for record in table.head(limit).to_dict("records"):
         status = "ok" if _cell_text(record, "error") == "-" else f"failed: {record['error']}"
-        rows.append([str(record["point"]), *(_cell_text(record, f) for f in fields), *(_cell_text(record, m, short_seconds) for m in measured), status])
+        measures = (_cell_text(record, m, short_seconds) for m in measured)
+        rows.append([str(record["point"]), *(_cell_text(record, f) for f in fields), *measures, *([status] if failures else [])])
     return header, rows, max(0, len(table) - limit)

@@ -123,9 +123,11 @@ def _panel(ax: Any, part: pd.DataFrame, field: str, where: str, plot: Plot) -> N
         zeros = [a for a, b in zip(x, y, strict=True) if b <= 0]
         drawn = [b if b > 0 else floor for b in y]  # a 0 has no place on a log axis: the line drops to the floor
         ax.plot(x, drawn, style, color=colour, label=label, markevery=[k for k, b in enumerate(y) if b > 0], **look)
+        plot.series.append(Series(label + suffix, x, y, ordered["point"].tolist(), colour=colour))
         if zeros:
             ax.plot(zeros, [floor] * len(zeros), "v", color=colour, markersize=9, clip_on=False, zorder=4, label=f"{label}: 0 (on the floor)")
-        plot.series.append(Series(label + suffix, x, y, ordered["point"].tolist(), colour=colour))
+            at = [p for p, b in zip(ordered["point"].tolist(), y, strict=True) if b <= 0]
+            plot.series.append(Series(f"{label}: 0 (on the floor){suffix}", zeros, [floor] * len(zeros), at, colour=colour))
     exposed = ordered["exposed_communication_s"].tolist()
     simulated = crossover(x, ordered["compute_s"].tolist(), ordered["communication_s"].tolist(), exposed)
     if simulated is not None:
