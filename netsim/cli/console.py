@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
+import time
+from collections.abc import Callable
 from typing import Any
 
 import typer
@@ -21,6 +23,7 @@ __all__ = [
     "echo_prose",
     "fail",
     "output_lost",
+    "progress_lines",
     "quiet_exit",
     "wrap_prose",
 ]
@@ -97,6 +100,29 @@ def quiet_exit() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     raise SystemExit(0)
+
+
+PROGRESS_EVERY_S = 5.0
+"""Where stderr is not a terminal (a log, CI), long work says how far it got at most this often."""
+
+
+def progress_lines(description: str, total: int | None) -> Callable[[int], None]:
+    """``update(done)`` for work of ``total`` parts when stderr is not a terminal: a plain line such as
+    ``drawing frames: 12/40`` every :data:`PROGRESS_EVERY_S` seconds, and one at the end if any was written.
+
+    Quick work writes nothing; work of unknown length (``total=None``) writes nothing either.
+    """
+    started = last = time.monotonic()
+    said = 0  # the last count written (0: none yet)
+
+    def update(done: int) -> None:
+        nonlocal last, said
+        now = time.monotonic()
+        if total and done > said and (now - last >= PROGRESS_EVERY_S or (said and done >= total)):
+            last, said = now, done
+            print(f"{description}: {done}/{total} ({now - started:.0f} s)", file=sys.stderr, flush=True)
+
+    return update
 
 
 def fail(message: str, code: int) -> typer.Exit:

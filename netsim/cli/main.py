@@ -229,13 +229,15 @@ def _guarded(scenario: str, work: Callable[..., T], *args: Any) -> T:
 
 @contextmanager
 def _progress(description: str, total: int | None = None) -> Iterator[Callable[[int], None]]:
-    """A rich progress bar on stderr while a long piece of work runs (none when stderr is not a terminal).
+    """A rich progress bar on stderr while a long piece of work runs (plain lines now and then when stderr is not a terminal).
 
     Yields ``update(done)``; with ``total=None`` the bar pulses (work of unknown length, such as a simulation).
     """
     console = Console(stderr=True)
     if not console.is_terminal:
-        yield lambda done: None
+        from netsim.cli.console import progress_lines
+
+        yield progress_lines(description, total)
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
