@@ -9,8 +9,10 @@ or combined form), ``bytes`` per device, ``group_size``, the first ``groups`` (m
 device ids; source-target pairs for a permute), ``count``, the simulated ``time_s`` of
 all executions together (each from its first send to its last arrival on any device:
 what the collective takes as a scenario when nothing else runs) and their closed form
-``estimate_s`` (None where there is none), netsim's ``algorithm`` and the TPU compiler's (``compiler_algorithm``, None when
-the module does not say).
+``estimate_s`` (None where there is none) with its ``estimate_kind`` (``exact``,
+``lower_bound``, ``upper_bound``, ``none``) and the first execution's one-line ``why``
+(:mod:`netsim.analysis.op_estimates`), netsim's ``algorithm`` and the TPU compiler's
+(``compiler_algorithm``, None when the module does not say).
 
 Bytes per mesh axis: for each collective whose groups are the devices along some mesh
 axes, the bytes the busiest device receives over the links, summed over executions;
@@ -134,9 +136,11 @@ def collectives(result: Any, stats: ProgramStats | None = None) -> list[dict[str
                 "asynchronous": collective.asynchronous,
                 "line": collective.line,
                 "note": record.note,
+                "estimate_kind": op_stats.estimate_kind,
+                "why": op_stats.why,
             }
         entry["count"] += 1
-        entry["time_s"] += op_stats.end_s - op_stats.start_s
+        entry["time_s"] += op_stats.last_end_s - op_stats.first_start_s
         entry["estimate_s"] = None if entry["estimate_s"] is None or op_stats.estimate_s is None else entry["estimate_s"] + op_stats.estimate_s
     return sorted(by_name.values(), key=lambda e: (-e["time_s"], e["line"]))
 

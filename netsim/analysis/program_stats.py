@@ -10,27 +10,25 @@
 - ``exposed_communication_s``: the time during which the *critical device* (the one
   whose compute unit finishes last) has its compute unit idle while a collective
   is in flight: communication that did not hide behind compute.
-- per op: when it started (its first step on any device) and ended (its last),
-  the longest it took on one device (from the device's first send or compute step
-  to its last arrival or compute step),
-  its closed form (the matmul roofline ``max(flops / peak_flops, bytes /
-  hbm_bandwidth)`` per device; a collective's closed form from
-  :mod:`netsim.analysis.closed_forms`, where there is one) and what bounds it:
-  ``compute``, ``HBM`` or ``ICI`` (a collective matmul whose blocks take longer
-  to arrive than to multiply is ``ICI``-bound).
+- per op: when it started and ended on the *critical device* (``start_s``, ``end_s``,
+  ``device``: from the device's first send or compute step to its last arrival or compute
+  step, so an op never starts there before the ops it reads end there), its first start
+  and last end on any device (``first_start_s``, ``last_end_s``), the longest it took on
+  one device (``time_s``), and, from :mod:`netsim.analysis.op_estimates`, its closed form
+  and its kind (``exact``, ``lower_bound``, ``upper_bound``, ``none``), what bounds it
+  (``compute``, ``HBM``, ``ICI`` or ``given``), a collective's algorithm and bytes per
+  device, and one line on why it took what it took.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from netsim.analysis.closed_forms.registry import estimate_collective
-from netsim.analysis.why import nominal_link
-from netsim.semantics.program_values import itemsize
+from netsim.analysis.op_estimates import link_sharing, op_estimate, op_why
+from netsim.analysis.why import _t
 
 if TYPE_CHECKING:
     from netsim.result import Result
@@ -44,11 +42,18 @@ class OpStats:
 
     name: str
     op: str
-    start_s: float
+    start_s: float  # on the critical device (``device``)
     end_s: float
     time_s: float  # the longest on one device
     estimate_s: float | None
     bound: str
+    estimate_kind: str = "none"
+    algorithm: str | None = None
+    bytes_per_device: int | None = None
+    why: str = ""
+    device: int | None = None
+    first_start_s: float = 0.0  # on any device
+    last_end_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,41 @@ def _span_on_devices(n_devices: int, device: np.ndarray, start: np.ndarray, end:
     np.maximum.at(last, device, end)
     touched = first <= last
     return float(first[touched].min()), float(last[touched].max()), float((last[touched] - first[touched]).max())
+
+
+def _span_on_device(device: int | None, sends: tuple, arrivals: tuple, computes: tuple) -> tuple[float, float] | None:
+    """An op's start and end on one device: its first send or compute step there, and its last arrival or compute step there.
+
+    A device that only receives starts with the first send towards it; one that only sends
+    ends with its last send's arrival. None when the op does nothing on the device.
+
+    Examples
+    --------
+    >>> a = np.array
+    >>> _span_on_device(1, (a([1, 0]), a([2.0, 1.0])), (a([0, 1]), a([3.0, 1.5])), (a([1]), a([4.0]), a([5.0])))
+    (2.0, 5.0)
+    >>> _span_on_device(2, (a([1]), a([2.0])), (a([2]), a([3.0])), (a([], int), a([]), a([]))) # receives only
+    (2.0, 3.0)
+    """
+    if device is None:
+        return None
+    (src, sent), (dst, arrived), (where, started, ended) = sends, arrivals, computes
+    mine_out, mine_in, mine_steps = src == device, dst == device, where == device
+    if not (mine_out.any() or mine_in.any() or mine_steps.any()):
+        return None
+    starts = np.concatenate([sent[mine_out], started[mine_steps]])
+    ends = np.concatenate([arrived[mine_in], ended[mine_steps]])
+    start = float(starts.min()) if len(starts) else float(sent[mine_in].min())
+    end = float(ends.max()) if len(ends) else float(arrived[mine_out].max())
+    return start, end
+
+
+def _sharing(playback: Any, lowered: Any) -> list[set[int]]:
+    """Per op, the other ops on one of its links at the same time (:func:`netsim.analysis.op_estimates.link_sharing`)."""
+    op_of = np.zeros(len(playback.sent_at), np.int64)
+    for k, record in enumerate(lowered.ops):
+        op_of[record.transfers.start : record.transfers.stop] = k
+    return link_sharing(playback.hops, op_of, len(lowered.ops))
 
 
 def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -151,25 +191,50 @@ def program_stats(result: Result) -> ProgramStats:
     peak, hbm = facts["peak_flops"], facts["hbm_bandwidth_Bps"]
     ops, in_flight = [], []
     src, dst = (np.asarray(schedule.transfers.columns()[k] if hasattr(schedule.transfers, "columns") else [], np.int64) for k in ("src", "dst"))
-    for record in lowered.ops:
-        t, c = slice(record.transfers.start, record.transfers.stop), slice(record.computes.start, record.computes.stop)
-        if len(record.transfers):
-            in_flight.append((float(sent[t].min()), float(arrived[t].max())))
-        start, end, longest = _span_on_devices(
-            result.n_devices,
-            np.concatenate([src[t], dst[t], devices[c]]),
-            np.concatenate([sent[t], arrived[t], started[c]]),
-            np.concatenate([sent[t], arrived[t], ended[c]]),
-        )
-        comm_s = (
-            float(arrived[record.transfers.start : record.transfers.stop].max() - sent[record.transfers.start : record.transfers.stop].min())
-            if len(record.transfers)
-            else 0.0
-        )
-        estimate, bound = _estimate(record, lowered, result.topology_obj, peak, hbm, comm_s)
-        ops.append(OpStats(record.op.name, record.op.op, start, end, longest, estimate, bound))
     busy = {d: s.busy_s for d, s in playback.compute_units.items()}
     critical = max(busy, key=lambda d: (float(ended[devices == d].max()), busy[d])) if busy else None
+    spans, estimates = [], []
+    for record in lowered.ops:
+        t, c = slice(record.transfers.start, record.transfers.stop), slice(record.computes.start, record.computes.stop)
+        comm_s = 0.0
+        if len(record.transfers):
+            in_flight.append((float(sent[t].min()), float(arrived[t].max())))
+            comm_s = in_flight[-1][1] - in_flight[-1][0]
+        spans.append(
+            _span_on_devices(
+                result.n_devices,
+                np.concatenate([src[t], dst[t], devices[c]]),
+                np.concatenate([sent[t], arrived[t], started[c]]),
+                np.concatenate([sent[t], arrived[t], ended[c]]),
+            )
+        )
+        estimates.append(op_estimate(record, lowered, result.topology_obj, peak, hbm, comm_s))
+    sharing = _sharing(playback, lowered)
+    for k, record in enumerate(lowered.ops):
+        t, c = slice(record.transfers.start, record.transfers.stop), slice(record.computes.start, record.computes.stop)
+        first, last, longest = spans[k]
+        here = _span_on_device(critical, (src[t], sent[t]), (dst[t], arrived[t]), (devices[c], started[c], ended[c]))
+        start, end = here if here is not None else (first, last)
+        e = estimates[k]
+        why = op_why(longest, e, [lowered.ops[j].op.name for j in sorted(sharing[k])])
+        ops.append(
+            OpStats(
+                record.op.name,
+                record.op.op,
+                start,
+                end,
+                longest,
+                e.estimate_s,
+                e.bound,
+                e.kind,
+                e.algorithm,
+                e.bytes_per_device,
+                why,
+                critical if here is not None else None,
+                first,
+                last,
+            )
+        )
     communication = _union(in_flight)
     if critical is None:
         exposed = sum(e - s for s, e in communication)
@@ -218,26 +283,4 @@ def _why(lowered: Any, comm_s: float, exposed_s: float, compute_s: float, time_s
 
 
 def _us(seconds: float) -> str:
-    return f"{seconds * 1e6:.4g} us"
-
-
-def _estimate(record: Any, lowered: Any, topology: Any, peak: float | None, hbm: float | None, comm_s: float = 0.0) -> tuple[float | None, str]:
-    """An op's closed form and what bounds it (``comm_s``: how long its own transfers took, for a collective matmul)."""
-    op = record.op
-    if record.collective:
-        array = lowered.arrays[op.inputs[0]]
-        nbytes = math.prod(array.local_shape(lowered.mesh.shape)) * itemsize(array.dtype)
-        latency, bandwidth = nominal_link(topology)
-        try:
-            closed = estimate_collective(op.op, record.algorithm, topology.dims, topology.wraparound, record.layout.groups, nbytes, latency, bandwidth)
-        except (ValueError, KeyError):
-            return None, "ICI"
-        return (closed.estimate.time_s if closed.estimate is not None else None), "ICI"
-    if record.seconds is not None:
-        return record.seconds, "given"
-    flops_s = record.flops / peak if peak else 0.0
-    bytes_s = record.bytes / hbm if hbm else 0.0
-    compute = max(flops_s, bytes_s)
-    if record.collective_matmul and comm_s > compute:  # its blocks arrive slower than it multiplies them
-        return compute, "ICI"
-    return compute, "compute" if flops_s >= bytes_s else "HBM"
+    return _t(seconds)

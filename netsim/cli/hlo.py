@@ -51,7 +51,9 @@ def hlo_json(result: Any, stats: ProgramStats) -> str:
 
 
 def _us(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds * 1e6:.4g} us"
+    from netsim.network.units import format_seconds
+
+    return "-" if seconds is None else format_seconds(seconds)
 
 
 def _size(nbytes: int) -> str:
@@ -61,10 +63,30 @@ def _size(nbytes: int) -> str:
     return f"{nbytes} B"
 
 
+def _collectives_table(entries: list[dict[str, Any]], more: str) -> Table:
+    """The collectives, slowest first: time of all runs, closed form, its kind; a shape is never split across lines."""
+    from rich import box
+
+    from netsim.cli.program_table import KIND_WORDS, short_seconds
+
+    title = "collectives, slowest first: time of all runs and its closed form" + more
+    grid = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    for header in ("hlo_name", "op (group)", "shape", "runs", "time", "estimate", "kind"):
+        text = header in ("hlo_name", "op (group)", "kind")
+        grid.add_column(header, justify="left" if text else "right", no_wrap=not text, overflow="fold")
+    for e in entries:
+        shape = f"{e['dtype']}{e['shape']}".replace(" ", "") if isinstance(e["dtype"], str) else f"{len(e['shape'])} arrays"
+        kind = KIND_WORDS.get(e["estimate_kind"], e["estimate_kind"])
+        grid.add_row(e["hlo_name"], f"{e['op']} ({e['group_size']})", shape, str(e["count"]), short_seconds(e["time_s"]), short_seconds(e["estimate_s"]), kind)
+    return grid
+
+
 def print_hlo(result: Any, stats: ProgramStats) -> None:
     """The run's summary, its collectives (slowest first) and what is not modelled."""
     full = hlo_summary(result, stats)
     summary = full["hlo"]
+    from netsim.cli.console import wrap_prose
+
     console = QuietConsole(highlight=False)
     table = Table(title=f"netsim program: {stats.name}", show_header=False, title_justify="left")
     table.add_column("field", style="bold")
@@ -96,15 +118,13 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
     console.print(table)
     entries = full["collectives"]
     more = f" (first {SHOWN} of {len(entries)}; all with --json)" if len(entries) > SHOWN else ""
-    title = "collectives, slowest first: time of all runs, its closed-form estimate, algorithm netsim's / the compiler's"
-    grid = Table(title=title + more, title_justify="left")
-    for header in ("hlo_name", "op (group)", "shape", "runs", "time", "estimate", "algorithm"):
-        grid.add_column(header, justify="right" if header in ("runs", "time", "estimate") else "left", overflow="fold", no_wrap=header in ("time", "estimate"))
+    console.print(_collectives_table(entries[:SHOWN], more))
+    console.print("why, collective by collective", markup=False)
     for e in entries[:SHOWN]:
-        shape = f"{e['dtype']}{e['shape']}".replace(" ", "") if isinstance(e["dtype"], str) else f"{len(e['shape'])} arrays, {_size(e['bytes'])}"
-        algorithm = e["algorithm"] + (f" / {e['compiler_algorithm']}" if e["compiler_algorithm"] else "")
-        grid.add_row(e["hlo_name"], f"{e['op']} ({e['group_size']})", shape, str(e["count"]), _us(e["time_s"]), _us(e["estimate_s"]), algorithm)
-    console.print(grid)
+        algorithm = e["algorithm"] + (f" (the compiler's: {e['compiler_algorithm']})" if e["compiler_algorithm"] else "")
+        runs = f", first of {e['count']} runs" if e["count"] > 1 else ""
+        line = f"  {e['hlo_name']} ({algorithm}, {_size(e['bytes'])} per device{runs}): {e['why']}"
+        console.print(wrap_prose(line, console.width), markup=False, soft_wrap=True)
     if unmodelled:
         listing = Table(title="not modelled (not timed)", title_justify="left")
         for header in ("line", "hlo_name", "op", "why"):

@@ -219,8 +219,10 @@ def estimate(
     headers = [{"latency term": "α", "bandwidth term": "bytes/B", "regime": "bound by"}.get(h, h) for h in headers]
     console.print(_grid(f"every algorithm for {mine.collective} on this layout (* = the scenario's)", headers, rows))
     console.print("formulas" if formulas else "")
+    from netsim.cli.console import wrap_prose
+
     for line in formulas:
-        console.print(f"  {line}", markup=False)
+        console.print(wrap_prose(f"  {line}", console.width), markup=False, soft_wrap=True)
 
 
 def _guarded(scenario: str, work: Callable[..., T], *args: Any) -> T:
@@ -246,7 +248,7 @@ def _guarded(scenario: str, work: Callable[..., T], *args: Any) -> T:
 
 @contextmanager
 def _progress(description: str, total: int | None = None) -> Iterator[Callable[[int], None]]:
-    """A rich progress bar on stderr while a long piece of work runs (none when stderr is not a terminal).
+    """A rich progress bar on stderr while a long piece of work runs (plain lines now and then when stderr is not a terminal).
 
     Yields ``update(done)``; with ``total=None`` the bar pulses (work of unknown length, such as a simulation).
     """
@@ -254,7 +256,9 @@ def _progress(description: str, total: int | None = None) -> Iterator[Callable[[
 
     console = Console(stderr=True)
     if not console.is_terminal:
-        yield lambda done: None
+        from netsim.cli.console import progress_lines
+
+        yield progress_lines(description, total)
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -344,13 +348,15 @@ def explain(
         raise _fail(f"--device {device}: devices are numbered from 0", USER_ERROR)
     if step is not None and step < 1:
         raise _fail(f"--step {step}: steps are numbered from 1", USER_ERROR)
+    from netsim.cli.console import echo_prose
+
     _, result = _simulated(scenario)
     if device is not None:
-        _echo(_guarded(scenario, device_view, result, device, step))
+        echo_prose(_guarded(scenario, device_view, result, device, step))
     elif step is not None:
-        _echo(_guarded(scenario, step_view, result, step))
+        echo_prose(_guarded(scenario, step_view, result, step))
     else:
-        _echo(_guarded(scenario, explain_text, result))
+        echo_prose(_guarded(scenario, explain_text, result))
 
 
 @app.command()

@@ -25,8 +25,10 @@ def _fail(message: str, code: int) -> typer.Exit:
 
 
 def _time(seconds: float | None) -> str:
-    """A time in microseconds, short enough for a table column."""
-    return "-" if seconds is None else f"{seconds * 1e6:.4g} us"
+    """A time in the units ``netsim run`` uses."""
+    from netsim.network.units import format_seconds
+
+    return "-" if seconds is None else format_seconds(seconds)
 
 
 def _data_of(file: str | None) -> str | None:
@@ -111,8 +113,10 @@ def program(
 
 
 def _print(stats: ProgramStats) -> None:
-    from rich import box
     from rich.table import Table
+
+    from netsim.cli.console import wrap_prose
+    from netsim.cli.program_table import op_lines, ops_table
 
     console = QuietConsole(highlight=False)
     table = Table(title=f"netsim program: {stats.name}", show_header=False, title_justify="left")
@@ -132,13 +136,10 @@ def _print(stats: ProgramStats) -> None:
     for label, value in rows:
         table.add_row(label, value)
     console.print(table)
-    ops = Table(title="ops (time: the longest on one chip)", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
-    for header in ("op", "kind", "start", "end", "time", "closed form", "bound"):
-        text = header in ("op", "kind")
-        ops.add_column(header, justify="left" if text or header == "bound" else "right", no_wrap=not text, overflow="fold")
-    for op in stats.ops:
-        ops.add_row(op.name, op.op, _time(op.start_s), _time(op.end_s), _time(op.time_s), _time(op.estimate_s), op.bound)
-    console.print(ops)
+    console.print(ops_table(stats))
+    console.print("why, op by op", markup=False)
+    for line in op_lines(stats):
+        console.print(wrap_prose("  " + line, console.width), markup=False, soft_wrap=True)
     if stats.checks:
         checks = Table(title="values against NumPy's unsharded computation (relative to the largest value)", title_justify="left")
         for header in ("array", "largest difference", "tolerance"):

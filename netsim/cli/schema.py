@@ -207,11 +207,18 @@ _OP = _obj(
     {
         "name": _STR,
         "op": {"enum": list(OP_NAMES), "description": "a collective or compute op of the op registry (an HLO instruction's step is one of them)"},
-        "start_s": _t("number", "its first step on any device"),
-        "end_s": _t("number", "its last step on any device"),
+        "start_s": _t("number", "its first send or compute step on `device` (the critical device), else on any device"),
+        "end_s": _t("number", "its last arrival or compute step on `device`, else on any device"),
         "time_s": _t("number", "the longest it took on one device"),
         "estimate_s": _t(["number", "null"], "its closed form: the roofline per device, or the collective's; null where there is none"),
         "bound": {"enum": ["compute", "HBM", "ICI", "given"], "description": "what bounds it"},
+        "estimate_kind": _ESTIMATE_KIND,
+        "algorithm": _t(["string", "null"], "a collective's algorithm; null for compute"),
+        "bytes_per_device": _t(["integer", "null"], "a collective's input per device; null for compute"),
+        "why": _t("string", "one line on why it took what it took, against its closed form"),
+        "device": _t(["integer", "null"], "the device start_s and end_s are on: the one whose compute ends last (null: the op does nothing there)"),
+        "first_start_s": _t("number", "its first step on any device"),
+        "last_end_s": _t("number", "its last step on any device"),
     }
 )
 _HLO_COLLECTIVE = _obj(
@@ -232,6 +239,8 @@ _HLO_COLLECTIVE = _obj(
         "asynchronous": _t("boolean", "an async start/done pair"),
         "line": _INT,
         "note": _STR,
+        "estimate_kind": _ESTIMATE_KIND,
+        "why": _t("string", "one line on why its first execution took what it took, against its closed form"),
     }
 )
 _HLO = _obj(
