@@ -75,7 +75,7 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
         ("module", f"{summary['file']} ({summary['devices']} devices)"),
         ("topology", stats.topology),
         ("placement", summary["placement"]),
-        ("time", _us(stats.time_s)),
+        ("time", _us(stats.time_s) + (" (long loops extended; the rows below are of the trips played)" if summary["loops_extended"] else "")),
         ("compute (busiest device)", _us(stats.compute_s)),
         ("communication in flight", _us(stats.communication_s)),
         ("exposed communication", _us(stats.exposed_communication_s)),
@@ -89,6 +89,7 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
         ),
         ("bytes per mesh axis", ", ".join(f"{axes}: {_size(b)}" for axes, b in summary["axis_bytes"].items()) or "-"),
         ("not modelled", f"{len(unmodelled)} instruction(s), listed below" if unmodelled else "nothing: every instruction is timed"),
+        *(("loop extended", line) for line in (summary["loops_extended"] and result.program.extension.describe()) or ()),
         ("verified", stats.verification),
     ]
     for label, value in rows:

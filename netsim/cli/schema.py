@@ -235,6 +235,23 @@ _HLO = _obj(
         "unmodelled": _list(_obj({"hlo_name": _STR, "op": _STR, "line": _INT, "reason": _STR}), "instructions not timed"),
         "axis_bytes": {"type": "object", "additionalProperties": _INT, "description": "mesh axes -> bytes the busiest device receives"},
         "roofline_ici_bytes": {"type": ["object", "null"], "description": "jax.experimental.roofline's ICI bytes per mesh axis, where it applies"},
+        "loops_extended": {
+            "anyOf": [
+                {"type": "null"},
+                _obj(
+                    {
+                        "loops": _list(
+                            _obj({"hlo_name": _STR, "line": _INT, "trips": _INT, "played": _INT, "per_trip_s": _t("number", "what each further trip adds")})
+                        ),
+                        "played_time_s": _t("number", "the time of the trips played (the statistics are that run's)"),
+                        "time_s": _t("number", "the time with every trip: the run's time_s"),
+                        "steady": _t("boolean", "whether each trip had come to add the same time"),
+                        "runs": _INT,
+                    }
+                ),
+            ],
+            "description": "while loops of many trips: a few played, the rest extended at the steady per-trip time (null: every trip played)",
+        },
     },
     description="an HLO module's facts (--hlo and hlo: files only)",
 )
