@@ -14,7 +14,7 @@ from netsim.programs.hlo.files import HloProgramFile, load_any_program
 from netsim.programs.hlo.run import run_hlo, run_hlo_program
 from netsim.programs.run import run_program
 
-__all__ = ["is_hlo", "print_hlo", "run_any"]
+__all__ = ["estimate_of", "is_hlo", "print_hlo", "run_any"]
 
 SHOWN = 12
 """Collectives listed in the table (all of them with --json)."""
@@ -47,7 +47,16 @@ def is_hlo(result: Any) -> bool:
 
 def hlo_json(result: Any, stats: ProgramStats) -> str:
     """The run as one JSON object: the program totals, ``collectives`` and the module's facts."""
-    return json.dumps(hlo_summary(result, stats), indent=2)
+    summary = hlo_summary(result, stats)
+    return json.dumps({**summary, "estimate": estimate_of(result)}, indent=2)
+
+
+def estimate_of(result: Any) -> dict[str, int]:
+    """The before-run estimate of a program's (or HLO module's) run: what was checked against the memory available."""
+    from netsim.programs.run import run_estimate, values_bytes
+
+    lowered = result.program.lowered
+    return run_estimate(lowered, values_bytes(lowered) if result.verified else 0)
 
 
 def _us(seconds: float | None) -> str:

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from netsim.analysis.program_stats import ProgramStats, program_stats
 from netsim.checks.memory import memory_advice
-from netsim.cli.hlo import hlo_json, is_hlo, print_hlo, run_any
+from netsim.cli.hlo import estimate_of, hlo_json, is_hlo, print_hlo, run_any
 from netsim.engine import EngineError
 from netsim.scenario.yaml_files import read_yaml
 
@@ -97,7 +97,7 @@ def program(
         except OSError as error:
             raise _fail(f"cannot write {trace}: {error.strerror}", USER_ERROR) from None
     if json_output:
-        print(hlo_json(result, stats) if is_hlo(result) else json.dumps(stats.to_dict(), indent=2))
+        print(hlo_json(result, stats) if is_hlo(result) else json.dumps({**stats.to_dict(), "estimate": estimate_of(result)}, indent=2))
         return
     if is_hlo(result):
         print_hlo(result, stats)

@@ -280,6 +280,16 @@ PROGRAM = {
             "devices": _list(_obj({"device": _INT, "compute_busy_s": _NUM, "link_busy_s": _t("number", "busy time of the links leaving it")})),
             "collectives": _list(_HLO_COLLECTIVE, "an HLO module's collective instructions, slowest first (--hlo and hlo: files only)"),
             "hlo": _HLO,
+            "estimate": _obj(
+                {
+                    "transfers": _INT,
+                    "compute_steps": _INT,
+                    "dependencies": _t("integer", "dependency entries of transfers and compute steps"),
+                    "link_crossings": _t("integer", "links crossed, over all transfers"),
+                    "memory_bytes": _t("integer", "the memory the run was estimated to need, checked before it played"),
+                },
+                description="the before-run estimate (of the last run played, for an HLO module with long loops)",
+            ),
         },
         required=[
             "scenario",
@@ -296,6 +306,7 @@ PROGRAM = {
             "ops",
             "checks",
             "devices",
+            "estimate",
         ],
     ),
 }

@@ -12,11 +12,12 @@ compute units at once. The :class:`~netsim.result.Result` is a program's result
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, return_freed_memory
+from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, MemoryLimitError, check_memory, return_freed_memory
 from netsim.network.topology import Topology
 from netsim.programs.hlo import HloProgram, load_hlo
 from netsim.programs.hlo.devices import DeviceMap, load_device_map
@@ -26,7 +27,7 @@ from netsim.programs.hlo.loops import MAX_STEPS, Extension, check_steps, extend,
 from netsim.programs.hlo.text import HloSyntaxError
 from netsim.programs.hlo.translate import HloLowered, lower_hlo
 from netsim.programs.hlo.validate import cut_long_words
-from netsim.programs.run import play_lowered, program_result
+from netsim.programs.run import memory_needed, play_lowered, program_result
 from netsim.result import ProgramRun, Result
 from netsim.run import check_engine, resolve_topology
 from netsim.scenario.errors import ScenarioError
@@ -106,8 +107,8 @@ def run_hlo(
     (True, True)
     """
     check_engine(engine)
-    if clock_hz is not None and not clock_hz > 0:
-        raise ValueError(f"clock_hz must be positive, got {clock_hz!r}")
+    if clock_hz is not None and not (0 < clock_hz < math.inf):
+        raise ValueError(f"clock_hz must be a finite number of Hz > 0, e.g. 1.5e9; got {clock_hz!r}")
     source = str(module) if isinstance(module, (str, Path)) else module.module
     program = load_hlo(module) if isinstance(module, (str, Path)) else module
     if device_map is None:
@@ -157,6 +158,10 @@ def _play(program: HloProgram, topo: Topology, device_map: DeviceMap, clock_hz: 
     """One run of the module's steps as flattened."""
     hlo = lower_hlo(program, topo, device_map, clock_hz, name)
     lowered = hlo.lowered
+    try:
+        check_memory(memory_needed(lowered), timing_only=True, fewer="fewer devices, collectives or loop trips")
+    except MemoryLimitError as error:
+        raise ScenarioError(source, "", str(error)) from None
     playback, _ = play_lowered(lowered, topo, engine, values=False)
     provenance: dict[str, Any] = {"netsim_version": __version__, "hlo": source, "device_map": device_map.source, "clock_hz": clock_hz}
     return program_result(
