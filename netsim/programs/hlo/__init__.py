@@ -14,6 +14,10 @@ are not modelled; then simulates it on a slice. A module per job, in the data's 
 - :mod:`~netsim.programs.hlo.compute`: FLOPs of dots and convolutions, bytes, cycles.
 - :mod:`~netsim.programs.hlo.reading`: one collective instruction (sync or async).
 - :mod:`~netsim.programs.hlo.ops`: the plain form (collectives, compute, steps).
+- :mod:`~netsim.programs.hlo.validate`: what the walk relies on, checked first (names,
+  calls, header counts, shape sizes).
+- :mod:`~netsim.programs.hlo.loops`: long ``while`` loops: trip counts, steps counted before
+  they are made, the steady state a few trips reach and the extension past it.
 - :mod:`~netsim.programs.hlo.flatten`: the module walked into steps
   (:func:`hlo_from_text` and :func:`load_hlo`, here, put the above together).
 - :mod:`~netsim.programs.hlo.devices`: the device map (``NAME.devices.json``) that places
