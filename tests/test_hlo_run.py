@@ -47,9 +47,13 @@ def test_a_module_of_one_collective_takes_what_the_collective_takes_alone():
         assert collective["time_s"] == pytest.approx(alone.time, rel=1e-12), name
 
 
+ADD = "\n%add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(%a, %b)\n}\n"
+"""The reduction the modules' all-reduces name (after ENTRY: the lines of the tests' instructions do not move)."""
+
+
 def module(body: str, computations: str = "") -> str:
     lines = "\n".join("  " + line.strip() for line in body.strip().splitlines())
-    return f"HloModule m, is_scheduled=true, num_partitions=8\n\n{computations}\nENTRY %main (p: bf16[1024,1024]) -> f32[] {{\n{lines}\n}}\n"
+    return f"HloModule m, is_scheduled=true, num_partitions=8\n\n{computations}\nENTRY %main (p: bf16[1024,1024]) -> f32[] {{\n{lines}\n}}\n{ADD}"
 
 
 DOT = """%mm (a: bf16[1024,1024], b: bf16[1024,1024]) -> bf16[1024,1024] {
@@ -165,7 +169,8 @@ def test_cli_errors_are_one_line_and_exit_2(tmp_path, args, message):
     assert message.replace("BAD", str(bad)) in result.output and result.output.count("\n") == 1
 
 
-EDGES = """HloModule m, num_partitions=4
+EDGES = (
+    """HloModule m, num_partitions=4
 ENTRY %main (p: f32[8]) -> f32[8] {
   %p = f32[8]{0} parameter(0)
   %ar = f32[8]{0} all-reduce(%p), channel_id=1, replica_groups={{0},{1},{2},{3}}, use_global_device_ids=true, to_apply=%add
@@ -176,6 +181,8 @@ ENTRY %main (p: f32[8]) -> f32[8] {
   %ra = f32[6]{0} ragged-all-to-all(%r, %r, %o, %s, %o, %s), channel_id=3, replica_groups={{0,1,2,3}}
   ROOT %a2a = f32[8]{0} all-to-all(%p), channel_id=4, replica_groups={{0,1,2,3}}, dimensions={0}
 }"""
+    + ADD
+)
 
 
 def test_array_and_ragged_all_to_all_singletons_and_self_permutes():

@@ -178,5 +178,6 @@ def hlo_summary(result: Any, stats: ProgramStats | None = None) -> dict[str, Any
             "unmodelled": [{"hlo_name": u.name, "op": u.opcode, "line": u.line, "reason": u.reason} for u in run.module.unmodelled],
             "axis_bytes": axis_bytes(result),
             "roofline_ici_bytes": getattr(run, "roofline_ici_bytes", None),
+            "loops_extended": run.extension.to_dict() if getattr(run, "extension", None) is not None else None,
         },
     }

@@ -14,7 +14,7 @@ from netsim.programs.hlo.files import HloProgramFile, load_any_program
 from netsim.programs.hlo.run import run_hlo, run_hlo_program
 from netsim.programs.run import run_program
 
-__all__ = ["is_hlo", "print_hlo", "run_any"]
+__all__ = ["estimate_of", "is_hlo", "print_hlo", "run_any"]
 
 SHOWN = 12
 """Collectives listed in the table (all of them with --json)."""
@@ -47,7 +47,16 @@ def is_hlo(result: Any) -> bool:
 
 def hlo_json(result: Any, stats: ProgramStats) -> str:
     """The run as one JSON object: the program totals, ``collectives`` and the module's facts."""
-    return json.dumps(hlo_summary(result, stats), indent=2)
+    summary = hlo_summary(result, stats)
+    return json.dumps({**summary, "estimate": estimate_of(result)}, indent=2)
+
+
+def estimate_of(result: Any) -> dict[str, int]:
+    """The before-run estimate of a program's (or HLO module's) run: what was checked against the memory available."""
+    from netsim.programs.run import run_estimate, values_bytes
+
+    lowered = result.program.lowered
+    return run_estimate(lowered, values_bytes(lowered) if result.verified else 0)
 
 
 def _us(seconds: float | None) -> str:
@@ -97,7 +106,7 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
         ("module", f"{summary['file']} ({summary['devices']} devices)"),
         ("topology", stats.topology),
         ("placement", summary["placement"]),
-        ("time", _us(stats.time_s)),
+        ("time", _us(stats.time_s) + (" (long loops extended; the rows below are of the trips played)" if summary["loops_extended"] else "")),
         ("compute (busiest device)", _us(stats.compute_s)),
         ("communication in flight", _us(stats.communication_s)),
         ("exposed communication", _us(stats.exposed_communication_s)),
@@ -111,6 +120,7 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
         ),
         ("bytes per mesh axis", ", ".join(f"{axes}: {_size(b)}" for axes, b in summary["axis_bytes"].items()) or "-"),
         ("not modelled", f"{len(unmodelled)} instruction(s), listed below" if unmodelled else "nothing: every instruction is timed"),
+        *(("loop extended", line) for line in (summary["loops_extended"] and result.program.extension.describe()) or ()),
         ("verified", stats.verification),
     ]
     for label, value in rows:

@@ -83,7 +83,7 @@ def program(
 ) -> None:
     """Run a program (collectives and compute on a sharded mesh) and print its time, overlap and ops."""
     from netsim.analysis.program_stats import program_stats
-    from netsim.cli.hlo import hlo_json, is_hlo, print_hlo
+    from netsim.cli.hlo import estimate_of, hlo_json, is_hlo, print_hlo
     from netsim.cli.trace import save_trace
     from netsim.destinations import StagedFile, all_or_nothing, check_file
 
@@ -102,7 +102,7 @@ def program(
         except OSError as error:
             raise _fail(f"cannot write {trace}: {error.strerror}", USER_ERROR) from None
     if json_output:
-        print(hlo_json(result, stats) if is_hlo(result) else json.dumps(stats.to_dict(), indent=2))
+        print(hlo_json(result, stats) if is_hlo(result) else json.dumps({**stats.to_dict(), "estimate": estimate_of(result)}, indent=2))
         return
     if is_hlo(result):
         print_hlo(result, stats)

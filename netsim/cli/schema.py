@@ -254,6 +254,23 @@ _HLO = _obj(
         "unmodelled": _list(_obj({"hlo_name": _STR, "op": _STR, "line": _INT, "reason": _STR}), "instructions not timed"),
         "axis_bytes": {"type": "object", "additionalProperties": _INT, "description": "mesh axes -> bytes the busiest device receives"},
         "roofline_ici_bytes": {"type": ["object", "null"], "description": "jax.experimental.roofline's ICI bytes per mesh axis, where it applies"},
+        "loops_extended": {
+            "anyOf": [
+                {"type": "null"},
+                _obj(
+                    {
+                        "loops": _list(
+                            _obj({"hlo_name": _STR, "line": _INT, "trips": _INT, "played": _INT, "per_trip_s": _t("number", "what each further trip adds")})
+                        ),
+                        "played_time_s": _t("number", "the time of the trips played (the statistics are that run's)"),
+                        "time_s": _t("number", "the time with every trip: the run's time_s"),
+                        "steady": _t("boolean", "whether each trip had come to add the same time"),
+                        "runs": _INT,
+                    }
+                ),
+            ],
+            "description": "while loops of many trips: a few played, the rest extended at the steady per-trip time (null: every trip played)",
+        },
     },
     description="an HLO module's facts (--hlo and hlo: files only)",
 )
@@ -282,6 +299,16 @@ PROGRAM = {
             "devices": _list(_obj({"device": _INT, "compute_busy_s": _NUM, "link_busy_s": _t("number", "busy time of the links leaving it")})),
             "collectives": _list(_HLO_COLLECTIVE, "an HLO module's collective instructions, slowest first (--hlo and hlo: files only)"),
             "hlo": _HLO,
+            "estimate": _obj(
+                {
+                    "transfers": _INT,
+                    "compute_steps": _INT,
+                    "dependencies": _t("integer", "dependency entries of transfers and compute steps"),
+                    "link_crossings": _t("integer", "links crossed, over all transfers"),
+                    "memory_bytes": _t("integer", "the memory the run was estimated to need, checked before it played"),
+                },
+                description="the before-run estimate (of the last run played, for an HLO module with long loops)",
+            ),
         },
         required=[
             "scenario",
@@ -298,6 +325,7 @@ PROGRAM = {
             "ops",
             "checks",
             "devices",
+            "estimate",
         ],
     ),
 }

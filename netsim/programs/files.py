@@ -29,6 +29,7 @@ Mistakes are :class:`~netsim.scenario.ScenarioError` s naming the file, the op
 
 from __future__ import annotations
 
+import math
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -46,8 +47,12 @@ from netsim.scenario.models import ExpectedSpec, MeshSpec, mesh_shorthand
 from netsim.scenario.topology_spec import DeviceSpec, TopologySpec, build_topology, load_topology
 from netsim.scenario.yaml_files import read_yaml, validate
 from netsim.semantics import ops as registry
+from netsim.semantics.program_values import itemsize
 
-__all__ = ["ProgramFile", "load_program", "program_as_data", "program_from_data"]
+__all__ = ["MAX_ARRAY_BYTES", "ProgramFile", "load_program", "program_as_data", "program_from_data"]
+
+MAX_ARRAY_BYTES = 2**50
+"""The largest array a program file may declare (1 PiB: more than any slice holds)."""
 
 Axes = Annotated[list[str], BeforeValidator(lambda v: [v] if isinstance(v, str) else v)]
 Names = Annotated[list[str], BeforeValidator(lambda v: [v] if isinstance(v, str) else v)]
@@ -55,7 +60,7 @@ Size = int | str
 
 
 def _amount(parse):
-    def check(value: Any) -> Any:
+    def read(value: Any) -> float:
         if isinstance(value, str):
             try:
                 return float(value)
@@ -64,6 +69,12 @@ def _amount(parse):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError("expected a number")
         return float(value)
+
+    def check(value: Any) -> float:
+        amount = read(value)
+        if not (math.isfinite(amount) and amount >= 0):  # nan would cost nothing and pass every check; inf never ends
+            raise ValueError("expected a finite amount >= 0")
+        return amount
 
     return BeforeValidator(check)
 
@@ -181,6 +192,11 @@ class ProgramFile(Strict):
         arrays = {}
         for name, spec in self.arrays.items():
             shape = tuple(self._size(f"arrays.{name}.shape", s) for s in spec.shape)
+            if math.prod(shape) * itemsize(spec.dtype) > MAX_ARRAY_BYTES:
+                shown = ", ".join(map(str, shape))
+                raise ScenarioError(
+                    self.source, f"arrays.{name}.shape", f"[{shown}] of {spec.dtype} is more than 2^50 bytes (1 PiB, beyond any slice); give the real shape"
+                )
             sharding = spec.sharding if spec.sharding is not None else [None] * len(shape)
             axes = tuple(() if s is None else (s,) if isinstance(s, str) else tuple(s) for s in sharding)
             arrays[name] = Sharded(shape, spec.dtype, axes, tuple(spec.partial or ()))

@@ -17,9 +17,11 @@ dropped silently.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from netsim.programs.hlo.compute import backend_config, config_value, instruction_bytes, instruction_flops
+from netsim.programs.hlo.compute import config_value, instruction_bytes, instruction_flops
+from netsim.programs.hlo.loops import trip_count
 from netsim.programs.hlo.opcodes import OPCODES
 from netsim.programs.hlo.ops import Collective, Compute, HloProgram, Step, Unmodelled
 from netsim.programs.hlo.reading import collective_opcode, read_collective
@@ -78,6 +80,7 @@ class _Walk:
     iteration: tuple[int, ...] = ()
     pending: dict[str, int] = field(default_factory=dict)
     listed: set[tuple[str, int]] = field(default_factory=set)
+    trips: Mapping[int, int] = field(default_factory=dict)
 
     def note(self, instruction: Instruction, reason: str) -> None:
         key = (instruction.name, instruction.line)
@@ -186,12 +189,11 @@ class _Walk:
 
     def loop(self, ins: Instruction, state: Value) -> Value:
         body = self.computation(ins.attrs.get("body", ""), ins.line)
-        trip = backend_config(ins).get("known_trip_count", {}).get("n")
-        if trip is None:
+        trips = trip_count(ins)
+        if trips is None:
             self.note(ins, "while loop without a known_trip_count: its body is timed once")
             trips = 1
-        else:
-            trips = int(trip)
+        trips = self.trips.get(ins.line, trips)
         outer = self.iteration
         for i in range(trips):
             self.iteration = (*outer, i)
@@ -200,8 +202,11 @@ class _Walk:
         return state
 
 
-def flatten(module: Module) -> HloProgram:
+def flatten(module: Module, trips: Mapping[int, int] | None = None) -> HloProgram:
     """The module's steps, in scheduled order, with their dependences and what is not modelled.
+
+    ``trips`` gives, by the line of their ``while`` instruction, how many trips of some
+    loops to play instead of their ``known_trip_count`` (see :mod:`~netsim.programs.hlo.loops`).
 
     Raises
     ------
@@ -220,7 +225,7 @@ def flatten(module: Module) -> HloProgram:
     >>> [(s.op.name, s.deps) for s in program.steps], program.steps[0].op.groups
     ([('ag', ()), ('e', (0,))], [[0, 1, 2, 3]])
     """
-    walk = _Walk(module)
+    walk = _Walk(module, trips=trips or {})
     entry = module.entry
     walk.run(entry, [])
     for name in walk.pending:

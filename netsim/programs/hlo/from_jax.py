@@ -103,6 +103,9 @@ def from_jax(
     >>> step = jax.shard_map(lambda a: jax.lax.psum(a, "y"), mesh=mesh, in_specs=P("x", "y"), out_specs=P("x"))  # doctest: +SKIP
     >>> netsim.from_jax(step, x, mesh=mesh, topology="tpu-v5e:2x4").time  # doctest: +SKIP
     """
+    if not (hasattr(mesh, "devices") and hasattr(mesh, "axis_names")):
+        shown = repr(mesh) if len(repr(mesh)) <= 60 else repr(mesh)[:60] + "..."
+        raise ValueError(f"mesh must be a jax.sharding.Mesh, e.g. jax.make_mesh((2, 4), ('x', 'y')); got {type(mesh).__name__} {shown}")
     label = name or getattr(f, "__name__", "jax_function")
     compiled = compile_for(f, *args, in_shardings=in_shardings, out_shardings=out_shardings)
     module = hlo_from_text(compiled.as_text(), f"<compiled {label}>")

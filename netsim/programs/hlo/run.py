@@ -11,19 +11,26 @@ compute units at once. The :class:`~netsim.result.Result` is a program's result
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, return_freed_memory
+from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, MemoryLimitError, check_memory, return_freed_memory
 from netsim.network.topology import Topology
 from netsim.programs.hlo import HloProgram, load_hlo
 from netsim.programs.hlo.devices import DeviceMap, load_device_map
 from netsim.programs.hlo.files import HloProgramFile, load_any_program
+from netsim.programs.hlo.flatten import flatten
+from netsim.programs.hlo.loops import MAX_STEPS, Extension, check_steps, extend, unrolled_steps
+from netsim.programs.hlo.text import HloSyntaxError
 from netsim.programs.hlo.translate import HloLowered, lower_hlo
-from netsim.programs.run import play_lowered, program_result
+from netsim.programs.hlo.validate import cut_long_words
+from netsim.programs.run import memory_needed, play_lowered, program_result
 from netsim.result import ProgramRun, Result
 from netsim.run import check_engine, resolve_topology
+from netsim.scenario.errors import ScenarioError
 from netsim.version import __version__
 
 __all__ = ["HloRun", "run_hlo", "run_hlo_program"]
@@ -40,6 +47,8 @@ class HloRun(ProgramRun):
     source: str = ""
     roofline_ici_bytes: dict[str, int] | None = None
     """``jax.experimental.roofline``'s ICI bytes per mesh axis, when the run came from JAX and it applies."""
+    extension: Extension | None = None
+    """How the time was extended past the trips of long loops played (None: every trip was played)."""
 
 
 def run_hlo(
@@ -50,8 +59,15 @@ def run_hlo(
     clock_hz: float | None = None,
     engine: str = "auto",
     name: str | None = None,
+    unroll: bool = False,
 ) -> Result:
     """Simulate the HLO module ``module`` (a text file, or already read) on ``topology``, timing only.
+
+    ``while`` loops of more than :data:`~netsim.programs.hlo.loops.FULL_TRIPS` trips are
+    played for a few trips, until each trip adds the same time, and the rest of their
+    trips are extended at that time (:mod:`~netsim.programs.hlo.loops`; said in
+    ``result.program.extension``); ``unroll=True`` plays every trip instead (up to
+    :data:`~netsim.programs.hlo.loops.MAX_STEPS` steps).
 
     Parameters
     ----------
@@ -69,6 +85,8 @@ def run_hlo(
         Which engine plays the run (same numbers).
     name : str, optional
         The run's name (default: the module's).
+    unroll : bool, default False
+        Play every trip of long loops instead of extending their steady state.
 
     Returns
     -------
@@ -89,8 +107,8 @@ def run_hlo(
     (True, True)
     """
     check_engine(engine)
-    if clock_hz is not None and not clock_hz > 0:
-        raise ValueError(f"clock_hz must be positive, got {clock_hz!r}")
+    if clock_hz is not None and not (0 < clock_hz < math.inf):
+        raise ValueError(f"clock_hz must be a finite number of Hz > 0, e.g. 1.5e9; got {clock_hz!r}")
     source = str(module) if isinstance(module, (str, Path)) else module.module
     program = load_hlo(module) if isinstance(module, (str, Path)) else module
     if device_map is None:
@@ -102,8 +120,48 @@ def run_hlo(
     topo = resolve_topology(topology, None)
     if topo.n_devices >= RETURN_FREED_MIN_DEVICES:
         return_freed_memory()
+    if not program.long_loops:
+        return _play(program, topo, device_map, clock_hz, engine, name, source)
+    module_text, loops = program.parsed, program.long_loops
+    if unroll:
+        trips = {loop.line: loop.trips for loop in loops}
+        steps = unrolled_steps(module_text, trips)
+        if steps > MAX_STEPS:
+            raise ScenarioError(
+                source, "unroll", f"every trip of its long loops is {steps} steps, more than the {MAX_STEPS} netsim plays; leave the loops extended"
+            )
+        return _play(_flattened(module_text, trips, source), topo, device_map, clock_hz, engine, name, source)
+    results: dict[tuple, Result] = {}
+
+    def time_at(trips: dict[int, int]) -> float:
+        run = _play(_flattened(module_text, trips, source), topo, device_map, clock_hz, engine, name, source)
+        results[tuple(sorted(trips.items()))] = run
+        return run.time
+
+    def can_play(trips: dict[int, int]) -> bool:
+        return unrolled_steps(module_text, trips) <= MAX_STEPS
+
+    extension, top = extend(loops, time_at, can_play)
+    result = results[tuple(sorted(top.items()))]
+    return dataclasses.replace(result, time=extension.time_s, program=dataclasses.replace(result.program, extension=extension))
+
+
+def _flattened(module: Any, trips: dict[int, int], source: str) -> HloProgram:
+    try:
+        check_steps(module, trips, ())
+        return flatten(module, trips)
+    except HloSyntaxError as error:
+        raise ScenarioError(source, f"line {error.line}", cut_long_words(error.problem)) from None
+
+
+def _play(program: HloProgram, topo: Topology, device_map: DeviceMap, clock_hz: float | None, engine: str, name: str | None, source: str) -> Result:
+    """One run of the module's steps as flattened."""
     hlo = lower_hlo(program, topo, device_map, clock_hz, name)
     lowered = hlo.lowered
+    try:
+        check_memory(memory_needed(lowered), timing_only=True, fewer="fewer devices, collectives or loop trips")
+    except MemoryLimitError as error:
+        raise ScenarioError(source, "", str(error)) from None
     playback, _ = play_lowered(lowered, topo, engine, values=False)
     provenance: dict[str, Any] = {"netsim_version": __version__, "hlo": source, "device_map": device_map.source, "clock_hz": clock_hz}
     return program_result(
