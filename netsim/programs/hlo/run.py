@@ -18,7 +18,7 @@ from typing import Any
 from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, return_freed_memory
 from netsim.network.topology import Topology
 from netsim.programs.hlo import HloProgram, load_hlo
-from netsim.programs.hlo.devices import DeviceMap, load_device_map
+from netsim.programs.hlo.devices import DeviceMap, default_device_map, load_device_map
 from netsim.programs.hlo.files import HloProgramFile, load_any_program
 from netsim.programs.hlo.translate import HloLowered, lower_hlo
 from netsim.programs.run import play_lowered, program_result
@@ -61,7 +61,8 @@ def run_hlo(
         The slice, e.g. ``"tpu-v5e:4x4"``: as many chips as the module has devices.
     device_map : DeviceMap, optional
         Where each device id runs; default the ``NAME.devices.json`` beside a module
-        file, else row-major over the slice.
+        file, else the TPU's own device order on a TPU slice
+        (:func:`~netsim.programs.hlo.devices.default_device_map`), else row-major.
     clock_hz : float, optional
         The chip's clock: compute steps with the compiler's ``estimated_cycles`` take
         ``cycles / clock_hz``; without it every compute step takes its roofline time.
@@ -85,7 +86,7 @@ def run_hlo(
     Examples
     --------
     >>> r = run_hlo("scenarios/programs/hlo/psum.txt", "tpu-v5e:2x4")
-    >>> r.program.device_map.row_major, r.time > 0
+    >>> r.program.device_map.row_major, r.time > 0  # its device map: CPU devices, no coordinates
     (True, True)
     """
     check_engine(engine)
@@ -93,13 +94,9 @@ def run_hlo(
         raise ValueError(f"clock_hz must be positive, got {clock_hz!r}")
     source = str(module) if isinstance(module, (str, Path)) else module.module
     program = load_hlo(module) if isinstance(module, (str, Path)) else module
-    if device_map is None:
-        device_map = (
-            load_device_map(module, program.devices)
-            if isinstance(module, (str, Path))
-            else DeviceMap((None,) * program.devices, (0,) * program.devices, {}, "row-major")
-        )
     topo = resolve_topology(topology, None)
+    if device_map is None:
+        device_map = load_device_map(module, program.devices, topo.name) if isinstance(module, (str, Path)) else default_device_map(program.devices, topo.name)
     if topo.n_devices >= RETURN_FREED_MIN_DEVICES:
         return_freed_memory()
     hlo = lower_hlo(program, topo, device_map, clock_hz, name)

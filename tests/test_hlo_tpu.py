@@ -1,0 +1,86 @@
+"""Modules the TPU compiler wrote (libtpu, ahead of time, scenarios/programs/hlo/tpu/): they parse, run in their expected time,
+carry bf16 collectives of the sizes the programs imply, and list their devices in the TPU's own order."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from netsim.analysis.hlo_stats import collectives
+from netsim.network.device_order import tpu_device_order
+from netsim.programs.hlo import load_hlo
+from netsim.programs.hlo.run import run_hlo_program
+from netsim.programs.hlo.text import parse_module
+
+ROOT = Path(__file__).resolve().parent.parent
+TPU = ROOT / "scenarios" / "programs" / "hlo" / "tpu"
+PROGRAMS = sorted(TPU.glob("*/*.yaml"))
+SLICES = sorted(p for p in TPU.iterdir() if p.is_dir())
+
+# the examples' global bf16 arguments (netsim/programs/hlo/examples.py) and how each is split over the mesh (x, y)
+ONE_BLOCK = {"all_gather": ((1024, 1024), ("x", "y")), "psum": ((1024, 1024), ("x", "y")), "all_to_all": ((1024, 1024), ("x", "y"))}
+ONE_BLOCK |= {"ppermute": ((1024, 1024), ("x", "y")), "psum_scatter": ((2048, 1024), ("x", None))}
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return {path: run_hlo_program(path) for path in PROGRAMS}
+
+
+def test_every_slice_named_is_bundled():
+    assert [p.name for p in SLICES] == ["tpu7x_2x2x1", "v4_4x4x4", "v5e_4x4", "v5p_16x16x16", "v6e_8x16"]
+    for folder in SLICES:
+        for module in folder.glob("*.txt"):
+            assert module.with_suffix(".yaml").is_file() and module.with_name(module.stem + ".devices.json").is_file(), module
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_tpu_compiled_module_runs_in_its_expected_time(path, runs):
+    assert runs[path].time == pytest.approx(yaml.safe_load(path.read_text())["expected"]["time_s"], rel=1e-12)
+
+
+def _per_device_bytes(shape: tuple[int, ...], spec: tuple, mesh: dict[str, int]) -> int:
+    return 2 * math.prod(d // (mesh[s] if s else 1) for d, s in zip(shape, spec, strict=True))
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_collectives_keep_bf16_and_move_what_the_program_implies(path, runs):
+    listed = collectives(runs[path])
+    assert listed and {c["dtype"] for c in listed} == {"bf16"}, path
+    mesh = json.loads(path.with_name(path.stem + ".devices.json").read_text())["mesh"]
+    if path.stem in ONE_BLOCK:  # a shard_map'd collective: each device puts in its block of the argument
+        shape, spec = ONE_BLOCK[path.stem]
+        assert [c["bytes"] for c in listed] == [_per_device_bytes(shape, spec, mesh)]
+    if path.stem == "mlp":  # one all-reduce over y of each device's [batch / x, model] partial sums
+        (reduce,) = listed
+        assert (reduce["op"], reduce["bytes"], reduce["group_size"]) == ("all-reduce", 2 * (256 // mesh["x"]) * 1024, mesh["y"])
+
+
+def test_a_scan_without_known_trip_count_runs_as_often_as_its_condition_says(runs):
+    # the TPU compiler writes no known_trip_count: the loop's counter starts at 0, adds 1, stops at 4
+    for folder in ("v5e_4x4", "tpu7x_2x2x1"):
+        (permute,) = collectives(runs[TPU / folder / "collective_matmul.yaml"])
+        assert permute["op"] == "collective-permute" and permute["count"] == 4
+
+
+def test_tpu7x_sparsecore_computations_are_read_and_their_collectives_run():
+    text = (TPU / "tpu7x_2x2x1" / "psum.txt").read_text()
+    module = parse_module(text)
+    offloaded = [c for c in module.computations.values() if c.execution_thread == "sparsecore"]
+    assert len(offloaded) == text.count('}, execution_thread="sparsecore"') > 0
+    (step,) = load_hlo(TPU / "tpu7x_2x2x1" / "psum.txt").collectives
+    assert step.op.op == "all-reduce" and step.op.asynchronous and step.op.groups == [[0, 4], [1, 5], [2, 6], [3, 7]]  # over x of the 2x4 mesh
+
+
+@pytest.mark.parametrize("folder", SLICES, ids=lambda p: p.name)
+def test_compiled_device_lists_are_the_tpus_own_order(folder):
+    sidecar = json.loads(next(folder.glob("*.devices.json")).read_text())
+    dims = tuple(int(d) for d in sidecar["compiler"]["topology"].partition(":")[2].split("x"))
+    per_chip = 2 if folder.name.startswith("tpu7x") else 1
+    listed = [(tuple(d["coords"][: len(dims)]), d["core_on_chip"]) for d in sidecar["devices"]]
+    assert listed == tpu_device_order(dims, per_chip)
+    assert sidecar["compiler"]["libtpu"] == "0.0.42.1" and sidecar["compiler"]["platform"] == "tpu"
