@@ -169,6 +169,8 @@ def hlo_summary(result: Any, stats: ProgramStats | None = None) -> dict[str, Any
             "module": run.module.module,
             "devices": run.module.devices,
             "placement": placement,
+            "compiler": getattr(run, "compiler", ""),
+            "dtypes": getattr(run, "dtypes", "as compiled"),
             "groups_matched_against": run.hlo.mesh_source,
             "clock_hz": run.clock_hz,
             "unmodelled": [{"hlo_name": u.name, "op": u.opcode, "line": u.line, "reason": u.reason} for u in run.module.unmodelled],

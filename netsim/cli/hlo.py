@@ -74,6 +74,8 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
     rows = [
         ("module", f"{summary['file']} ({summary['devices']} devices)"),
         ("topology", stats.topology),
+        ("compiled by", summary["compiler"] or "-"),
+        ("dtypes timed", summary["dtypes"]),
         ("placement", summary["placement"]),
         ("time", _us(stats.time_s)),
         ("compute (busiest device)", _us(stats.compute_s)),

@@ -230,6 +230,8 @@ _HLO = _obj(
         "module": _STR,
         "devices": _INT,
         "placement": _t("string", "how device ids were placed on chips"),
+        "compiler": _t("string", "which compiler made the module (the TPU's, with libtpu's version, or XLA's CPU compiler and what its module lacks)"),
+        "dtypes": _t("string", "which dtypes were timed: as compiled, or source (the arguments' dtype, for a CPU-compiled module)"),
         "groups_matched_against": _STR,
         "clock_hz": _t(["number", "null"], "the clock that times estimated_cycles"),
         "unmodelled": _list(_obj({"hlo_name": _STR, "op": _STR, "line": _INT, "reason": _STR}), "instructions not timed"),

@@ -30,9 +30,12 @@ from netsim.network.device_order import tpu_device_order
 from netsim.network.presets import GENERATIONS, is_slice_name, parse_slice
 from netsim.scenario.errors import ScenarioError
 
-__all__ = ["DeviceMap", "default_device_map", "device_map_from_data", "load_device_map", "sidecar_path"]
+__all__ = ["CPU_CAVEAT", "DeviceMap", "default_device_map", "device_map_from_data", "load_device_map", "sidecar_path"]
 
 MAX_SIDECAR_BYTES = 16 * 2**20
+
+CPU_CAVEAT = "XLA's CPU compiler (CPU-compiled: dtypes as it left them, no async overlap, no compiler algorithms)"
+"""What a module compiled by XLA's CPU compiler lacks next to the TPU's, said in the result and the table."""
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,7 @@ def device_map_from_data(data: Any, n_devices: int, source: str = "<device map>"
         raise ScenarioError(source, "compiler", f'expected names and versions such as {{"platform": "tpu", "libtpu": "0.0.42.1"}}, got {compiler!r}')
     coords: dict[int, tuple[int, ...] | None] = {}
     cores: dict[int, int] = {}
+    platforms: set[object] = set()
     for i, entry in enumerate(data["devices"]):
         where = f"devices[{i}]"
         if not isinstance(entry, dict) or not isinstance(entry.get("id"), int) or isinstance(entry.get("id"), bool):
@@ -197,6 +201,7 @@ def device_map_from_data(data: Any, n_devices: int, source: str = "<device map>"
         core = entry.get("core_on_chip", 0)
         if not isinstance(core, int) or isinstance(core, bool) or core < 0:
             raise ScenarioError(source, f"{where}.core_on_chip", f"expected a non-negative int, got {core!r}")
+        platforms.add(entry.get("platform"))
         coords[device] = tuple(value) if value is not None else None
         cores[device] = core
     if sorted(coords) != list(range(n_devices)):
@@ -206,4 +211,6 @@ def device_map_from_data(data: Any, n_devices: int, source: str = "<device map>"
         raise ScenarioError(source, "mesh", f"expected axis names and sizes such as {{'x': 2, 'y': 4}}, got {mesh!r}")
     if mesh and math.prod(mesh.values()) != n_devices:
         raise ScenarioError(source, "mesh", f"the axes {mesh} make {math.prod(mesh.values())} devices, the module has {n_devices}")
+    if not compiler and platforms == {"cpu"}:  # written by export() from a mesh of CPU devices
+        compiler = {"platform": "cpu"}
     return DeviceMap(tuple(coords[i] for i in range(n_devices)), tuple(cores[i] for i in range(n_devices)), dict(mesh), source, dict(compiler))

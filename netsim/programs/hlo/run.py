@@ -18,7 +18,7 @@ from typing import Any
 from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, return_freed_memory
 from netsim.network.topology import Topology
 from netsim.programs.hlo import HloProgram, load_hlo
-from netsim.programs.hlo.devices import DeviceMap, default_device_map, load_device_map
+from netsim.programs.hlo.devices import CPU_CAVEAT, DeviceMap, default_device_map, load_device_map
 from netsim.programs.hlo.files import HloProgramFile, load_any_program
 from netsim.programs.hlo.translate import HloLowered, lower_hlo
 from netsim.programs.run import play_lowered, program_result
@@ -40,6 +40,10 @@ class HloRun(ProgramRun):
     source: str = ""
     roofline_ici_bytes: dict[str, int] | None = None
     """``jax.experimental.roofline``'s ICI bytes per mesh axis, when the run came from JAX and it applies."""
+    compiler: str = ""
+    """Which compiler made the module, as far as is known (the device map's ``compiler``, or :func:`~netsim.programs.hlo.from_jax.from_jax`'s)."""
+    dtypes: str = "as compiled"
+    """Which dtypes were timed: ``as compiled``, or ``source: ...`` (:mod:`netsim.programs.hlo.dtypes`)."""
 
 
 def run_hlo(
@@ -114,8 +118,18 @@ def run_hlo(
         scenario=name or program.module,
         provenance=provenance,
         verification="timing only: an HLO module's values are not simulated",
-        program=HloRun(lowered, {}, program, hlo, device_map, clock_hz, source),
+        program=HloRun(lowered, {}, program, hlo, device_map, clock_hz, source, compiler=_compiler(device_map)),
     )
+
+
+def _compiler(device_map: DeviceMap) -> str:
+    """What compiled the module, from its device map."""
+    facts = device_map.compiler
+    if facts.get("platform") == "tpu":
+        return f"the TPU compiler (libtpu {facts.get('libtpu', '?')}, JAX {facts.get('jax', '?')}, for {facts.get('topology', '?')})"
+    if facts.get("platform") == "cpu":
+        return CPU_CAVEAT
+    return "not said (no compiler in the device map)"
 
 
 def run_hlo_program(program: str | Path | HloProgramFile, engine: str | None = None) -> Result:
