@@ -7,17 +7,23 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
+from typer.testing import CliRunner
 
-from netsim.analysis.hlo_stats import collectives
+import netsim
+from netsim.analysis.hlo_stats import collectives, hlo_summary
+from netsim.cli import app
+from netsim.network.device_mesh import Mesh
 from netsim.network.device_order import tpu_device_order
 from netsim.programs.hlo import load_hlo
-from netsim.programs.hlo.run import run_hlo_program
+from netsim.programs.hlo.run import run_hlo, run_hlo_program
 from netsim.programs.hlo.text import parse_module
 
 ROOT = Path(__file__).resolve().parent.parent
-TPU = ROOT / "scenarios" / "programs" / "hlo" / "tpu"
+HLO = ROOT / "scenarios" / "programs" / "hlo"
+TPU = HLO / "tpu"
 PROGRAMS = sorted(TPU.glob("*/*.yaml"))
 SLICES = sorted(p for p in TPU.iterdir() if p.is_dir())
 
@@ -84,3 +90,30 @@ def test_compiled_device_lists_are_the_tpus_own_order(folder):
     listed = [(tuple(d["coords"][: len(dims)]), d["core_on_chip"]) for d in sidecar["devices"]]
     assert listed == tpu_device_order(dims, per_chip)
     assert sidecar["compiler"]["libtpu"] == "0.0.42.1" and sidecar["compiler"]["platform"] == "tpu"
+
+
+def test_a_permute_inside_a_module_has_the_closed_form_it_has_alone():
+    v5e = netsim.tpu_slice("tpu-v5e:2x4")
+    ring = [(r * 4 + i, r * 4 + (i + 1) % 4) for r in range(2) for i in range(4)]
+    alone = netsim.analyse(netsim.ppermute(np.zeros((8, 512, 256), np.float32), ring, topology=v5e)).estimate.time_s
+    (permute,) = collectives(run_hlo(HLO / "ppermute.txt", v5e))  # its device map: CPU devices, ids row-major
+    assert permute["estimate_s"] == pytest.approx(alone, rel=1e-12) and alone == pytest.approx(3e-6 + 512 * 256 * 4 / 45e9, rel=1e-12)
+    (looped,) = collectives(run_hlo(HLO / "collective_matmul.txt", v5e))
+    assert looped["estimate_s"] == pytest.approx(4 * alone, rel=1e-12)
+
+
+def test_on_a_chip_without_figures_compute_is_unknown_and_the_communication_still_runs(tmp_path):
+    v2 = netsim.tpu_slice("tpu-v2:2x4")  # the scaling book gives no v2 chip figures
+    result = run_hlo(HLO / "mlp.txt", v2)
+    (reduce,) = collectives(result)
+    summary = hlo_summary(result)
+    assert summary["hlo"]["compute_unknown"] == 3 and result.time == pytest.approx(reduce["time_s"], rel=1e-12)
+    alone = netsim.psum(np.zeros((8, 128, 1024), np.float32), axis_index_groups=Mesh({"x": 2, "y": 4}, v2).groups("y"), topology=v2).time
+    assert reduce["time_s"] == pytest.approx(alone, rel=1e-12)
+    shown = CliRunner().invoke(app, ["program", "--hlo", str(HLO / "mlp.txt"), "--topology", "tpu-v2:2x4"], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0 and "unknown: the chip has no figures (3 compute step(s) not timed; the communication is simulated)" in shown.output
+    # with a clock, the step that carries the compiler's estimated_cycles (11660, the TPU module's matmul fusion) is timed
+    module = TPU / "v5e_4x4" / "mlp.txt"
+    unclocked, clocked = run_hlo(module, "tpu-v2:4x4"), run_hlo(module, "tpu-v2:4x4", clock_hz=1.5e9)
+    assert [hlo_summary(r)["hlo"]["compute_unknown"] for r in (unclocked, clocked)] == [2, 1]
+    assert clocked.time == pytest.approx(unclocked.time + 11660 / 1.5e9, rel=1e-12)

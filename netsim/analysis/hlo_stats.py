@@ -27,10 +27,14 @@ import numpy as np
 from netsim.analysis.program_stats import ProgramStats, program_stats
 from netsim.semantics.program_values import itemsize
 
-__all__ = ["FIRST_GROUPS", "axis_bytes", "collectives", "hlo_summary", "received_bytes"]
+__all__ = ["COMPUTE_UNKNOWN", "FIRST_GROUPS", "axis_bytes", "collectives", "hlo_summary", "received_bytes"]
 
 FIRST_GROUPS = 4
 """How many groups (or pairs) each collective lists."""
+
+COMPUTE_UNKNOWN = "compute unknown"
+"""How a compute step's record starts when the roofline cannot time it (the chip has no figures and no clock
+is given): it takes no time and the communication is simulated all the same."""
 
 
 def _run(result: Any) -> Any:
@@ -173,6 +177,7 @@ def hlo_summary(result: Any, stats: ProgramStats | None = None) -> dict[str, Any
             "dtypes": getattr(run, "dtypes", "as compiled"),
             "groups_matched_against": run.hlo.mesh_source,
             "clock_hz": run.clock_hz,
+            "compute_unknown": sum(record.note.startswith(COMPUTE_UNKNOWN) for record in run.hlo.records),
             "unmodelled": [{"hlo_name": u.name, "op": u.opcode, "line": u.line, "reason": u.reason} for u in run.module.unmodelled],
             "axis_bytes": axis_bytes(result),
             "roofline_ici_bytes": getattr(run, "roofline_ici_bytes", None),

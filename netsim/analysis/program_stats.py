@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from netsim.analysis.closed_forms.geometry import multipath_loads, permutation_loads, ports
 from netsim.analysis.closed_forms.registry import estimate_collective
+from netsim.analysis.closed_forms.terms import canonical_collective
 from netsim.analysis.why import nominal_link
 from netsim.semantics.program_values import itemsize
 
@@ -228,8 +230,19 @@ def _estimate(record: Any, lowered: Any, topology: Any, peak: float | None, hbm:
         array = lowered.arrays[op.inputs[0]]
         nbytes = math.prod(array.local_shape(lowered.mesh.shape)) * itemsize(array.dtype)
         latency, bandwidth = nominal_link(topology)
+        loads: dict[str, Any] = {}
+        if canonical_collective(op.op) == "ppermute":  # how its routes share links, as for a ppermute run alone
+            pairs = [(int(a), int(b)) for a, b in record.layout.groups if a != b]
+            if not pairs:
+                return 0.0, "ICI"
+            if record.algorithm == "multipath":
+                hops, shared, spread, pieces = multipath_loads(topology.dims, topology.wraparound, pairs)
+                loads = {"pieces": pieces}
+            else:
+                hops, shared, spread = permutation_loads(topology.dims, topology.wraparound, pairs)
+            loads |= {"hops": hops, "shared": shared, "routes": spread, "ports": ports(topology.dims, topology.wraparound, pairs)}
         try:
-            closed = estimate_collective(op.op, record.algorithm, topology.dims, topology.wraparound, record.layout.groups, nbytes, latency, bandwidth)
+            closed = estimate_collective(op.op, record.algorithm, topology.dims, topology.wraparound, record.layout.groups, nbytes, latency, bandwidth, **loads)
         except (ValueError, KeyError):
             return None, "ICI"
         return (closed.estimate.time_s if closed.estimate is not None else None), "ICI"

@@ -61,6 +61,20 @@ def _size(nbytes: int) -> str:
     return f"{nbytes} B"
 
 
+def _chip(facts: dict) -> str:
+    peak, hbm = facts["peak_flops"], facts["hbm_bandwidth_Bps"]
+    return f"{f'{peak / 1e12:.4g} TFLOP/s' if peak else 'FLOP/s unknown'}, {f'HBM {hbm / 1e9:.4g} GB/s' if hbm else 'HBM unknown'}"
+
+
+def _compute_from(summary: dict) -> str:
+    unknown = summary["compute_unknown"]
+    if unknown:
+        return f"unknown: the chip has no figures ({unknown} compute step(s) not timed; the communication is simulated)"
+    if summary["clock_hz"]:
+        return f"estimated_cycles at {summary['clock_hz']:.4g} Hz where given, else the roofline"
+    return "the roofline of each step's FLOPs and bytes"
+
+
 def print_hlo(result: Any, stats: ProgramStats) -> None:
     """The run's summary, its collectives (slowest first) and what is not modelled."""
     full = hlo_summary(result, stats)
@@ -82,13 +96,8 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
         ("communication in flight", _us(stats.communication_s)),
         ("exposed communication", _us(stats.exposed_communication_s)),
         ("why", stats.why),
-        ("chip", f"{(facts['peak_flops'] or 0) / 1e12:.4g} TFLOP/s, HBM {(facts['hbm_bandwidth_Bps'] or 0) / 1e9:.4g} GB/s"),
-        (
-            "compute from",
-            f"estimated_cycles at {summary['clock_hz']:.4g} Hz where given, else the roofline"
-            if summary["clock_hz"]
-            else "the roofline of each step's FLOPs and bytes",
-        ),
+        ("chip", _chip(facts)),
+        ("compute from", _compute_from(summary)),
         ("bytes per mesh axis", ", ".join(f"{axes}: {_size(b)}" for axes, b in summary["axis_bytes"].items()) or "-"),
         ("not modelled", f"{len(unmodelled)} instruction(s), listed below" if unmodelled else "nothing: every instruction is timed"),
         ("verified", stats.verification),

@@ -234,6 +234,7 @@ _HLO = _obj(
         "dtypes": _t("string", "which dtypes were timed: as compiled, or source (the arguments' dtype, for a CPU-compiled module)"),
         "groups_matched_against": _STR,
         "clock_hz": _t(["number", "null"], "the clock that times estimated_cycles"),
+        "compute_unknown": _t("integer", "compute steps not timed: the chip has no peak_flops or hbm_bandwidth and no clock was given"),
         "unmodelled": _list(_obj({"hlo_name": _STR, "op": _STR, "line": _INT, "reason": _STR}), "instructions not timed"),
         "axis_bytes": {"type": "object", "additionalProperties": _INT, "description": "mesh axes -> bytes the busiest device receives"},
         "roofline_ici_bytes": {"type": ["object", "null"], "description": "jax.experimental.roofline's ICI bytes per mesh axis, where it applies"},

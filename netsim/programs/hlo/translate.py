@@ -20,7 +20,10 @@ Compute
     Each compute step is a ``compute`` op on every device:
     ``max(flops / peak_flops, bytes / hbm_bandwidth)``, or the compiler's
     ``estimated_cycles`` over a clock rate when one is given (``seconds``). A step
-    with neither FLOPs nor bytes takes no time (``seconds=0``).
+    with neither FLOPs nor bytes takes no time (``seconds=0``). On a chip without the
+    figures the roofline needs (``peak_flops``, ``hbm_bandwidth``) and without a clock,
+    compute is unknown: the step takes no time, its record says so, and the
+    communication is simulated all the same.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from netsim.analysis.hlo_stats import COMPUTE_UNKNOWN
 from netsim.network.device_mesh import AxisGroups, Mesh
 from netsim.network.topology import Topology
 from netsim.programs.hlo.devices import DeviceMap
@@ -188,7 +192,8 @@ def translate(module: HloProgram, topology: Topology, device_map: DeviceMap, clo
         meshes.append(Mesh(device_map.mesh, topology, devices=nodes))
     meshes.append(Mesh({f"ici{i}": d for i, d in enumerate(topology.dims)}, topology))
     context = _Context(nodes, meshes, {})
-    peak = topology.device(0).get("peak_flops")
+    facts = topology.device(0)
+    rates = {"peak_flops": facts.get("peak_flops"), "hbm_bandwidth": facts.get("hbm_bandwidth_Bps")}
     names = _names(module.steps)
     ops: list[Op] = []
     records: list[StepRecord] = []
@@ -196,8 +201,15 @@ def translate(module: HloProgram, topology: Topology, device_map: DeviceMap, clo
         after = tuple(names[dep] for dep in step.deps)
         if isinstance(step.op, Compute):
             seconds = _seconds(step.op, clock_hz)
-            ops.append(Op.of(label, "compute", after=after, flops=float(step.op.flops), bytes=float(step.op.nbytes), seconds=seconds))
-            note = "" if peak or seconds is not None else "no peak_flops: HBM bytes only"
+            missing = [name for name, amount in (("peak_flops", step.op.flops), ("hbm_bandwidth", step.op.nbytes)) if amount > 0 and not rates[name]]
+            flops, nbytes, note = float(step.op.flops), float(step.op.nbytes), ""
+            if seconds is None and missing == ["peak_flops"] and rates["hbm_bandwidth"]:
+                flops, note = 0.0, "no peak_flops: HBM bytes only"
+            elif seconds is None and missing == ["hbm_bandwidth"] and rates["peak_flops"]:
+                nbytes, note = 0.0, "no hbm_bandwidth: FLOPs only"
+            elif seconds is None and missing:  # the roofline cannot time it: the chip has no figures
+                seconds, note = 0.0, f"{COMPUTE_UNKNOWN}: the chip has no {' or '.join(missing)}"
+            ops.append(Op.of(label, "compute", after=after, flops=flops, bytes=nbytes, seconds=seconds))
             records.append(StepRecord(step, len(ops) - 1, note=note))
             continue
         op, axes = _collective(step.op, label, after, context)
