@@ -83,8 +83,8 @@ def test_an_async_pair_overlaps_the_work_written_between_start_and_done():
         DOT,
     )
     comm = _gather_alone()
-    assert run_hlo(hlo_from_text(sync), V5E, device_map=ROW_MAJOR).time == pytest.approx(comm + ROOFLINE, rel=1e-12)
-    assert run_hlo(hlo_from_text(overlapped), V5E, device_map=ROW_MAJOR).time == pytest.approx(max(comm, ROOFLINE), rel=1e-12)
+    assert run_hlo(hlo_from_text(sync), V5E, device_map=ROW_MAJOR, algorithm="netsim").time == pytest.approx(comm + ROOFLINE, rel=1e-12)
+    assert run_hlo(hlo_from_text(overlapped), V5E, device_map=ROW_MAJOR, algorithm="netsim").time == pytest.approx(max(comm, ROOFLINE), rel=1e-12)
 
 
 def test_estimated_cycles_time_a_compute_step_when_a_clock_is_given():
@@ -101,7 +101,8 @@ def test_the_collectives_list_reports_each_instruction_with_the_compilers_algori
     text = module(
         f"%p = bf16[1024,1024]{{1,0}} parameter(0)\n%ag = bf16[4096,1024]{{1,0}} all-gather(%p), {GATHER}\n%ar = bf16[1024,1024]{{1,0}} all-reduce(%p), channel_id=2, replica_groups=[4,2]<=[2,4]T(1,0), use_global_device_ids=true, to_apply=%add"
     )
-    result = run_hlo(hlo_from_text(text), V5E, device_map=ROW_MAJOR)
+    default = collectives(run_hlo(hlo_from_text(text), V5E, device_map=ROW_MAJOR))  # the module names an algorithm: the compiler's, by default
+    result = run_hlo(hlo_from_text(text), V5E, device_map=ROW_MAJOR, algorithm="netsim")
     listed = collectives(result)
     assert [c["hlo_name"] for c in listed] == sorted(["ag", "ar"], key=lambda n: -next(c["time_s"] for c in listed if c["hlo_name"] == n))
     ag = next(c for c in listed if c["hlo_name"] == "ag")
@@ -110,6 +111,18 @@ def test_the_collectives_list_reports_each_instruction_with_the_compilers_algori
     }  # fmt: skip
     assert ag["compiler_algorithm"] == '{"strategy":"UniDirection1DRingStrategy{colors:2}"}' and ag["algorithm"] == "multiaxis"
     assert ag["time_s"] == _gather_alone()
+    # played with the compiler's two-colour ring (both ways round each group of 4, in the order listed), netsim's own beside it
+    compiled = next(c for c in default if c["hlo_name"] == "ag")
+    ring = netsim.all_gather(
+        np.zeros((8, 1024, 1024), np.float16), axis=0, tiled=True, axis_index_groups=[[0, 1, 2, 3], [4, 5, 6, 7]], algorithm="bidirectional_ring", topology=V5E
+    )
+    assert (compiled["played_with"], compiled["algorithm"], compiled["time_s"], compiled["other_time_s"]) == (
+        "compiler",
+        "bidirectional_ring",
+        ring.time,
+        ag["time_s"],
+    )
+    assert compiled["note"] == "UniDirection1DRingStrategy{colors:2}: one ring, 2 colours taken as both directions"
     ar = next(c for c in listed if c["hlo_name"] == "ar")
     assert ar["groups"] == [[0, 4], [1, 5], [2, 6], [3, 7]] and ar["compiler_algorithm"] is None and ar["axes"] == ["ici0"]
 

@@ -34,7 +34,7 @@ ONE_BLOCK |= {"ppermute": ((1024, 1024), ("x", "y")), "psum_scatter": ((2048, 10
 
 @pytest.fixture(scope="module")
 def runs():
-    return {path: run_hlo_program(path) for path in PROGRAMS}
+    return {path: run_hlo_program(path, compare=False) for path in PROGRAMS}
 
 
 def test_every_slice_named_is_bundled():
@@ -117,3 +117,19 @@ def test_on_a_chip_without_figures_compute_is_unknown_and_the_communication_stil
     unclocked, clocked = run_hlo(module, "tpu-v2:4x4"), run_hlo(module, "tpu-v2:4x4", clock_hz=1.5e9)
     assert [hlo_summary(r)["hlo"]["compute_unknown"] for r in (unclocked, clocked)] == [2, 1]
     assert clocked.time == pytest.approx(unclocked.time + 11660 / 1.5e9, rel=1e-12)
+
+
+def test_the_compilers_algorithms_play_by_default_with_netsims_own_beside():
+    compared = run_hlo_program(TPU / "v5e_4x4" / "mlp.yaml")
+    own = run_hlo(TPU / "v5e_4x4" / "mlp.txt", "tpu-v5e:4x4", algorithm="netsim")
+    (reduce,), (mine,) = collectives(compared), collectives(own)
+    assert compared.program.algorithm == "compiler" and own.program.algorithm == "netsim"
+    assert (reduce["played_with"], reduce["algorithm"], reduce["other_time_s"]) == ("compiler", "ring", mine["time_s"]) and mine["algorithm"] == "multiaxis"
+    assert reduce["note"] == "StrategyRing{colors:1 phases:1}: one ring, one direction"
+    # has_reordering_map: each ring of 4 goes round its block of chips, every step one hop on the 4x4 grid
+    record = next(r for r in compared.program.hlo.records if hasattr(r.step.op, "groups"))
+    rings = compared.program.hlo.lowered.ops[record.index].layout.groups
+    assert len(rings) == 4 and all(len(ring) == 4 for ring in rings)
+    for ring in rings:
+        for a, b in zip(ring, ring[1:] + ring[:1], strict=True):
+            assert abs(a // 4 - b // 4) + abs(a % 4 - b % 4) == 1, ring

@@ -107,14 +107,21 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
     console.print(table)
     entries = full["collectives"]
     more = f" (first {SHOWN} of {len(entries)}; all with --json)" if len(entries) > SHOWN else ""
-    title = "collectives, slowest first: time of all runs, its closed-form estimate, algorithm netsim's / the compiler's"
+    compiler = summary["algorithms"] == "compiler"
+    compared = any(e["other_time_s"] is not None for e in entries)
+    other = "netsim's own" if compiler else "compiler's"
+    title = f"collectives, slowest first: time of all runs with {'the compiler' if compiler else 'netsim'}'s algorithms"
+    title += f", with {other}, the closed form" if compared else ", its closed-form estimate"
     grid = Table(title=title + more, title_justify="left")
-    for header in ("hlo_name", "op (group)", "shape", "runs", "time", "estimate", "algorithm"):
-        grid.add_column(header, justify="right" if header in ("runs", "time", "estimate") else "left", overflow="fold", no_wrap=header in ("time", "estimate"))
+    for header in ("hlo_name", "op (group)", "shape", "runs", "time", *((other,) if compared else ()), "estimate", "algorithm"):
+        numeric = header in ("runs", "time", other, "estimate")
+        grid.add_column(header, justify="right" if numeric else "left", overflow="fold", no_wrap=header in ("time", other, "estimate"))
     for e in entries[:SHOWN]:
         shape = f"{e['dtype']}{e['shape']}".replace(" ", "") if isinstance(e["dtype"], str) else f"{len(e['shape'])} arrays, {_size(e['bytes'])}"
-        algorithm = e["algorithm"] + (f" / {e['compiler_algorithm']}" if e["compiler_algorithm"] else "")
-        grid.add_row(e["hlo_name"], f"{e['op']} ({e['group_size']})", shape, str(e["count"]), _us(e["time_s"]), _us(e["estimate_s"]), algorithm)
+        named = e["note"].partition(": ")[0] if compiler and e["compiler_algorithm"] else ""
+        algorithm = e["algorithm"] + (f" (compiler: {named})" if named else " (no compiler algorithm)" if compiler else "")
+        times = (_us(e["time_s"]), *((_us(e["other_time_s"]),) if compared else ()), _us(e["estimate_s"]))
+        grid.add_row(e["hlo_name"], f"{e['op']} ({e['group_size']})", shape, str(e["count"]), *times, algorithm)
     console.print(grid)
     if unmodelled:
         listing = Table(title="not modelled (not timed)", title_justify="left")

@@ -55,3 +55,40 @@ def tpu_device_order(dims: tuple[int, ...], devices_per_chip: int = 1) -> list[t
             if all(c < d for c, d in zip(coords, dims, strict=True)):
                 order.extend((coords, core) for core in range(devices_per_chip))
     return order
+
+
+def physical_ring(nodes: list[int], dims: tuple[int, ...]) -> list[int]:
+    """``nodes`` (row-major indices on ``dims``) in an order where each follows its neighbour on the grid, where one exists.
+
+    The TPU compiler reorders a ring's members this way (``has_reordering_map``): a group
+    along one axis is taken in coordinate order; a group that fills a rectangle with an
+    even side goes round it (along the first row, back along the others in a serpentine,
+    up the first column), every step one hop. Other groups keep row-major order.
+
+    Examples
+    --------
+    >>> physical_ring([0, 1, 4, 5], (4, 4))  # the 2x2 block (0,0) (0,1) (1,0) (1,1)
+    [0, 1, 5, 4]
+    >>> physical_ring([12, 4, 8, 0], (4, 4))  # a column
+    [0, 4, 8, 12]
+    """
+    strides = [1] * len(dims)
+    for axis in range(len(dims) - 2, -1, -1):
+        strides[axis] = strides[axis + 1] * dims[axis + 1]
+    coords = {n: tuple(n // s % d for s, d in zip(strides, dims, strict=True)) for n in nodes}
+    values = [sorted({c[a] for c in coords.values()}) for a in range(len(dims))]
+    varying = [a for a, v in enumerate(values) if len(v) > 1]
+    ordered = sorted(nodes)
+    if len(varying) != 2 or len(nodes) != len(values[varying[0]]) * len(values[varying[1]]):
+        return ordered
+    rows, cols = (values[a] for a in varying)
+    if len(rows) % 2:
+        rows, cols, varying = cols, rows, varying[::-1]
+    if len(rows) % 2 or len(cols) < 2:
+        return ordered
+    at = {(c[varying[0]], c[varying[1]]): n for n, c in coords.items()}
+    cycle = [(rows[0], c) for c in cols]
+    for i, r in enumerate(rows[1:], start=1):
+        cycle += [(r, c) for c in (cols[:0:-1] if i % 2 else cols[1:])]
+    cycle += [(r, cols[0]) for r in rows[:0:-1]]
+    return [at[place] for place in cycle]

@@ -11,10 +11,12 @@ compute units at once. The :class:`~netsim.result.Result` is a program's result
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from netsim.analysis.hlo_stats import collectives
 from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, return_freed_memory
 from netsim.network.topology import Topology
 from netsim.programs.hlo import HloProgram, load_hlo
@@ -44,6 +46,10 @@ class HloRun(ProgramRun):
     """Which compiler made the module, as far as is known (the device map's ``compiler``, or :func:`~netsim.programs.hlo.from_jax.from_jax`'s)."""
     dtypes: str = "as compiled"
     """Which dtypes were timed: ``as compiled``, or ``source: ...`` (:mod:`netsim.programs.hlo.dtypes`)."""
+    algorithm: str = "netsim"
+    """Whose algorithms played the collectives: ``compiler`` (the TPU compiler's, where the module names them) or ``netsim``."""
+    other_times: dict[str, float] | None = None
+    """Per collective instruction, its time with the other choice of :attr:`algorithm` (None when not compared)."""
 
 
 def run_hlo(
@@ -54,6 +60,8 @@ def run_hlo(
     clock_hz: float | None = None,
     engine: str = "auto",
     name: str | None = None,
+    algorithm: str | None = None,
+    compare: bool = True,
 ) -> Result:
     """Simulate the HLO module ``module`` (a text file, or already read) on ``topology``, timing only.
 
@@ -74,6 +82,13 @@ def run_hlo(
         Which engine plays the run (same numbers).
     name : str, optional
         The run's name (default: the module's).
+    algorithm : {"compiler", "netsim"}, optional
+        ``compiler``: play each collective with the TPU compiler's algorithm where the
+        module names one (:mod:`netsim.programs.hlo.strategies`); ``netsim``: netsim's
+        own. Default: ``compiler`` when the module names any, else ``netsim``.
+    compare : bool
+        When the module names compiler algorithms, also play it with the other choice and
+        keep each collective's time beside (``result.program.other_times``).
 
     Returns
     -------
@@ -101,9 +116,25 @@ def run_hlo(
     topo = resolve_topology(topology, None)
     if device_map is None:
         device_map = load_device_map(module, program.devices, topo.name) if isinstance(module, (str, Path)) else default_device_map(program.devices, topo.name)
+    if algorithm not in (None, "compiler", "netsim"):
+        raise ValueError(f"algorithm must be 'compiler' or 'netsim', got {algorithm!r}")
+    named = any(step.op.compiler_algorithm for step in program.collectives)
+    chosen = algorithm or ("compiler" if named else "netsim")
+    result = _run_once(program, topo, device_map, clock_hz, engine, name, chosen, source)
+    if compare and named:
+        other = _run_once(program, topo, device_map, clock_hz, engine, name, "netsim" if chosen == "compiler" else "compiler", source)
+        times = {c["hlo_name"]: c["time_s"] for c in collectives(other)}
+        result = dataclasses.replace(result, program=dataclasses.replace(result.program, other_times=times))
+    return result
+
+
+def _run_once(
+    program: HloProgram, topo: Topology, device_map: DeviceMap, clock_hz: float | None, engine: str, name: str | None, algorithm: str, source: str
+) -> Result:
+    """One run of the module with ``algorithm``'s collectives."""
     if topo.n_devices >= RETURN_FREED_MIN_DEVICES:
         return_freed_memory()
-    hlo = lower_hlo(program, topo, device_map, clock_hz, name)
+    hlo = lower_hlo(program, topo, device_map, clock_hz, name, algorithm)
     lowered = hlo.lowered
     playback, _ = play_lowered(lowered, topo, engine, values=False)
     provenance: dict[str, Any] = {"netsim_version": __version__, "hlo": source, "device_map": device_map.source, "clock_hz": clock_hz}
@@ -118,7 +149,7 @@ def run_hlo(
         scenario=name or program.module,
         provenance=provenance,
         verification="timing only: an HLO module's values are not simulated",
-        program=HloRun(lowered, {}, program, hlo, device_map, clock_hz, source, compiler=_compiler(device_map)),
+        program=HloRun(lowered, {}, program, hlo, device_map, clock_hz, source, compiler=_compiler(device_map), algorithm=algorithm),
     )
 
 
@@ -132,7 +163,7 @@ def _compiler(device_map: DeviceMap) -> str:
     return "not said (no compiler in the device map)"
 
 
-def run_hlo_program(program: str | Path | HloProgramFile, engine: str | None = None) -> Result:
+def run_hlo_program(program: str | Path | HloProgramFile, engine: str | None = None, compare: bool = True) -> Result:
     """Simulate an HLO program file (``hlo:`` a module, ``topology:`` a slice; see :mod:`netsim.programs.hlo.files`).
 
     Examples
@@ -144,4 +175,5 @@ def run_hlo_program(program: str | Path | HloProgramFile, engine: str | None = N
     loaded = load_any_program(program) if isinstance(program, (str, Path)) else program
     if not isinstance(loaded, HloProgramFile):
         raise ValueError(f"{program}: not an HLO program file (it has no hlo: field); run it with netsim.run_program")
-    return run_hlo(loaded.hlo_path, loaded.topology_obj, clock_hz=loaded.clock_hz, engine=engine or loaded.engine, name=loaded.name)
+    options = {"clock_hz": loaded.clock_hz, "engine": engine or loaded.engine, "name": loaded.name, "algorithm": loaded.algorithm}
+    return run_hlo(loaded.hlo_path, loaded.topology_obj, compare=compare, **options)
