@@ -3,6 +3,7 @@ carry bf16 collectives of the sizes the programs imply, and list their devices i
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 from pathlib import Path
@@ -133,3 +134,21 @@ def test_the_compilers_algorithms_play_by_default_with_netsims_own_beside():
     for ring in rings:
         for a, b in zip(ring, ring[1:] + ring[:1], strict=True):
             assert abs(a // 4 - b // 4) + abs(a % 4 - b % 4) == 1, ring
+
+
+def test_the_docs_table_of_compiler_algorithms_is_what_the_script_makes(runs):
+    spec = importlib.util.spec_from_file_location("make_hlo_algorithm_table", ROOT / "scripts" / "make_hlo_algorithm_table.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    doc = (ROOT / "docs" / "hlo.md").read_text()
+    assert f"{script.BEGIN}\n{script.table(runs)}{script.END}" in doc
+
+
+def test_the_docs_commands_run():
+    lines = (ROOT / "docs" / "hlo.md").read_text().splitlines()
+    commands = [line.split()[1:] for line in lines if line.startswith("    ") and line.strip().startswith("netsim program ")]
+    assert len(commands) == 3
+    for args in commands:
+        shown = CliRunner().invoke(app, args, env={"COLUMNS": "120"})
+        assert shown.exit_code == 0, (args, shown.output)
+        assert "compiled by" in shown.output
