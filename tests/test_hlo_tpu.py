@@ -18,7 +18,8 @@ from netsim.analysis.hlo_stats import collectives, hlo_summary
 from netsim.cli import app
 from netsim.network.device_mesh import Mesh
 from netsim.network.device_order import tpu_device_order
-from netsim.programs.hlo import load_hlo
+from netsim.programs.hlo import hlo_from_text, load_hlo
+from netsim.programs.hlo.devices import load_device_map
 from netsim.programs.hlo.run import run_hlo, run_hlo_program
 from netsim.programs.hlo.text import parse_module
 
@@ -152,3 +153,27 @@ def test_the_docs_commands_run():
         shown = CliRunner().invoke(app, args, env={"COLUMNS": "120"})
         assert shown.exit_code == 0, (args, shown.output)
         assert "compiled by" in shown.output
+
+
+def test_without_its_device_map_a_tpu_module_runs_where_its_map_would_put_it(tmp_path):
+    # the TPU's own order is what libtpu's executable assigned: without the map, every id lands on the same chip
+    for folder, name in (("v5e_4x4", "tpu-v5e:4x4"), ("tpu7x_2x2x1", "tpu7x:2x2x1")):
+        bare = tmp_path / f"{folder}.txt"
+        bare.write_text((TPU / folder / "mlp.txt").read_text())
+        with_map, without = run_hlo(TPU / folder / "mlp.txt", name, compare=False), run_hlo(bare, name, compare=False)
+        assert without.program.device_map.source.startswith("the TPU's own device order")
+        topology = netsim.tpu_slice(name)
+        placed = [r.program.device_map.nodes(tuple(topology.dims), topology.n_devices) for r in (with_map, without)]
+        assert placed[0] == placed[1]
+    # what the map adds is the mesh: without it, groups are matched against the slice's own axes
+    assert without.program.hlo.mesh_source == "the slice's axes" and with_map.program.hlo.mesh_source == "the module's mesh"
+
+
+def test_a_strategy_netsim_does_not_know_is_said_and_netsims_own_plays():
+    text = (TPU / "v5e_4x4" / "mlp.txt").read_text().replace('"strategy":"StrategyRing"', '"strategy":"StrategyHypercube"')
+    text = text.replace("StrategyRing{", "StrategyHypercube{").replace('"emitter":"RotatedPincerShortEmitter"', '"emitter":"HypercubeEmitter"')
+    module = TPU / "v5e_4x4" / "mlp.txt"
+    (unknown,) = collectives(run_hlo(hlo_from_text(text), "tpu-v5e:4x4", device_map=load_device_map(module, 16), compare=False))
+    (own,) = collectives(run_hlo(module, "tpu-v5e:4x4", algorithm="netsim", compare=False))
+    assert unknown["note"] == "StrategyHypercube{colors:1 phases:1}: not understood; netsim plays its own algorithm"
+    assert (unknown["algorithm"], unknown["time_s"]) == (own["algorithm"], own["time_s"])
