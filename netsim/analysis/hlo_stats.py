@@ -29,10 +29,14 @@ import numpy as np
 from netsim.analysis.program_stats import ProgramStats, program_stats
 from netsim.semantics.program_values import itemsize
 
-__all__ = ["FIRST_GROUPS", "axis_bytes", "collectives", "hlo_summary", "received_bytes"]
+__all__ = ["COMPUTE_UNKNOWN", "FIRST_GROUPS", "axis_bytes", "collectives", "hlo_summary", "received_bytes"]
 
 FIRST_GROUPS = 4
 """How many groups (or pairs) each collective lists."""
+
+COMPUTE_UNKNOWN = "compute unknown"
+"""How a compute step's record starts when the roofline cannot time it (the chip has no figures and no clock
+is given): it takes no time and the communication is simulated all the same."""
 
 
 def _run(result: Any) -> Any:
@@ -132,6 +136,8 @@ def collectives(result: Any, stats: ProgramStats | None = None) -> list[dict[str
                 "estimate_s": 0.0,
                 "algorithm": lowered.ops[record.index].algorithm,
                 "compiler_algorithm": collective.compiler_algorithm,
+                "played_with": getattr(run, "algorithm", "netsim"),
+                "other_time_s": (getattr(run, "other_times", None) or {}).get(collective.name),
                 "axes": list(record.axes),
                 "asynchronous": collective.asynchronous,
                 "line": collective.line,
@@ -173,8 +179,12 @@ def hlo_summary(result: Any, stats: ProgramStats | None = None) -> dict[str, Any
             "module": run.module.module,
             "devices": run.module.devices,
             "placement": placement,
+            "compiler": getattr(run, "compiler", ""),
+            "dtypes": getattr(run, "dtypes", "as compiled"),
             "groups_matched_against": run.hlo.mesh_source,
             "clock_hz": run.clock_hz,
+            "algorithms": getattr(run, "algorithm", "netsim"),
+            "compute_unknown": sum(record.note.startswith(COMPUTE_UNKNOWN) for record in run.hlo.records),
             "unmodelled": [{"hlo_name": u.name, "op": u.opcode, "line": u.line, "reason": u.reason} for u in run.module.unmodelled],
             "axis_bytes": axis_bytes(result),
             "roofline_ici_bytes": getattr(run, "roofline_ici_bytes", None),

@@ -72,22 +72,40 @@ def _size(nbytes: int) -> str:
     return f"{nbytes} B"
 
 
-def _collectives_table(entries: list[dict[str, Any]], more: str) -> Table:
-    """The collectives, slowest first: time of all runs, closed form, its kind; a shape is never split across lines."""
+def _collectives_table(entries: list[dict[str, Any]], more: str, compiler: bool) -> Table:
+    """The collectives, slowest first: time of all runs (and with the other algorithms, when compared), closed form, its kind; a shape is never split."""
     from rich import box
 
     from netsim.cli.program_table import KIND_WORDS, short_seconds
 
-    title = "collectives, slowest first: time of all runs and its closed form" + more
+    compared = any(e.get("other_time_s") is not None for e in entries)
+    other = "own" if compiler else "compiler"
+    title = f"collectives, slowest first: time of all runs with {'the compiler' if compiler else 'netsim'}'s algorithms"
+    title += (f", with {'netsim' if compiler else 'the compiler'}'s, and the closed form" if compared else ", and its closed form") + more
     grid = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
-    for header in ("hlo_name", "op (group)", "shape", "runs", "time", "estimate", "kind"):
+    for header in ("hlo_name", "op (group)", "shape", "runs", "time", *((other,) if compared else ()), "estimate", "kind"):
         text = header in ("hlo_name", "op (group)", "kind")
         grid.add_column(header, justify="left" if text else "right", no_wrap=not text, overflow="fold")
     for e in entries:
         shape = f"{e['dtype']}{e['shape']}".replace(" ", "") if isinstance(e["dtype"], str) else f"{len(e['shape'])} arrays"
         kind = KIND_WORDS.get(e["estimate_kind"], e["estimate_kind"])
-        grid.add_row(e["hlo_name"], f"{e['op']} ({e['group_size']})", shape, str(e["count"]), short_seconds(e["time_s"]), short_seconds(e["estimate_s"]), kind)
+        times = (short_seconds(e["time_s"]), *((short_seconds(e["other_time_s"]),) if compared else ()), short_seconds(e["estimate_s"]))
+        grid.add_row(e["hlo_name"], f"{e['op']} ({e['group_size']})", shape, str(e["count"]), *times, kind)
     return grid
+
+
+def _chip(facts: dict) -> str:
+    peak, hbm = facts["peak_flops"], facts["hbm_bandwidth_Bps"]
+    return f"{f'{peak / 1e12:.4g} TFLOP/s' if peak else 'FLOP/s unknown'}, {f'HBM {hbm / 1e9:.4g} GB/s' if hbm else 'HBM unknown'}"
+
+
+def _compute_from(summary: dict) -> str:
+    unknown = summary["compute_unknown"]
+    if unknown:
+        return f"unknown: the chip has no figures ({unknown} compute step(s) not timed; the communication is simulated)"
+    if summary["clock_hz"]:
+        return f"estimated_cycles at {summary['clock_hz']:.4g} Hz where given, else the roofline"
+    return "the roofline of each step's FLOPs and bytes"
 
 
 def print_hlo(result: Any, stats: ProgramStats) -> None:
@@ -105,19 +123,16 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
     rows = [
         ("module", f"{summary['file']} ({summary['devices']} devices)"),
         ("topology", stats.topology),
+        ("compiled by", summary["compiler"] or "-"),
+        ("dtypes timed", summary["dtypes"]),
         ("placement", summary["placement"]),
         ("time", _us(stats.time_s) + (" (long loops extended; the rows below are of the trips played)" if summary["loops_extended"] else "")),
         ("compute (busiest device)", _us(stats.compute_s)),
         ("communication in flight", _us(stats.communication_s)),
         ("exposed communication", _us(stats.exposed_communication_s)),
         ("why", stats.why),
-        ("chip", f"{(facts['peak_flops'] or 0) / 1e12:.4g} TFLOP/s, HBM {(facts['hbm_bandwidth_Bps'] or 0) / 1e9:.4g} GB/s"),
-        (
-            "compute from",
-            f"estimated_cycles at {summary['clock_hz']:.4g} Hz where given, else the roofline"
-            if summary["clock_hz"]
-            else "the roofline of each step's FLOPs and bytes",
-        ),
+        ("chip", _chip(facts)),
+        ("compute from", _compute_from(summary)),
         ("bytes per mesh axis", ", ".join(f"{axes}: {_size(b)}" for axes, b in summary["axis_bytes"].items()) or "-"),
         ("not modelled", f"{len(unmodelled)} instruction(s), listed below" if unmodelled else "nothing: every instruction is timed"),
         *(("loop extended", line) for line in (summary["loops_extended"] and result.program.extension.describe()) or ()),
@@ -128,10 +143,15 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
     console.print(table)
     entries = full["collectives"]
     more = f" (first {SHOWN} of {len(entries)}; all with --json)" if len(entries) > SHOWN else ""
-    console.print(_collectives_table(entries[:SHOWN], more))
+    compiler = summary["algorithms"] == "compiler"
+    console.print(_collectives_table(entries[:SHOWN], more, compiler))
     console.print("why, collective by collective", markup=False)
     for e in entries[:SHOWN]:
-        algorithm = e["algorithm"] + (f" (the compiler's: {e['compiler_algorithm']})" if e["compiler_algorithm"] else "")
+        named = e["note"].partition(": ")[0] if compiler and e["compiler_algorithm"] else ""
+        if compiler:
+            algorithm = e["algorithm"] + (f" (the compiler's: {named})" if named else " (no compiler algorithm)")
+        else:
+            algorithm = e["algorithm"] + (f" (the compiler's: {e['compiler_algorithm']})" if e["compiler_algorithm"] else "")
         runs = f", first of {e['count']} runs" if e["count"] > 1 else ""
         line = f"  {e['hlo_name']} ({algorithm}, {_size(e['bytes'])} per device{runs}): {e['why']}"
         console.print(wrap_prose(line, console.width), markup=False, soft_wrap=True)

@@ -78,10 +78,12 @@ def hlo_from_text(text: str, source: str = "<hlo>") -> HloProgram:
     >>> c = program.collectives[0].op
     >>> c.op, str(c.operands[0]), c.nbytes, c.groups
     ('all-reduce', 'bf16[4,8]', 64, [[0, 1]])
-    >>> hlo_from_text("HloModule m\\nENTRY %main () -> f32[] {\\n  %x = f32[] frobnicate()\\n}", "m.txt")
+    >>> hlo_from_text("HloModule m\\nENTRY %main () -> f32[] {\\n  %x = f32[] frobnicate()\\n}", "m.txt").unmodelled[0].reason
+    "unknown opcode 'frobnicate': timed by the bytes it touches"
+    >>> hlo_from_text("HloModule m\\nENTRY %main () -> f32[] {\\n  %x = f32[] negate(%y)\\n}", "m.txt")
     Traceback (most recent call last):
     ...
-    netsim.scenario.ScenarioError: m.txt: line 3: unknown opcode 'frobnicate' in x: not an HLO instruction netsim knows
+    netsim.scenario.ScenarioError: m.txt: line 3: negate x: unknown operand 'y'
     """
     try:
         module = parse_module(text)

@@ -26,9 +26,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from netsim.programs.hlo.compute import backend_config
-from netsim.programs.hlo.text import HloSyntaxError, Instruction, Module
+from netsim.programs.hlo.text import Computation, HloSyntaxError, Instruction, Module
+from netsim.programs.hlo.trips import inferred_trip_count
 
-__all__ = ["FULL_TRIPS", "MAX_STEPS", "MAX_TRIPS", "STEADY_RTOL", "Extension", "Loop", "extend", "long_loops", "trip_count", "unrolled_steps"]
+__all__ = ["FULL_TRIPS", "MAX_STEPS", "MAX_TRIPS", "STEADY_RTOL", "Extension", "Loop", "extend", "long_loops", "loop_trips", "trip_count", "unrolled_steps"]
 
 FULL_TRIPS = 16
 """Loops of at most this many trips are played trip by trip; longer ones are extended from their steady state."""
@@ -162,13 +163,24 @@ def trip_count(instruction: Instruction) -> int | None:
     return int(text)
 
 
+def loop_trips(module: Module, instruction: Instruction, caller: Computation) -> int | None:
+    """A ``while`` instruction's trips: its ``known_trip_count``, else what its condition, body and start say
+    (:func:`~netsim.programs.hlo.trips.inferred_trip_count`, as the TPU compiler writes no count), else None."""
+    trips = trip_count(instruction)
+    if trips is None:
+        trips = inferred_trip_count(module, instruction, caller)
+        if trips is not None and trips > MAX_TRIPS:
+            raise HloSyntaxError(instruction.line, f"while {instruction.name}: its condition gives {trips} trips, more than 10^18")
+    return trips
+
+
 def _callee(module: Module, instruction: Instruction, attr: str) -> str | None:
     name = instruction.attrs.get(attr)
     return None if name is None else name.strip().lstrip("%")
 
 
-def _walk(module: Module, visit: Callable[[Instruction, int], None]) -> None:
-    """Call ``visit(instruction, depth)`` on every instruction reached from ENTRY (each computation once); refuse cycles."""
+def _walk(module: Module, visit: Callable[[Instruction, int, Computation], None]) -> None:
+    """Call ``visit(instruction, depth, computation)`` on every instruction reached from ENTRY (each computation once); refuse cycles."""
     seen: set[str] = set()
 
     def enter(name: str, depth: int, line: int, path: tuple[str, ...]) -> None:
@@ -179,8 +191,9 @@ def _walk(module: Module, visit: Callable[[Instruction, int], None]) -> None:
         if name in seen or name not in module.computations:
             return
         seen.add(name)
-        for instruction in module.computations[name].instructions:
-            visit(instruction, depth)
+        computation = module.computations[name]
+        for instruction in computation.instructions:
+            visit(instruction, depth, computation)
             for attr in ("body", "to_apply", "calls", "condition"):
                 callee = _callee(module, instruction, attr)
                 if callee is not None and "," not in callee and "{" not in callee:
@@ -200,9 +213,9 @@ def long_loops(module: Module) -> tuple[Loop, ...]:
     """
     found: dict[int, Loop] = {}
 
-    def visit(instruction: Instruction, depth: int) -> None:
+    def visit(instruction: Instruction, depth: int, computation: Computation) -> None:
         if instruction.opcode == "while":
-            trips = trip_count(instruction)
+            trips = loop_trips(module, instruction, computation)
             if trips is not None and trips > FULL_TRIPS:
                 found[instruction.line] = Loop(instruction.name, instruction.line, trips)
 
@@ -236,7 +249,7 @@ def unrolled_steps(module: Module, trips: Mapping[int, int] | None = None) -> in
     """
     trips = trips or {}
     counts: dict[str, int] = {}
-    _walk(module, lambda instruction, depth: None)  # cycles and depth refused first: the count below recurses safely
+    _walk(module, lambda instruction, depth, computation: None)  # cycles and depth refused first: the count below recurses safely
 
     def count(name: str) -> int:
         if name in counts:
@@ -247,7 +260,7 @@ def unrolled_steps(module: Module, trips: Mapping[int, int] | None = None) -> in
             op = instruction.opcode
             if op == "while":
                 body = _callee(module, instruction, "body")
-                times = trips.get(instruction.line, trip_count(instruction))
+                times = trips.get(instruction.line, loop_trips(module, instruction, computation))
                 total += (1 if times is None else times) * (count(body) if body else 0)
             elif op == "call":
                 callee = _callee(module, instruction, "to_apply")
