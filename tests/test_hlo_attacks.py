@@ -99,7 +99,12 @@ def test_the_report_says_what_was_extended():
     assert result.exit_code == 0, result.output
     import json
 
+    import jsonschema
+
+    from netsim.cli.schema import PROGRAM
+
     data = json.loads(result.output)
+    jsonschema.validate(data, PROGRAM)
     extended = data["hlo"]["loops_extended"]
     assert extended["loops"][0]["trips"] == 10**12 and extended["time_s"] == data["time_s"]
     assert data["time_s"] > 3e7  # 10^12 trips of about 30 us
