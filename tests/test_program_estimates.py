@@ -75,3 +75,23 @@ def test_an_hlo_module_that_cannot_fit_is_refused_with_the_numbers(monkeypatch):
     assert result.exit_code == 2
     assert result.output.startswith(f"error: {path}: this run needs about ") and result.output.count("\n") == 1
     assert "but only 100 KiB is available; use fewer devices, collectives or loop trips, or an algorithm with fewer steps" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "advice"),
+    [
+        (["scenarios/programs/hlo/psum.yaml"], "use fewer devices or ops, or an algorithm with fewer steps"),  # a module runs timing only
+        (["scenarios/programs/allgather_matmul.yaml", "--data", "none"], "use fewer devices or ops, or an algorithm with fewer steps"),
+        (["scenarios/programs/allgather_matmul.yaml"], "run it timing-only with `data: none`, or use fewer devices or ops or a smaller input"),
+    ],
+)
+def test_running_out_of_memory_never_advises_what_the_run_already_does(monkeypatch, args, advice):
+    import netsim.cli.program as program
+
+    def out_of_memory(*args):
+        raise MemoryError
+
+    monkeypatch.setattr(program, "run_any", out_of_memory)
+    result = runner.invoke(app, ["program", str(ROOT / args[0]), *args[1:]])
+    assert result.exit_code == 2
+    assert result.output.endswith(f"ran out of memory{' (timing only)' if 'data' not in advice else ''}; {advice}\n")

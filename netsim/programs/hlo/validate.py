@@ -47,7 +47,7 @@ def cut_long_words(message: str) -> str:
     Examples
     --------
     >>> cut_long_words("unknown opcode 'frob' in " + "n" * 2_000_000)[-40:]
-    'nnnnnnnnnnnnnnnnnnnnnn... (2000000 characters)'
+    'nnnnnnnnnnnnnnnn... (2000000 characters)'
     """
     return re.sub(rf"\S{{{SHOWN_CHARACTERS + 1},}}", lambda m: shown(m.group()), message)
 
