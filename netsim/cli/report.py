@@ -210,7 +210,7 @@ def link_table(result: Result, limit: int = 5) -> tuple[list[str], list[list[str
     topology = result.topology_obj
     rows = [
         [
-            short_link_name(u.link, topology.coord(u.link[0])) or u.name,
+            (short_link_name(u.link, topology.coord(u.link[0])) if max(u.link[0], u.link[1]) < topology.n_devices else None) or u.name,  # (a DCN link by name)
             *(format_bytes(u.bytes), str(u.messages), format_seconds(u.busy_s), _percent(u.utilisation)),
             *(str(u.longest_queue), format_seconds(u.wait_s)),
         ]
