@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -145,3 +147,42 @@ def test_bounds_hold_over_four_slices():
         closed = estimate_across_slices("psum", algorithm, 4 * 4096, 4, inner, (False,) * len(inner), 1e-6, 45e9, path, flat_order=flat)
         assert result.verified and closed.estimate.kind == "lower_bound"
         assert closed.estimate.time_s <= result.time * (1 + 1e-12), algorithm
+
+
+def test_program_across_slices_runs_verified_and_its_dcn_reduction_is_the_closed_form():
+    from netsim.analysis.program_stats import program_stats
+    from netsim.programs.files import load_program
+    from netsim.programs.run import run_program
+
+    result = run_program(load_program(Path(__file__).resolve().parent.parent / "scenarios" / "programs" / "fsdp_across_slices.yaml"))
+    assert result.verified
+    ops = {op.name: op for op in program_stats(result).ops}
+    # layer 1's gradient runs while layer 2's reduction travels
+    assert ops["grad1"].start_s < ops["scatter2"].end_s and ops["grad1"].end_s <= ops["sync2"].start_s
+    # sync2: a psum of 128 KiB over the DCN alone, 2 slices, 2 chips a NIC (a 2x2 slice is one host of 2 NICs)
+    s = 256 * 512 * 4 / 4 / 2
+    h_n, L = s / (2 * 12.5e9), 22e-6
+    assert ops["sync2"].estimate_s == pytest.approx(L + max(L + 5 * h_n, 8 * h_n), rel=1e-12)
+    assert ops["sync2"].time_s == pytest.approx(ops["sync2"].estimate_s, rel=1e-9)
+
+
+def test_scenario_across_slices_loads_and_estimates(tmp_path):
+    from netsim.analysis.why import estimate_scenario
+    from netsim.scenario import load_scenario
+
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: s\ntopology: tpu-v5e:4x4x2slices\nmesh: {shape: {dcn: 2, x: 4, y: 4}}\n"
+        "collective: {op: psum, axes: [dcn]}\ninput: {bytes_per_device: 16 KiB, dtype: float32}\n"
+    )
+    scenario = load_scenario(path, build_topology=False)
+    assert scenario.topology_shape.slices == 2 and scenario.topology_shape.n_devices == 32
+    mine, others = estimate_scenario(scenario)
+    h_n, L = 8192 / (2 * 12.5e9), 22e-6
+    assert mine.estimate.kind == "exact" and mine.estimate.time_s == pytest.approx(L + max(L + 9 * h_n, 16 * h_n), rel=1e-12)
+    assert "ICI 0 us | DCN" in mine.estimate.formula
+    assert [name for name, _ in others] == ["hierarchical", "multiaxis", "bidirectional_ring", "ring"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(path.read_text().replace("tpu-v5e:4x4x2slices", "tpu-v2:4x4x2slices"))
+    with pytest.raises(ValueError, match=r"topology: 'tpu-v2:4x4x2slices': slices join over the DCN from tpu-v4 on"):
+        load_scenario(bad, build_topology=False)

@@ -28,8 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from netsim.analysis.across_slices import across_slices, ici_link
 from netsim.analysis.closed_forms.registry import estimate_collective
 from netsim.analysis.why import nominal_link
+from netsim.network.slices import SlicedTopology
 from netsim.semantics.program_values import itemsize
 
 if TYPE_CHECKING:
@@ -200,7 +202,8 @@ def _devices(n: int, busy: dict[int, float], links: dict[Any, Any]) -> list[dict
     """Per device: its compute unit's busy time and the busy time of the links leaving it (seconds)."""
     sending = [0.0] * n
     for link, stats in (links or {}).items():
-        sending[link[0]] += stats.busy_s
+        if link[0] < n:  # (a DCN's NICs and switch are not devices)
+            sending[link[0]] += stats.busy_s
     return [{"device": d, "compute_busy_s": busy.get(d, 0.0), "link_busy_s": sending[d]} for d in range(n)]
 
 
@@ -228,6 +231,16 @@ def _estimate(record: Any, lowered: Any, topology: Any, peak: float | None, hbm:
         array = lowered.arrays[op.inputs[0]]
         nbytes = math.prod(array.local_shape(lowered.mesh.shape)) * itemsize(array.dtype)
         latency, bandwidth = nominal_link(topology)
+        groups = record.layout.groups
+        sliced = (
+            across_slices(
+                topology, op.op, record.algorithm, groups, nbytes, *ici_link(topology), getattr(groups, "shape", None), getattr(groups, "wraparound", None)
+            )
+            if isinstance(topology, SlicedTopology)
+            else None
+        )
+        if sliced is not None:  # across slices: the DCN's closed forms (netsim.analysis.across_slices)
+            return sliced.estimate.time_s, "DCN"
         try:
             closed = estimate_collective(op.op, record.algorithm, topology.dims, topology.wraparound, record.layout.groups, nbytes, latency, bandwidth)
         except (ValueError, KeyError):

@@ -201,7 +201,7 @@ _OP = _obj(
         "end_s": _t("number", "its last step on any device"),
         "time_s": _t("number", "the longest it took on one device"),
         "estimate_s": _t(["number", "null"], "its closed form: the roofline per device, or the collective's; null where there is none"),
-        "bound": {"enum": ["compute", "HBM", "ICI", "given"], "description": "what bounds it"},
+        "bound": {"enum": ["compute", "HBM", "ICI", "DCN", "given"], "description": "what bounds it (DCN: a collective across slices)"},
     }
 )
 _HLO_COLLECTIVE = _obj(
