@@ -186,3 +186,20 @@ def test_scenario_across_slices_loads_and_estimates(tmp_path):
     bad.write_text(path.read_text().replace("tpu-v5e:4x4x2slices", "tpu-v2:4x4x2slices"))
     with pytest.raises(ValueError, match=r"topology: 'tpu-v2:4x4x2slices': slices join over the DCN from tpu-v4 on"):
         load_scenario(bad, build_topology=False)
+
+
+def test_timeline_has_a_dcn_lane_per_slice_and_explain_names_the_dcn(v5e):
+    from netsim.teaching.explain import explain
+    from netsim.teaching.timeline_axes import axis_rows
+
+    m = Mesh({"dcn": 2, "x": 4, "y": 4}, v5e)
+    result = netsim.psum(np.ones((32, 256), np.float32), m.groups(["dcn", "x", "y"]), v5e, "hierarchical")
+    rows = {row.label: row for row in axis_rows(result)}
+    assert list(rows)[:4] == ["DCN down, slice 0", "DCN down, slice 1", "DCN up, slice 0", "DCN up, slice 1"]
+    # each slice's DCN links: 16 chips' PCIe links and 4 NICs' links, one way each
+    assert rows["DCN up, slice 0"].links == 16 + 4 and rows["DCN up, slice 0"].messages > 0
+    assert rows["axis 1 +"].links == 2 * 12  # ICI: 3 links a line of 4, 4 lines, 2 slices
+    text = explain(result)
+    assert "its peer +1 slice away, over the DCN" in text
+    with pytest.raises(ValueError, match=r"^cannot animate tpu-v5e:4x4x2slices: slices joined by the DCN are not drawn"):
+        netsim.animate(result)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from netsim.algorithms.registry import ALGORITHMS, AxesAlgorithm
-from netsim.analysis.closed_forms.multislice import DcnPath, MultisliceEstimate, dcn_bound, estimate_across_slices
+from netsim.analysis.closed_forms.multislice import DcnPath, MultisliceEstimate, book_across_slices, dcn_bound, estimate_across_slices
 from netsim.analysis.closed_forms.registry import CollectiveEstimate
 from netsim.network.slices import SlicedTopology
 
@@ -98,14 +98,16 @@ def across_slices(
 def with_slices(closed: CollectiveEstimate, estimate: MultisliceEstimate | None, path: DcnPath | None = None) -> CollectiveEstimate:
     """``closed`` with the across-slices estimate in place of the single-network one (unchanged when None).
 
-    The scaling book's single-network estimate is left out; ``bound_s`` is the DCN's bytes bound.
+    The book estimate is the scaling book's all-reduce across pods (psum only); ``bound_s`` is the DCN's bytes bound.
     """
     if estimate is None:
         return closed
-    bound = None
+    bound = book = None
     if path is not None:
-        bound = dcn_bound(closed.collective, estimate.estimate.bytes_per_device, estimate.slices, estimate.members_per_slice, path).time_s
-    return replace(closed, estimate=estimate.estimate, book=None, book_bandwidth_s=None, bound_s=bound, note="")
+        D, S, M = estimate.estimate.bytes_per_device, estimate.slices, estimate.members_per_slice
+        bound = dcn_bound(closed.collective, D, S, M, path).time_s
+        book = book_across_slices(closed.collective, D, S, M, path.nic_bandwidth_Bps / path.devices_per_nic)
+    return replace(closed, estimate=estimate.estimate, book=book, book_bandwidth_s=None, bound_s=bound, note="")
 
 
 def ici_link(topology: SlicedTopology) -> tuple[float, float]:

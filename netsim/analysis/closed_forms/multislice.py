@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from netsim.analysis.closed_forms.terms import AlphaBeta, Estimate, _evaluate, canonical_collective
 
-__all__ = ["DcnPath", "MultisliceEstimate", "dcn_bound", "estimate_across_slices"]
+__all__ = ["DcnPath", "MultisliceEstimate", "book_across_slices", "dcn_bound", "estimate_across_slices"]
 
 SOURCE = "docs/multislice.md (derived from the schedules of netsim.algorithms.hierarchical and the rings)"
 RINGS = ("bidirectional_ring", "multiaxis", "hierarchical", "multiaxis_bundled", "dimension_ordered")
@@ -218,3 +218,21 @@ def _made(
         lambda x: AlphaBeta(parts.latency_s, parts.bandwidth_s * scale(x)), D, f"{text} [ICI {_us(ici.time_s)} | DCN {_us(dcn.time_s)}]", SOURCE, kind
     )
     return MultisliceEstimate(estimate, ici, dcn, S, M, c)
+
+
+def book_across_slices(collective: str, D: float, S: int, M: int, per_chip_Bps: float) -> Estimate | None:
+    """The scaling book's all-reduce across pods: 2·(S−1)/S·D / (M·W_dcn), W_dcn one chip's DCN egress (psum only, else None).
+
+    The training chapter ("Scaling Across Pods") runs the gradient all-reduce as a ring over
+    the pods, each pod's M chips sending at once: the bandwidth grows with M "since ... we
+    acquire more NICs". It counts neither latency nor the ICI's phases.
+
+    Examples
+    --------
+    >>> round(book_across_slices("psum", 2**20, 2, 16, 3.125e9).time_s * 1e6, 5)
+    20.97152
+    """
+    if canonical_collective(collective) != "psum" or S < 2:
+        return None
+    text = "2·(S−1)/S·D/(M·W_dcn), W_dcn a chip's DCN egress (the scaling book's training chapter, Scaling Across Pods)"
+    return _evaluate(lambda x: AlphaBeta(0.0, 2 * (S - 1) / S * x / (M * per_chip_Bps)), D, text, "jax-ml.github.io/scaling-book/training", "none")
