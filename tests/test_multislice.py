@@ -203,3 +203,28 @@ def test_timeline_has_a_dcn_lane_per_slice_and_explain_names_the_dcn(v5e):
     assert "its peer +1 slice away, over the DCN" in text
     with pytest.raises(ValueError, match=r"^cannot animate tpu-v5e:4x4x2slices: slices joined by the DCN are not drawn"):
         netsim.animate(result)
+
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "multislice.md"
+
+
+def test_the_multislice_doc_python_blocks_and_commands_run():
+    import re
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from netsim.cli.main import app
+
+    text = DOC.read_text(encoding="utf-8")
+    namespace: dict = {}
+    for block in re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M):
+        exec(compile(block, str(DOC), "exec"), namespace)
+    commands = [line.strip() for line in text.splitlines() if line.startswith("    netsim ")]
+    assert [c.split()[1] for c in commands] == ["run", "estimate", "program"]
+    runner = CliRunner()
+    for command in commands:
+        done = runner.invoke(app, shlex.split(command)[1:], env={"COLUMNS": "100"})
+        assert done.exit_code == 0, f"{command}\n{done.output[-2000:]}"
+    assert "97.0832 us" in runner.invoke(app, ["estimate", "scenarios/psum_v5e_2slices_hierarchical.yaml"], env={"COLUMNS": "100"}).output
+    assert (DOC.parent / "images" / "dcn_data_parallel.png").is_file()
