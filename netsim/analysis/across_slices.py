@@ -13,6 +13,7 @@ the ICI and DCN terms side by side. :func:`with_slices` puts it in a
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -88,10 +89,14 @@ def across_slices(
     if isinstance(plan, AxesAlgorithm) and group_shape is not None:
         kept = [(d, w) for d, w in zip(group_shape, group_wraparound or (True,) * len(group_shape), strict=True) if d > 1]
         pieces = plan.pieces(len(kept))
-        if kept and kept[0][0] == S:
-            inner = tuple(d for d, _ in kept[1:])
-            rings = tuple(w for _, w in kept[1:])
-            return estimate_across_slices(collective, algorithm, bytes_per_device, S, inner, rings, latency_s, bandwidth_Bps, path, pieces=pieces)
+        strides = [math.prod(d for d, _ in kept[k + 1 :]) for k in range(len(kept))]
+        crosses = [len(group) > strides[k] and group[0] // size != group[strides[k]] // size for k in range(len(kept))]
+        outer = next((k for k, (d, _) in enumerate(kept) if d == S and crosses[k]), None)
+        if outer is not None:  # the DCN axis; the exact forms want it first (the hierarchical algorithm's outer axis)
+            inner = tuple(d for k, (d, _) in enumerate(kept) if k != outer)
+            rings = tuple(w for k, (_, w) in enumerate(kept) if k != outer)
+            args = (collective, algorithm, bytes_per_device, S, inner, rings, latency_s, bandwidth_Bps, path)
+            return estimate_across_slices(*args, pieces=pieces, exact=outer == 0)
     return estimate_across_slices(collective, algorithm, bytes_per_device, S, (M,), (False,), latency_s, bandwidth_Bps, path, flat_order=True)
 
 

@@ -140,6 +140,7 @@ def estimate_across_slices(
     path: DcnPath,
     flat_order: bool = False,
     pieces: int = 2,
+    exact: bool = True,
 ) -> MultisliceEstimate:
     """The closed form of one collective whose groups span ``S`` slices, ``inner`` axes in each.
 
@@ -159,6 +160,9 @@ def estimate_across_slices(
         The group's members run as one flat ring (any algorithm that ignores the axes).
     pieces : int
         What the algorithm cuts a block into (the lower bounds' messages are a piece).
+    exact : bool
+        False: give the lower bound even where an exact form applies (the DCN axis is not
+        the group's first, so the plan is not the one the forms were derived from).
 
     Examples
     --------
@@ -175,7 +179,7 @@ def estimate_across_slices(
     s = D / (S * M)
     h, hn = s / (2 * B), s / (2 * Bn)
     bound = dcn_bound(collective, D, S, M, path)
-    exact_dcn = S == 2 and path.nic_bound and algorithm in RINGS and not flat_order
+    exact_dcn = exact and S == 2 and path.nic_bound and algorithm in RINGS and not flat_order
     if not inner and exact_dcn:
         if collective == "psum":
             dcn = AlphaBeta(2 * L, max(L + (2 * c + 1) * hn, 4 * c * hn) - L)
