@@ -47,7 +47,7 @@ import numpy as np
 from netsim.network.chips import check_device
 from netsim.network.dcn import DCN_NIC_LATENCY_S, DCN_PCIE_LATENCY_S, DcnFigures
 from netsim.network.device_mesh import Mesh
-from netsim.network.topology import LinkId, Topology, _check_link, mesh
+from netsim.network.topology import LinkId, Topology, _check_link
 
 __all__ = ["SLICES_SUFFIX", "SlicedTopology", "dcn_axes", "hybrid_mesh", "multislice", "split_slices_name"]
 
@@ -94,7 +94,9 @@ class SlicedTopology(Topology):
 
         Examples
         --------
-        >>> t = multislice(_example(), 2)
+        >>> from netsim.network.topology import mesh
+        >>> from netsim.network.topology import mesh
+    >>> t = multislice(mesh((2, 2)), 2)
         >>> t.slice_of(3), t.slice_of(4)
         (0, 1)
         """
@@ -119,7 +121,9 @@ class SlicedTopology(Topology):
 
         Examples
         --------
-        >>> t = multislice(_example(), 2)
+        >>> from netsim.network.topology import mesh
+        >>> from netsim.network.topology import mesh
+    >>> t = multislice(mesh((2, 2)), 2)
         >>> [t.link_name(link) for link in t.route(1, 6)]
         ['(0,0,1)->nic0', 'nic0->switch', 'switch->nic1', 'nic1->(1,1,0)']
         """
@@ -166,10 +170,6 @@ class SlicedTopology(Topology):
         for node in range(self.n_devices):
             graph.nodes[node].update(facts)
         return replace(self, graph=graph)
-
-
-def _example() -> Topology:
-    return mesh((2, 2))
 
 
 def multislice(
@@ -225,6 +225,7 @@ def multislice(
 
     Examples
     --------
+    >>> from netsim.network.topology import mesh
     >>> t = multislice(mesh((2, 2)), 2, host_shape=(1, 2), nics_per_host=1, nic_bandwidth_Bps=1e9)
     >>> t.n_devices, t.dims, t.n_slices, [t.host_of(d) for d in range(8)]
     (8, (2, 2, 2), 2, [0, 0, 1, 1, 2, 2, 3, 3])
@@ -342,7 +343,8 @@ def dcn_axes(mesh: Mesh) -> tuple[str, ...]:
 
     Examples
     --------
-    >>> t = multislice(_example(), 2)
+    >>> from netsim.network.topology import mesh
+    >>> t = multislice(mesh((2, 2)), 2)
     >>> dcn_axes(Mesh({"dcn": 2, "x": 2, "y": 2}, t)), dcn_axes(Mesh({"x": 2, "dcn": 2, "y": 2}, t, axis_dims={"dcn": 0, "x": 1, "y": 2}))
     (('dcn',), ('dcn',))
     """
@@ -369,7 +371,8 @@ def hybrid_mesh(ici_mesh_shape: Mapping[str, int], dcn_mesh_shape: Mapping[str, 
 
     Examples
     --------
-    >>> t = multislice(_example(), 2)
+    >>> from netsim.network.topology import mesh
+    >>> t = multislice(mesh((2, 2)), 2)
     >>> m = hybrid_mesh({"data": 1, "model": 4}, {"data": 2, "model": 1}, t)
     >>> m.devices.tolist(), dcn_axes(m)
     ([[0, 1, 2, 3], [4, 5, 6, 7]], ('data',))
