@@ -52,7 +52,7 @@ CASES = [
     (
         replace("name: t", "name: t\nalgorithm: tree"),
         "algorithm: unknown algorithm 'tree'; expected one of ring, bidirectional_ring, bidirectional_halfway, "
-        "direct, recursive_doubling, recursive_halving, rabenseifner, multiaxis, dimension_ordered, multiaxis_bundled, "
+        "direct, recursive_doubling, recursive_halving, rabenseifner, multiaxis, dimension_ordered, multiaxis_bundled, hierarchical, "
         "or multipath (ppermute only) (got 'tree')",
     ),
     (

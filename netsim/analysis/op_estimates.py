@@ -22,11 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from netsim.analysis.across_slices import across_slices, ici_link
 from netsim.analysis.closed_forms.geometry import permutation_loads, ports
 from netsim.analysis.closed_forms.registry import estimate_collective
 from netsim.analysis.closed_forms.terms import canonical_collective
 from netsim.analysis.why import TOLERANCE, nominal_link
 from netsim.engine.columns import hop_arrays
+from netsim.network.slices import SlicedTopology
 from netsim.network.units import format_bytes, format_seconds
 from netsim.semantics.program_values import itemsize
 
@@ -46,7 +48,7 @@ class OpEstimate:
     kind : str
         ``exact``, ``lower_bound``, ``upper_bound`` or ``none``.
     bound : str
-        What limits it: ``ICI``, ``HBM``, ``compute`` or ``given``.
+        What limits it: ``ICI``, ``DCN`` (a collective across slices), ``HBM``, ``compute`` or ``given``.
     algorithm : str or None
         A collective's algorithm (None for compute).
     bytes_per_device : int or None
@@ -85,6 +87,13 @@ def op_estimate(record: Any, lowered: Any, topology: Any, peak: float | None, hb
         nbytes = math.prod(array.local_shape(lowered.mesh.shape)) * itemsize(array.dtype)
         latency, bandwidth = nominal_link(topology)
         groups = record.layout.groups
+        if isinstance(topology, SlicedTopology):  # across slices: the DCN's closed forms (netsim.analysis.across_slices)
+            sliced = across_slices(
+                topology, op.op, record.algorithm, groups, nbytes, *ici_link(topology), getattr(groups, "shape", None), getattr(groups, "wraparound", None)
+            )
+            if sliced is not None:
+                e = sliced.estimate
+                return OpEstimate(e.time_s, e.kind, "DCN", record.algorithm, nbytes, e.formula, f"across slices ({sliced.terms_text()})")
         shape: dict[str, Any] = {"planned": getattr(record, "planned", None)}
         if canonical_collective(op.op) == "ppermute":
             pairs = [(int(a), int(b)) for a, b in groups]

@@ -265,7 +265,8 @@ def _devices(n: int, busy: dict[int, float], links: dict[Any, Any]) -> list[dict
     """Per device: its compute unit's busy time and the busy time of the links leaving it (seconds)."""
     sending = [0.0] * n
     for link, stats in (links or {}).items():
-        sending[link[0]] += stats.busy_s
+        if link[0] < n:  # (a DCN's NICs and switch are not devices)
+            sending[link[0]] += stats.busy_s
     return [{"device": d, "compute_busy_s": busy.get(d, 0.0), "link_busy_s": sending[d]} for d in range(n)]
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from netsim.analysis.across_slices import leaves_across_slices, scenario_across_slices
 from netsim.analysis.closed_forms.geometry import multipath_loads, permutation_loads, ports
 from netsim.analysis.closed_forms.registry import COST_MODELS, CollectiveEstimate, estimate_collective
 from netsim.analysis.closed_forms.terms import Estimate, canonical_collective
@@ -239,6 +240,9 @@ def analyse(result: Result, stats: RunStats | None = None) -> Analysis:
     latency, bandwidth = next(iter(crossed)) if len(crossed) == 1 else nominal_link(topology)
     others = other_links(crossed, latency, bandwidth)
     per_leaf = [with_other_links(c, others, latency, bandwidth) for c in leaf_estimates(result, latency, bandwidth)]
+    sliced = leaves_across_slices(result, per_leaf)  # groups across slices: the DCN's forms (netsim.analysis.across_slices)
+    if sliced is not None:
+        per_leaf, others = sliced, set()
     closed = per_leaf[0]
     estimate = _total([c.estimate for c in per_leaf])
     if estimate is not None and estimate.kind == "exact" and (topology.down_links or topology.degraded_links):
@@ -512,4 +516,7 @@ def estimate_scenario(scenario: Any) -> tuple[CollectiveEstimate, list[tuple[str
         item_bytes=item,
     )
     held = [(name, with_other_links(c, others, latency, bandwidth)) for name, c in algorithm_estimates(op, *args, item_bytes=item)]
+    sliced = scenario_across_slices(scenario, mine, payload, scenario.resolved_algorithm) if shape.slices > 1 else None
+    if sliced is not None:  # groups across slices: the DCN's forms (netsim.analysis.across_slices)
+        return sliced
     return with_other_links(mine, others, latency, bandwidth), held

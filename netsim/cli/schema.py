@@ -211,7 +211,7 @@ _OP = _obj(
         "end_s": _t("number", "its last arrival or compute step on `device`, else on any device"),
         "time_s": _t("number", "the longest it took on one device"),
         "estimate_s": _t(["number", "null"], "its closed form: the roofline per device, or the collective's; null where there is none"),
-        "bound": {"enum": ["compute", "HBM", "ICI", "given"], "description": "what bounds it"},
+        "bound": {"enum": ["compute", "HBM", "ICI", "DCN", "given"], "description": "what bounds it (DCN: a collective across slices)"},
         "estimate_kind": _ESTIMATE_KIND,
         "algorithm": _t(["string", "null"], "a collective's algorithm; null for compute"),
         "bytes_per_device": _t(["integer", "null"], "a collective's input per device; null for compute"),

@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import numbers
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import networkx as nx
 
@@ -159,7 +159,7 @@ class Topology:
                 data["bandwidth_Bps"] = float(bandwidth_Bps)
             if latency_s is not None:
                 data["latency_s"] = float(latency_s)
-        return Topology(graph, self.dims, self.wraparound, self.name)
+        return replace(self, graph=graph)
 
     def with_device(self, device: Mapping[str, float | int | None]) -> Topology:
         """A copy in which every device has the given compute facts (as ``device`` of :func:`torus`).
@@ -176,7 +176,7 @@ class Topology:
         graph = self.graph.copy()
         for node in graph.nodes:
             graph.nodes[node].update(facts)
-        return Topology(graph, self.dims, self.wraparound, self.name)
+        return replace(self, graph=graph)
 
     def route(self, src: int, dst: int, tie: int = 1) -> tuple[LinkId, ...]:
         """Links a message follows from ``src`` to ``dst``: dimension-order routing.
@@ -247,7 +247,7 @@ class Topology:
         graph.remove_edges_from(links)
         graph.graph["down"] = (*self.down_links, *links)
         graph.graph["detours"] = {}
-        return Topology(graph, self.dims, self.wraparound, self.name)
+        return replace(self, graph=graph)
 
     def degrade_link(
         self,
@@ -302,7 +302,7 @@ class Topology:
             _check_link(bandwidth, latency, floor=1.0)  # a slower link is down: say so
             data.update(bandwidth_Bps=bandwidth, latency_s=latency)
         graph.graph["degraded"] = (*self.degraded_links, *links)
-        return Topology(graph, self.dims, self.wraparound, self.name)
+        return replace(self, graph=graph)
 
     def _neighbour_links(self, src: int, dst: int, both_ways: bool) -> list[LinkId]:
         for device in (src, dst):

@@ -12,8 +12,10 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from netsim.algorithms.registry import ALGORITHMS, default_algorithm
 from netsim.network import units
+from netsim.network.dcn import DCN
 from netsim.network.device_mesh import AxisGroups, Mesh
 from netsim.network.presets import is_slice_name, parse_slice
+from netsim.network.slices import split_slices_name
 from netsim.network.topology import Topology, UnreachableError
 from netsim.scenario.collective_spec import CollectiveSpec
 from netsim.scenario.errors import ScenarioError, clipped
@@ -228,14 +230,19 @@ class Scenario(Strict):
         if isinstance(self.topology, TopologySpec):
             spec, source, field, stem = self.topology, self.source, "topology", self.name
         elif is_slice_name(self.topology) and not (Path(self.topology).is_file() or (self.base_dir and (self.base_dir / self.topology).is_file())):
+            several = split_slices_name(self.topology)  # several slices joined by the DCN (netsim.network.slices)
             try:
-                generation, dims = parse_slice(self.topology)
+                generation, dims = parse_slice(several[0] if several else self.topology)
+                if several and generation.name not in DCN:
+                    raise ValueError(f"{self.topology!r}: slices join over the DCN from tpu-v4 on ({', '.join(DCN)}); write e.g. tpu-v5e:4x4x2slices")
             except ValueError as error:
                 raise ScenarioError(self.source, "topology", str(error)) from None
             shape = TopologyShape(self.topology, dims, generation.wraps(dims), generation.bandwidth_Bps, generation.latency_s, **generation.device)
             if generation.devices_per_chip == 2:
                 chip = {"chip_link_bandwidth_Bps": generation.chip_link_bandwidth_Bps, "chip_link_latency_s": generation.chip_link_latency_s}
                 shape = replace(shape, dims=(*dims, 2), wraparound=(*shape.wraparound, False), **chip)
+            if several:
+                shape = replace(shape, dims=(several[1], *shape.dims), wraparound=(True, *shape.wraparound), slices=several[1])
             return self._with_link_overrides(shape)
         else:
             try:
@@ -277,6 +284,8 @@ class Scenario(Strict):
         {'bandwidth': '45 GB/s', 'latency': '1 us'}
         """
         data = self.model_dump(mode="json", exclude_none=True)
+        if self.topology_shape.slices > 1:  # several slices: by name (the link override, if any, stays beside it)
+            return data
         data["topology"] = self.topology_shape.as_spec()
         data.pop("link", None)  # folded into the inline topology
         data.pop("device", None)

@@ -80,6 +80,8 @@ class TopologyShape:
     hbm_capacity_bytes: int | None = None
     chip_link_bandwidth_Bps: float | None = None
     chip_link_latency_s: float | None = None
+    slices: int = 1
+    """Slices joined by the DCN (``tpu-v5e:4x4x2slices``); then ``dims[0]`` is the slice axis."""
 
     @property
     def chip_axis(self) -> int | None:
