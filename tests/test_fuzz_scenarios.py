@@ -86,7 +86,7 @@ WRONG_TYPES: dict[str, list[Any]] = {
     "input.shape": ["4", 4, {"a": 1}, [[1]], ["x"], [-1], [1.5], [4, -2], [2**41], [1] * 9],
     "input.values": ["ones", 3, [1]],
     "link": ["fast", [1], 3],
-    "link.bandwidth": ["0 GB/s", "-1 GB/s", 0, -5, "fast", "45 Gb/s", "1e400 GB/s", "0.5 B/s", [1], "45 GB", "GB/s"],
+    "link.bandwidth": ["0 GB/s", "-1 GB/s", 0, -5, "fast", "45 GBps", "1e400 GB/s", "0.5 B/s", [1], "45 GB", "GB/s"],
     "link.latency": ["-1 us", "1 hour", "fast", [1], "2e9 s", "1e400 s", "1 us/s", -1],
     "stragglers": ["late", [1, 2], 3],
     "faults": ["all", {"link": [0, 1]}, 3, [[0, 1]]],
