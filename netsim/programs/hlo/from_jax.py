@@ -22,7 +22,7 @@ from netsim.programs.hlo.export import device_map
 from netsim.programs.hlo.run import run_hlo
 from netsim.result import Result
 
-__all__ = ["compile_for", "from_jax", "roofline_ici_bytes"]
+__all__ = ["compile_for", "from_jax", "mesh_of", "roofline_ici_bytes"]
 
 
 def compile_for(f: Callable[..., Any], *args: Any, in_shardings: Any = None, out_shardings: Any = None) -> Any:
@@ -59,10 +59,33 @@ def roofline_ici_bytes(f: Callable[..., Any], mesh: Any, *args: Any) -> dict[str
     return found or None
 
 
+def mesh_of(args: tuple[Any, ...], in_shardings: Any = None) -> Any:
+    """The mesh of the ``NamedSharding`` s that place ``args`` (or ``in_shardings``), as ``jax.jit`` would read it.
+
+    Raises
+    ------
+    ValueError
+        When no argument is placed on a mesh, or they are placed on different meshes.
+    """
+    import jax
+
+    leaves = [*jax.tree_util.tree_leaves(in_shardings), *(getattr(a, "sharding", None) for a in jax.tree_util.tree_leaves(args))]
+    meshes = []
+    for sharding in leaves:
+        mesh = getattr(sharding, "mesh", None)
+        if mesh is not None and getattr(mesh, "devices", None) is not None and not any(mesh is m or mesh == m for m in meshes):
+            meshes.append(mesh)
+    if not meshes:
+        raise ValueError("from_jax needs the mesh: pass mesh=..., or arguments placed with a NamedSharding (jax.device_put(x, NamedSharding(mesh, P(...))))")
+    if len(meshes) > 1:
+        raise ValueError(f"the arguments are placed on {len(meshes)} different meshes; pass the one to compile for as mesh=...")
+    return meshes[0]
+
+
 def from_jax(
     f: Callable[..., Any],
     *args: Any,
-    mesh: Any,
+    mesh: Any = None,
     topology: Topology | str,
     in_shardings: Any = None,
     out_shardings: Any = None,
@@ -77,8 +100,9 @@ def from_jax(
     f : callable
         The function (jitted or not); ``args`` are its arguments or ``jax.ShapeDtypeStruct`` s
         (with ``NamedSharding`` s on ``mesh``).
-    mesh : jax.sharding.Mesh
-        The mesh it runs on: as many devices as ``topology`` has chips.
+    mesh : jax.sharding.Mesh, optional
+        The mesh it runs on: as many devices as ``topology`` has chips. Default: the mesh
+        of the ``NamedSharding`` s that place ``args`` (or of ``in_shardings``).
     topology : Topology or str
         The slice, e.g. ``"tpu-v5e:4x4"``.
     in_shardings, out_shardings : optional
@@ -104,6 +128,8 @@ def from_jax(
     >>> netsim.from_jax(step, x, mesh=mesh, topology="tpu-v5e:2x4").time  # doctest: +SKIP
     """
     label = name or getattr(f, "__name__", "jax_function")
+    if mesh is None:
+        mesh = mesh_of(args, in_shardings)
     compiled = compile_for(f, *args, in_shardings=in_shardings, out_shardings=out_shardings)
     module = hlo_from_text(compiled.as_text(), f"<compiled {label}>")
     devices = device_map_from_data(device_map(mesh), module.devices, f"the mesh of {label}")
