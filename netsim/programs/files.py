@@ -264,19 +264,40 @@ def program_from_data(data: Any, source: str = "<program>", base_dir: Path | Non
     return loaded
 
 
-def program_as_data(program: Program, topology: str | dict[str, Any], *, data: str = "none", seed: int = 0) -> dict[str, Any]:
-    """A program built in Python as a program file's mapping (write it with ``yaml.safe_dump``).
+def program_as_data(
+    program: Program | ProgramFile, topology: str | dict[str, Any] | None = None, *, data: str | None = None, seed: int | None = None
+) -> dict[str, Any]:
+    """A program built in Python (or read from a file) as a program file's mapping (write it with ``yaml.safe_dump``).
+
+    The file runs as the program does: with values unless ``data="none"`` (as
+    :func:`netsim.run_program` runs a Program), or in a :class:`ProgramFile`'s own mode,
+    seed and topology.
 
     Examples
     --------
     >>> from netsim.programs.model import Op, Program, Sharded
     >>> p = Program("g", {"X": 4}, {"A": Sharded((8, 4), "bfloat16", (("X",), ()))}, (Op.of("g", "all_gather", ("A",), "B", axes=("X",), tiled=True),))
     >>> data = program_as_data(p, "tpu-v5e:4x1")
-    >>> data["ops"]
-    [{'name': 'g', 'op': 'all_gather', 'in': ['A'], 'out': 'B', 'axes': ['X'], 'axis': 0, 'tiled': True}]
+    >>> data["ops"], data["data"]
+    ([{'name': 'g', 'op': 'all_gather', 'in': ['A'], 'out': 'B', 'axes': ['X'], 'axis': 0, 'tiled': True}], 'values')
     >>> program_from_data(data).program == p
     True
+    >>> program_as_data(load_program("scenarios/programs/megatron_mlp.yaml"))["seed"]
+    2
     """
+    if isinstance(program, ProgramFile):
+        file = program
+        topology = (
+            topology
+            if topology is not None
+            else file.topology.model_dump(mode="json", exclude_none=True)
+            if isinstance(file.topology, TopologySpec)
+            else file.topology
+        )
+        data, seed, program = data or file.data, file.seed if seed is None else seed, file.program
+    if topology is None:
+        raise ValueError("program_as_data needs the topology the program runs on, e.g. 'tpu-v5e:4x4'")
+    data, seed = data or "values", seed or 0
     arrays = {}
     for name, array in program.arrays.items():
         spec: dict[str, Any] = {"shape": list(array.shape), "dtype": array.dtype}
