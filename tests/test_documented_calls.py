@@ -48,8 +48,7 @@ CALLS = {
     ),
     "netsim.sweep(study)": "table = netsim.sweep(STUDY, output='sweep_out', workers=1); assert len(table) == 2 and table['verified'].all()",
     "netsim.studies.sweep.read_results(path)": (
-        "again = netsim.studies.sweep.read_results('sweep_out/results.csv')\n"
-        "assert again['time_s'].tolist() == table['time_s'].tolist()  # bit for bit"
+        "again = netsim.studies.sweep.read_results('sweep_out/results.csv')\nassert again['time_s'].tolist() == table['time_s'].tolist()  # bit for bit"
     ),
     "netsim.load_study(...)": "study = netsim.load_study('scenarios/studies/ring_algorithms.yaml'); assert study.fields[0] == 'algorithm'",
     "netsim.studies.plots.plot_results(table, directory)": (
@@ -89,8 +88,7 @@ CALLS = {
         "assert again.time == ran.time and again.verified == ran.verified == True"
     ),
     "netsim.ring(8).fail_link(3, 4)": (
-        "broken = netsim.ring(8).fail_link(3, 4)\n"
-        "assert netsim.all_gather(np.ones((8, 64)), topology=broken).time > netsim.all_gather(np.ones((8, 64))).time"
+        "broken = netsim.ring(8).fail_link(3, 4)\nassert netsim.all_gather(np.ones((8, 64)), topology=broken).time > netsim.all_gather(np.ones((8, 64))).time"
     ),
     'netsim.build_schedule("gather", [[0, 1, 2]], "ring").table()': "assert 'step' in str(netsim.build_schedule('gather', [[0, 1, 2]], 'ring').table())",
     'netsim.engine.play(topology, transfers, buffers, computes=[Compute(device=0, flops=2e12, bytes=1e9)], engine="processes")': (
