@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from netsim.analysis.op_estimates import link_sharing, op_estimate, op_why
+from netsim.analysis.program_times import program_times
 from netsim.analysis.why import _t
 
 if TYPE_CHECKING:
@@ -135,39 +136,6 @@ def _sharing(playback: Any, lowered: Any) -> list[set[int]]:
     return link_sharing(playback.hops, op_of, len(lowered.ops))
 
 
-def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    merged: list[tuple[float, float]] = []
-    for start, end in sorted(intervals):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        elif end > start:
-            merged.append((start, end))
-    return merged
-
-
-def _overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
-    total, i, j = 0.0, 0, 0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        total += max(0.0, hi - lo)
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return total
-
-
-def _idle(busy: list[tuple[float, float]], end: float) -> list[tuple[float, float]]:
-    gaps, now = [], 0.0
-    for start, stop in busy:
-        if start > now:
-            gaps.append((now, start))
-        now = max(now, stop)
-    if end > now:
-        gaps.append((now, end))
-    return gaps
-
-
 def program_stats(result: Result) -> ProgramStats:
     """The numbers of a program's run.
 
@@ -189,17 +157,15 @@ def program_stats(result: Result) -> ProgramStats:
     devices = np.array([c.device for c in schedule.computes], np.int64)
     facts = result.topology_obj.device(0)
     peak, hbm = facts["peak_flops"], facts["hbm_bandwidth_Bps"]
-    ops, in_flight = [], []
+    ops = []
     src, dst = (np.asarray(schedule.transfers.columns()[k] if hasattr(schedule.transfers, "columns") else [], np.int64) for k in ("src", "dst"))
     busy = {d: s.busy_s for d, s in playback.compute_units.items()}
-    critical = max(busy, key=lambda d: (float(ended[devices == d].max()), busy[d])) if busy else None
+    times = program_times(lowered, playback, result.time)
+    critical = times.critical_device
     spans, estimates = [], []
     for record in lowered.ops:
         t, c = slice(record.transfers.start, record.transfers.stop), slice(record.computes.start, record.computes.stop)
-        comm_s = 0.0
-        if len(record.transfers):
-            in_flight.append((float(sent[t].min()), float(arrived[t].max())))
-            comm_s = in_flight[-1][1] - in_flight[-1][0]
+        comm_s = float(arrived[t].max() - sent[t].min()) if len(record.transfers) else 0.0
         spans.append(
             _span_on_devices(
                 result.n_devices,
@@ -235,26 +201,19 @@ def program_stats(result: Result) -> ProgramStats:
                 last,
             )
         )
-    communication = _union(in_flight)
-    if critical is None:
-        exposed = sum(e - s for s, e in communication)
-    else:
-        mine = _union([(float(s), float(e)) for s, e in zip(started[devices == critical], ended[devices == critical], strict=True)])
-        exposed = _overlap(_idle(mine, result.time), communication)
     checks = {name: {"difference": d, "tolerance": t} for name, (d, t) in run.checks.items()}
-    comm_s = sum(e - s for s, e in communication)
     return ProgramStats(
         result.scenario or "",
         result.topology,
         result.time,
-        max(busy.values(), default=0.0),
-        comm_s,
-        exposed,
-        critical,
+        times.compute_s,
+        times.communication_s,
+        times.exposed_communication_s,
+        times.critical_device,
         result.verified,
         result.verification,
         {"peak_flops": peak, "hbm_bandwidth_Bps": hbm},
-        _why(lowered, comm_s, exposed, max(busy.values(), default=0.0), result.time),
+        _why(lowered, times.communication_s, times.exposed_communication_s, times.compute_s, result.time),
         ops,
         checks,
         _devices(result.n_devices, busy, playback.links),

@@ -169,7 +169,9 @@ def progress_lines(description: str, total: int | None) -> Callable[[int], None]
 
 
 def fail(message: str, code: int) -> typer.Exit:
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {message}", markup=False)
+    """Print ``message`` on stderr, each of its lines (a file's mistakes, one a line) after ``error:``; the exit to raise."""
+    lines = "\n".join(f"error: {line}" for line in message.split("\n"))
+    Console(stderr=True, highlight=False, soft_wrap=True).print(lines, markup=False)
     return typer.Exit(code)
 
 

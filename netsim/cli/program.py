@@ -21,7 +21,8 @@ USER_ERROR, INTERNAL_ERROR = 2, 3
 
 
 def _fail(message: str, code: int) -> typer.Exit:
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {message}", markup=False)
+    lines = "\n".join(f"error: {line}" for line in message.split("\n"))  # a file's mistakes, one a line
+    Console(stderr=True, highlight=False, soft_wrap=True).print(lines, markup=False)
     return typer.Exit(code)
 
 

@@ -25,17 +25,7 @@ import networkx as nx
 
 from netsim.network.chips import DEVICE_FIELDS, check_device
 
-__all__ = [
-    "DEFAULT_BANDWIDTH_BPS",
-    "DEFAULT_LATENCY_S",
-    "DEVICE_FIELDS",
-    "LinkId",
-    "Topology",
-    "UnreachableError",
-    "mesh",
-    "ring",
-    "torus",
-]
+__all__ = ["DEFAULT_BANDWIDTH_BPS", "DEFAULT_LATENCY_S", "DEVICE_FIELDS", "LinkId", "Topology", "UnreachableError", "mesh", "ring", "torus"]
 
 DEFAULT_BANDWIDTH_BPS = 45e9
 """One-way bandwidth of one link direction, TPU v5e-like (the scaling book's 45 GB/s)."""
@@ -98,17 +88,22 @@ class Topology:
         """Coordinates of a device on the grid."""
         return self.graph.nodes[device]["coord"]
 
-    def device(self, d: int) -> dict:
+    def device(self, d: int | Sequence[int]) -> dict | int:
         """A device's compute facts: a new dict with the keys of :data:`DEVICE_FIELDS`.
 
         ``peak_flops`` (FLOP/s), ``hbm_bandwidth_Bps`` (bytes/s) and
         ``hbm_capacity_bytes``, None where unknown; ValueError if ``d`` is not a device here.
+        A tuple of coordinates gives the device's index instead (as :meth:`index`).
 
         Examples
         --------
-        >>> ring(4, device={"peak_flops": 1.97e14}).device(0)
-        {'peak_flops': 197000000000000.0, 'hbm_bandwidth_Bps': None, 'hbm_capacity_bytes': None}
+        >>> ring(4, device={"peak_flops": 1.97e14}).device(0), torus((4, 4)).device((1, 2))
+        ({'peak_flops': 197000000000000.0, 'hbm_bandwidth_Bps': None, 'hbm_capacity_bytes': None}, 6)
         """
+        if isinstance(d, (tuple, list)):
+            if len(d) != len(self.dims) or not all(isinstance(c, numbers.Integral) and 0 <= c < n for c, n in zip(d, self.dims, strict=False)):
+                raise ValueError(f"coordinates {tuple(d)!r} are not on {self.name} (dims {tuple(self.dims)})")
+            return self.index(d)
         if not isinstance(d, numbers.Integral) or isinstance(d, bool) or not 0 <= d < self.n_devices:
             raise ValueError(f"device {d!r} is not on {self.name} (devices 0..{self.n_devices - 1})")
         node = self.graph.nodes[int(d)]

@@ -11,12 +11,14 @@ computation. :func:`netsim.analysis.program_stats.program_stats` reads the resul
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from netsim.analysis.program_times import program_times
 from netsim.checks.invariants import InvariantError
 from netsim.checks.memory import (
     RETURN_FREED_MIN_DEVICES,
@@ -305,6 +307,10 @@ def program_result(lowered: Lowered, topology: Topology, playback: Playback, **f
     ('multiaxis', 16, True)
     """
     algorithms = [r.algorithm for r in lowered.ops if r.algorithm]
+    times = program_times(lowered, playback, playback.time)
+    fields["program"] = dataclasses.replace(
+        fields["program"], compute_s=times.compute_s, communication_s=times.communication_s, exposed_communication_s=times.exposed_communication_s
+    )
     return Result(
         time=playback.time,
         collective="program",

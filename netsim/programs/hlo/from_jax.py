@@ -41,7 +41,7 @@ from netsim.programs.hlo.export import device_map
 from netsim.programs.hlo.run import run_hlo
 from netsim.result import Result
 
-__all__ = ["CPU_CAVEAT", "LIBTPU_TOPOLOGIES", "compile_for", "compile_for_tpu", "from_jax", "libtpu_version", "roofline_ici_bytes"]
+__all__ = ["CPU_CAVEAT", "LIBTPU_TOPOLOGIES", "compile_for", "compile_for_tpu", "from_jax", "libtpu_version", "mesh_of", "roofline_ici_bytes"]
 
 LIBTPU_TOPOLOGIES = {
     "tpu-v4": ("v4", "megacore"),
@@ -73,16 +73,8 @@ def compile_for(f: Callable[..., Any], *args: Any, in_shardings: Any = None, out
     return jax.jit(f, **kwargs).lower(*args).compile()
 
 
-def _mesh_of(args: Any, mesh: Any) -> Any:
-    import jax
-
-    if mesh is not None:
-        return mesh
-    for leaf in jax.tree_util.tree_leaves(args):
-        found = getattr(getattr(leaf, "sharding", None), "mesh", None)
-        if found is not None and hasattr(found, "axis_names"):
-            return found
-    raise ValueError("from_jax needs a mesh: pass mesh=, or arguments with NamedShardings on one")
+def _mesh_of(args: Any, mesh: Any, in_shardings: Any = None) -> Any:
+    return mesh if mesh is not None else mesh_of(args, in_shardings)
 
 
 def _on(mesh: Any, sharding: Any) -> Any:
@@ -119,7 +111,7 @@ def compile_for_tpu(
     prefix, chip_config = LIBTPU_TOPOLOGIES[generation]
     name = f"{prefix}:{shape}"
     devices = topologies.get_topology_desc(platform="tpu", topology_name=name, chip_config_name=chip_config).devices
-    source = _mesh_of(args, mesh)
+    source = _mesh_of(args, mesh, in_shardings)
     if source.devices.size != len(devices):
         raise ValueError(f"the mesh {dict(source.shape)} has {source.devices.size} devices; {topology} has {len(devices)}")
     axis_types = getattr(source, "axis_types", None)
@@ -183,6 +175,29 @@ def _argument_dtypes(args: Any) -> list[str]:
     import jax
 
     return [str(leaf.dtype) for leaf in jax.tree_util.tree_leaves(args) if hasattr(leaf, "dtype")]
+
+
+def mesh_of(args: tuple[Any, ...], in_shardings: Any = None) -> Any:
+    """The mesh of the ``NamedSharding`` s that place ``args`` (or ``in_shardings``), as ``jax.jit`` would read it.
+
+    Raises
+    ------
+    ValueError
+        When no argument is placed on a mesh, or they are placed on different meshes.
+    """
+    import jax
+
+    leaves = [*jax.tree_util.tree_leaves(in_shardings), *(getattr(a, "sharding", None) for a in jax.tree_util.tree_leaves(args))]
+    meshes = []
+    for sharding in leaves:
+        mesh = getattr(sharding, "mesh", None)
+        if mesh is not None and getattr(mesh, "devices", None) is not None and not any(mesh is m or mesh == m for m in meshes):
+            meshes.append(mesh)
+    if not meshes:
+        raise ValueError("from_jax needs the mesh: pass mesh=..., or arguments placed with a NamedSharding (jax.device_put(x, NamedSharding(mesh, P(...))))")
+    if len(meshes) > 1:
+        raise ValueError(f"the arguments are placed on {len(meshes)} different meshes; pass the one to compile for as mesh=...")
+    return meshes[0]
 
 
 def from_jax(
@@ -274,7 +289,7 @@ def from_jax(
         said = f"the TPU compiler (libtpu {facts['libtpu']}, JAX {facts['jax']}, ahead of time for {facts['topology']})"
         timed = "as compiled"
     else:
-        cpu_mesh = _mesh_of(args, mesh)
+        cpu_mesh = _mesh_of(args, mesh, in_shardings)
         compiled = compile_for(f, *args, in_shardings=in_shardings, out_shardings=out_shardings)
         module = hlo_from_text(compiled.as_text(), f"<compiled {label}>")
         devices = device_map_from_data(device_map(cpu_mesh), module.devices, f"the mesh of {label}")
@@ -285,7 +300,7 @@ def from_jax(
             module = at_source_dtype(module, wanted)
             timed = f"source: f32 collectives and dots timed at the arguments' {wanted}"
     result = run_hlo(module, topology, device_map=devices, clock_hz=clock_hz, engine=engine, name=label)
-    roofline_mesh = mesh if mesh is not None else _mesh_of(args, None)
+    roofline_mesh = _mesh_of(args, mesh, in_shardings)
     program = dataclasses.replace(
         result.program, source=f"compiled from {label}", compiler=said, dtypes=timed, roofline_ici_bytes=roofline_ici_bytes(f, roofline_mesh, *args)
     )
