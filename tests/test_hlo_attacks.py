@@ -7,6 +7,7 @@ the file, the line and the fix (exit 2), never a traceback, a hang or a wrong ti
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -70,6 +71,16 @@ def test_ten_trips_played_equal_six_played_and_four_extended(monkeypatch):
     # a loop shorter than the steady state is played whole: the "extension" is the last run itself
     short = run_hlo(hlo_from_text(_with_trips(4)), SLICE)
     assert short.program.extension.played == (4,) and short.time == run_hlo(hlo_from_text(_with_trips(4)), SLICE, unroll=True).time
+
+
+def test_five_trips_played_equal_three_played_and_two_extended_when_every_trip_is_alike(monkeypatch):
+    """A loop of compute only: every trip takes the same time from the first, so 3 trips show it and 2 are extended."""
+    monkeypatch.setattr(loops, "FULL_TRIPS", 2)
+    text = re.sub(r"all-reduce\(%x\)[^\n]*", "negate(%x)", _with_trips(5))
+    module = hlo_from_text(text)
+    extended, every = run_hlo(module, SLICE), run_hlo(module, SLICE, unroll=True)
+    assert extended.program.extension.played == (3,) and extended.program.extension.runs == 3
+    assert extended.time == pytest.approx(every.time, rel=1e-12)
 
 
 def test_nested_long_loops_are_extended_with_their_cross_term():

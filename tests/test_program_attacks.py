@@ -78,3 +78,11 @@ def test_from_jax_of_a_fori_loop_of_10_to_the_9_trips_ends():
     assert run["trips"] == 10**9 and run["wall_s"] < 30
     # a 64 KiB block moved one hop per trip (45 GB/s links): about 1.8 us a trip, 10^9 of them
     assert run["time_s"] == pytest.approx(10**9 * run["per_trip_s"], rel=1e-6) and 1e-6 < run["per_trip_s"] < 3e-6
+
+
+def test_an_hlo_file_name_too_long_for_the_file_system_is_one_line(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(f"name: p\nhlo: '{'9' * 5000}'\ntopology: tpu-v5e:2x2\n")
+    result = runner.invoke(app, ["program", str(path)])
+    assert result.exit_code == 2
+    assert result.output == f"error: {path}: hlo: cannot read {'9' * 60}... (5000 characters): File name too long\n"

@@ -26,6 +26,7 @@ from pydantic import Field
 
 from netsim.network.topology import Topology
 from netsim.programs.files import ProgramFile, program_from_data
+from netsim.programs.hlo.validate import shown
 from netsim.scenario.errors import ScenarioError
 from netsim.scenario.fields import Strict
 from netsim.scenario.models import ExpectedSpec
@@ -73,8 +74,12 @@ def hlo_program_from_data(data: Any, source: str = "<program>", base_dir: Path |
     netsim.scenario.ScenarioError: p.yaml: clock: unknown field; ...
     """
     loaded = validate(HloProgramFile, data, source, {"source": source, "base_dir": base_dir})
-    if not loaded.hlo_path.is_file():
-        raise ScenarioError(source, "hlo", f"no module text at {loaded.hlo_path}; write one with netsim.programs.hlo.export(compiled, mesh, path)")
+    try:
+        found = loaded.hlo_path.is_file()
+    except OSError as error:  # a name too long for the file system, say
+        raise ScenarioError(source, "hlo", f"cannot read {shown(loaded.hlo)}: {error.strerror}") from None
+    if not found:
+        raise ScenarioError(source, "hlo", f"no module text at {shown(str(loaded.hlo_path))}; write one with netsim.programs.hlo.export(compiled, mesh, path)")
     _ = loaded.topology_obj
     return loaded
 

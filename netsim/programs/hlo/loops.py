@@ -29,7 +29,20 @@ from netsim.programs.hlo.compute import backend_config
 from netsim.programs.hlo.text import Computation, HloSyntaxError, Instruction, Module
 from netsim.programs.hlo.trips import inferred_trip_count
 
-__all__ = ["FULL_TRIPS", "MAX_STEPS", "MAX_TRIPS", "STEADY_RTOL", "Extension", "Loop", "extend", "long_loops", "loop_trips", "trip_count", "unrolled_steps"]
+__all__ = [
+    "FULL_TRIPS",
+    "MAX_STEPS",
+    "MAX_TRIPS",
+    "STEADY_RTOL",
+    "Extension",
+    "Loop",
+    "check_steps",
+    "extend",
+    "long_loops",
+    "loop_trips",
+    "trip_count",
+    "unrolled_steps",
+]
 
 FULL_TRIPS = 16
 """Loops of at most this many trips are played trip by trip; longer ones are extended from their steady state."""
@@ -174,7 +187,7 @@ def loop_trips(module: Module, instruction: Instruction, caller: Computation) ->
     return trips
 
 
-def _callee(module: Module, instruction: Instruction, attr: str) -> str | None:
+def _callee(instruction: Instruction, attr: str) -> str | None:
     name = instruction.attrs.get(attr)
     return None if name is None else name.strip().lstrip("%")
 
@@ -195,7 +208,7 @@ def _walk(module: Module, visit: Callable[[Instruction, int, Computation], None]
         for instruction in computation.instructions:
             visit(instruction, depth, computation)
             for attr in ("body", "to_apply", "calls", "condition"):
-                callee = _callee(module, instruction, attr)
+                callee = _callee(instruction, attr)
                 if callee is not None and "," not in callee and "{" not in callee:
                     enter(callee, depth + 1, instruction.line, (*path, name))
 
@@ -259,11 +272,11 @@ def unrolled_steps(module: Module, trips: Mapping[int, int] | None = None) -> in
         for instruction in computation.instructions if computation is not None else ():
             op = instruction.opcode
             if op == "while":
-                body = _callee(module, instruction, "body")
+                body = _callee(instruction, "body")
                 times = trips.get(instruction.line, loop_trips(module, instruction, computation))
                 total += (1 if times is None else times) * (count(body) if body else 0)
             elif op == "call":
-                callee = _callee(module, instruction, "to_apply")
+                callee = _callee(instruction, "to_apply")
                 total += count(callee) if callee else 0
             elif op not in _NO_STEP and not (op.endswith("-done") and op != "copy-done"):
                 total += 1
