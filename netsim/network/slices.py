@@ -92,13 +92,13 @@ class SlicedTopology(Topology):
     def slice_of(self, device: int) -> int:
         """The slice a device belongs to.
 
-        Examples
-        --------
-        >>> from netsim.network.topology import mesh
-        >>> from netsim.network.topology import mesh
-    >>> t = multislice(mesh((2, 2)), 2)
-        >>> t.slice_of(3), t.slice_of(4)
-        (0, 1)
+            Examples
+            --------
+            >>> from netsim.network.topology import mesh
+            >>> from netsim.network.topology import mesh
+        >>> t = multislice(mesh((2, 2)), 2)
+            >>> t.slice_of(3), t.slice_of(4)
+            (0, 1)
         """
         return int(device) // self.slice_size
 
@@ -119,13 +119,13 @@ class SlicedTopology(Topology):
     def route(self, src: int, dst: int, tie: int = 1) -> tuple[LinkId, ...]:
         """Inside a slice, its ICI route (:meth:`Topology.route`); between slices, through the DCN.
 
-        Examples
-        --------
-        >>> from netsim.network.topology import mesh
-        >>> from netsim.network.topology import mesh
-    >>> t = multislice(mesh((2, 2)), 2)
-        >>> [t.link_name(link) for link in t.route(1, 6)]
-        ['(0,0,1)->nic0', 'nic0->switch', 'switch->nic1', 'nic1->(1,1,0)']
+            Examples
+            --------
+            >>> from netsim.network.topology import mesh
+            >>> from netsim.network.topology import mesh
+        >>> t = multislice(mesh((2, 2)), 2)
+            >>> [t.link_name(link) for link in t.route(1, 6)]
+            ['(0,0,1)->nic0', 'nic0->switch', 'switch->nic1', 'nic1->(1,1,0)']
         """
         if self.slice_of(src) == self.slice_of(dst):
             return super().route(src, dst, tie)
