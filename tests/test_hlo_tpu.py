@@ -177,3 +177,20 @@ def test_a_strategy_netsim_does_not_know_is_said_and_netsims_own_plays():
     (own,) = collectives(run_hlo(module, "tpu-v5e:4x4", algorithm="netsim", compare=False))
     assert unknown["note"] == "StrategyHypercube{colors:1 phases:1}: not understood; netsim plays its own algorithm"
     assert (unknown["algorithm"], unknown["time_s"]) == (own["algorithm"], own["time_s"])
+
+
+def test_dtypes_source_times_a_cpu_modules_upcast_collectives_at_its_parameters_dtype(tmp_path):
+    # the CPU compiler upcast nothing here (f32 parameters): source changes nothing; with bf16 parameters, halves the bytes
+    (as_compiled,) = collectives(run_hlo(HLO / "mlp.txt", "tpu-v5e:2x4", dtypes="source"))
+    bf16 = (HLO / "mlp.txt").read_text().replace("%param = f32[128,1024]{1,0} parameter(0)", "%param = bf16[128,1024]{1,0} parameter(0)")
+    assert bf16 != (HLO / "mlp.txt").read_text()
+    module = tmp_path / "mlp.txt"
+    module.write_text(bf16)
+    (module.parent / "mlp.devices.json").write_text((HLO / "mlp.devices.json").read_text())
+    program = tmp_path / "mlp.yaml"
+    program.write_text("name: m\nhlo: mlp.txt\ntopology: tpu-v5e:2x4\ndtypes: source\n")
+    result = run_hlo_program(program)
+    (source,) = collectives(result)
+    assert (as_compiled["dtype"], as_compiled["bytes"]) == ("f32", 128 * 1024 * 4)
+    assert (source["dtype"], source["bytes"]) == ("bf16", 128 * 1024 * 2)
+    assert hlo_summary(result)["hlo"]["dtypes"] == "source: f32 collectives and dots timed at the arguments' bf16"

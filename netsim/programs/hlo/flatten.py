@@ -23,6 +23,7 @@ from netsim.programs.hlo.compute import backend_config, config_value, instructio
 from netsim.programs.hlo.opcodes import OPCODES
 from netsim.programs.hlo.ops import Collective, Compute, HloProgram, Step, Unmodelled
 from netsim.programs.hlo.reading import collective_opcode, read_collective
+from netsim.programs.hlo.shapes import leaves
 from netsim.programs.hlo.text import Computation, HloSyntaxError, Instruction, Module
 from netsim.programs.hlo.trips import inferred_trip_count
 
@@ -234,4 +235,5 @@ def flatten(module: Module) -> HloProgram:
         start = entry.by_name().get(name)
         raise HloSyntaxError(start.line if start else entry.line, f"{name} is started but never waited for by a matching -done")
     devices = module.count("replica_count") * module.count("num_partitions")
-    return HloProgram(module.name, devices, walk.steps, walk.unmodelled, module.is_scheduled)
+    parameters = tuple(leaf.dtype for i in entry.instructions if i.opcode == "parameter" for leaf in leaves(i.shape))
+    return HloProgram(module.name, devices, walk.steps, walk.unmodelled, module.is_scheduled, parameters)

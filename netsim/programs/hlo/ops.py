@@ -116,6 +116,8 @@ class HloProgram:
     steps: list[Step]
     unmodelled: list[Unmodelled]
     scheduled: bool
+    parameter_dtypes: tuple[str, ...] = ()
+    """The element types of the ENTRY computation's parameters (the program's arguments), in order."""
 
     @property
     def collectives(self) -> list[Step]:

@@ -21,6 +21,7 @@ from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, return_freed_memory
 from netsim.network.topology import Topology
 from netsim.programs.hlo import HloProgram, load_hlo
 from netsim.programs.hlo.devices import CPU_CAVEAT, DeviceMap, default_device_map, load_device_map
+from netsim.programs.hlo.dtypes import at_source_dtype, source_dtype
 from netsim.programs.hlo.files import HloProgramFile, load_any_program
 from netsim.programs.hlo.translate import HloLowered, lower_hlo
 from netsim.programs.run import play_lowered, program_result
@@ -62,6 +63,7 @@ def run_hlo(
     name: str | None = None,
     algorithm: str | None = None,
     compare: bool = True,
+    dtypes: str = "compiled",
 ) -> Result:
     """Simulate the HLO module ``module`` (a text file, or already read) on ``topology``, timing only.
 
@@ -89,6 +91,10 @@ def run_hlo(
     compare : bool
         When the module names compiler algorithms, also play it with the other choice and
         keep each collective's time beside (``result.program.other_times``).
+    dtypes : {"compiled", "source"}
+        ``source``: time f32 collectives and dots at the narrowest floating dtype of the
+        module's parameters (:func:`~netsim.programs.hlo.dtypes.at_source_dtype`), for a
+        module the CPU compiler upcast.
 
     Returns
     -------
@@ -118,14 +124,20 @@ def run_hlo(
         device_map = load_device_map(module, program.devices, topo.name) if isinstance(module, (str, Path)) else default_device_map(program.devices, topo.name)
     if algorithm not in (None, "compiler", "netsim"):
         raise ValueError(f"algorithm must be 'compiler' or 'netsim', got {algorithm!r}")
+    if dtypes not in ("compiled", "source"):
+        raise ValueError(f"dtypes must be 'compiled' or 'source', got {dtypes!r}")
+    timed = "as compiled"
+    wanted = source_dtype(list(program.parameter_dtypes)) if dtypes == "source" else None
+    if wanted is not None:
+        program, timed = at_source_dtype(program, wanted), f"source: f32 collectives and dots timed at the arguments' {wanted}"
     named = any(step.op.compiler_algorithm for step in program.collectives)
     chosen = algorithm or ("compiler" if named else "netsim")
     result = _run_once(program, topo, device_map, clock_hz, engine, name, chosen, source)
+    times = None
     if compare and named:
         other = _run_once(program, topo, device_map, clock_hz, engine, name, "netsim" if chosen == "compiler" else "compiler", source)
         times = {c["hlo_name"]: c["time_s"] for c in collectives(other)}
-        result = dataclasses.replace(result, program=dataclasses.replace(result.program, other_times=times))
-    return result
+    return dataclasses.replace(result, program=dataclasses.replace(result.program, other_times=times, dtypes=timed))
 
 
 def _run_once(
@@ -175,5 +187,5 @@ def run_hlo_program(program: str | Path | HloProgramFile, engine: str | None = N
     loaded = load_any_program(program) if isinstance(program, (str, Path)) else program
     if not isinstance(loaded, HloProgramFile):
         raise ValueError(f"{program}: not an HLO program file (it has no hlo: field); run it with netsim.run_program")
-    options = {"clock_hz": loaded.clock_hz, "engine": engine or loaded.engine, "name": loaded.name, "algorithm": loaded.algorithm}
+    options = {"clock_hz": loaded.clock_hz, "engine": engine or loaded.engine, "name": loaded.name, "algorithm": loaded.algorithm, "dtypes": loaded.dtypes}
     return run_hlo(loaded.hlo_path, loaded.topology_obj, compare=compare, **options)
