@@ -50,7 +50,7 @@ class HloRun(ProgramRun):
     algorithm: str = "netsim"
     """Whose algorithms played the collectives: ``compiler`` (the TPU compiler's, where the module names them) or ``netsim``."""
     other_times: dict[str, float] | None = None
-    """Per collective instruction, its time with the other choice of :attr:`algorithm` (None when not compared)."""
+    """Per collective instruction, its time with netsim's own algorithms when the compiler's played (None when not compared)."""
 
 
 def run_hlo(
@@ -89,7 +89,7 @@ def run_hlo(
         module names one (:mod:`netsim.programs.hlo.strategies`); ``netsim``: netsim's
         own. Default: ``compiler`` when the module names any, else ``netsim``.
     compare : bool
-        When the module names compiler algorithms, also play it with the other choice and
+        When the compiler's algorithms play, also play the module with netsim's own and
         keep each collective's time beside (``result.program.other_times``).
     dtypes : {"compiled", "source"}
         ``source``: time f32 collectives and dots at the narrowest floating dtype of the
@@ -134,8 +134,8 @@ def run_hlo(
     chosen = algorithm or ("compiler" if named else "netsim")
     result = _run_once(program, topo, device_map, clock_hz, engine, name, chosen, source)
     times = None
-    if compare and named:
-        other = _run_once(program, topo, device_map, clock_hz, engine, name, "netsim" if chosen == "compiler" else "compiler", source)
+    if compare and named and chosen == "compiler":
+        other = _run_once(program, topo, device_map, clock_hz, engine, name, "netsim", source)
         times = {c["hlo_name"]: c["time_s"] for c in collectives(other)}
     return dataclasses.replace(result, program=dataclasses.replace(result.program, other_times=times, dtypes=timed))
 
