@@ -69,3 +69,29 @@ def test_with_libtpu_the_tpu_compiler_keeps_bf16_and_places_devices_by_its_assig
     assert (tpu["reduce"]["dtype"], tpu["reduce"]["bytes"]) == ("bf16", 1024 * 2048 * 2)
     # the executable's device assignment: the TPU's own order on v5e 2x4, (0,0) (1,0) (0,1) (1,1) ...
     assert [c[:2] for c in tpu["coords"]] == [[0, 0], [1, 0], [0, 1], [1, 1], [0, 2], [1, 2], [0, 3], [1, 3]]
+
+
+SHARD_MAPPED = """
+import json
+import jax, jax.numpy as jnp
+from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+import netsim
+from netsim.analysis.hlo_stats import collectives
+mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Auto,) * 2, devices=jax.devices("cpu")[:8])
+step = jax.shard_map(lambda a: jax.lax.psum(a, "y"), in_specs=P("x", "y"), out_specs=P("x"))  # no mesh=: it takes the TPU mesh
+x = jax.ShapeDtypeStruct((1024, 1024), jnp.bfloat16, sharding=NamedSharding(mesh, P("x", "y")))
+r = netsim.from_jax(step, x, topology="tpu7x:2x2x1", compiler="tpu")
+(reduce,) = collectives(r)
+print(json.dumps({"compiler": r.program.compiler, "dtype": reduce["dtype"], "bytes": reduce["bytes"], "cores": list(r.program.device_map.cores)}))
+"""
+
+
+def test_with_libtpu_a_shard_map_without_a_mesh_compiles_for_tpu7x_with_its_cores():
+    if importlib.util.find_spec("libtpu") is None:
+        pytest.skip("needs libtpu (the tpu extra)")
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8", "PYTHONPATH": path, "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-c", SHARD_MAPPED], check=True, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    run = json.loads(done.stdout.strip().splitlines()[-1])
+    assert run["compiler"].startswith("the TPU compiler (libtpu ") and "tpu7x:2x2x1" in run["compiler"]
+    assert (run["dtype"], run["bytes"]) == ("bf16", 512 * 256 * 2) and run["cores"] == [0, 1] * 4

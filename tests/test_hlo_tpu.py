@@ -1,5 +1,6 @@
 """Modules the TPU compiler wrote (libtpu, ahead of time, scenarios/programs/hlo/tpu/): they parse, run in their expected time,
 carry bf16 collectives of the sizes the programs imply, and list their devices in the TPU's own order."""
+# ruff: noqa: E501  (HLO instructions are written on one line each, as XLA prints them)
 
 from __future__ import annotations
 
@@ -177,3 +178,42 @@ def test_a_strategy_netsim_does_not_know_is_said_and_netsims_own_plays():
     (own,) = collectives(run_hlo(module, "tpu-v5e:4x4", algorithm="netsim", compare=False))
     assert unknown["note"] == "StrategyHypercube{colors:1 phases:1}: not understood; netsim plays its own algorithm"
     assert (unknown["algorithm"], unknown["time_s"]) == (own["algorithm"], own["time_s"])
+
+
+def test_dtypes_source_times_a_cpu_modules_upcast_collectives_at_its_parameters_dtype(tmp_path):
+    # the CPU compiler upcast nothing here (f32 parameters): source changes nothing; with bf16 parameters, halves the bytes
+    (as_compiled,) = collectives(run_hlo(HLO / "mlp.txt", "tpu-v5e:2x4", dtypes="source"))
+    bf16 = (HLO / "mlp.txt").read_text().replace("%param = f32[128,1024]{1,0} parameter(0)", "%param = bf16[128,1024]{1,0} parameter(0)")
+    assert bf16 != (HLO / "mlp.txt").read_text()
+    module = tmp_path / "mlp.txt"
+    module.write_text(bf16)
+    (module.parent / "mlp.devices.json").write_text((HLO / "mlp.devices.json").read_text())
+    program = tmp_path / "mlp.yaml"
+    program.write_text("name: m\nhlo: mlp.txt\ntopology: tpu-v5e:2x4\ndtypes: source\n")
+    result = run_hlo_program(program)
+    (source,) = collectives(result)
+    assert (as_compiled["dtype"], as_compiled["bytes"]) == ("f32", 128 * 1024 * 4)
+    assert (source["dtype"], source["bytes"]) == ("bf16", 128 * 1024 * 2)
+    assert hlo_summary(result)["hlo"]["dtypes"] == "source: f32 collectives and dots timed at the arguments' bf16"
+
+
+GATHER_0_TO_7 = """HloModule m, is_scheduled=true, num_partitions=16
+ENTRY %main (p: bf16[256,1024]) -> bf16[2048,1024] {
+  %p = bf16[256,1024]{1,0} parameter(0)
+  ROOT %ag = bf16[2048,1024]{1,0} all-gather(%p), channel_id=1, replica_groups={{0,1,2,3,4,5,6,7},{8,9,10,11,12,13,14,15}}, dimensions={0}, use_global_device_ids=true, CONFIG
+}"""
+
+
+def test_a_group_listed_0_to_7_is_a_block_of_chips_and_the_compilers_ring_goes_round_it():
+    config = 'backend_config={"collective_algorithm_config":{"emitter":"1DAllGatherNonMajorDim","debug":"has_reordering_map: true"}}'
+    module = hlo_from_text(GATHER_0_TO_7.replace("CONFIG", config))
+    compiled, listed = (run_hlo(module, "tpu-v5e:4x4", algorithm=a, compare=False) for a in ("compiler", "netsim"))
+    # without a device map, ids 0..7 are the chips (x, y) with x in 0..3, y in 0..1: a 4x2 block (chip 4x + y), not a row
+    (ring,) = {tuple(sorted(g)) for g in compiled.program.hlo.lowered.ops[0].layout.groups if 0 in g}
+    assert ring == (0, 1, 4, 5, 8, 9, 12, 13)
+    (fast,), (slow,) = collectives(compiled), collectives(listed)
+    # round the block, every step one hop: the closed form of a bidirectional ring of 8, exactly
+    assert fast["time_s"] == pytest.approx(fast["estimate_s"], rel=1e-12)
+    assert fast["estimate_s"] == pytest.approx(7 * 1e-6 + 7 / 8 * 8 * 256 * 1024 * 2 / 2 / 45e9, rel=1e-12)
+    # the same ring in the order listed crosses two hops at every turn of the block
+    assert slow["time_s"] > 1.7 * fast["time_s"]

@@ -86,12 +86,12 @@ def test_an_hlo_module_that_cannot_fit_is_refused_with_the_numbers(monkeypatch):
     ],
 )
 def test_running_out_of_memory_never_advises_what_the_run_already_does(monkeypatch, args, advice):
-    import netsim.cli.program as program
+    import netsim.cli.hlo as hlo  # netsim.cli.program imports run_any from there when a program runs
 
     def out_of_memory(*args):
         raise MemoryError
 
-    monkeypatch.setattr(program, "run_any", out_of_memory)
+    monkeypatch.setattr(hlo, "run_any", out_of_memory)
     result = runner.invoke(app, ["program", str(ROOT / args[0]), *args[1:]])
     assert result.exit_code == 2
     assert result.output.endswith(f"ran out of memory{' (timing only)' if 'data' not in advice else ''}; {advice}\n")

@@ -18,8 +18,13 @@ are not modelled; then simulates it on a slice. A module per job, in the data's 
   calls, header counts, shape sizes).
 - :mod:`~netsim.programs.hlo.loops`: long ``while`` loops: trip counts, steps counted before
   they are made, the steady state a few trips reach and the extension past it.
+- :mod:`~netsim.programs.hlo.trips`: a loop's trip count read from its condition (the TPU
+  compiler writes none).
 - :mod:`~netsim.programs.hlo.flatten`: the module walked into steps
   (:func:`hlo_from_text` and :func:`load_hlo`, here, put the above together).
+- :mod:`~netsim.programs.hlo.dtypes`: a CPU module timed at its arguments' dtype (``dtypes: source``).
+- :mod:`~netsim.programs.hlo.strategies`: the TPU compiler's collective algorithms, read,
+  and how ``algorithm: compiler`` plays them.
 - :mod:`~netsim.programs.hlo.devices`: the device map (``NAME.devices.json``) that places
   the module's device ids on chips.
 - :mod:`~netsim.programs.hlo.files`: HLO program files (``hlo:`` a module, ``topology:`` a slice).
@@ -30,7 +35,8 @@ are not modelled; then simulates it on a slice. A module per job, in the data's 
   program file that names one, on a slice.
 - :mod:`~netsim.programs.hlo.export`: write a compiled program's HLO text and its device
   map for ``netsim program --hlo NAME.txt``.
-- :mod:`~netsim.programs.hlo.from_jax`: compile a JAX function for a mesh and simulate it.
+- :mod:`~netsim.programs.hlo.from_jax`: compile a JAX function (with the TPU compiler when
+  libtpu is installed, else XLA's CPU compiler) and simulate it.
 - :mod:`~netsim.programs.hlo.examples`: the small JAX programs whose modules ship in
   ``scenarios/programs/hlo/`` (``scripts/make_hlo_modules.py`` writes them).
 

@@ -28,14 +28,14 @@ _JAX_TO_HLO = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float64"
 
 
 def source_dtype(dtypes: list[str]) -> str | None:
-    """The narrowest floating dtype among the arguments' (NumPy/JAX names), as HLO spells it, or None.
+    """The narrowest floating dtype among the arguments' (NumPy/JAX or HLO names), as HLO spells it, or None.
 
     Examples
     --------
-    >>> source_dtype(["float32", "bfloat16", "int32"]), source_dtype(["int32"])
-    ('bf16', None)
+    >>> source_dtype(["float32", "bfloat16", "int32"]), source_dtype(["int32"]), source_dtype(["f32", "bf16"])
+    ('bf16', None, 'bf16')
     """
-    found = [_JAX_TO_HLO[d] for d in dtypes if d in _JAX_TO_HLO]
+    found = [_JAX_TO_HLO.get(d, d) for d in dtypes if d in _JAX_TO_HLO or d in _JAX_TO_HLO.values()]
     return min(found, key=lambda d: DTYPE_BITS[d]) if found else None
 
 

@@ -10,6 +10,8 @@ A program file may name an HLO module instead of arrays and ops::
     clock_hz: 1.5e9                # optional: times compute steps that carry estimated_cycles
     algorithm: compiler            # optional: compiler (the TPU compiler's, where the module names
                                    # them; the default then) or netsim (netsim's own)
+    dtypes: source                 # optional: compiled (default) or source: a CPU module's f32
+                                   # collectives and dots timed at its parameters' dtype (bf16)
     engine: auto
     expected: {time_s: 2.3e-4}     # what a bundled file is known to take (tests check it)
 
@@ -46,6 +48,7 @@ class HloProgramFile(Strict):
     device: DeviceSpec | None = None
     clock_hz: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     algorithm: Literal["compiler", "netsim"] | None = None
+    dtypes: Literal["compiled", "source"] = "compiled"
     engine: Literal["auto", "processes", "fast"] = "auto"
     expected: ExpectedSpec | None = None
     source: str = Field("<program>", exclude=True)

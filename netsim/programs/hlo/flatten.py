@@ -25,6 +25,7 @@ from netsim.programs.hlo.loops import loop_trips, trip_count
 from netsim.programs.hlo.opcodes import OPCODES
 from netsim.programs.hlo.ops import Collective, Compute, HloProgram, Step, Unmodelled
 from netsim.programs.hlo.reading import collective_opcode, read_collective
+from netsim.programs.hlo.shapes import leaves
 from netsim.programs.hlo.text import Computation, HloSyntaxError, Instruction, Module
 
 __all__ = ["FREE", "flatten"]
@@ -236,4 +237,5 @@ def flatten(module: Module, trips: Mapping[int, int] | None = None) -> HloProgra
         start = entry.by_name().get(name)
         raise HloSyntaxError(start.line if start else entry.line, f"{name} is started but never waited for by a matching -done")
     devices = module.count("replica_count") * module.count("num_partitions")
-    return HloProgram(module.name, devices, walk.steps, walk.unmodelled, module.is_scheduled)
+    parameters = tuple(leaf.dtype for i in entry.instructions if i.opcode == "parameter" for leaf in leaves(i.shape))
+    return HloProgram(module.name, devices, walk.steps, walk.unmodelled, module.is_scheduled, parameter_dtypes=parameters)

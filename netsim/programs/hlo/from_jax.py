@@ -25,6 +25,7 @@ mesh :func:`from_jax` sets). Where ``jax.experimental.roofline`` can read the fu
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.metadata
 import importlib.util
@@ -125,7 +126,8 @@ def compile_for_tpu(
 
     tpu_args = jax.tree_util.tree_map(retarget, args)
     retargeted = [jax.tree_util.tree_map(lambda s: _on(tpu_mesh, s), given) if given is not None else None for given in (in_shardings, out_shardings)]
-    with jax.set_mesh(tpu_mesh):
+    set_mesh = getattr(jax, "set_mesh", None) or getattr(jax.sharding, "use_mesh", None)  # the mesh a shard_map without mesh= takes
+    with set_mesh(tpu_mesh) if set_mesh is not None else contextlib.nullcontext():
         compiled = compile_for(f, *tpu_args, in_shardings=retargeted[0], out_shardings=retargeted[1])
     compiler = {"platform": "tpu", "libtpu": libtpu_version() or "unknown", "jax": jax.__version__, "topology": name, "chip_config": chip_config}
     return compiled, tpu_mesh, compiler

@@ -124,6 +124,8 @@ class HloProgram:
     scheduled: bool
     long_loops: tuple = ()
     parsed: Any = field(default=None, repr=False)
+    parameter_dtypes: tuple[str, ...] = ()
+    """The element types of the ENTRY computation's parameters (the program's arguments), in order."""
 
     @property
     def collectives(self) -> list[Step]:

@@ -23,6 +23,7 @@ from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, MemoryLimitError, che
 from netsim.network.topology import Topology
 from netsim.programs.hlo import HloProgram, load_hlo
 from netsim.programs.hlo.devices import CPU_CAVEAT, DeviceMap, default_device_map, load_device_map
+from netsim.programs.hlo.dtypes import at_source_dtype, source_dtype
 from netsim.programs.hlo.files import HloProgramFile, load_any_program
 from netsim.programs.hlo.flatten import flatten
 from netsim.programs.hlo.loops import MAX_STEPS, Extension, check_steps, extend, unrolled_steps
@@ -58,7 +59,7 @@ class HloRun(ProgramRun):
     algorithm: str = "netsim"
     """Whose algorithms played the collectives: ``compiler`` (the TPU compiler's, where the module names them) or ``netsim``."""
     other_times: dict[str, float] | None = None
-    """Per collective instruction, its time with the other choice of :attr:`algorithm` (None when not compared)."""
+    """Per collective instruction, its time with netsim's own algorithms when the compiler's played (None when not compared)."""
 
 
 def run_hlo(
@@ -72,6 +73,7 @@ def run_hlo(
     unroll: bool = False,
     algorithm: str | None = None,
     compare: bool = True,
+    dtypes: str = "compiled",
 ) -> Result:
     """Simulate the HLO module ``module`` (a text file, or already read) on ``topology``, timing only.
 
@@ -105,8 +107,12 @@ def run_hlo(
         module names one (:mod:`netsim.programs.hlo.strategies`); ``netsim``: netsim's
         own. Default: ``compiler`` when the module names any, else ``netsim``.
     compare : bool
-        When the module names compiler algorithms, also play it with the other choice and
+        When the compiler's algorithms play, also play the module with netsim's own and
         keep each collective's time beside (``result.program.other_times``).
+    dtypes : {"compiled", "source"}
+        ``source``: time f32 collectives and dots at the narrowest floating dtype of the
+        module's parameters (:func:`~netsim.programs.hlo.dtypes.at_source_dtype`), for a
+        module the CPU compiler upcast.
 
     Returns
     -------
@@ -136,23 +142,38 @@ def run_hlo(
     topo = resolve_topology(topology, None)
     if device_map is None:
         device_map = load_device_map(module, program.devices, topo.name) if isinstance(module, (str, Path)) else default_device_map(program.devices, topo.name)
+    if dtypes not in ("compiled", "source"):
+        raise ValueError(f"dtypes must be 'compiled' or 'source', got {dtypes!r}")
     if topo.n_devices >= RETURN_FREED_MIN_DEVICES:
         return_freed_memory()
+    wanted = source_dtype(list(program.parameter_dtypes)) if dtypes == "source" else None
+    timed = f"source: f32 collectives and dots timed at the arguments' {wanted}" if wanted is not None else "as compiled"
     named = any(step.op.compiler_algorithm for step in program.collectives)
     chosen = algorithm or ("compiler" if named else "netsim")
-    result = _run_loops(program, topo, device_map, clock_hz, engine, name, chosen, source, unroll)
-    if compare and named:
-        other = _run_loops(program, topo, device_map, clock_hz, engine, name, "netsim" if chosen == "compiler" else "compiler", source, unroll)
+    result = _run_loops(program, topo, device_map, clock_hz, engine, name, chosen, source, unroll, wanted)
+    times = None
+    if compare and named and chosen == "compiler":
+        other = _run_loops(program, topo, device_map, clock_hz, engine, name, "netsim", source, unroll, wanted)
         times = {c["hlo_name"]: c["time_s"] for c in collectives(other)}
-        result = dataclasses.replace(result, program=dataclasses.replace(result.program, other_times=times))
-    return result
+    return dataclasses.replace(result, program=dataclasses.replace(result.program, other_times=times, dtypes=timed))
 
 
 def _run_loops(
-    program: HloProgram, topo: Topology, device_map: DeviceMap, clock_hz: float | None, engine: str, name: str | None, algorithm: str, source: str, unroll: bool
+    program: HloProgram,
+    topo: Topology,
+    device_map: DeviceMap,
+    clock_hz: float | None,
+    engine: str,
+    name: str | None,
+    algorithm: str,
+    source: str,
+    unroll: bool,
+    wanted: str | None = None,
 ) -> Result:
-    """The module played with ``algorithm``'s collectives: whole, or its long loops a few trips each and extended."""
-    play = functools.partial(_play, topo=topo, device_map=device_map, clock_hz=clock_hz, engine=engine, name=name, algorithm=algorithm, source=source)
+    """The module played with ``algorithm``'s collectives (at the ``wanted`` dtype, if any): whole, or its long loops a few trips each and extended."""
+    play = functools.partial(
+        _play, topo=topo, device_map=device_map, clock_hz=clock_hz, engine=engine, name=name, algorithm=algorithm, source=source, wanted=wanted
+    )
     if not program.long_loops:
         return play(program)
     module_text, loops = program.parsed, program.long_loops
@@ -191,9 +212,20 @@ def _flattened(module: Any, trips: dict[int, int], source: str) -> HloProgram:
 
 
 def _play(
-    program: HloProgram, *, topo: Topology, device_map: DeviceMap, clock_hz: float | None, engine: str, name: str | None, algorithm: str, source: str
+    program: HloProgram,
+    *,
+    topo: Topology,
+    device_map: DeviceMap,
+    clock_hz: float | None,
+    engine: str,
+    name: str | None,
+    algorithm: str,
+    source: str,
+    wanted: str | None = None,
 ) -> Result:
-    """One run of the module's steps as flattened, with ``algorithm``'s collectives."""
+    """One run of the module's steps as flattened, with ``algorithm``'s collectives (f32 ones at ``wanted``, if given)."""
+    if wanted is not None:
+        program = at_source_dtype(program, wanted)
     hlo = lower_hlo(program, topo, device_map, clock_hz, name, algorithm)
     lowered = hlo.lowered
     try:
@@ -239,5 +271,5 @@ def run_hlo_program(program: str | Path | HloProgramFile, engine: str | None = N
     loaded = load_any_program(program) if isinstance(program, (str, Path)) else program
     if not isinstance(loaded, HloProgramFile):
         raise ValueError(f"{program}: not an HLO program file (it has no hlo: field); run it with netsim.run_program")
-    options = {"clock_hz": loaded.clock_hz, "engine": engine or loaded.engine, "name": loaded.name, "algorithm": loaded.algorithm}
+    options = {"clock_hz": loaded.clock_hz, "engine": engine or loaded.engine, "name": loaded.name, "algorithm": loaded.algorithm, "dtypes": loaded.dtypes}
     return run_hlo(loaded.hlo_path, loaded.topology_obj, compare=compare, **options)
