@@ -30,6 +30,8 @@ import numpy as np
 
 from netsim.analysis.closed_forms.registry import estimate_collective
 from netsim.analysis.why import nominal_link
+from netsim.checks.program_memory import device_memory
+from netsim.network.calibration import in_force
 from netsim.semantics.program_values import itemsize
 
 if TYPE_CHECKING:
@@ -69,6 +71,7 @@ class ProgramStats:
     ops: list[OpStats] = field(default_factory=list)
     checks: dict[str, dict[str, float]] = field(default_factory=dict)
     devices: list[dict[str, float]] = field(default_factory=list)
+    memory: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """As plain data, for JSON: the program's name under ``scenario``, as ``netsim run --json`` names a scenario's."""
@@ -188,11 +191,12 @@ def program_stats(result: Result) -> ProgramStats:
         critical,
         result.verified,
         result.verification,
-        {"peak_flops": peak, "hbm_bandwidth_Bps": hbm},
+        {"peak_flops": peak, "hbm_bandwidth_Bps": hbm, "compute_efficiency": in_force(result.topology_obj).compute_efficiency},
         _why(lowered, comm_s, exposed, max(busy.values(), default=0.0), result.time),
         ops,
         checks,
         _devices(result.n_devices, busy, playback.links),
+        device_memory(lowered.program, lowered.arrays, lowered.mesh.shape, facts["hbm_capacity_bytes"]),
     )
 
 
@@ -227,17 +231,23 @@ def _estimate(record: Any, lowered: Any, topology: Any, peak: float | None, hbm:
     if record.collective:
         array = lowered.arrays[op.inputs[0]]
         nbytes = math.prod(array.local_shape(lowered.mesh.shape)) * itemsize(array.dtype)
-        latency, bandwidth = nominal_link(topology)
+        latency, bandwidth = nominal_link(topology)  # (the effective rate: calibrated runs' link efficiency applied)
+        fixed = in_force(topology).collective_overhead_s
         try:
-            closed = estimate_collective(op.op, record.algorithm, topology.dims, topology.wraparound, record.layout.groups, nbytes, latency, bandwidth)
+            closed = estimate_collective(
+                op.op, record.algorithm, topology.dims, topology.wraparound, record.layout.groups, nbytes, latency, bandwidth, fixed_s=fixed
+            )
         except (ValueError, KeyError):
             return None, "ICI"
         return (closed.estimate.time_s if closed.estimate is not None else None), "ICI"
     if record.seconds is not None:
         return record.seconds, "given"
-    flops_s = record.flops / peak if peak else 0.0
+    efficiency = getattr(record, "efficiency", 1.0)
+    flops_s = record.flops / (peak if efficiency == 1 else peak * efficiency) if peak else 0.0
     bytes_s = record.bytes / hbm if hbm else 0.0
     compute = max(flops_s, bytes_s)
     if record.collective_matmul and comm_s > compute:  # its blocks arrive slower than it multiplies them
         return compute, "ICI"
+    if flops_s >= bytes_s and efficiency != 1:  # the roofline says at which fraction of the peak it counted
+        return compute, f"compute at {efficiency:.3g} of peak"
     return compute, "compute" if flops_s >= bytes_s else "HBM"

@@ -13,6 +13,8 @@ Modules
 ``presets``     TPU slices by name (``tpu-v5e:8x16``): generation, shape, links, chips
 ``chiplets``    chips that show two devices (TPU7x): the chips' torus plus a core axis
 ``chips``       the chips' compute facts (peak FLOP/s, HBM bandwidth and capacity)
+``calibration`` measured terms per generation (fixed cost per collective, link and
+                compute efficiency) and ``calibration: nominal | calibrated``
 ``device_mesh`` logical meshes with named axes on a topology, and the groups they give
 ``units``       human units in (``"64 MiB"``, ``"45 GB/s"``, ``"1 us"``), SI floats out
 =============== ====================================================================

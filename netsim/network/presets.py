@@ -89,6 +89,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from netsim.network.calibration import CALIBRATIONS, NOMINAL
 from netsim.network.chiplets import chip_torus
 from netsim.network.topology import Topology, torus
 
@@ -332,6 +333,12 @@ def tpu_slice(name: str) -> Topology:
     ValueError: unknown TPU generation 'tpu-v9' in 'tpu-v9:4x4'; known: tpu-v4, tpu-v5p, tpu-v5e, tpu-v6e, tpu-v3, tpu-v2, tpu7x (write e.g. tpu-v5e:8x16)
     """
     generation, dims = parse_slice(name)
+    topology = _links(generation, dims, name)
+    topology.graph.graph["calibration_offered"] = CALIBRATIONS.get(generation.name, NOMINAL)  # applied only when a run asks
+    return topology
+
+
+def _links(generation: Generation, dims: tuple[int, ...], name: str) -> Topology:
     if generation.devices_per_chip == 2:
         return chip_torus(
             dims,

@@ -43,6 +43,7 @@ class HloProgramFile(Strict):
     device: DeviceSpec | None = None
     clock_hz: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     engine: Literal["auto", "processes", "fast"] = "auto"
+    calibration: Literal["nominal", "calibrated"] = "nominal"
     expected: ExpectedSpec | None = None
     source: str = Field("<program>", exclude=True)
     base_dir: Path | None = Field(None, exclude=True)
