@@ -139,9 +139,9 @@ def _pct(x: float) -> str:
     return f"{x * 100:+.1f} %"
 
 
-def render() -> str:
-    """docs/validation.md as this script makes it."""
-    timed = {row.label: run(row) for row in ROWS}
+def render(timed: dict[str, Timed] | None = None) -> str:
+    """docs/validation.md as this script makes it (from the rows run by :func:`run`, run here unless given)."""
+    timed = timed if timed is not None else {row.label: run(row) for row in ROWS}
     derived = derive(timed)
     lines = [
         "# Validation: netsim against public TPU measurements",

@@ -14,6 +14,7 @@ import netsim
 from netsim.analysis.program_stats import program_stats
 from netsim.analysis.why import analyse
 from netsim.cli.main import app
+from netsim.cli.terms import calibration_rows
 from netsim.network.calibration import CALIBRATIONS, NOMINAL, Calibration, calibrate, in_force, offered
 from netsim.network.presets import tpu_slice
 from netsim.network.topology import mesh, ring, torus
@@ -36,6 +37,10 @@ def test_a_preset_offers_its_terms_and_runs_nominal_unless_asked():
     assert in_force(v5e) == NOMINAL and in_force(calibrate(v5e)) == CALIBRATIONS["tpu-v5e"]
     assert in_force(calibrate(ring(4))) == NOMINAL  # nothing offered: calibrated is nominal
     assert in_force(calibrate(calibrate(v5e), "nominal")) == NOMINAL
+    # a generation with no public measurement says so when asked for calibrated times
+    [(label, text)] = calibration_rows(calibrate(tpu_slice("tpu-v4:4x4x4")))
+    assert label == "calibration" and text == "calibrated, but tpu-v4:4x4x4 offers no measured terms: the ideal model (docs/validation.md)"
+    assert calibration_rows(v5e) == [] and calibration_rows(calibrate(v5e))[0][1].startswith("calibrated: links at 0.95 of their bandwidth")
 
 
 def test_nominal_is_the_ideal_model_bit_for_bit():
@@ -218,3 +223,13 @@ def test_bundled_tpu_topology_files_offer_the_presets_terms():
             preset.compute_efficiency,
         ), name
         assert set(from_file.derived_from) == set(preset.derived_from), name
+
+
+def test_a_program_sweep_skips_points_that_do_not_fit(tmp_path):
+    # require_fit in the base: the point that does not fit is a row with an error, the others run
+    base = program_as_data(_gather_program(1000), "tpu-v5e:4x4", data="none")
+    base["arrays"]["A"]["shape"] = [16, "N"]
+    table = sweep({"name": "fit", "base": {**base, "params": {"N": 1000}, "require_fit": True}, "grid": {"params.N": [1000, 1_075_000_000]}}, workers=1)
+    small, big = table.to_dict("records")
+    assert not isinstance(small["error"], str) or small["error"] == ""
+    assert big["error"] == "require_fit: does not fit: 36.5 GB on a 16 GB chip"

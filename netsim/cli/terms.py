@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from netsim.network.calibration import in_force
+from netsim.network.calibration import in_force, mode_of
 from netsim.network.units import format_seconds
 
 __all__ = ["calibration_rows", "estimate_terms"]
@@ -34,8 +34,10 @@ def calibration_rows(topology: Any) -> list[tuple[str, str]]:
     ([], 'calibrated: links at 0.95 of their bandwidth, a fixed cost of 3.47 us ')
     """
     terms = in_force(topology) if topology is not None else None
-    if terms is None or terms.is_nominal:
+    if terms is None or (terms.is_nominal and mode_of(topology) == "nominal"):
         return []
+    if terms.is_nominal:  # asked for, but nothing measured is known for these chips
+        return [("calibration", f"calibrated, but {topology.name} offers no measured terms: the ideal model (docs/validation.md)")]
     parts = [f"links at {terms.link_efficiency:.4g} of their bandwidth", f"a fixed cost of {format_seconds(terms.collective_overhead_s)} per collective"]
     if terms.compute_efficiency != 1:
         parts.append(f"compute at {terms.compute_efficiency:.3g} of peak")

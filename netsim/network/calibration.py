@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from netsim.network.topology import Topology
 
-__all__ = ["CALIBRATIONS", "CALIBRATION_MODES", "NOMINAL", "Calibration", "calibrate", "check_calibration", "in_force", "offered"]
+__all__ = ["CALIBRATIONS", "CALIBRATION_MODES", "NOMINAL", "Calibration", "calibrate", "check_calibration", "in_force", "mode_of", "offered"]
 
 CALIBRATION_MODES = ("nominal", "calibrated")
 """``calibration:``: the ideal model (the default), or a topology's measured terms applied."""
@@ -125,6 +125,18 @@ def in_force(topology: Topology) -> Calibration:
     return topology.graph.graph.get("calibration_in_force", NOMINAL)
 
 
+def mode_of(topology: Topology) -> str:
+    """The ``calibration:`` a topology was made to run with (``"nominal"`` unless :func:`calibrate` said otherwise).
+
+    Examples
+    --------
+    >>> from netsim.network.topology import ring
+    >>> mode_of(ring(4)), mode_of(calibrate(ring(4))), in_force(calibrate(ring(4))) == NOMINAL
+    ('nominal', 'calibrated', True)
+    """
+    return topology.graph.graph.get("calibration_mode", "nominal")
+
+
 def check_calibration(mode: str) -> str:
     """``mode`` if it is one of :data:`CALIBRATION_MODES`; a ValueError naming them otherwise.
 
@@ -162,4 +174,5 @@ def calibrate(topology: Topology, mode: str = "calibrated", values: Calibration 
         graph.graph["calibration_offered"] = values
     chosen = graph.graph.get("calibration_offered", NOMINAL) if mode == "calibrated" else NOMINAL
     graph.graph["calibration_in_force"] = chosen
+    graph.graph["calibration_mode"] = mode
     return Topology(graph, topology.dims, topology.wraparound, topology.name)

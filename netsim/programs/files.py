@@ -20,6 +20,7 @@ A program file::
     data: values                   # or none: timing only
     seed: 0
     calibration: nominal           # or calibrated: the chips' measured terms (docs/validation.md)
+    require_fit: false             # true: refuse a program whose arrays do not fit in a chip's HBM
     expected: {time_s: 1.2e-4}     # what the bundled programs are known to take (tests check it)
 
 Collectives run tiled (``tiled`` defaults to true; the untiled forms, which add or
@@ -152,6 +153,8 @@ class ProgramFile(Strict):
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
     engine: Literal["auto", "processes", "fast"] = "auto"
     calibration: Literal["nominal", "calibrated"] = "nominal"
+    require_fit: bool = False
+    """Refuse to run when a device's arrays do not fit in its chip's HBM (a sweep's point then has an error)."""
     expected: ExpectedSpec | None = None
     source: str = Field("<program>", exclude=True)
     base_dir: Path | None = Field(None, exclude=True)
