@@ -328,7 +328,8 @@ def run_collective(
         algorithm = check_algorithm(layouts[0].pattern, len(layouts[0].groups[0]), algorithm)
     start_s = start_times(stragglers, n_devices)
     # The fixed cost per collective (calibrated runs): every device launches the collective
-    # that long after it is ready, a step of its own before its first byte leaves.
+    # that long after it is ready, a step of its own before its first byte leaves (one that
+    # moves nothing ends at 0 all the same: the playback's time is its last arrival).
     overhead = in_force(topo).collective_overhead_s
     launched = [s + overhead for s in start_s] if overhead else start_s
     pieces = pieces_of(ALGORITHMS.get(algorithm))

@@ -402,13 +402,10 @@ def _check_rates(lowered: list[LoweredOp], mesh: Mesh) -> None:
 
 def _span(steps: list[int]) -> range:
     """Compute steps made one after another (encoded ``-(j + 1)``): their numbers within the schedule's compute steps."""
-    first = -steps[0] - 1 if steps else 0
-    return range(first, first + len(steps))
+    return range(-steps[0] - 1, -steps[0] - 1 + len(steps)) if steps else range(0)
 
 
 def _lower_collective(op: CollectiveOp, x: Sharded, mesh: Mesh, build: _Builder, before: list[Sequence[int]]) -> tuple[LoweredOp, list[Sequence[int]]]:
-    if overhead := in_force(mesh.topology).collective_overhead_s:  # calibrated: the fixed cost per collective, a launch step on each device
-        before = [(build.add_compute(d, 0.0, 0.0, overhead, before[d], f"{op.name} launch"),) for d in range(len(before))]  # (the op's steps)
     groups: Any = op.groups if isinstance(op.groups, AxisGroups) else mesh.groups(list(op.axes)) if op.axes else [list(g) for g in op.groups]
     over_axes = isinstance(groups, AxisGroups)
     layout = _layout(op, x, mesh, groups)
@@ -424,6 +421,9 @@ def _lower_collective(op: CollectiveOp, x: Sharded, mesh: Mesh, build: _Builder,
         schedule = build.plans.get(key)
         if schedule is None:
             schedule = build.plans[key] = build_schedule(layout.pattern, layout.groups, algorithm, **shaped)
+    overhead = in_force(mesh.topology).collective_overhead_s if len(schedule.transfers) else 0.0  # (moving nothing costs nothing)
+    if overhead:  # calibrated: the fixed cost per collective, a launch step on each device before its first byte leaves
+        before = [(build.add_compute(d, 0.0, 0.0, overhead, before[d], f"{op.name} launch"),) for d in range(len(before))]
     span, offset, dst, _ = build.add_schedule(schedule, before)
     after = _arrivals(dst, span.start, before)
     launches = _span([b[0] for b in before]) if overhead else range(0)

@@ -174,6 +174,6 @@ def estimate_collective(
     book = book_estimate(collective, geometry, bytes_per_device, latency_s, bandwidth_Bps)
     figures = _bound(collective, geometry, bytes_per_device, bandwidth_Bps)
     inflow = bytes_in_bound(collective, geometry, bytes_per_device, latency_s, bandwidth_Bps)
-    bound_s = inflow.time_s + fixed_s if inflow is not None else None
+    bound_s = None if inflow is None else inflow.time_s + fixed_s if inflow.time_s > 0 else inflow.time_s
     chosen, book = with_fixed_cost(chosen, fixed_s), with_fixed_cost(book, fixed_s)
     return CollectiveEstimate(canonical_collective(collective), algorithm, geometry, chosen, book, figures[0] if figures else None, bound_s, note)

@@ -156,7 +156,7 @@ def with_fixed_cost(estimate: Estimate | None, fixed_s: float) -> Estimate | Non
     >>> e.fixed_s, e.time_s, round(e.crossover_bytes, 9), e.regime
     (1e-06, 4e-06, 1000.0, 'bandwidth-bound')
     """
-    if estimate is None or not fixed_s:
+    if estimate is None or not fixed_s or estimate.latency_s == estimate.bandwidth_s == 0:  # nothing moves: no collective to pay for
         return estimate
     crossover = estimate.crossover_bytes
     if estimate.bytes_per_device > 0 and estimate.bandwidth_s > 0:
