@@ -40,8 +40,8 @@ CASES = [
     (replace("  dtype: int32", "  dtype: int32\n  colour: red"), "input.colour: unknown field; allowed here: shape, bytes_per_device, dtype, values"),
     (
         replace("name: t", "name: t\nalgoritm: ring"),
-        "algoritm: unknown field; allowed here: name, description, topology, collective, input, algorithm, link, device, forwarding, engine, seed, "
-        "expected, mesh, faults, stragglers, data",
+        "algoritm: unknown field; allowed here: name, description, topology, collective, input, algorithm, link, device, forwarding, engine, "
+        "calibration, seed, expected, mesh, faults, stragglers, data",
     ),
     (
         replace("  op: all_gather", "  op: all_gather\n  scatter_dimension: 0"),

@@ -39,7 +39,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, ConfigDict, Field, model_validator
 
 from netsim.network import units
-from netsim.network.calibration import calibrate
+from netsim.network.calibration import calibrate, check_calibration
 from netsim.network.device_mesh import Mesh
 from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import Topology
@@ -177,7 +177,7 @@ class ProgramFile(Strict):
 
     def with_calibration(self, mode: str) -> ProgramFile:
         """The same program run with ``calibration: mode`` (what ``--calibration`` asks for)."""
-        copy = self.model_copy(update={"calibration": mode})
+        copy = self.model_copy(update={"calibration": check_calibration(mode)})
         for cached in ("topology_obj", "mesh_obj"):  # built from the topology: built again
             copy.__dict__.pop(cached, None)
         return copy

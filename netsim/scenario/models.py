@@ -12,7 +12,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from netsim.algorithms.registry import ALGORITHMS, default_algorithm
 from netsim.network import units
-from netsim.network.calibration import CALIBRATIONS, NOMINAL, calibrate
+from netsim.network.calibration import CALIBRATIONS, NOMINAL, calibrate, check_calibration
 from netsim.network.device_mesh import AxisGroups, Mesh
 from netsim.network.presets import is_slice_name, parse_slice
 from netsim.network.topology import Topology, UnreachableError
@@ -234,7 +234,7 @@ class Scenario(Strict):
         >>> s.calibration, s.topology_shape.link_efficiency
         ('calibrated', 0.95)
         """
-        copy = self.model_copy(update={"calibration": mode})
+        copy = self.model_copy(update={"calibration": check_calibration(mode)})
         for cached in ("topology_obj", "topology_shape", "mesh_obj", "groups"):  # built from the topology: built again
             copy.__dict__.pop(cached, None)
         return copy
