@@ -37,6 +37,7 @@ from netsim.checks.memory import (
 )
 from netsim.engine import ComputeUnit, Link
 from netsim.engine.row_buffers import RowBuffers
+from netsim.network.calibration import in_force
 from netsim.network.device_mesh import AxisGroups
 from netsim.network.topology import Topology
 from netsim.outputs import check_lazy_output, first_difference, held_chunks, output_row, stacked_output
@@ -326,6 +327,11 @@ def run_collective(
     if plan is None:
         algorithm = check_algorithm(layouts[0].pattern, len(layouts[0].groups[0]), algorithm)
     start_s = start_times(stragglers, n_devices)
+    # The fixed cost per collective (calibrated runs): every device launches the collective
+    # that long after it is ready, a step of its own before its first byte leaves (one that
+    # moves nothing ends at 0 all the same: the playback's time is its last arrival).
+    overhead = in_force(topo).collective_overhead_s
+    launched = [s + overhead for s in start_s] if overhead else start_s
     pieces = pieces_of(ALGORITHMS.get(algorithm))
     group_size = len(layouts[0].groups[0]) if layouts[0].groups else 1
     transfers = transfers_of(ALGORITHMS.get(algorithm), n_devices, shape.get("group_shape"))
@@ -353,7 +359,7 @@ def run_collective(
             buffers,
             engine=engine,
             cut_through=cut_through,
-            start_s=start_s,
+            start_s=launched,
             link_class=link_class,
             compute_class=compute_class,
             pattern=layout.pattern,
@@ -385,7 +391,7 @@ def run_collective(
             if verify:
                 checks.append(check_lazy_output(collective, layout, leaf, playback, buffers, schedule.pieces, result))
         outputs.append(result)
-        path = critical_path(topo, schedule.transfers, playback, start_s=start_s, cut_through=cut_through)
+        path = critical_path(topo, schedule.transfers, playback, start_s=launched, cut_through=cut_through)
         runs.append(LeafRun(leaf.shape, str(leaf.dtype), schedule, playback, path.shifted(time), tuple(layout.output_shape)))
         time += playback.time
     groups = layouts[0].groups

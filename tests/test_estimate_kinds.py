@@ -152,3 +152,28 @@ def test_multipath_sends_a_corner_to_corner_payload_half_each_way():
     assert analyse(two).estimate.kind == "exact"
     with pytest.raises(ValueError, match="ppermute runs the 'direct' or 'multipath' algorithm, got 'ring'"):
         netsim.ppermute(x, [(0, 15)], topology=mesh((4, 4)), algorithm="ring")
+
+
+@pytest.mark.parametrize("n", [3, 5])
+@pytest.mark.parametrize("calibrated", [False, True], ids=["nominal", "calibrated"])
+def test_a_psum_whose_payload_does_not_split_into_blocks_keeps_its_promise(n, calibrated):
+    """1 KiB (256 float32) on 3 or 5 devices: blocks of one element more and less. On a ring the
+    largest block sets the pace, exactly, for every ring algorithm; on a line the ring's form
+    of the smallest block is a bound it keeps; under calibration (a fixed cost and 0.8 of the
+    bandwidth) the same."""
+    from netsim.network.calibration import Calibration, calibrate
+
+    def where(topology):
+        return calibrate(topology, values=Calibration(0.8, 5e-6)) if calibrated else topology
+
+    kinds = {}
+    for elements in (256, 1001):
+        for algorithm in ("ring", "bidirectional_ring", "bidirectional_halfway"):
+            run = netsim.psum(np.ones((n, elements), np.float32), topology=where(torus((n,))), algorithm=algorithm, data="none")
+            kinds[("ring", algorithm, elements)] = _check(run)
+        line = where(mesh((n,)))
+        for algorithm, groups in (("ring", None), ("multiaxis", Mesh({"x": n}, line).groups("x"))):
+            kinds[("line", algorithm, elements)] = _check(
+                netsim.psum(np.ones((n, elements), np.float32), topology=line, algorithm=algorithm, axis_index_groups=groups, data="none")
+            )
+    assert all(kind == "exact" for (where_, _, _), kind in kinds.items() if where_ == "ring")

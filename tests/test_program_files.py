@@ -62,7 +62,7 @@ def test_json_reports_the_fields_and_a_trace_has_compute_tracks(tmp_path):
     data = json.loads(result.output)
     for key in ("time_s", "compute_s", "communication_s", "exposed_communication_s", "verified", "devices_compute", "ops"):
         assert key in data
-    assert data["devices_compute"] == {"peak_flops": 1.97e14, "hbm_bandwidth_Bps": 8.1e11}
+    assert data["devices_compute"] == {"peak_flops": 1.97e14, "hbm_bandwidth_Bps": 8.1e11, "compute_efficiency": 1.0}
     assert [op["name"] for op in data["ops"]] == ["gather_x", "up", "down", "reduce_scatter"]
     assert [op["bound"] for op in data["ops"]] == ["ICI", "HBM", "HBM", "ICI"]
     events = json.loads(trace.read_text())["traceEvents"]
@@ -105,7 +105,7 @@ def _with(path: str, value):
 @pytest.mark.parametrize(
     ("path", "value", "message"),
     [
-        ("ops.1.colour", "red", "bad.yaml: ops.1.colour: unknown field; matmul takes: name, op, in, out, after, algorithm, overlap"),
+        ("ops.1.colour", "red", "bad.yaml: ops.1.colour: unknown field; matmul takes: name, op, in, out, after, algorithm, efficiency, overlap"),
         ("ops.1.in", ["A_full", "Q"], "bad.yaml: ops.1.in: op 'mm': no array 'Q'; known so far: A, B, A_full"),
         ("arrays.A.shape", [64, 250], "bad.yaml: arrays.A.shape: dimension 1 of 250 does not split into 4 shards over X"),
         (
@@ -115,7 +115,7 @@ def _with(path: str, value):
         ),
         ("ops.0.axis", 0, "bad.yaml: ops.0.axis: op 'gather': dimension 0 is split over no axis, not over X (last): nothing to gather there"),
         ("ops.0.axes", "Z", "bad.yaml: ops.0.axes: op 'gather': no mesh axis 'Z'; the mesh has X, Y"),
-        ("ops.1.flops", 5, "bad.yaml: ops.1: matmul takes no flops; its fields are: name, op, in, out, after, algorithm, overlap"),
+        ("ops.1.flops", 5, "bad.yaml: ops.1: matmul takes no flops; its fields are: name, op, in, out, after, algorithm, efficiency, overlap"),
         ("ops.1.op", "conv", "bad.yaml: ops.1.op: "),
     ],
 )

@@ -26,9 +26,9 @@ def _fields(cls: type) -> list[str]:
 def test_each_member_has_the_base_fields_then_its_own():
     assert _fields(Op) == BASE
     assert _fields(CollectiveOp) == [*BASE, "axes", "groups", "algorithm", "params"]
-    assert _fields(Matmul) == [*BASE, "overlap", "algorithm"]
-    assert _fields(Einsum) == [*BASE, "subscripts"]
-    assert _fields(Compute) == [*BASE, "flops", "bytes", "seconds"]
+    assert _fields(Matmul) == [*BASE, "overlap", "algorithm", "efficiency"]
+    assert _fields(Einsum) == [*BASE, "subscripts", "efficiency"]
+    assert _fields(Compute) == [*BASE, "flops", "bytes", "seconds", "efficiency"]
     assert ModelOp is Op  # still importable where it was
 
 
@@ -94,11 +94,11 @@ def test_ppermute_takes_no_groups_nor_algorithm():
 @pytest.mark.parametrize(
     ("name", "fields", "message"),
     [
-        ("compute", {"axes": ("X",)}, "op 'c': axes: compute takes no axes; besides name, inputs, output and after it takes bytes, flops, seconds"),
-        ("compute", {"tiled": True}, "op 'c': tiled: compute takes no tiled; besides name, inputs, output and after it takes bytes, flops, seconds"),
-        ("matmul", {"subscripts": "ij,jk->ik"}, "op 'c': subscripts: matmul takes no subscripts; " + BESIDES + "algorithm, overlap"),
-        ("einsum", {"overlap": "collective"}, "op 'c': overlap: einsum takes no overlap; besides name, inputs, output and after it takes subscripts"),
-        ("matmul", {"groups": ((0, 1),)}, "op 'c': groups: matmul takes no groups; " + BESIDES + "algorithm, overlap"),
+        ("compute", {"axes": ("X",)}, "op 'c': axes: compute takes no axes; " + BESIDES + "bytes, efficiency, flops, seconds"),
+        ("compute", {"tiled": True}, "op 'c': tiled: compute takes no tiled; " + BESIDES + "bytes, efficiency, flops, seconds"),
+        ("matmul", {"subscripts": "ij,jk->ik"}, "op 'c': subscripts: matmul takes no subscripts; " + BESIDES + "algorithm, efficiency, overlap"),
+        ("einsum", {"overlap": "collective"}, "op 'c': overlap: einsum takes no overlap; " + BESIDES + "efficiency, subscripts"),
+        ("matmul", {"groups": ((0, 1),)}, "op 'c': groups: matmul takes no groups; " + BESIDES + "algorithm, efficiency, overlap"),
     ],
 )
 def test_a_compute_op_refuses_what_it_does_not_take(name, fields, message):

@@ -41,7 +41,7 @@ CASES = [
     (
         replace("name: t", "name: t\nalgoritm: ring"),
         "algoritm: unknown field; did you mean algorithm? allowed here: name, description, topology, collective, input, algorithm, link, device, "
-        "forwarding, engine, seed, "
+        "forwarding, engine, calibration, seed, "
         "expected, mesh, faults, stragglers, data",
     ),
     (

@@ -14,8 +14,9 @@ class Compute:
     """Device ``device`` works, once every step in ``deps`` is done there.
 
     For ``seconds``, or, when that is None, for
-    ``max(flops / peak_flops, bytes / hbm_bandwidth)`` at its chip's rates (the
-    topology's ``device:`` figures, or a TPU preset's). Steps are numbered
+    ``max(flops / (peak_flops * efficiency), bytes / hbm_bandwidth)`` at its chip's
+    rates (the topology's ``device:`` figures, or a TPU preset's); ``efficiency`` is
+    the fraction of the peak it reaches (1: the peak). Steps are numbered
     transfers first: in a schedule of n transfers, compute step j is step
     ``n + j`` in anyone's ``deps``. A compute step waits for arrivals at its device
     and for other compute steps on it; a transfer may wait for compute steps on
@@ -48,3 +49,4 @@ class Compute:
     fn: Callable[..., Any] | None = None
     name: str = ""
     join: bool = False
+    efficiency: float = 1.0

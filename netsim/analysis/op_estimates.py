@@ -28,6 +28,7 @@ from netsim.analysis.closed_forms.registry import estimate_collective
 from netsim.analysis.closed_forms.terms import canonical_collective
 from netsim.analysis.why import TOLERANCE, nominal_link
 from netsim.engine.columns import hop_arrays
+from netsim.network.calibration import in_force
 from netsim.network.slices import SlicedTopology
 from netsim.network.units import format_bytes, format_seconds
 from netsim.semantics.program_values import itemsize
@@ -102,7 +103,17 @@ def op_estimate(record: Any, lowered: Any, topology: Any, peak: float | None, hb
             groups = pairs or [(0,)]
         try:
             closed = estimate_collective(
-                op.op, record.algorithm, topology.dims, topology.wraparound, groups, nbytes, latency, bandwidth, item_bytes=itemsize(array.dtype), **shape
+                op.op,
+                record.algorithm,
+                topology.dims,
+                topology.wraparound,
+                groups,
+                nbytes,
+                latency,  # (the effective rate: a calibrated run's link efficiency applied)
+                bandwidth,
+                item_bytes=itemsize(array.dtype),
+                fixed_s=in_force(topology).collective_overhead_s,
+                **shape,
             )
         except (ValueError, KeyError) as error:
             return OpEstimate(None, "none", "ICI", record.algorithm, nbytes, note=f"no closed form: {error}")
@@ -114,7 +125,8 @@ def op_estimate(record: Any, lowered: Any, topology: Any, peak: float | None, hb
         return OpEstimate(e.time_s, e.kind, "ICI", record.algorithm, nbytes, e.formula, geometry.describe(), line_without_wraparound=line)
     if record.seconds is not None:
         return OpEstimate(record.seconds, "exact", "given", formula="the seconds the op was given")
-    flops_s = record.flops / peak if peak else 0.0
+    efficiency = getattr(record, "efficiency", 1.0)
+    flops_s = record.flops / (peak * efficiency) if peak else 0.0
     bytes_s = record.bytes / hbm if hbm else 0.0
     compute = max(flops_s, bytes_s)
     bound = "compute" if flops_s >= bytes_s else "HBM"
@@ -124,7 +136,8 @@ def op_estimate(record: Any, lowered: Any, topology: Any, peak: float | None, hb
     else:
         kind = "exact"
     hbm_text = f"{format_bytes(record.bytes)} at {(hbm or 0) / 1e9:.4g} GB/s of HBM"
-    formula = f"{_si(record.flops)}FLOP at {_si(peak or 0)}FLOP/s" if bound == "compute" else hbm_text
+    at = f"{_si(peak or 0)}FLOP/s" + (f" x {efficiency:.3g} (its compute efficiency)" if efficiency != 1 else "")
+    formula = f"{_si(record.flops)}FLOP at {at}" if bound == "compute" else hbm_text
     return OpEstimate(compute, kind, bound, formula=formula)
 
 

@@ -30,6 +30,8 @@ import numpy as np
 from netsim.analysis.op_estimates import link_sharing, op_estimate, op_why
 from netsim.analysis.program_times import program_times
 from netsim.analysis.why import _t
+from netsim.checks.program_memory import device_memory
+from netsim.network.calibration import in_force
 
 if TYPE_CHECKING:
     from netsim.result import Result
@@ -75,6 +77,7 @@ class ProgramStats:
     ops: list[OpStats] = field(default_factory=list)
     checks: dict[str, dict[str, float]] = field(default_factory=dict)
     devices: list[dict[str, float]] = field(default_factory=list)
+    memory: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """As plain data, for JSON: the program's name under ``scenario``, as ``netsim run --json`` names a scenario's."""
@@ -212,11 +215,12 @@ def program_stats(result: Result) -> ProgramStats:
         times.critical_device,
         result.verified,
         result.verification,
-        {"peak_flops": peak, "hbm_bandwidth_Bps": hbm},
+        {"peak_flops": peak, "hbm_bandwidth_Bps": hbm, "compute_efficiency": in_force(result.topology_obj).compute_efficiency},
         _why(lowered, times.communication_s, times.exposed_communication_s, times.compute_s, result.time),
         ops,
         checks,
         _devices(result.n_devices, busy, playback.links),
+        device_memory(lowered.program, lowered.arrays, lowered.mesh.shape, facts["hbm_capacity_bytes"]),
     )
 
 

@@ -9,7 +9,7 @@ and late starts, and each part is set against the formula's latency and bandwidt
 terms (contention on named links, extra hops, a missing wraparound, store-and-forward,
 uneven chunks, pipelining, stragglers). Nothing is simulated again and nothing is assumed.
 
-:func:`estimate_scenario` gives the same closed forms for a scenario without running
+:func:`estimate_scenario` (:mod:`netsim.analysis.scenario_estimates`) gives the same closed forms for a scenario without running
 it (``netsim estimate``).
 """
 
@@ -22,12 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from netsim.analysis.across_slices import leaves_across_slices, scenario_across_slices
-from netsim.analysis.closed_forms.geometry import multipath_loads, permutation_loads, ports
-from netsim.analysis.closed_forms.registry import COST_MODELS, CollectiveEstimate, estimate_collective
+from netsim.analysis.across_slices import leaves_across_slices
+from netsim.analysis.closed_forms.geometry import ports
+from netsim.analysis.closed_forms.registry import CollectiveEstimate, estimate_collective
 from netsim.analysis.closed_forms.terms import Estimate, canonical_collective
 from netsim.analysis.mixed_links import other_links, with_other_links
 from netsim.analysis.per_result import once_per_result
+from netsim.analysis.scenario_estimates import algorithm_estimates, estimate_scenario, planned_wraparound
+from netsim.engine.link_model import effective_bandwidth
+from netsim.network.calibration import in_force
 
 if TYPE_CHECKING:
     from netsim.analysis.path_stats import PathFacts
@@ -129,6 +132,7 @@ class Analysis:
             "why": self.why or None,
             "link_latency_s": self.latency_s,
             "link_bandwidth_Bps": self.bandwidth_Bps,
+            **({"fixed_cost_s": e.fixed_s} if e and e.fixed_s else {}),  # calibrated runs: the fixed cost per collective, a term of its own
         }
 
 
@@ -154,20 +158,24 @@ def _finite(x: float | None) -> float | None:
 def nominal_link(topology: Topology) -> tuple[float, float]:
     """(latency_s, bandwidth_Bps) shared by most links: the formulas' α and B.
 
+    B is the links' effective rate (:func:`~netsim.engine.link_model.effective_bandwidth`):
+    their nominal bandwidth unless the run is calibrated.
+
     Examples
     --------
     >>> from netsim.network.topology import ring
     >>> nominal_link(ring(4))
     (1e-06, 45000000000.0)
     """
-    counts = Counter((data["latency_s"], data["bandwidth_Bps"]) for _, _, data in topology.graph.edges(data=True))
+    efficiency = in_force(topology).link_efficiency
+    counts = Counter((data["latency_s"], effective_bandwidth(data["bandwidth_Bps"], efficiency)) for _, _, data in topology.graph.edges(data=True))
     if not counts:
         return 0.0, 1.0
     return max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
 
 
 def crossed_links(result: Result) -> set[tuple[float, float]]:
-    """The (latency_s, bandwidth_Bps) of every link a run crossed.
+    """The (latency_s, bandwidth_Bps) of every link a run crossed (the effective rate, as :func:`nominal_link`).
 
     Each distinct route is read once: where the engine kept its routes as columns (each
     transfer's number among the distinct routes), only the routes used are walked, not one
@@ -191,7 +199,8 @@ def crossed_links(result: Result) -> set[tuple[float, float]]:
         else:
             for route in routes:
                 links.update(route)
-    return {(d["latency_s"], d["bandwidth_Bps"]) for d in map(topology.link, links)}
+    efficiency = in_force(topology).link_efficiency
+    return {(d["latency_s"], effective_bandwidth(d["bandwidth_Bps"], efficiency)) for d in map(topology.link, links)}
 
 
 def run_link(result: Result) -> tuple[float, float]:
@@ -314,6 +323,7 @@ def leaf_estimates(result: Result, latency_s: float, bandwidth_Bps: float) -> li
             pieces=pieces,
             planned=planned,
             item_bytes=item,
+            fixed_s=in_force(topology).collective_overhead_s,
         )
         for payload, item in ([(_leaf_bytes(leaf), np.dtype(leaf.dtype).itemsize) for leaf in result.leaves] or [(0, 1)])
     ]
@@ -409,114 +419,11 @@ def explain(simulated_s: float, estimate: Estimate, facts: PathFacts, closed: Co
             f"less than the formula's {_t(estimate.bandwidth_s)}: transfers overlap where the formula adds them up"
         )
         parts.append((d_transmission, text))
-    if path.straggle_s > tolerance:
-        parts.append((path.straggle_s, f"stragglers: late starts add {_t(path.straggle_s)} to the critical path"))
+    straggle = path.straggle_s - estimate.fixed_s  # the fixed cost per collective is a late start the estimate counts
+    if straggle > tolerance:
+        parts.append((straggle, f"stragglers: late starts add {_t(straggle)} to the critical path"))
     parts.sort(key=lambda p: -abs(p[0]))
     ratio = simulated_s / estimate.time_s
     what = {"lower_bound": "the lower bound", "upper_bound": "the upper bound"}.get(estimate.kind, "the estimate")
     body = "; ".join(text for _, text in parts) or f"several differences each below 0.5 % of {what}"
     return f"{ratio:.3f}x {what}: {body}"
-
-
-def algorithm_estimates(
-    collective: str, dims: Any, wraparound: Any, groups: Any, bytes_per_device: float, latency_s: float, bandwidth_Bps: float, item_bytes: int = 1
-) -> list[tuple[str, CollectiveEstimate]]:
-    """The closed form of every registered algorithm for this collective on this layout.
-
-    Examples
-    --------
-    >>> rows = algorithm_estimates("all_gather", (8,), (True,), [range(8)], 2**20, 1e-6, 45e9)
-    >>> [name for name, e in rows if e.estimate][:3]
-    ['ring', 'bidirectional_ring', 'bidirectional_halfway']
-    """
-    collective = canonical_collective(collective)
-    names = list(dict.fromkeys(m.algorithm for m in COST_MODELS if m.collective == collective and m.algorithm != "*"))
-    args = (dims, wraparound, groups, bytes_per_device, latency_s, bandwidth_Bps)
-    return [(name, estimate_collective(collective, name, *args, planned=planned_wraparound(name, groups), item_bytes=item_bytes)) for name in names]
-
-
-def _axes_default(scenario: Any) -> bool:
-    """A scenario over a whole torus with no algorithm named: the multi-axis algorithm plans its physical axes."""
-    return scenario.algorithm is None and getattr(scenario, "whole_torus", False) and scenario.resolved_algorithm == "multiaxis"
-
-
-def planned_wraparound(algorithm: str, groups: Any) -> tuple[bool, ...] | None:
-    """The wraparound an algorithm plans a group with: the mesh axes' for a multi-axis
-    algorithm on groups from a mesh, else None (one ring).
-
-    Examples
-    --------
-    >>> import netsim
-    >>> groups = netsim.Mesh({"x": 4}, netsim.mesh((4,))).groups("x")
-    >>> planned_wraparound("multiaxis", groups), planned_wraparound("ring", groups)
-    ((False,), None)
-    """
-    from netsim.algorithms.registry import ALGORITHMS, AxesAlgorithm
-    from netsim.network.device_mesh import AxisGroups
-
-    if isinstance(groups, AxisGroups) and isinstance(ALGORITHMS.get(algorithm), AxesAlgorithm):
-        kept = [w for d, w in zip(groups.shape, groups.wraparound, strict=True) if d > 1]  # as the algorithm plans: axes of 1 left out
-        return tuple(kept) if kept else tuple(groups.wraparound[:1])
-    return None
-
-
-def estimate_scenario(scenario: Any) -> tuple[CollectiveEstimate, list[tuple[str, CollectiveEstimate]]]:
-    """The closed forms for a scenario, without simulating it or building its topology.
-
-    Parameters
-    ----------
-    scenario : Scenario
-        From :func:`netsim.scenario.load_scenario` (``build_topology=False`` keeps it instant).
-
-    Returns
-    -------
-    (CollectiveEstimate, list)
-        The scenario's own algorithm, and every registered algorithm for comparison.
-
-    Examples
-    --------
-    >>> from netsim.scenario import load_scenario
-    >>> mine, others = estimate_scenario(load_scenario("scenarios/allgather_ring8.yaml", build_topology=False))
-    >>> round(mine.estimate.time_s * 1e6, 6), mine.estimate.regime
-    (27.388978, 'bandwidth-bound')
-    """
-    shape = scenario.topology_shape
-    layout = scenario.layout()
-    payload = int(np.prod(scenario.shape, dtype=np.int64)) * np.dtype(scenario.input.dtype).itemsize
-    op = scenario.collective.op
-    hops, shared, spread, crossed = None, 1, 1, 1
-    pairs = getattr(scenario.collective, "perm", None)
-    pieces = 2
-    if canonical_collective(op) == "ppermute" and pairs:
-        pairs = [(int(a), int(b)) for a, b in pairs]
-        if scenario.resolved_algorithm == "multipath":
-            hops, shared, spread, pieces = multipath_loads(shape.dims, shape.wraparound, pairs)
-        else:
-            hops, shared, spread = permutation_loads(shape.dims, shape.wraparound, pairs)
-        crossed = ports(shape.dims, shape.wraparound, pairs)
-    groups = scenario.groups if scenario.groups is not None else (layout.groups or [(0,)])  # no pairs: nothing moves
-    others: set[tuple[float, float]] = set()
-    latency, bandwidth = shape.latency_s, shape.bandwidth_Bps
-    if shape.chip_axis is not None and all(len({d // 2 for d in group}) == 1 for group in groups):  # every group is on one chip: on-chip links only
-        latency, bandwidth = shape.chip_link_latency_s, shape.chip_link_bandwidth_Bps
-    elif shape.chip_axis is not None and any(len({d % 2 for d in group}) > 1 for group in groups):  # a group crosses a chip's own link
-        others = other_links([(shape.chip_link_latency_s, shape.chip_link_bandwidth_Bps)], latency, bandwidth)
-    item = np.dtype(scenario.input.dtype).itemsize
-    args = (shape.dims, shape.wraparound, groups, payload, latency, bandwidth)
-    mine = estimate_collective(
-        op,
-        scenario.resolved_algorithm,
-        *args,
-        hops=hops,
-        shared=shared,
-        ports=crossed,
-        routes=spread,
-        pieces=pieces,
-        planned=shape.wraparound if _axes_default(scenario) else planned_wraparound(scenario.resolved_algorithm, groups),
-        item_bytes=item,
-    )
-    held = [(name, with_other_links(c, others, latency, bandwidth)) for name, c in algorithm_estimates(op, *args, item_bytes=item)]
-    sliced = scenario_across_slices(scenario, mine, payload, scenario.resolved_algorithm) if shape.slices > 1 else None
-    if sliced is not None:  # groups across slices: the DCN's forms (netsim.analysis.across_slices)
-        return sliced
-    return with_other_links(mine, others, latency, bandwidth), held

@@ -10,9 +10,11 @@ from rich.table import Table
 from netsim.analysis.hlo_stats import hlo_summary
 from netsim.analysis.program_stats import ProgramStats
 from netsim.cli.console import QuietConsole
+from netsim.network.calibration import calibrate, check_calibration
 from netsim.programs.hlo.files import HloProgramFile, load_any_program
 from netsim.programs.hlo.run import run_hlo, run_hlo_program
 from netsim.programs.run import run_program
+from netsim.run import resolve_topology
 
 __all__ = ["estimate_of", "is_hlo", "print_hlo", "run_any"]
 
@@ -20,14 +22,19 @@ SHOWN = 12
 """Collectives listed in the table (all of them with --json)."""
 
 
-def run_any(file: str | None, hlo: str | None, topology: str | None, clock_hz: float | None, data: str | None, engine: str | None) -> Any:
-    """Run a program file of either kind, or an HLO module on a slice."""
+def run_any(
+    file: str | None, hlo: str | None, topology: str | None, clock_hz: float | None, data: str | None, engine: str | None, calibration: str | None = None
+) -> Any:
+    """Run a program file of either kind, or an HLO module on a slice (``calibration``: the file's unless given)."""
+    if calibration is not None:
+        check_calibration(calibration)
     if hlo is not None:
         if file is not None:
             raise ValueError(f"give a program file or --hlo MODULE, not both (got {file} and --hlo {hlo})")
         if topology is None:
             raise ValueError(f"--hlo {hlo}: say which slice it runs on, e.g. --topology tpu-v5e:4x4")
-        return run_hlo(hlo, topology, clock_hz=clock_hz, engine=engine or "auto")
+        where = calibrate(resolve_topology(topology, None), calibration) if calibration is not None else topology
+        return run_hlo(hlo, where, clock_hz=clock_hz, engine=engine or "auto")
     if file is None:
         raise ValueError("give a program file, e.g. scenarios/programs/allgather_matmul.yaml, or --hlo MODULE --topology SLICE")
     if topology is not None or clock_hz is not None:
@@ -36,8 +43,11 @@ def run_any(file: str | None, hlo: str | None, topology: str | None, clock_hz: f
     if isinstance(loaded, HloProgramFile):
         if data == "values":
             raise ValueError(f"{file}: an HLO module runs timing only (--data none)")
+        if calibration is not None:
+            where = calibrate(loaded.topology_obj, calibration)
+            return run_hlo(loaded.hlo_path, where, clock_hz=loaded.clock_hz, engine=engine or loaded.engine, name=loaded.name)
         return run_hlo_program(loaded, engine=engine)
-    return run_program(loaded, data=data, engine=engine)
+    return run_program(loaded.with_calibration(calibration) if calibration is not None else loaded, data=data, engine=engine)
 
 
 def is_hlo(result: Any) -> bool:

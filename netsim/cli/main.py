@@ -31,6 +31,7 @@ from netsim.cli.console import plain_text_where_needed as _plain_text_where_need
 from netsim.cli.console import quiet_exit as _quiet_exit
 from netsim.cli.console import terminate_cleanly as _terminate_cleanly
 from netsim.cli.console import warnings_in_one_line as _warnings_in_one_line
+from netsim.cli.program import CALIBRATION_HELP
 from netsim.cli.program import program as _program_command
 from netsim.cli.sweep_command import sweep as _sweep_command
 
@@ -107,6 +108,7 @@ def run(
     check: Annotated[
         bool, typer.Option("--check", help="Exit 1 unless the simulated time equals the scenario's expected.time_s (to a relative 1e-9).")
     ] = False,
+    calibration: Annotated[str | None, typer.Option("--calibration", metavar="MODE", help=CALIBRATION_HELP)] = None,
 ) -> None:
     """Simulate a scenario and print the output check, the timing, its estimates and statistics."""
     from netsim.cli.files import write_run_files
@@ -116,6 +118,10 @@ def run(
 
     if engine is not None and engine not in ENGINE_MODES:
         raise _fail(f"--engine {engine!r}: use one of {', '.join(ENGINE_MODES)}", USER_ERROR)
+    from netsim.network.calibration import CALIBRATION_MODES
+
+    if calibration is not None and calibration not in CALIBRATION_MODES:
+        raise _fail(f"--calibration {calibration!r}: use nominal or calibrated", USER_ERROR)
     try:
         if output is not None:
             check_folder("--output", output, force, inputs=[scenario])
@@ -123,7 +129,7 @@ def run(
             check_file("--trace", trace, inputs=[scenario], outside=output)
     except ValueError as error:
         raise _fail(str(error), USER_ERROR) from None
-    loaded, result = _simulated(scenario, engine)
+    loaded, result = _simulated(scenario, engine, calibration)
     if check and loaded.expected is None:
         raise _fail(f"--check: {scenario} has no expected: section (e.g. expected: {{time_s: {result.time!r}}})", USER_ERROR)
     text = _guarded(scenario, to_json, result) if json_output else None
@@ -188,16 +194,21 @@ def _grid(title: str, headers: list[str], rows: list[list[str]]) -> Table:
 def estimate(
     scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help=SCENARIO_HELP)],
     json_output: Annotated[bool, typer.Option("--json", help="Print the estimates as one JSON object (shape: netsim schema estimate).")] = False,
+    calibration: Annotated[str | None, typer.Option("--calibration", metavar="MODE", help=CALIBRATION_HELP)] = None,
 ) -> None:
     """Print a scenario's closed-form estimates without simulating (instant for any size)."""
     from rich.table import Table
 
     from netsim.analysis.why import estimate_scenario
     from netsim.cli.report import estimate_rows, estimate_table, estimate_to_dict
+    from netsim.network.calibration import CALIBRATION_MODES
     from netsim.scenario import load_scenario
 
+    if calibration is not None and calibration not in CALIBRATION_MODES:
+        raise _fail(f"--calibration {calibration!r}: use nominal or calibrated", USER_ERROR)
     try:
         loaded = load_scenario(scenario, build_topology=False)
+        loaded = loaded.with_calibration(calibration) if calibration is not None else loaded
         mine, others = estimate_scenario(loaded)
     except (ValueError, MemoryError) as error:
         raise _fail(str(error), USER_ERROR) from None
@@ -276,13 +287,15 @@ class _OutOfMemory(MemoryError):
         self.timing_only = timing_only
 
 
-def _load_and_simulate(scenario: str, engine: str | None = None) -> tuple[Any, Any]:
+def _load_and_simulate(scenario: str, engine: str | None = None, calibration: str | None = None) -> tuple[Any, Any]:
     from netsim.collectives import simulate
     from netsim.scenario import load_scenario
 
     loaded = load_scenario(scenario)
     if engine is not None:
         loaded = loaded.model_copy(update={"engine": engine})
+    if calibration is not None:
+        loaded = loaded.with_calibration(calibration)
     with _progress(f"simulating {loaded.name}"):
         try:
             return loaded, simulate(loaded)
@@ -290,9 +303,9 @@ def _load_and_simulate(scenario: str, engine: str | None = None) -> tuple[Any, A
             raise _OutOfMemory(error, loaded.data == "none") from None
 
 
-def _simulated(scenario: str, engine: str | None = None) -> tuple[Any, Any]:
-    """Load and run a scenario (on ``engine`` if given): (the scenario, its result), or exit with one line."""
-    return _guarded(scenario, _load_and_simulate, scenario, engine)
+def _simulated(scenario: str, engine: str | None = None, calibration: str | None = None) -> tuple[Any, Any]:
+    """Load and run a scenario (on ``engine`` and ``calibration`` if given): (the scenario, its result), or exit with one line."""
+    return _guarded(scenario, _load_and_simulate, scenario, engine, calibration)
 
 
 def _drawn(scenario: str, output: str, suffixes: tuple[str, ...], draw: Callable[[Any, Path], Any]) -> tuple[Any, str]:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["program", "run_or_exit"]
 
 USER_ERROR, INTERNAL_ERROR = 2, 3
+CALIBRATION_HELP = "nominal (the ideal model, the default) or calibrated (measured fixed costs and efficiencies: docs/validation.md); default the file's."
 
 
 def _fail(message: str, code: int) -> typer.Exit:
@@ -47,7 +48,14 @@ def _data_of(file: str | None) -> str | None:
 
 
 def run_or_exit(
-    file: str | None, data: str | None = None, engine: str | None = None, *, hlo: str | None = None, topology: str | None = None, clock_hz: float | None = None
+    file: str | None,
+    data: str | None = None,
+    engine: str | None = None,
+    *,
+    hlo: str | None = None,
+    topology: str | None = None,
+    clock_hz: float | None = None,
+    calibration: str | None = None,
 ) -> Result:
     """Run a program file (or an HLO module on a slice), or exit with one line (2 for a user's mistake, 3 for a bug in netsim)."""
     from netsim.checks.memory import memory_advice
@@ -55,7 +63,7 @@ def run_or_exit(
     from netsim.engine import EngineError
 
     try:
-        return run_any(file, hlo, topology, clock_hz, data, engine)
+        return run_any(file, hlo, topology, clock_hz, data, engine, calibration)
     except EngineError as error:
         raise _fail(f"internal error in netsim while running {file}: {error}", INTERNAL_ERROR) from None
     except MemoryError:
@@ -83,6 +91,8 @@ def program(
     clock_hz: Annotated[
         float | None, typer.Option("--clock-hz", metavar="HZ", help="With --hlo: the chip clock that turns estimated_cycles into time.")
     ] = None,
+    calibration: Annotated[str | None, typer.Option("--calibration", metavar="MODE", help=CALIBRATION_HELP)] = None,
+    require_fit: Annotated[bool, typer.Option("--require-fit", help="Exit 2 when a device's arrays do not fit in its chip's HBM.")] = False,
 ) -> None:
     """Run a program (collectives and compute on a sharded mesh) and print its time, overlap and ops."""
     from netsim.analysis.program_stats import program_stats
@@ -95,8 +105,10 @@ def program(
             check_file("--trace", trace, inputs=[file])
     except ValueError as error:
         raise _fail(str(error), USER_ERROR) from None
-    result = run_or_exit(file, data, engine, hlo=hlo, topology=topology, clock_hz=clock_hz)
+    result = run_or_exit(file, data, engine, hlo=hlo, topology=topology, clock_hz=clock_hz, calibration=calibration)
     stats = program_stats(result)
+    if require_fit and stats.memory.get("fits") is False:
+        raise _fail(f"{file or hlo}: {stats.memory['note']} (--require-fit)", USER_ERROR)
     if trace is not None:
         try:
             staged = StagedFile(trace)
@@ -113,6 +125,12 @@ def program(
         _print(stats)
     if trace is not None:
         QuietConsole(highlight=False).print(f"trace written to {trace}")
+
+
+def _at(facts: dict) -> str:
+    """Which fraction of the peak the roofline counts, when not the peak itself (a calibrated chip)."""
+    efficiency = facts.get("compute_efficiency", 1.0)
+    return "" if efficiency == 1 else f"; the roofline counts {efficiency:.3g} of peak (calibrated)"
 
 
 def _print(stats: ProgramStats) -> None:
@@ -133,7 +151,8 @@ def _print(stats: ProgramStats) -> None:
         ("communication in flight", _time(stats.communication_s)),
         ("exposed communication", _time(stats.exposed_communication_s) + (f" (device {stats.critical_device})" if stats.critical_device is not None else "")),
         ("why", stats.why),
-        ("chip", f"{(facts['peak_flops'] or 0) / 1e12:.4g} TFLOP/s, HBM {(facts['hbm_bandwidth_Bps'] or 0) / 1e9:.4g} GB/s"),
+        ("chip", f"{(facts['peak_flops'] or 0) / 1e12:.4g} TFLOP/s, HBM {(facts['hbm_bandwidth_Bps'] or 0) / 1e9:.4g} GB/s" + _at(facts)),
+        *([("HBM per device", stats.memory["note"] + f" (peak at {stats.memory['peak_at']})")] if stats.memory.get("fits") is False else []),
         ("verified", f"{stats.verified}: {stats.verification}"),
     ]
     for label, value in rows:

@@ -16,6 +16,7 @@ from netsim.analysis.why import analyse
 from netsim.cli.json_text import dumps
 from netsim.cli.records import critical_links_record, memory_record
 from netsim.cli.tables import short_link_name
+from netsim.cli.terms import calibration_rows, estimate_terms
 from netsim.network.units import format_bytes, format_seconds
 from netsim.result import Result
 
@@ -76,6 +77,7 @@ def summary_rows(result: Result) -> list[tuple[str, str]]:
         ("bytes per device", f"{format_bytes(s['bytes_per_device'])} ({s['bytes_per_device']} B)"),
         ("total bytes (S)", f"{format_bytes(s['total_bytes'])} ({s['total_bytes']} B)"),
         ("simulated time", format_seconds(s["time_s"])),
+        *calibration_rows(result.topology_obj),
         *explanation_rows(result),
         ("algbw", f"{s['algbw_Bps'] / 1e9:.3f} GB/s"),
         ("busbw", f"{s['busbw_Bps'] / 1e9:.3f} GB/s"),
@@ -153,9 +155,7 @@ def explanation_rows(result: Result) -> list[tuple[str, str]]:
     if e is None:
         rows.append(("estimate (closed form)", a.closed.note))
     else:
-        rows.append(
-            ("estimate (closed form)", f"{format_seconds(e.time_s)} = latency {format_seconds(e.latency_s)} + bandwidth {format_seconds(e.bandwidth_s)}")
-        )
+        rows.append(("estimate (closed form)", estimate_terms(e)))
         rows.append(("estimate kind", _kind(e)))
         rows.append(("formula", f"{e.formula} on a {a.closed.geometry.describe()} [{e.source}]"))
         rows.append(("simulated / estimate", f"{a.ratio:.6f}" if a.ratio is not None else "-"))
@@ -406,6 +406,16 @@ def estimate_rows(scenario: Any, mine: Any) -> list[tuple[str, str]]:
         ),
         ("links", f"{shape.bandwidth_Bps / 1e9:.6g} GB/s one way, {format_seconds(shape.latency_s)} per hop" + _chip_link(shape)),
         *_dcn_rows(scenario),
+        *(
+            [
+                (
+                    "calibration",
+                    f"calibrated: links at {shape.link_efficiency:.4g} of their bandwidth, a fixed cost of {format_seconds(shape.collective_overhead_s)}",
+                )
+            ]
+            if (shape.link_efficiency, shape.collective_overhead_s) != (1.0, 0.0)
+            else []
+        ),
         ("group layout", mine.geometry.describe()),
         ("algorithm", scenario.algorithm or f"{scenario.resolved_algorithm} (the default)"),
     ]
@@ -413,7 +423,7 @@ def estimate_rows(scenario: Any, mine: Any) -> list[tuple[str, str]]:
         rows.append(("estimate (closed form)", mine.note))
     else:
         rows += [
-            ("estimate (closed form)", f"{format_seconds(e.time_s)} = latency {format_seconds(e.latency_s)} + bandwidth {format_seconds(e.bandwidth_s)}"),
+            ("estimate (closed form)", estimate_terms(e)),
             ("estimate kind", _kind(e)),
             ("formula", f"{e.formula} [{e.source}]"),
             (
@@ -466,6 +476,7 @@ def estimate_to_dict(scenario: Any, mine: Any, others: list[tuple[str, Any]]) ->
             "estimate_bounds": e.bounds if e else None,
             "latency_term_s": e.latency_s if e else None,
             "bandwidth_term_s": e.bandwidth_s if e else None,
+            **({"fixed_cost_s": e.fixed_s} if e and e.fixed_s else {}),
             "regime": e.regime if e else None,
             "crossover_bytes_per_device": _clean(e.crossover_bytes) if e else None,
             "formula": e.formula if e else None,

@@ -58,6 +58,7 @@ _CLOSED_FORM = {
     "estimate_s": _t(["number", "null"], "the algorithm's closed-form (alpha-beta) time; null where there is none"),
     "latency_term_s": _NNUM,
     "bandwidth_term_s": _NNUM,
+    "fixed_cost_s": _t("number", "the fixed cost per collective in estimate_s, a term of its own (calibrated runs only)"),
     "formula": _NSTR,
     "formula_source": _t(["string", "null"], "where the closed form comes from"),
     "no_closed_form": _t(["string", "null"], "why there is no closed form, when there is none"),
@@ -70,7 +71,7 @@ _CLOSED_FORM = {
     "estimate_kind": _ESTIMATE_KIND,
     "estimate_bounds": _t(["string", "null"], "what a bound bounds, in words; null for an exact estimate"),
 }
-_OPTIONAL: set[str] = set()  # every run and estimate says what its estimate is
+_OPTIONAL: set[str] = {"fixed_cost_s"}  # every run and estimate says what its estimate is; a calibrated one its fixed cost too
 
 _DEVICE = _obj(
     {
@@ -294,9 +295,22 @@ PROGRAM = {
             "critical_device": _t(["integer", "null"], "the device whose compute unit finished last"),
             "verified": _t("boolean", "values checked against NumPy's unsharded computation"),
             "verification": _STR,
-            "devices_compute": _obj({"peak_flops": _NNUM, "hbm_bandwidth_Bps": _NNUM}),
+            "devices_compute": _obj(
+                {"peak_flops": _NNUM, "hbm_bandwidth_Bps": _NNUM, "compute_efficiency": _t("number", "the fraction of the peak FLOP/s the roofline counts")},
+                required=["peak_flops", "hbm_bandwidth_Bps"],
+            ),
             "why": _STR,
             "ops": _list(_OP),
+            "memory": _obj(
+                {
+                    "peak_bytes": _t("integer", "the most bytes one device's arrays hold at once"),
+                    "peak_at": _t("string", "the op at that peak, or start"),
+                    "capacity_bytes": _t(["integer", "null"], "one device's HBM capacity"),
+                    "fits": _t(["boolean", "null"], "whether the peak fits (null: capacity unknown)"),
+                    "note": _t("string", "e.g. does not fit: 34.4 GB on a 16 GB chip"),
+                },
+                description="per device (every device holds shards of the same shapes)",
+            ),
             "checks": {
                 "type": "object",
                 "description": "array -> its largest difference from the reference (relative to its largest value) and the tolerance",

@@ -19,7 +19,10 @@ operations, in the same order, in each player: times agree bit for bit. (numba c
 the loop by ``kernel.py`` alone: after changing this module, touch ``kernel.py``.)
 
 :class:`LinkModel` holds what the rule needs per link number: bandwidth and latency,
-read afresh from a topology, and the forwarding mode.
+read afresh from a topology, and the forwarding mode. The bandwidth is the link's
+*effective* rate (:func:`effective_bandwidth`): its nominal bandwidth times the link
+efficiency of the topology's calibration in force, 1 unless a run asks for
+``calibration: calibrated`` (:mod:`netsim.network.calibration`).
 
 Examples
 --------
@@ -42,9 +45,25 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from netsim.engine.routes import link_rates
+from netsim.network.calibration import in_force
 from netsim.network.topology import LinkId, Topology
 
-__all__ = ["LinkModel", "head_ready", "serve", "transmission_s"]
+__all__ = ["LinkModel", "effective_bandwidth", "head_ready", "serve", "transmission_s"]
+
+
+def effective_bandwidth(nominal_Bps: float, efficiency: float) -> float:
+    """The rate a link moves a long transfer at: its nominal bandwidth times the link efficiency.
+
+    The efficiency is 1 under ``calibration: nominal`` (the rate is then the nominal
+    bandwidth itself, bit for bit), a measured fraction under ``calibrated``
+    (:mod:`netsim.network.calibration`).
+
+    Examples
+    --------
+    >>> effective_bandwidth(45e9, 0.95), effective_bandwidth(45e9, 1.0)
+    (42750000000.0, 45000000000.0)
+    """
+    return nominal_Bps if efficiency == 1 else nominal_Bps * efficiency
 
 
 def transmission_s(nbytes: float, bandwidth_Bps: float) -> float:
@@ -167,6 +186,9 @@ class LinkModel:
         """
         ids = tuple(topology.links if link_ids is None else link_ids)
         bandwidth, latency = (np.array(v, np.float64) for v in link_rates(topology, list(ids)))
+        efficiency = in_force(topology).link_efficiency
+        if efficiency != 1:  # calibrated: every link at its effective rate
+            bandwidth = np.array([effective_bandwidth(b, efficiency) for b in bandwidth.tolist()], np.float64)
         bandwidth.flags.writeable = latency.flags.writeable = False
         return cls(ids, bandwidth, latency, bool(cut_through))
 

@@ -106,7 +106,7 @@ def run_counting(env: simpy.Environment) -> int:
 
 
 def compute_time_s(step: Any, peak_flops: float | None, hbm_bandwidth_Bps: float | None, device: int = 0, index: int = 0) -> float:
-    """How long a compute step takes on a chip: its ``seconds``, or ``max(flops / peak_flops, bytes / hbm_bandwidth_Bps)``.
+    """How long a compute step takes on a chip: its ``seconds``, or ``max(flops / (peak_flops * efficiency), bytes / hbm_bandwidth_Bps)``.
 
     Raises
     ------
@@ -126,10 +126,13 @@ def compute_time_s(step: Any, peak_flops: float | None, hbm_bandwidth_Bps: float
         time = float(step.seconds)
     else:
         time = 0.0
+        efficiency = getattr(step, "efficiency", 1.0)
         for amount, rate, what, field in ((step.flops, peak_flops, "flops", "peak_flops"), (step.bytes, hbm_bandwidth_Bps, "HBM bytes", "hbm_bandwidth")):
             if amount:
                 if not rate:
                     raise ValueError(f"compute step #{index} counts {what} but device {device} has no {field}: give the topology's device: {{{field}: ...}}")
+                if field == "peak_flops" and efficiency != 1:  # the fraction of the peak the step reaches
+                    rate = rate * efficiency
                 time = max(time, amount / rate)
     if not 0 <= time < float("inf"):
         raise ValueError(f"compute step #{index} on device {device} would take {time!r} s: give a finite time >= 0")

@@ -16,6 +16,8 @@ Modules
 ``slices``      several slices joined by the DCN (``tpu-v5e:4x4x2slices``): NICs, one switch,
                 slice-major devices; meshes across slices (``hybrid_mesh``, ``dcn_axes``)
 ``dcn``         each generation's hosts, NICs and DCN rates, with their sources
+``calibration`` measured terms per generation (fixed cost per collective, link and
+                compute efficiency) and ``calibration: nominal | calibrated``
 ``device_mesh`` logical meshes with named axes on a topology, and the groups they give
 ``units``       human units in (``"64 MiB"``, ``"45 GB/s"``, ``"1 us"``), SI floats out
 =============== ====================================================================

@@ -89,6 +89,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from netsim.network.calibration import CALIBRATIONS, NOMINAL
 from netsim.network.chiplets import chip_torus
 from netsim.network.dcn import DCN
 from netsim.network.slices import multislice, split_slices_name
@@ -343,6 +344,12 @@ def tpu_slice(name: str) -> Topology:
             raise ValueError(f"{name!r}: slices join over the DCN from tpu-v4 on ({', '.join(DCN)}); write e.g. tpu-v5e:4x4x2slices")
         return multislice(tpu_slice(one), n_slices, figures=figures, name=name)
     generation, dims = parse_slice(name)
+    topology = _links(generation, dims, name)
+    topology.graph.graph["calibration_offered"] = CALIBRATIONS.get(generation.name, NOMINAL)  # applied only when a run asks
+    return topology
+
+
+def _links(generation: Generation, dims: tuple[int, ...], name: str) -> Topology:
     if generation.devices_per_chip == 2:
         return chip_torus(
             dims,

@@ -15,9 +15,12 @@ A program file::
       - {name: mm, op: matmul, in: [A_full, W], out: C}
       # - {name: mm, op: matmul, in: [A, W], out: C, overlap: collective}   # a collective matmul
       # - {name: other, op: compute, flops: 1e12, bytes: 1 GB}              # or seconds: 10 us
+      # a matmul, einsum or compute may say efficiency: 0.6 (the fraction of peak FLOP/s it reaches)
       # every op may say after: [names] (start only once those are done on the device)
     data: values                   # or none: timing only
     seed: 0
+    calibration: nominal           # or calibrated: the chips' measured terms (docs/validation.md)
+    require_fit: false             # true: refuse a program whose arrays do not fit in a chip's HBM
     expected: {time_s: 1.2e-4}     # what the bundled programs are known to take (tests check it)
 
 Collectives run tiled (``tiled`` defaults to true; the untiled forms, which add or
@@ -38,6 +41,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, ConfigDict, Field, model_validator
 
 from netsim.network import units
+from netsim.network.calibration import calibrate, check_calibration
 from netsim.network.device_mesh import Mesh
 from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import Topology
@@ -125,6 +129,7 @@ class OpSpec(Strict):
     flops: Annotated[float, _amount(units.parse_flops)] | None = None
     bytes: Annotated[float, _amount(units.parse_bytes)] | None = None
     seconds: Seconds | None = None
+    efficiency: Annotated[float, Field(gt=0, le=1, strict=False)] | None = None
     after: Names = Field(default_factory=list)
     algorithm: str | None = None
 
@@ -160,6 +165,9 @@ class ProgramFile(Strict):
     data: Literal["values", "none"] = "values"
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
     engine: Literal["auto", "processes", "fast"] = "auto"
+    calibration: Literal["nominal", "calibrated"] = "nominal"
+    require_fit: bool = False
+    """Refuse to run when a device's arrays do not fit in its chip's HBM (a sweep's point then has an error)."""
     expected: ExpectedSpec | None = None
     source: str = Field("<program>", exclude=True)
     base_dir: Path | None = Field(None, exclude=True)
@@ -178,7 +186,14 @@ class ProgramFile(Strict):
             if isinstance(error, ScenarioError):
                 raise
             raise ScenarioError(self.source, "topology", str(error)) from None
-        return topology.with_device(self.device.facts()) if self.device is not None else topology
+        return calibrate(topology.with_device(self.device.facts()) if self.device is not None else topology, self.calibration)
+
+    def with_calibration(self, mode: str) -> ProgramFile:
+        """The same program run with ``calibration: mode`` (what ``--calibration`` asks for)."""
+        copy = self.model_copy(update={"calibration": check_calibration(mode)})
+        for cached in ("topology_obj", "mesh_obj"):  # built from the topology: built again
+            copy.__dict__.pop(cached, None)
+        return copy
 
     @cached_property
     def mesh_obj(self) -> Mesh:

@@ -53,6 +53,7 @@ from netsim.algorithms.direct import permutation
 from netsim.algorithms.registry import check_algorithm, default_algorithm
 from netsim.algorithms.schedule import Schedule, build_schedule
 from netsim.algorithms.transfers import PHASES, TransferTable
+from netsim.network.calibration import in_force
 from netsim.network.device_mesh import AxisGroups, Mesh
 from netsim.programs.model import CollectiveOp, Compute, Einsum, Matmul, Op, Program, ProgramError, Sharded, einsum_subscripts
 from netsim.semantics.program_values import itemsize
@@ -67,23 +68,20 @@ class LoweredOp:
     Attributes
     ----------
     op : Op
-    transfers : range
-        Its transfers in the program's schedule (empty for compute ops).
-    computes : range
-        Its compute steps, numbered within ``Schedule.computes``.
+    transfers, computes : range
+        Its transfers in the program's schedule (empty for compute ops), its compute steps (numbered within ``Schedule.computes``).
     layout : object or None
         A collective's layout over the devices' shards (:mod:`netsim.semantics`).
-    pieces : int
-        Pieces per block of a collective.
-    block_offset : int
-        A collective's block ``b`` travels as block ``b + block_offset``.
+    pieces, block_offset : int
+        A collective's pieces per block; its block ``b`` travels as block ``b + block_offset``.
     algorithm : str or None
         The collective's algorithm.
     flops, bytes : float
         A compute op's work on one device (the busiest), for its roofline.
     planned : tuple of bool or None
-        The wraparound the collective's algorithm planned its groups with, per axis
-        (None: as one ring, or not a collective); its closed form reads it.
+        The wraparound its algorithm planned its groups with, per axis (None: one ring, or not a collective); its closed form reads it.
+    efficiency : float
+        The fraction of peak FLOP/s its compute steps reach: the op's, else the chip's calibrated one (1 if nominal).
     """
 
     op: Op
@@ -96,6 +94,7 @@ class LoweredOp:
     flops: float = 0.0
     bytes: float = 0.0
     planned: tuple[bool, ...] | None = None
+    efficiency: float = 1.0
 
     @property
     def collective(self) -> bool:
@@ -160,7 +159,7 @@ class _Builder:
         self.n_transfers = 0
         self.steps = 0
         self.blocks = 0
-        self.computes: list[tuple[int, float | None, float, float, Sequence[int], str, bool]] = []
+        self.computes: list[tuple[int, float | None, float, float, Sequence[int], str, bool, float]] = []
         self.bundles: list[BundleTable] = []  # each bundled collective's bundles, their blocks renumbered
         self.plans: dict[Any, Schedule] = {}  # a collective's schedule, by what plans it: ops alike are planned once
         self.kept: dict[int, tuple[TransferTable, dict[str, np.ndarray]]] = {}  # its columns, converted once (see _kept)
@@ -213,8 +212,8 @@ class _Builder:
             self.kept[id(table)] = found
         return found[1]
 
-    def add_compute(self, device: int, flops: float, nbytes: float, seconds: float | None, deps: Sequence[int], name: str, join: bool = False) -> int:
-        self.computes.append((device, seconds, flops, nbytes, deps, name, join))
+    def add_compute(self, device: int, flops: float, nbytes: float, seconds: float | None, deps: Any, name: str, join: bool = False, eff: float = 1) -> int:
+        self.computes.append((device, seconds, flops, nbytes, deps, name, join, eff))
         return -len(self.computes)
 
     def joined(self, device: int, steps: Sequence[int]) -> Sequence[int]:
@@ -245,7 +244,8 @@ class _Builder:
         # Compute step j is coded -(j + 1) until now, step n + j from now on. Dependencies are int arrays: a step
         # that waits for transfers only keeps the array of the arrivals it waits for (shared, not copied).
         computes = tuple(
-            ComputeStep(device=d, seconds=s, flops=f, bytes=b, deps=_numbered(deps, n), name=name, join=join) for d, s, f, b, deps, name, join in self.computes
+            ComputeStep(device=d, seconds=s, flops=f, bytes=b, deps=_numbered(deps, n), name=name, join=join, efficiency=e)
+            for d, s, f, b, deps, name, join, e in self.computes
         )
         return Schedule("program", "program", ((*range(self.n_devices),),), 1, table, None, computes)
 
@@ -258,10 +258,7 @@ def _numbered(deps: Any, n: int) -> np.ndarray:
 
 def _as_table(rows: list[Any]) -> TransferTable:
     """Transfers given one by one (ppermute's plan) as columns."""
-    n = len(rows)
-    counts = np.array([len(t.deps) for t in rows], np.int64)
-    ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(counts, out=ptr[1:])
+    ptr = np.concatenate([[0], np.cumsum([len(t.deps) for t in rows], dtype=np.int64)]).astype(np.int64)
     return TransferTable(
         np.array([t.step for t in rows], np.int64),
         np.array([t.src for t in rows], np.int64),
@@ -352,20 +349,22 @@ def lower(program: Program, mesh: Mesh) -> Lowered:
     ready: dict[str, list[Sequence[int]]] = {name: [()] * n for name in program.arrays}
     done: dict[str, list[Sequence[int]]] = {}
     lowered: list[LoweredOp] = []
+    chip = in_force(mesh.topology).compute_efficiency
     for op in program.ops:
+        efficiency = chip if getattr(op, "efficiency", None) is None else op.efficiency
         before = [_waits(ready, done, op, d) for d in range(n)]
         match op:
             case CollectiveOp():
                 record, after = _lower_collective(op, arrays[op.inputs[0]], mesh, build, before)
             case Compute():
-                steps = [build.add_compute(d, op.flops, op.bytes, op.seconds, before[d], op.name) for d in range(n)]
-                record, after = LoweredOp(op, range(0), _span(steps), flops=op.flops, bytes=op.bytes), [(s,) for s in steps]
+                steps = [build.add_compute(d, op.flops, op.bytes, op.seconds, before[d], op.name, eff=efficiency) for d in range(n)]
+                record, after = LoweredOp(op, range(0), _span(steps), flops=op.flops, bytes=op.bytes, efficiency=efficiency), [(s,) for s in steps]
             case Matmul(overlap="collective"):
-                record, after = _lower_collective_matmul(op, [arrays[name] for name in op.inputs], arrays[op.output], mesh, build, before)
+                record, after = _lower_collective_matmul(op, [arrays[name] for name in op.inputs], arrays[op.output], mesh, build, before, efficiency)
             case Matmul() | Einsum():
                 flops, nbytes = product_work(op, [arrays[name] for name in op.inputs], arrays[op.output], mesh.shape)
-                steps = [build.add_compute(d, flops, nbytes, None, before[d], op.name) for d in range(n)]
-                record, after = LoweredOp(op, range(0), _span(steps), flops=flops, bytes=nbytes), [(s,) for s in steps]
+                steps = [build.add_compute(d, flops, nbytes, None, before[d], op.name, eff=efficiency) for d in range(n)]
+                record, after = LoweredOp(op, range(0), _span(steps), flops=flops, bytes=nbytes, efficiency=efficiency), [(s,) for s in steps]
         lowered.append(record)
         done[op.name] = after
         if op.output is not None:
@@ -402,8 +401,7 @@ def _check_rates(lowered: list[LoweredOp], mesh: Mesh) -> None:
 
 def _span(steps: list[int]) -> range:
     """Compute steps made one after another (encoded ``-(j + 1)``): their numbers within the schedule's compute steps."""
-    first = -steps[0] - 1 if steps else 0
-    return range(first, first + len(steps))
+    return range(-steps[0] - 1, -steps[0] - 1 + len(steps)) if steps else range(0)
 
 
 def _lower_collective(op: CollectiveOp, x: Sharded, mesh: Mesh, build: _Builder, before: list[Sequence[int]]) -> tuple[LoweredOp, list[Sequence[int]]]:
@@ -422,9 +420,13 @@ def _lower_collective(op: CollectiveOp, x: Sharded, mesh: Mesh, build: _Builder,
         schedule = build.plans.get(key)
         if schedule is None:
             schedule = build.plans[key] = build_schedule(layout.pattern, layout.groups, algorithm, **shaped)
+    overhead = in_force(mesh.topology).collective_overhead_s if len(schedule.transfers) else 0.0  # (moving nothing costs nothing)
+    if overhead:  # calibrated: the fixed cost per collective, a launch step on each device before its first byte leaves
+        before = [(build.add_compute(d, 0.0, 0.0, overhead, before[d], f"{op.name} launch"),) for d in range(len(before))]
     span, offset, dst, _ = build.add_schedule(schedule, before)
     after = _arrivals(dst, span.start, before)
-    return LoweredOp(op, span, range(0), layout, schedule.pieces, offset, algorithm, planned=schedule.group_wraparound), after
+    launches = _span([b[0] for b in before]) if overhead else range(0)
+    return LoweredOp(op, span, launches, layout, schedule.pieces, offset, algorithm, planned=schedule.group_wraparound), after
 
 
 def _arrivals(dst: np.ndarray, base: int, before: list[Any]) -> list[Any]:
@@ -465,7 +467,7 @@ def product_work(op: Matmul | Einsum, inputs: list[Sharded], out: Sharded, mesh:
 
 
 def _lower_collective_matmul(
-    op: Matmul, inputs: list[Sharded], out: Sharded, mesh: Mesh, build: _Builder, before: list[Sequence[int]]
+    op: Matmul, inputs: list[Sharded], out: Sharded, mesh: Mesh, build: _Builder, before: list[Sequence[int]], efficiency: float = 1.0
 ) -> tuple[LoweredOp, list[Sequence[int]]]:
     a, b = inputs
     axes = a.sharding[-1]
@@ -490,8 +492,8 @@ def _lower_collective_matmul(
         for d in group:
             for j in range(len(group)):
                 deps = before[d] if group[j] == d else tuple(arrival[(d, j, p)] for p in range(pieces))
-                steps[d].append(build.add_compute(d, flops, nbytes, None, deps, op.name))
+                steps[d].append(build.add_compute(d, flops, nbytes, None, deps, op.name, eff=efficiency))
     flops_total, bytes_total = flops * len(layout.groups[0]), nbytes * len(layout.groups[0])
     codes = [s for device_steps in steps for s in device_steps]
-    lowered = LoweredOp(op, record.transfers, _span(codes), layout, pieces, record.block_offset, record.algorithm, flops_total, bytes_total)
+    lowered = LoweredOp(op, record.transfers, _span(codes), layout, pieces, record.block_offset, record.algorithm, flops_total, bytes_total, efficiency)
     return lowered, [tuple(s) for s in steps]

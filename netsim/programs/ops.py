@@ -32,7 +32,7 @@ Examples
 >>> type(gather).__name__, gather.params
 ('CollectiveOp', {'axis': 1, 'tiled': True})
 >>> Op.of("mm", "matmul", ("B", "W"), "C")
-Matmul(name='mm', op='matmul', inputs=('B', 'W'), output='C', after=(), overlap=None, algorithm=None)
+Matmul(name='mm', op='matmul', inputs=('B', 'W'), output='C', after=(), overlap=None, algorithm=None, efficiency=None)
 >>> Op.of("s", "psum", ("A",), "B", axes=("X",), tiled=True)
 Traceback (most recent call last):
 ...
@@ -137,13 +137,13 @@ class Op:
         Examples
         --------
         >>> Op.of("work", "compute", after=("g",), seconds=1e-6)
-        Compute(name='work', op='compute', inputs=(), output=None, after=('g',), flops=0.0, bytes=0.0, seconds=1e-06)
+        Compute(name='work', op='compute', inputs=(), output=None, after=('g',), flops=0.0, bytes=0.0, seconds=1e-06, efficiency=None)
         >>> Op.of("shift", "ppermute", ("A",), "B", axes=("X",), perm=((0, 1), (1, 0))).params
         {'perm': ((0, 1), (1, 0))}
         >>> Op.of("c", "compute", axes=("X",))
         Traceback (most recent call last):
         ...
-        netsim.programs.ops.ProgramError: op 'c': axes: compute takes no axes; besides name, inputs, output and after it takes bytes, flops, seconds
+        netsim.programs.ops.ProgramError: op 'c': axes: compute takes no axes; besides name, inputs, output and after it takes bytes, efficiency, flops, seconds
         >>> Op.of("b", "broadcast")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -273,6 +273,9 @@ class Matmul(Op):
         each device multiplies the block it holds.
     algorithm : str or None
         A collective matmul's gather algorithm (default: the one ``all_gather`` takes).
+    efficiency : float or None
+        The fraction of the chip's peak FLOP/s it reaches; None: the chip's (1 under
+        ``calibration: nominal``, the generation's measured value under ``calibrated``).
 
     Examples
     --------
@@ -286,6 +289,7 @@ class Matmul(Op):
     _: KW_ONLY
     overlap: str | None = None
     algorithm: str | None = None
+    efficiency: float | None = None
 
     def subscripts_for(self, rank: int) -> str:
         """The einsum it computes, for a first operand of ``rank`` dimensions (:func:`matmul_subscripts`)."""
@@ -300,6 +304,8 @@ class Einsum(Op):
     ----------
     subscripts : str or None
         E.g. ``"bd,df->bf"`` (a program without them does not check).
+    efficiency : float or None
+        As a matmul's.
 
     Examples
     --------
@@ -312,6 +318,7 @@ class Einsum(Op):
     op: str = field(default="einsum", init=False)
     _: KW_ONLY
     subscripts: str | None = None
+    efficiency: float | None = None
 
     def subscripts_for(self, rank: int) -> str:
         """Its ``subscripts`` (``rank`` is the first operand's, which they give already)."""
@@ -329,6 +336,8 @@ class Compute(Op):
         bytes / hbm_bandwidth)``.
     seconds : float or None
         Instead: how long it takes.
+    efficiency : float or None
+        The fraction of the peak FLOP/s it reaches (as for a matmul).
 
     Examples
     --------
@@ -343,6 +352,7 @@ class Compute(Op):
     flops: float = 0.0
     bytes: float = 0.0
     seconds: float | None = None
+    efficiency: float | None = None
 
 
 COMPUTE_CLASSES: dict[str, type[Matmul] | type[Einsum] | type[Compute]] = {cls.KINDS[0]: cls for cls in (Matmul, Einsum, Compute)}

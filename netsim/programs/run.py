@@ -29,6 +29,7 @@ from netsim.checks.memory import (
     mean_hops,
     return_freed_memory,
 )
+from netsim.checks.program_memory import device_memory
 from netsim.engine import Playback
 from netsim.network.device_mesh import Mesh
 from netsim.network.topology import Topology
@@ -149,6 +150,10 @@ def run_program(
         return_freed_memory()
     lowered = lower(model, mesh)
     held = values_bytes(lowered) if data == "values" else 0
+    if loaded is not None and loaded.require_fit:
+        fit = device_memory(model, lowered.arrays, mesh.shape, mesh.topology.device(0)["hbm_capacity_bytes"])
+        if fit["fits"] is False:
+            raise ScenarioError(loaded.source, "require_fit", fit["note"])
 
     def refused(message: str, kind: type[ValueError]) -> ValueError:
         return ScenarioError(loaded.source, "data", message) if loaded is not None else kind(f"program {model.name}: {message}")

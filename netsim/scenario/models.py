@@ -12,6 +12,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from netsim.algorithms.registry import ALGORITHMS, default_algorithm
 from netsim.network import units
+from netsim.network.calibration import CALIBRATIONS, NOMINAL, calibrate, check_calibration
 from netsim.network.dcn import DCN
 from netsim.network.device_mesh import AxisGroups, Mesh
 from netsim.network.presets import is_slice_name, parse_slice
@@ -188,6 +189,7 @@ class Scenario(Strict):
     device: DeviceSpec | None = None
     forwarding: Literal["cut_through", "store_and_forward"] = "cut_through"
     engine: Literal["auto", "processes", "fast"] = "auto"
+    calibration: Literal["nominal", "calibrated"] = "nominal"
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
     expected: ExpectedSpec | None = None
     mesh: Annotated[MeshSpec | None, BeforeValidator(mesh_shorthand)] = None
@@ -251,7 +253,22 @@ class Scenario(Strict):
             except ValueError as error:
                 field = "bandwidth" if "(the floor)" in str(error) else "link"
                 raise ScenarioError(self.source, f"faults.{index}.{field}", str(error)) from None
-        return topo
+        return calibrate(topo, self.calibration)
+
+    def with_calibration(self, mode: str) -> Scenario:
+        """The same scenario run with ``calibration: mode`` (what ``--calibration`` asks for).
+
+        Examples
+        --------
+        >>> from netsim.scenario import load_scenario
+        >>> s = load_scenario("scenarios/allgather_tpu_v5e_8x4_line.yaml").with_calibration("calibrated")
+        >>> s.calibration, s.topology_shape.link_efficiency
+        ('calibrated', 0.95)
+        """
+        copy = self.model_copy(update={"calibration": check_calibration(mode)})
+        for cached in ("topology_obj", "topology_shape", "mesh_obj", "groups"):  # built from the topology: built again
+            copy.__dict__.pop(cached, None)
+        return copy
 
     @cached_property
     def topology_shape(self) -> TopologyShape:
@@ -267,6 +284,7 @@ class Scenario(Strict):
             except ValueError as error:
                 raise ScenarioError(self.source, "topology", str(error)) from None
             shape = TopologyShape(self.topology, dims, generation.wraps(dims), generation.bandwidth_Bps, generation.latency_s, **generation.device)
+            shape = shape.calibrated(CALIBRATIONS.get(generation.name, NOMINAL) if self.calibration == "calibrated" else NOMINAL)
             if generation.devices_per_chip == 2:
                 chip = {"chip_link_bandwidth_Bps": generation.chip_link_bandwidth_Bps, "chip_link_latency_s": generation.chip_link_latency_s}
                 shape = replace(shape, dims=(*dims, 2), wraparound=(*shape.wraparound, False), **chip)
@@ -284,7 +302,7 @@ class Scenario(Strict):
             shape = spec.shape(stem)
         except ValueError as error:
             raise ScenarioError(source, field or "dims", str(error)) from None
-        return self._with_link_overrides(shape)
+        return self._with_link_overrides(shape.calibrated(spec.offered() if self.calibration == "calibrated" else NOMINAL))
 
     def _with_link_overrides(self, shape: TopologyShape) -> TopologyShape:
         if self.device is not None:
@@ -323,6 +341,8 @@ class Scenario(Strict):
         for fault in data.get("faults", ()):
             if fault.get("latency") is not None:
                 fault["latency"] = written_duration(fault["latency"])
+        if self.calibration == "nominal":
+            data.pop("calibration")  # the default, as files written before it existed say
         return data
 
     @property

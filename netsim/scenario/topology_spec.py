@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from netsim.network import units
+from netsim.network.calibration import NOMINAL, Calibration
 from netsim.network.chiplets import DEVICES_PER_CHIP, chip_torus
 from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, torus
@@ -33,6 +34,26 @@ class LinkSpec(Strict):
 
     bandwidth: Bandwidth | None = None
     latency: Duration | None = None
+
+
+class CalibrationSpec(Strict):
+    """Measured terms a topology offers to ``calibration: calibrated`` runs (:mod:`netsim.network.calibration`).
+
+    Examples
+    --------
+    >>> CalibrationSpec(link_efficiency=0.95, collective_overhead="2 us").values().collective_overhead_s
+    2e-06
+    """
+
+    link_efficiency: Annotated[float, Field(gt=0, le=1)] = 1.0
+    collective_overhead: Duration = 0.0
+    compute_efficiency: Annotated[float, Field(gt=0, le=1)] = 1.0
+    source: str = "the topology file"
+    derived_from: list[str] = Field(default_factory=list)
+
+    def values(self) -> Calibration:
+        """The terms as :class:`~netsim.network.calibration.Calibration`."""
+        return Calibration(self.link_efficiency, self.collective_overhead, self.compute_efficiency, self.source, tuple(self.derived_from))
 
 
 class DeviceSpec(Strict):
@@ -82,6 +103,15 @@ class TopologyShape:
     chip_link_latency_s: float | None = None
     slices: int = 1
     """Slices joined by the DCN (``tpu-v5e:4x4x2slices``); then ``dims[0]`` is the slice axis."""
+    link_efficiency: float = 1.0
+    collective_overhead_s: float = 0.0
+    compute_efficiency: float = 1.0
+
+    def calibrated(self, values: Calibration) -> TopologyShape:
+        """A copy whose calibration in force is ``values`` (:data:`~netsim.network.calibration.NOMINAL`: none)."""
+        return replace(
+            self, link_efficiency=values.link_efficiency, collective_overhead_s=values.collective_overhead_s, compute_efficiency=values.compute_efficiency
+        )
 
     @property
     def chip_axis(self) -> int | None:
@@ -125,6 +155,10 @@ class TopologyShape:
         }
         if any(value is not None for value in device.values()):
             spec["device"] = {field: value for field, value in device.items() if value is not None}
+        if (self.link_efficiency, self.collective_overhead_s, self.compute_efficiency) != (1.0, 0.0, 1.0):  # the terms in force
+            overhead = _human(self.collective_overhead_s, units.parse_duration, ("us", 1e-6), ("ns", 1e-9), ("s", 1.0))
+            terms = {"link_efficiency": self.link_efficiency, "collective_overhead": overhead, "compute_efficiency": self.compute_efficiency}
+            spec["calibration"] = {**terms, "source": "as run"}
         return spec
 
 
@@ -171,13 +205,23 @@ class TopologySpec(Strict):
     chip_link: LinkSpec | None = None
     """The link between a chip's two devices; left out, as ``link``."""
     device: DeviceSpec | None = None
+    calibration: CalibrationSpec | None = None
+    """Measured terms (a fixed cost per collective, link and compute efficiency) that ``calibration: calibrated`` runs apply."""
+
+    def offered(self) -> Calibration:
+        """The measured terms the file offers (none: :data:`~netsim.network.calibration.NOMINAL`)."""
+        return self.calibration.values() if self.calibration is not None else NOMINAL
 
     def build(self, default_name: str) -> Topology:
         s = self.shape(default_name)
         if s.chip_axis is not None:
             chips = s.dims[: s.chip_axis], s.wraparound[: s.chip_axis]
-            return chip_torus(*chips, s.bandwidth_Bps, s.chip_link_bandwidth_Bps, s.latency_s, s.chip_link_latency_s, name=s.name, device=s.device)
-        return torus(s.dims, s.wraparound, s.bandwidth_Bps, s.latency_s, name=s.name, device=s.device)
+            topology = chip_torus(*chips, s.bandwidth_Bps, s.chip_link_bandwidth_Bps, s.latency_s, s.chip_link_latency_s, name=s.name, device=s.device)
+        else:
+            topology = torus(s.dims, s.wraparound, s.bandwidth_Bps, s.latency_s, name=s.name, device=s.device)
+        if self.calibration is not None:
+            topology.graph.graph["calibration_offered"] = self.offered()
+        return topology
 
     def shape(self, default_name: str) -> TopologyShape:
         """The checked axes and links, without building the graph."""

@@ -349,9 +349,13 @@ COMPUTE_OPS: Mapping[str, ComputeOp] = MappingProxyType(
     {
         c.name: c
         for c in (
-            ComputeOp("matmul", "each device multiplies its shards, [..., M, K] @ [K, N]", {"overlap": None, "algorithm": None}),
-            ComputeOp("einsum", "each device contracts its shards as subscripts say", {"subscripts": None}),
-            ComputeOp("compute", "any other work: flops and bytes timed by the roofline, or seconds", {"flops": 0.0, "bytes": 0.0, "seconds": None}),
+            ComputeOp("matmul", "each device multiplies its shards, [..., M, K] @ [K, N]", {"overlap": None, "algorithm": None, "efficiency": None}),
+            ComputeOp("einsum", "each device contracts its shards as subscripts say", {"subscripts": None, "efficiency": None}),
+            ComputeOp(
+                "compute",
+                "any other work: flops and bytes timed by the roofline, or seconds",
+                {"flops": 0.0, "bytes": 0.0, "seconds": None, "efficiency": None},
+            ),
         )
     }
 )

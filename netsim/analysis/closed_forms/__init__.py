@@ -80,7 +80,7 @@ from netsim.analysis.closed_forms.geometry import Geometry, group_geometry, hops
 from netsim.analysis.closed_forms.point_to_point import point_to_point
 from netsim.analysis.closed_forms.registry import COST_MODELS, CollectiveEstimate, CostModel, estimate, estimate_collective, lookup
 from netsim.analysis.closed_forms.rings import bidirectional_halfway, bidirectional_ring, ring
-from netsim.analysis.closed_forms.terms import AlphaBeta, Estimate, canonical_collective
+from netsim.analysis.closed_forms.terms import AlphaBeta, Estimate, canonical_collective, with_fixed_cost
 from netsim.analysis.closed_forms.torus import dimension_ordered, multiaxis, multiaxis_bundled
 
 __all__ = [
@@ -114,4 +114,5 @@ __all__ = [
     "recursive_doubling_all_reduce",
     "recursive_halving_reduce_scatter",
     "ring",
+    "with_fixed_cost",
 ]

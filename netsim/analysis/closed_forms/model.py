@@ -107,23 +107,27 @@ class CostModel:
             # the largest piece sets the pace of every step it takes
             return _evaluate(lambda x: self.cost(g, x * padded / b if b else x, latency_s, bandwidth_Bps), b, self.formula, self.source)
         for exact, cost, text in self.special:
-            if exact(g) and padded == b:
-                return _evaluate(lambda x, cost=cost: cost(g, x, latency_s, bandwidth_Bps), b, text, self.source)
-            if exact(g):  # uneven pieces: the form with even ones is a lower bound
-                return lower_bound(self.collective, g, b, latency_s, bandwidth_Bps, cost, text)
+            smallest = self._padded(g, b, item_bytes, largest=False)
+            if exact(g) and padded == smallest:
+                return _evaluate(lambda x, cost=cost: cost(g, x * padded / b if b else x, latency_s, bandwidth_Bps), b, text, self.source)
+            if exact(g):  # uneven pieces: which piece takes the slowest chain depends on the layout; the smallest bounds it
+                shrunk = smallest / b if b else 1.0
+                return lower_bound(self.collective, g, b, latency_s, bandwidth_Bps, lambda g, x, a, B, cost=cost, k=shrunk: cost(g, x * k, a, B), text)
         return lower_bound(self.collective, g, b, latency_s, bandwidth_Bps, self.chain or self.cost, self.chain_formula or self.formula)
 
-    def _padded(self, g: Geometry, b: float, item_bytes: int) -> float:
-        """The input as if every block were cut into equal pieces of the largest piece's size."""
+    def _padded(self, g: Geometry, b: float, item_bytes: int, largest: bool = True) -> float:
+        """The input as if every block were cut into equal pieces of the largest piece's size (``largest=False``: the smallest's)."""
         pieces = self.pieces(len(g.dims)) if callable(self.pieces) else self.pieces
         if self.collective == "ppermute":  # a pair's pieces go back to back on one route, or one per route
             pieces = g.routes if g.routes >= 2 else 1
-        if pieces <= 1 or item_bytes <= 0 or b <= 0:
+        if (pieces <= 1 and not self.per_block) or item_bytes <= 0 or b <= 0:
             return b
         blocks = g.n if self.per_block else 1
-        items = round(b / blocks / item_bytes)
-        largest = -(-items // pieces)
-        return blocks * largest * pieces * item_bytes
+        items = round(b / item_bytes)
+        if largest:  # of the largest block (the first blocks take one more item)
+            block = -(-items // blocks)
+            return blocks * -(-block // pieces) * pieces * item_bytes
+        return blocks * (items // blocks // pieces) * pieces * item_bytes
 
 
 def lower_bound(collective: str, g: Geometry, b: float, alpha: float, B: float, chain: Cost | None, text: str) -> Estimate:

@@ -17,7 +17,7 @@ from netsim.analysis.closed_forms.bounds import bytes_in_bound
 from netsim.analysis.closed_forms.catalogue import ANY, COST_MODELS
 from netsim.analysis.closed_forms.geometry import Geometry, group_geometry
 from netsim.analysis.closed_forms.model import CostModel, lower_bound
-from netsim.analysis.closed_forms.terms import Estimate, canonical_collective
+from netsim.analysis.closed_forms.terms import Estimate, canonical_collective, with_fixed_cost
 
 __all__ = ["ANY", "COST_MODELS", "CollectiveEstimate", "CostModel", "estimate", "estimate_collective", "lookup"]
 
@@ -115,6 +115,7 @@ def estimate_collective(
     pieces: int = 2,
     planned: Sequence[bool] | None = None,
     item_bytes: int = 1,
+    fixed_s: float = 0.0,
 ) -> CollectiveEstimate:
     """Apply the closed forms to a collective's groups on a grid, without building any graph.
 
@@ -145,6 +146,9 @@ def estimate_collective(
         The wraparound per axis the algorithm planned with, for groups over mesh axes.
     item_bytes : int, default 1
         Bytes of one array element (blocks are cut into whole elements).
+    fixed_s : float, default 0
+        The fixed cost per collective (calibrated runs), added to every estimate and
+        bound as a term of its own; ``bandwidth_Bps`` is then the links' effective rate.
 
     Examples
     --------
@@ -170,5 +174,6 @@ def estimate_collective(
     book = book_estimate(collective, geometry, bytes_per_device, latency_s, bandwidth_Bps)
     figures = _bound(collective, geometry, bytes_per_device, bandwidth_Bps)
     inflow = bytes_in_bound(collective, geometry, bytes_per_device, latency_s, bandwidth_Bps)
-    bound_s = inflow.time_s if inflow is not None else None
+    bound_s = None if inflow is None else inflow.time_s + fixed_s if inflow.time_s > 0 else inflow.time_s
+    chosen, book = with_fixed_cost(chosen, fixed_s), with_fixed_cost(book, fixed_s)
     return CollectiveEstimate(canonical_collective(collective), algorithm, geometry, chosen, book, figures[0] if figures else None, bound_s, note)

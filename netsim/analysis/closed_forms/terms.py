@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from netsim.semantics.ops import lookup
 
-__all__ = ["KINDS", "AlphaBeta", "Estimate", "canonical_collective"]
+__all__ = ["KINDS", "AlphaBeta", "Estimate", "canonical_collective", "with_fixed_cost"]
 
 KINDS = ("exact", "lower_bound", "upper_bound", "none")
 """What an estimate promises about the simulated time T of its algorithm on its layout
@@ -89,6 +89,10 @@ class Estimate:
     kind : str
         One of :data:`KINDS`: whether the simulated time equals this (``exact``) or
         never falls below (``lower_bound``) or above it (``upper_bound``).
+    fixed_s : float
+        The fixed cost per collective (launch and synchronisation) in ``time_s``, a
+        term of its own beside the latency and bandwidth terms; 0 under
+        ``calibration: nominal`` (see :func:`with_fixed_cost`).
     """
 
     formula: str
@@ -99,6 +103,7 @@ class Estimate:
     crossover_bytes: float
     bytes_per_device: float = 0.0
     kind: str = "exact"
+    fixed_s: float = 0.0
 
     @property
     def bounds(self) -> str | None:
@@ -116,7 +121,7 @@ class Estimate:
         """``"latency-bound"`` or ``"bandwidth-bound"``: which term is the larger (``"nothing moves"`` if neither)."""
         if self.latency_s == self.bandwidth_s == 0:
             return "nothing moves"
-        return "latency-bound" if self.latency_s > self.bandwidth_s else "bandwidth-bound"
+        return "latency-bound" if self.latency_s + self.fixed_s > self.bandwidth_s else "bandwidth-bound"
 
     def __add__(self, other: Estimate) -> Estimate:
         """Two collectives run one after the other (the leaves of a pytree).
@@ -133,7 +138,30 @@ class Estimate:
         crossover = payload * latency / bandwidth if bandwidth > 0 else (math.inf if latency > 0 else 0.0)
         kinds = {self.kind, other.kind}
         kind = kinds.pop() if len(kinds) == 1 else next((k for k in ("lower_bound", "upper_bound") if kinds <= {"exact", k}), "none")
-        return Estimate(self.formula, self.source, latency, bandwidth, self.time_s + other.time_s, crossover, payload, kind)
+        fixed = self.fixed_s + other.fixed_s
+        if fixed and bandwidth > 0:
+            crossover = payload * (latency + fixed) / bandwidth
+        return Estimate(self.formula, self.source, latency, bandwidth, self.time_s + other.time_s, crossover, payload, kind, fixed)
+
+
+def with_fixed_cost(estimate: Estimate | None, fixed_s: float) -> Estimate | None:
+    """``estimate`` with a fixed cost per collective added as its own term (itself when the cost is 0).
+
+    The crossover becomes the payload at which the latency term and the fixed cost
+    together equal the bandwidth term.
+
+    Examples
+    --------
+    >>> e = with_fixed_cost(Estimate("f", "-", 1e-6, 2e-6, 3e-6, 500.0, 1000.0), 1e-6)
+    >>> e.fixed_s, e.time_s, round(e.crossover_bytes, 9), e.regime
+    (1e-06, 4e-06, 1000.0, 'bandwidth-bound')
+    """
+    if estimate is None or not fixed_s or estimate.latency_s == estimate.bandwidth_s == 0:  # nothing moves: no collective to pay for
+        return estimate
+    crossover = estimate.crossover_bytes
+    if estimate.bytes_per_device > 0 and estimate.bandwidth_s > 0:
+        crossover = estimate.bytes_per_device * (estimate.latency_s + fixed_s) / estimate.bandwidth_s
+    return replace(estimate, fixed_s=estimate.fixed_s + fixed_s, time_s=estimate.time_s + fixed_s, crossover_bytes=crossover)
 
 
 def _evaluate(cost: Callable[[float], AlphaBeta], bytes_per_device: float, formula: str, source: str, kind: str = "exact") -> Estimate:

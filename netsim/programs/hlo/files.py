@@ -50,6 +50,7 @@ class HloProgramFile(Strict):
     algorithm: Literal["compiler", "netsim"] | None = None
     dtypes: Literal["compiled", "source"] = "compiled"
     engine: Literal["auto", "processes", "fast"] = "auto"
+    calibration: Literal["nominal", "calibrated"] = "nominal"
     expected: ExpectedSpec | None = None
     source: str = Field("<program>", exclude=True)
     base_dir: Path | None = Field(None, exclude=True)
