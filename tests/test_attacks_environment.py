@@ -188,3 +188,42 @@ def test_plain_spells_what_a_narrow_encoding_cannot_hold():
     assert plain("(n\u22121)\u00b7(\u03b1 + s/B) \u2265 \u230alg n\u230b \u00b5s \u2192 caf\u00e9 \u4e2d") == "(n-1)*(alpha + s/B) >= floor(lg n) us -> cafe ?"
     assert plain("\u00b5s \u03b1", "latin-1") == "\u00b5s alpha"
     assert plain("\u03b1", "no-such-encoding") == "alpha"
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_a_sweep_onto_a_full_disk_names_the_folder_and_leaves_nothing(tmp_path, monkeypatch, force):
+    import yaml
+    from typer.testing import CliRunner
+
+    import netsim.studies.sweep as sweep_module
+    from netsim.cli.main import app
+
+    study = tmp_path / "study.yaml"
+    base = {"topology": "ring4", "collective": {"op": "all_gather"}, "input": {"bytes_per_device": "64 B", "dtype": "int8"}}
+    study.write_text(yaml.safe_dump({"name": "tiny", "base": base, "grid": {"seed": [0, 1]}}))
+    out = tmp_path / "out"
+    if force:  # an earlier sweep's folder, replaced only once the new one is whole
+        out.mkdir()
+        (out / "results.csv").write_text("old\n")
+
+    def full(path, text):
+        raise OSError(28, "No space left on device")  # as write() raises it: no file name
+
+    monkeypatch.setattr(sweep_module, "_replace", full)
+    done = CliRunner().invoke(app, ["sweep", str(study), "-o", str(out), "-j", "1", "-q", *(["--force"] if force else [])])
+    assert done.exit_code == 2
+    assert done.output.strip() == f"error: cannot write in {out}: No space left on device"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "study.yaml"]
+    if force:  # the old folder as it was
+        assert [p.name for p in out.iterdir()] == ["results.csv"] and (out / "results.csv").read_text() == "old\n"
+    else:  # the new folder (a sweep writes its rows as they finish, for --resume), with nothing half written
+        assert list(out.iterdir()) == []
+
+
+def test_hlo_topology_errors_name_the_option():
+    hlo = str(ROOT / "scenarios" / "programs" / "hlo" / "all_gather.txt")
+    empty = cli("program", "--hlo", hlo, "--topology", "")
+    assert (empty.returncode, empty.stderr) == (2, "error: --topology '': name the slice the module runs on, e.g. --topology tpu-v5e:4x4, or a topology file\n")
+    unknown = cli("program", "--hlo", hlo, "--topology", "tpu_v5e")
+    assert unknown.returncode == 2 and unknown.stderr.startswith("error: --topology tpu_v5e: no topology file 'tpu_v5e'; bundled ones are: ring16, ")
+    assert unknown.stderr.endswith("; or a TPU slice such as tpu-v5e:4x4\n")

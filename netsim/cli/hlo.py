@@ -27,7 +27,7 @@ def run_any(file: str | None, hlo: str | None, topology: str | None, clock_hz: f
             raise ValueError(f"give a program file or --hlo MODULE, not both (got {file} and --hlo {hlo})")
         if topology is None:
             raise ValueError(f"--hlo {hlo}: say which slice it runs on, e.g. --topology tpu-v5e:4x4")
-        return run_hlo(hlo, topology, clock_hz=clock_hz, engine=engine or "auto")
+        return run_hlo(hlo, _slice(topology), clock_hz=clock_hz, engine=engine or "auto")
     if file is None:
         raise ValueError("give a program file, e.g. scenarios/programs/allgather_matmul.yaml, or --hlo MODULE --topology SLICE")
     if topology is not None or clock_hz is not None:
@@ -38,6 +38,22 @@ def run_any(file: str | None, hlo: str | None, topology: str | None, clock_hz: f
             raise ValueError(f"{file}: an HLO module runs timing only (--data none)")
         return run_hlo_program(loaded, engine=engine)
     return run_program(loaded, data=data, engine=engine)
+
+
+def _slice(topology: str) -> Any:
+    """``--topology``: a TPU slice, a bundled topology or a file; a bad one is one line that names the option, not the value as a file."""
+    from netsim.run import resolve_topology
+    from netsim.scenario import ScenarioError
+    from netsim.scenario.errors import clipped
+
+    if not topology.strip():
+        raise ValueError(f"--topology {topology!r}: name the slice the module runs on, e.g. --topology tpu-v5e:4x4, or a topology file")
+    try:
+        return resolve_topology(topology, None)
+    except ScenarioError as error:
+        if (error.source, error.field) != (clipped(topology), "topology"):
+            raise  # a topology file that is wrong: the error names the file and its field
+        raise ValueError(f"--topology {error.source}: {error.problem}; or a TPU slice such as tpu-v5e:4x4") from None
 
 
 def is_hlo(result: Any) -> bool:
