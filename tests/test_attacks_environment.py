@@ -128,22 +128,21 @@ def test_every_cached_compiled_function_of_netsim_goes_through_the_safe_cache():
     assert unsafe == [], "import njit from netsim.engine.compiled_cache, whose cache=True survives a corrupt or unwritable cache"
 
 
-def test_the_cli_shows_the_cache_warning_as_one_line(tmp_path):
-    script = (
-        "import warnings, sys\n"
-        "from netsim.cli.console import warnings_in_one_line\n"
-        "from netsim.engine.compiled_cache import CompiledCacheWarning\n"
-        "warnings_in_one_line()\n"
-        "warnings.warn('the cache was rebuilt', CompiledCacheWarning)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
-    assert done.returncode == 0 and done.stderr == "warning: the cache was rebuilt\n"
+def test_the_cli_shows_the_cache_warning_as_one_line(monkeypatch, capsys):
+    from netsim.cli.console import warnings_in_one_line
+
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)  # restored after the test
+    warnings_in_one_line()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.warn("the cache was rebuilt", compiled_cache.CompiledCacheWarning, stacklevel=1)
+    assert capsys.readouterr().err == "warning: the cache was rebuilt\n"
 
 
 @pytest.mark.parametrize("signum, code, word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, None)])
 def test_a_killed_animation_exits_128_plus_the_signal_and_leaves_no_staged_file(tmp_path, signum, code, word):
     out = tmp_path / "movie.gif"
-    command = [sys.executable, "-m", "netsim", "animate", str(SCENARIO), "-o", str(out), "--frames", "300"]
+    command = [sys.executable, "-m", "netsim", "animate", str(SCENARIO), "-o", str(out), "--frames", "150"]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(tmp_path.glob(".movie.gif.netsim-file-*")) and process.poll() is None:
@@ -221,9 +220,13 @@ def test_a_sweep_onto_a_full_disk_names_the_folder_and_leaves_nothing(tmp_path, 
 
 
 def test_hlo_topology_errors_name_the_option():
+    from typer.testing import CliRunner
+
+    from netsim.cli.main import app
+
     hlo = str(ROOT / "scenarios" / "programs" / "hlo" / "all_gather.txt")
-    empty = cli("program", "--hlo", hlo, "--topology", "")
-    assert (empty.returncode, empty.stderr) == (2, "error: --topology '': name the slice the module runs on, e.g. --topology tpu-v5e:4x4, or a topology file\n")
-    unknown = cli("program", "--hlo", hlo, "--topology", "tpu_v5e")
-    assert unknown.returncode == 2 and unknown.stderr.startswith("error: --topology tpu_v5e: no topology file 'tpu_v5e'; bundled ones are: ring16, ")
-    assert unknown.stderr.endswith("; or a TPU slice such as tpu-v5e:4x4\n")
+    empty = CliRunner().invoke(app, ["program", "--hlo", hlo, "--topology", ""])
+    assert (empty.exit_code, empty.output) == (2, "error: --topology '': name the slice the module runs on, e.g. --topology tpu-v5e:4x4, or a topology file\n")
+    unknown = CliRunner().invoke(app, ["program", "--hlo", hlo, "--topology", "tpu_v5e"])
+    assert unknown.exit_code == 2 and unknown.output.startswith("error: --topology tpu_v5e: no topology file 'tpu_v5e'; bundled ones are: ring16, ")
+    assert unknown.output.endswith("; or a TPU slice such as tpu-v5e:4x4\n")
