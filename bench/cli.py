@@ -1,119 +1,152 @@
-"""The user's path at scale: the API against `netsim run`, `run --json` and the other commands.
+"""Start-up: what a user waits for before netsim answers, each figure a whole process beside its baseline.
 
-    PYTHONPATH=$PWD python bench/cli.py                          # this checkout, every case, once
-    python bench/cli.py --checkout OLD --checkout NEW --repeat 2  # interleaved A/B of two checkouts
-    python bench/cli.py --case ring1024 --mode api --mode json    # a part of it
+    python bench/cli.py                 # 5 rounds after a warm-up round, about a minute
+    python bench/cli.py --repeat 9      # steadier medians on a busy machine
 
-Each figure is one fresh process (``python -m netsim ...`` or a few lines calling
-the API, run in that checkout's folder and with it first on PYTHONPATH) under ``/usr/bin/time``: wall
-seconds, CPU seconds (user + system: steadier than wall time on a shared machine)
-and peak resident memory (MiB). Checkouts and repeats are interleaved
-(A, B, A, B...) because the machine's speed drifts; every run is listed, then the
-median of each. ``import`` is ``python -c "import netsim"``, best of 5.
+Every figure is a fresh ``python -I`` process (no PYTHON* variables, no user site;
+bytecode caches written and read as an installed package has them), timed from its
+spawn to its exit, its CPU (user + system) from the kernel's accounting of the
+finished child. The cases take turns, round after round, so that a drift of the
+machine's speed hits them alike; the warm-up round is not counted (it also fills the
+bytecode caches, and numba's if a checkout has just changed a compiled loop).
 
-Cases: ``ring1024`` (all_gather of 64 MiB in total on a ring of 1024, random
-float32 values, so the output is lazy: 64 GiB not materialised), ``pod``
-(scenarios/pod/allgather_tpu_v4_pod.yaml, timing only), ``torus4`` (the bundled
-4x4x4 scenario) for the teaching commands.
+* ``import numpy`` and ``import numpy, networkx``: the baselines.
+* ``netsim --version`` and ``netsim run scenarios/allgather_ring8.yaml``: the
+  ``netsim`` console script's own lines (``from netsim.cli import main;
+  sys.exit(main())``), with this checkout first on ``sys.path``.
+* a 1024-device ring all_gather through the API (64 MiB of random bytes, lazy
+  output, as bench/run.py): *fresh* is the process from its spawn to the first
+  call's return, less the making of the input (timed in the child and taken off:
+  it is NumPy's, not netsim's); *warm* is the same call again in that process.
+
+Each child checks that ``netsim.__file__`` is this checkout's. Targets: ``--version``
+at most 1.5x ``import numpy``; the ring8 run at most 2.5x ``import numpy, networkx``;
+the fresh 1024-ring at most 1.6x the warm call (ratios of the medians; the ratio of
+the fastest runs is printed beside them).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-RING1024 = """\
-name: allgather_ring1024
-description: all_gather of 64 MiB in total on a ring of 1024 (64 KiB per device), lazy output
-topology: {kind: ring, dims: [1024], link: {bandwidth: 45 GB/s, latency: 1 us}}
-collective: {op: all_gather}
-input: {shape: [16384], dtype: float32}
-algorithm: bidirectional_ring
-seed: 0
+CHECKED = f"""import sys, os
+sys.path.insert(0, {str(ROOT)!r})
+import netsim
+assert os.path.realpath(netsim.__file__).startswith({str(ROOT) + os.sep!r}), netsim.__file__
 """
 
-API = "import sys, netsim; netsim.simulate(netsim.load_scenario(sys.argv[1]))"
+SCRIPT = CHECKED + "sys.argv[0] = 'netsim'\nfrom netsim.cli import main\nsys.exit(main())\n"
+"""What the ``netsim`` console script runs (its entry point is ``netsim.cli:main``)."""
 
-MODES = {
-    "api": lambda s, out: [sys.executable, "-c", API, s],
-    "run": lambda s, out: [sys.executable, "-m", "netsim", "run", s],
-    "json": lambda s, out: [sys.executable, "-m", "netsim", "run", "--json", s],
-    "explain": lambda s, out: [sys.executable, "-m", "netsim", "explain", s],
-    "timeline": lambda s, out: [sys.executable, "-m", "netsim", "timeline", s, "-o", f"{out}/timeline.png"],
-    "animate": lambda s, out: [sys.executable, "-m", "netsim", "animate", s, "-o", f"{out}/animation.gif", "--frames", "20"],
+RING1024 = (
+    CHECKED
+    + """import json, time
+import numpy as np
+made = time.monotonic()
+x = np.random.default_rng(0).integers(0, 256, 64 << 20, dtype=np.uint8).reshape(1024, -1)
+made = time.monotonic() - made
+topology = netsim.ring(1024, 45e9, 1e-6)
+result = netsim.all_gather(x, topology=topology, output="lazy")
+first = time.monotonic()
+assert result.verified
+time_s = result.time
+result = None
+warm = time.monotonic()
+result = netsim.all_gather(x, topology=topology, output="lazy")
+warm = time.monotonic() - warm
+assert result.time == time_s
+print(json.dumps({"first_end": first, "input_s": made, "warm_s": warm, "numba": "numba" in sys.modules}))
+"""
+)
+
+API = "ring 1024 via the API"
+CASES = {
+    "import numpy": ["-c", "import numpy"],
+    "import numpy, networkx": ["-c", "import numpy, networkx"],
+    "netsim --version": ["-c", SCRIPT, "--version"],
+    "netsim run ring8": ["-c", SCRIPT, "run", "scenarios/allgather_ring8.yaml"],
+    API: ["-c", RING1024],
 }
-CASES = {"ring1024": ("api", "run", "json"), "pod": ("api", "run", "json", "explain", "timeline"), "torus4": ("explain", "timeline", "animate")}
+
+TARGETS = (
+    ("netsim --version", "import numpy", 1.5),
+    ("netsim run ring8", "import numpy, networkx", 2.5),
+    ("ring 1024, fresh", "ring 1024, warm", 1.6),
+)
 
 
-def scenario_path(case: str, folder: str) -> str:
-    if case == "ring1024":
-        path = Path(folder) / "allgather_ring1024.yaml"
-        path.write_text(RING1024)
-        return str(path)
-    if case == "pod":
-        return str(ROOT / "scenarios/pod/allgather_tpu_v4_pod.yaml")
-    return str(ROOT / "scenarios/allgather_tpu_v4_4x4x4_bundled.yaml")
-
-
-def measured(command: list[str], checkout: str, timeout: float) -> tuple[float, float, float, int, str]:
-    """(wall s, CPU s, peak RSS MiB, stdout lines, last error line) of one run under /usr/bin/time."""
-    env = {**os.environ, "PYTHONPATH": checkout}
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as times:
-        run = ["/usr/bin/time", "-f", "%e %U %S %M", "-o", times.name, *command]
-        process = subprocess.Popen(run, env=env, cwd=checkout, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            stdout, stderr = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)  # the command too, not only /usr/bin/time
-            process.communicate()
-            return float("inf"), float("inf"), float("nan"), 0, f"stopped after {timeout:.0f} s"
-        wall, user, system, rss = times.read().split()[-4:]
-    error = stderr.strip().splitlines()[-1] if process.returncode else ""
-    return float(wall), float(user) + float(system), int(rss) / 1024, stdout.count("\n"), error
-
-
-def import_time(checkout: str) -> float:
-    env = {**os.environ, "PYTHONPATH": checkout}
-    code = "import time; t = time.perf_counter(); import netsim; print(time.perf_counter() - t)"
-    return min(float(subprocess.run([sys.executable, "-c", code], env=env, cwd=checkout, capture_output=True, text=True, check=True).stdout) for _ in range(5))
+def run_once(args: list[str], timeout: float) -> dict[str, float]:
+    """One fresh ``python -I`` process: its wall and CPU seconds, and what the 1024-ring child reported."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.monotonic()
+        child = subprocess.Popen([sys.executable, "-I", *args], cwd=ROOT, stdout=out, stderr=err)
+        signal.signal(signal.SIGALRM, lambda *_: child.kill())
+        signal.alarm(math.ceil(timeout))
+        _, status, usage = os.wait4(child.pid, 0)  # its CPU, from the kernel's accounting
+        wall = time.monotonic() - start
+        signal.alarm(0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if child.returncode:
+        raise SystemExit(f"exit {child.returncode}: python -I {' '.join(args)[:80]}\n{stderr.strip()}")
+    figures = {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime}
+    if args == CASES[API]:
+        report = json.loads(stdout.strip().splitlines()[-1])
+        figures["fresh"] = report["first_end"] - start - report["input_s"]
+        figures["warm"] = report["warm_s"]
+        figures["input"] = report["input_s"]
+    return figures
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkout", action="append", help="a netsim checkout to put first on PYTHONPATH (default: this one); give two for A/B")
-    parser.add_argument("--case", action="append", choices=list(CASES), help="cases to run (default: all)")
-    parser.add_argument("--mode", action="append", choices=list(MODES), help="modes to run (default: each case's)")
-    parser.add_argument("--repeat", type=int, default=1, help="runs of each figure per checkout")
-    parser.add_argument("--timeout", type=float, default=900, help="seconds before a run is stopped")
+    parser.add_argument("--repeat", type=int, default=5, help="counted rounds (default 5), after one warm-up round")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds before a process is stopped")
     args = parser.parse_args()
-    checkouts = [str(Path(c).resolve()) for c in args.checkout or [str(ROOT)]]
-    print(f"{os.uname().nodename}, {os.cpu_count()} cores, Python {sys.version.split()[0]}, load {os.getloadavg()[0]:.2f}")
-    for checkout in checkouts:
-        print(f"import netsim, {checkout}: {import_time(checkout):.3f} s (best of 5)")
-    with tempfile.TemporaryDirectory() as folder:
-        for case in args.case or list(CASES):
-            scenario = scenario_path(case, folder)
-            for mode in [m for m in CASES[case] if not args.mode or m in args.mode]:
-                runs: dict[str, list[tuple[float, float, float, int, str]]] = {c: [] for c in checkouts}
-                for _ in range(args.repeat):
-                    for checkout in checkouts:
-                        figures = measured(MODES[mode](scenario, folder), checkout, args.timeout)
-                        runs[checkout].append(figures)
-                        wall, cpu, rss, lines, error = figures
-                        load = os.getloadavg()[0]
-                        figures_text = f"{wall:7.2f} s wall {cpu:7.2f} s CPU {rss:6.0f} MiB {lines:6d} lines"
-                        print(f"  {case:9} {mode:8} {figures_text}  load {load:.2f}  {checkout} {error}", flush=True)
-                for checkout, figures in runs.items():
-                    wall, cpu, rss = (statistics.median(f[k] for f in figures) for k in range(3))
-                    print(f"{case:9} {mode:8} median {wall:7.2f} s wall {cpu:7.2f} s CPU {rss:6.0f} MiB  {checkout}", flush=True)
+    print(f"{os.uname().nodename}, {os.cpu_count()} cores, Python {sys.version.split()[0]}, {ROOT}, load {os.getloadavg()[0]:.2f}")
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in CASES}
+    for round_ in range(args.repeat + 1):
+        for name, case in CASES.items():
+            figures = run_once(case, args.timeout)
+            if round_:
+                runs[name].append(figures)
+        print(f"round {round_}{' (warm-up, not counted)' if not round_ else ''}: load {os.getloadavg()[0]:.2f}", flush=True)
+    rows = {name: [f["wall"] for f in figures] for name, figures in runs.items()}
+    cpu = {name: [f.get("cpu", float("nan")) for f in figures] for name, figures in runs.items()}
+    ring = runs[API]
+    rows["ring 1024, fresh"] = [f["fresh"] for f in ring]
+    rows["ring 1024, warm"] = [f["warm"] for f in ring]
+    print(f"\n{'case':<24} {'wall min':>9} {'median':>7} {'max':>7}   {'CPU median':>10}")
+    for name, walls in rows.items():
+        cpus = cpu.get(name)
+        cpu_text = f"{statistics.median(cpus):>10.3f}" if cpus else f"{'':>10}"
+        print(f"{name:<24} {min(walls):>9.3f} {statistics.median(walls):>7.3f} {max(walls):>7.3f}   {cpu_text}")
+    inputs = [f["input"] for f in ring]
+    print(f"(the 1024-ring process's input, taken off its fresh figure: median {statistics.median(inputs):.3f} s)")
+    print(f"\n{'target':<50} {'median ratio':>12} {'fastest':>8}")
+    failed = 0
+    for name, base, limit in TARGETS:
+        ratio = statistics.median(rows[name]) / statistics.median(rows[base])
+        fastest = min(rows[name]) / min(rows[base])
+        verdict = "PASS" if ratio <= limit else "FAIL"
+        failed += verdict == "FAIL"
+        print(f"{name + ' <= ' + format(limit, 'g') + 'x ' + base:<50} {ratio:>11.2f}x {fastest:>7.2f}x  {verdict}")
+    print(f"load {os.getloadavg()[0]:.2f}")
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from netsim.algorithms.schedule import Schedule
 from netsim.engine import Playback
 from netsim.engine.critical_path import CriticalPath
 from netsim.network.topology import Topology
+from netsim.network.units import format_seconds
 from netsim.semantics import ops as registry
 from netsim.semantics.chunks import LazyOutput
 
@@ -74,10 +75,18 @@ class ProgramRun:
         Array name -> (largest difference from the unsharded NumPy computation,
         relative to the reference's largest magnitude; the tolerance allowed).
         Empty for a timing-only run.
+    compute_s, communication_s, exposed_communication_s : float or None
+        Where the time went (:mod:`netsim.analysis.program_times`): the busiest
+        device's compute, the time a collective was in flight, and the part of it
+        the critical device's compute did not hide. None when the run did not say.
     """
 
     lowered: Any  # a netsim.programs.lowering.Lowered (programs sit above Result: not imported, not even to type it)
     checks: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    _: KW_ONLY
+    compute_s: float | None = None
+    communication_s: float | None = None
+    exposed_communication_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -185,14 +194,54 @@ class Result:
         >>> netsim.all_gather(np.arange(16, dtype=np.int32).reshape(4, 4), algorithm="ring")
         Result(all_gather, ring, ring4, 4 devices, time=3.00107e-06 s, output int32[4, 4, 4], verified=True)
         """
+        where = f"{self.scenario}: " if self.scenario else ""
+        if self.program is not None:
+            ops = _count(len(self.program.lowered.ops), "op")
+            return f"Result({where}program of {ops}, {self.topology}, {self.n_devices} devices, {self._program_summary()})"
         shape = getattr(self.output, "shape", None)
         dtype = getattr(self.output, "dtype", None)
         output = f"{dtype}[{', '.join(map(str, shape))}]" if shape is not None else type(self.output).__name__
-        where = f"{self.scenario}: " if self.scenario else ""
         return (
             f"Result({where}{self.collective}, {self.algorithm}, {self.topology}, {self.n_devices} devices, "
             f"time={self.time:.6g} s, output {output}, verified={self.verified})"
         )
+
+    def _program_summary(self) -> str:
+        """A program's times (in the unit that reads best) and its output, for :meth:`__repr__`."""
+        times = [f"time={format_seconds(self.time)}"]
+        if self.compute_s is not None:
+            times.append(f"compute={format_seconds(self.compute_s)}")
+        if self.communication_s is not None:
+            exposed = f" ({format_seconds(self.exposed_communication_s)} exposed)" if self.exposed_communication_s is not None else ""
+            times.append(f"communication={format_seconds(self.communication_s)}{exposed}")
+        if isinstance(self.output, Mapping) and self.output:
+            output = f"output {_count(len(self.output), 'array')} ({', '.join(list(self.output)[:4])}{', ...' if len(self.output) > 4 else ''})"
+        else:
+            output = "timing only"
+        return f"{', '.join(times)}, {output}, verified={self.verified}"
+
+    @property
+    def compute_s(self) -> float | None:
+        """Seconds of work of the busiest device's compute unit: 0 for a collective alone, None if the run did not say.
+
+        Examples
+        --------
+        >>> import netsim
+        >>> r = netsim.run_program("scenarios/programs/allgather_matmul.yaml")
+        >>> round(r.compute_s * 1e6, 3), round(r.communication_s * 1e6, 3), r.exposed_communication_s == r.communication_s
+        (2.265, 9.738, True)
+        """
+        return self.program.compute_s if self.program is not None else 0.0
+
+    @property
+    def communication_s(self) -> float | None:
+        """Seconds during which a collective was in flight: a collective's whole time; None if a program's run did not say."""
+        return self.program.communication_s if self.program is not None else self.time
+
+    @property
+    def exposed_communication_s(self) -> float | None:
+        """Seconds of communication the critical device's compute did not hide: a collective's whole time; None if a program's run did not say."""
+        return self.program.exposed_communication_s if self.program is not None else self.time
 
     @property
     def group_size(self) -> int:
@@ -271,6 +320,10 @@ class Result:
     def busbw(self) -> float:
         """nccl-tests bus bandwidth: algbw times (n-1)/n, or 2(n-1)/n for all-reduce."""
         return self.algbw * busbw_factor(self.collective, self.group_size)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _hash_array(digest: Any, array: np.ndarray) -> None:

@@ -8,13 +8,23 @@ Each example of :mod:`netsim.programs.hlo.examples` is compiled on CPU with 8 fa
 (a 2x4 mesh) and written as ``NAME.txt`` (the optimised module's text, without the
 debugging tables that name this machine's file paths) and ``NAME.devices.json`` (its
 device map: CPU devices have no coordinates, so ids lie row-major on the slice).
+
+The TPU-compiled modules beside them (``scenarios/programs/hlo/tpu/``) need the TPU
+compiler: ``python scripts/make_hlo_modules.py --tpu`` runs
+``scripts/make_tpu_hlo_modules.py`` (in an environment with ``jax[tpu]``; see its docstring).
 """
 
 from __future__ import annotations
 
 import os
+import runpy
 import sys
 from pathlib import Path
+
+if __name__ == "__main__" and "--tpu" in sys.argv[1:]:  # before netsim is imported: that environment needs only jax[tpu]
+    sys.argv = [sys.argv[0], *(a for a in sys.argv[1:] if a != "--tpu")]
+    runpy.run_path(str(Path(__file__).resolve().parent / "make_tpu_hlo_modules.py"), run_name="__main__")
+    sys.exit(0)
 
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
 

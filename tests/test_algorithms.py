@@ -41,22 +41,24 @@ def ones(*shape):
         (
             lambda: netsim.psum_scatter(ones(4, 4), algorithm="recursive_doubling"),
             "algorithm 'recursive_doubling' does not run the reduce_scatter pattern; "
-            "algorithms that do: ring, bidirectional_ring, bidirectional_halfway, direct, recursive_halving, multiaxis, dimension_ordered",
+            "algorithms that do: ring, bidirectional_ring, bidirectional_halfway, direct, recursive_halving, multiaxis, dimension_ordered, hierarchical",
         ),
         (
             lambda: netsim.all_gather(ones(4, 4), algorithm="recursive_halving"),
             "algorithm 'recursive_halving' does not run the gather pattern; "
-            "algorithms that do: ring, bidirectional_ring, bidirectional_halfway, direct, recursive_doubling, multiaxis, dimension_ordered, multiaxis_bundled",
+            "algorithms that do: ring, bidirectional_ring, bidirectional_halfway, direct, recursive_doubling, multiaxis, dimension_ordered, "
+            "multiaxis_bundled, hierarchical",
         ),
         (
             lambda: netsim.all_gather(ones(4, 4), algorithm="rabenseifner"),
             "algorithm 'rabenseifner' does not run the gather pattern; "
-            "algorithms that do: ring, bidirectional_ring, bidirectional_halfway, direct, recursive_doubling, multiaxis, dimension_ordered, multiaxis_bundled",
+            "algorithms that do: ring, bidirectional_ring, bidirectional_halfway, direct, recursive_doubling, multiaxis, dimension_ordered, "
+            "multiaxis_bundled, hierarchical",
         ),
         (
             lambda: netsim.psum(ones(4, 4), algorithm="recursive_doubling"),
             "algorithm 'recursive_doubling' does not run the all_reduce pattern; "
-            "algorithms that do: ring, bidirectional_ring, bidirectional_halfway, direct, rabenseifner, multiaxis, dimension_ordered",
+            "algorithms that do: ring, bidirectional_ring, bidirectional_halfway, direct, rabenseifner, multiaxis, dimension_ordered, hierarchical",
         ),
     ],
 )

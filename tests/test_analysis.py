@@ -218,3 +218,17 @@ def test_every_bundled_scenario_keeps_its_estimate_kinds_promise(path, scenario_
         assert result.faults or "links of other speeds" in data["why"]
         assert data["why"]
     assert data["bound_s"] is None or data["time_s"] >= data["bound_s"] * (1 - 1e-12)  # the bandwidth bound holds
+
+
+def test_crossed_links_reads_each_distinct_link_once_not_each_hop(monkeypatch):
+    """The speeds of a run's links are looked up once per link crossed, not once per hop (2.1 M on a ring of 1024)."""
+    from netsim.analysis.why import crossed_links
+
+    r = netsim.all_gather(np.zeros((16, 64), np.float32), algorithm="ring", topology=netsim.ring(16).degrade_link(3, 4, bandwidth_factor=0.5))
+    hops = sum(len(route) for route in r.leaves[0].playback.routes)
+    calls = []
+    topology = r.topology_obj
+    real = type(topology).link
+    monkeypatch.setattr(type(topology), "link", lambda self, link: calls.append(link) or real(self, link))
+    assert crossed_links(r) == {(1e-6, 45e9), (1e-6, 22.5e9)}
+    assert len(calls) == len(set(calls)) == 16 < hops

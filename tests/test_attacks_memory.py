@@ -108,12 +108,12 @@ def test_a_timing_only_run_is_checked_and_advised_differently(tmp_path):
 def test_running_out_of_memory_advises_what_the_scenario_does_not_already_do(tmp_path, monkeypatch, data, advice):
     import sys
 
-    cli = sys.modules["netsim.cli.main"]
+    collectives = sys.modules["netsim.collectives"]
 
     def out_of_memory(loaded):
         raise MemoryError("Unable to allocate 96.0 GiB")
 
-    monkeypatch.setattr(cli, "simulate", out_of_memory)
+    monkeypatch.setattr(collectives, "simulate", out_of_memory)  # the run command imports it when it runs
     path = tmp_path / "ring.yaml"
     path.write_text(f"name: ring\ntopology: ring8\ncollective: {{op: all_gather}}\ninput: {{shape: [8, 4], dtype: float32}}\ndata: {data}\n")
     run = CliRunner().invoke(app, ["run", str(path)])

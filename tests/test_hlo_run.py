@@ -16,7 +16,7 @@ from netsim.analysis.hlo_stats import axis_bytes, collectives
 from netsim.cli import app
 from netsim.network.device_mesh import Mesh
 from netsim.programs.hlo import hlo_from_text
-from netsim.programs.hlo.devices import device_map_from_data
+from netsim.programs.hlo.devices import DeviceMap, device_map_from_data
 from netsim.programs.hlo.run import run_hlo, run_hlo_program
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,6 +24,8 @@ BUNDLED = sorted((ROOT / "scenarios" / "programs" / "hlo").glob("*.yaml"))
 V5E = netsim.tpu_slice("tpu-v5e:2x4")
 PEAK, HBM = V5E.device(0)["peak_flops"], V5E.device(0)["hbm_bandwidth_Bps"]
 MESH = Mesh({"x": 2, "y": 4}, V5E)
+ROW_MAJOR = DeviceMap((None,) * 8, (0,) * 8, {}, "row-major")
+"""Module id i on chip i: the modules written here name groups of chips in a row."""
 runner = CliRunner()
 
 
@@ -47,9 +49,13 @@ def test_a_module_of_one_collective_takes_what_the_collective_takes_alone():
         assert collective["time_s"] == pytest.approx(alone.time, rel=1e-12), name
 
 
+ADD = "\n%add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(%a, %b)\n}\n"
+"""The reduction the modules' all-reduces name (after ENTRY: the lines of the tests' instructions do not move)."""
+
+
 def module(body: str, computations: str = "") -> str:
     lines = "\n".join("  " + line.strip() for line in body.strip().splitlines())
-    return f"HloModule m, is_scheduled=true, num_partitions=8\n\n{computations}\nENTRY %main (p: bf16[1024,1024]) -> f32[] {{\n{lines}\n}}\n"
+    return f"HloModule m, is_scheduled=true, num_partitions=8\n\n{computations}\nENTRY %main (p: bf16[1024,1024]) -> f32[] {{\n{lines}\n}}\n{ADD}"
 
 
 DOT = """%mm (a: bf16[1024,1024], b: bf16[1024,1024]) -> bf16[1024,1024] {
@@ -81,8 +87,8 @@ def test_an_async_pair_overlaps_the_work_written_between_start_and_done():
         DOT,
     )
     comm = _gather_alone()
-    assert run_hlo(hlo_from_text(sync), V5E).time == pytest.approx(comm + ROOFLINE, rel=1e-12)
-    assert run_hlo(hlo_from_text(overlapped), V5E).time == pytest.approx(max(comm, ROOFLINE), rel=1e-12)
+    assert run_hlo(hlo_from_text(sync), V5E, device_map=ROW_MAJOR, algorithm="netsim").time == pytest.approx(comm + ROOFLINE, rel=1e-12)
+    assert run_hlo(hlo_from_text(overlapped), V5E, device_map=ROW_MAJOR, algorithm="netsim").time == pytest.approx(max(comm, ROOFLINE), rel=1e-12)
 
 
 def test_estimated_cycles_time_a_compute_step_when_a_clock_is_given():
@@ -91,15 +97,16 @@ def test_estimated_cycles_time_a_compute_step_when_a_clock_is_given():
         DOT,
     )
     program = hlo_from_text(text)
-    assert run_hlo(program, V5E).time == pytest.approx(ROOFLINE, rel=1e-12)
-    assert run_hlo(program, V5E, clock_hz=1.5e9).time == pytest.approx(3e6 / 1.5e9, rel=1e-12)
+    assert run_hlo(program, V5E, device_map=ROW_MAJOR).time == pytest.approx(ROOFLINE, rel=1e-12)
+    assert run_hlo(program, V5E, clock_hz=1.5e9, device_map=ROW_MAJOR).time == pytest.approx(3e6 / 1.5e9, rel=1e-12)
 
 
 def test_the_collectives_list_reports_each_instruction_with_the_compilers_algorithm():
     text = module(
         f"%p = bf16[1024,1024]{{1,0}} parameter(0)\n%ag = bf16[4096,1024]{{1,0}} all-gather(%p), {GATHER}\n%ar = bf16[1024,1024]{{1,0}} all-reduce(%p), channel_id=2, replica_groups=[4,2]<=[2,4]T(1,0), use_global_device_ids=true, to_apply=%add"
     )
-    result = run_hlo(hlo_from_text(text), V5E)
+    default = collectives(run_hlo(hlo_from_text(text), V5E, device_map=ROW_MAJOR))  # the module names an algorithm: the compiler's, by default
+    result = run_hlo(hlo_from_text(text), V5E, device_map=ROW_MAJOR, algorithm="netsim")
     listed = collectives(result)
     assert [c["hlo_name"] for c in listed] == sorted(["ag", "ar"], key=lambda n: -next(c["time_s"] for c in listed if c["hlo_name"] == n))
     ag = next(c for c in listed if c["hlo_name"] == "ag")
@@ -108,6 +115,18 @@ def test_the_collectives_list_reports_each_instruction_with_the_compilers_algori
     }  # fmt: skip
     assert ag["compiler_algorithm"] == '{"strategy":"UniDirection1DRingStrategy{colors:2}"}' and ag["algorithm"] == "multiaxis"
     assert ag["time_s"] == _gather_alone()
+    # played with the compiler's two-colour ring (both ways round each group of 4, in the order listed), netsim's own beside it
+    compiled = next(c for c in default if c["hlo_name"] == "ag")
+    ring = netsim.all_gather(
+        np.zeros((8, 1024, 1024), np.float16), axis=0, tiled=True, axis_index_groups=[[0, 1, 2, 3], [4, 5, 6, 7]], algorithm="bidirectional_ring", topology=V5E
+    )
+    assert (compiled["played_with"], compiled["algorithm"], compiled["time_s"], compiled["other_time_s"]) == (
+        "compiler",
+        "bidirectional_ring",
+        ring.time,
+        ag["time_s"],
+    )
+    assert compiled["note"] == "UniDirection1DRingStrategy{colors:2}: one ring, 2 colours taken as both directions"
     ar = next(c for c in listed if c["hlo_name"] == "ar")
     assert ar["groups"] == [[0, 4], [1, 5], [2, 6], [3, 7]] and ar["compiler_algorithm"] is None and ar["axes"] == ["ici0"]
 
@@ -128,8 +147,15 @@ def test_a_device_map_places_ids_on_chips_and_groups_follow():
     layout = placed.program.hlo.lowered.ops[0].layout
     assert sorted(layout.groups) == sorted((r * 4 + 3 - i, r * 4 + 3 - (i + 1) % 4) for r in range(2) for i in range(4))
     assert placed.program.hlo.records[0].axes == ("y",) and not placed.program.device_map.row_major
-    row_major = run_hlo(program, V5E)
+    row_major = run_hlo(program, V5E, device_map=ROW_MAJOR)
     assert sorted(row_major.program.hlo.lowered.ops[0].layout.groups) == sorted((r * 4 + i, r * 4 + (i + 1) % 4) for r in range(2) for i in range(4))
+    # without a device map: the TPU's own order, ids (0,0) (1,0) (0,1) (1,1) (0,2) ... on a 2x4 slice (chip x*4 + y)
+    tpu_order = run_hlo(program, V5E)
+    chip = [0, 4, 1, 5, 2, 6, 3, 7]
+    assert sorted(tpu_order.program.hlo.lowered.ops[0].layout.groups) == sorted(
+        (chip[r * 4 + i], chip[r * 4 + (i + 1) % 4]) for r in range(2) for i in range(4)
+    )
+    assert tpu_order.program.device_map.source.startswith("the TPU's own device order for tpu-v5e:2x4")
     with pytest.raises(ValueError, match="device 0 at \\[2, 3, 0\\] is outside the slice 2x4"):
         run_hlo(program, V5E, device_map=device_map_from_data({"devices": [{"id": i, "coords": [2 + i // 4, 3 - i % 4, 0]} for i in range(8)]}, 8))
 
@@ -152,20 +178,21 @@ def test_cli_hlo_json_has_collectives_and_the_program_totals():
     [
         (["--hlo", "MODULE", "--topology", "tpu-v5e:4x4"], "the module runs on 8 devices but the topology has 16 chips"),
         (["--hlo", "MODULE"], "say which slice it runs on, e.g. --topology tpu-v5e:4x4"),
-        (["--hlo", "BAD", "--topology", "tpu-v5e:2x4"], "BAD: line 3: unknown opcode 'frobnicate' in x"),
+        (["--hlo", "BAD", "--topology", "tpu-v5e:2x4"], "BAD: line 3: negate x: unknown operand 'y'"),
         ([], "give a program file"),
     ],
 )
 def test_cli_errors_are_one_line_and_exit_2(tmp_path, args, message):
     bad = tmp_path / "bad.txt"
-    bad.write_text("HloModule m, num_partitions=8\nENTRY %main () -> f32[] {\n  %x = f32[] frobnicate()\n}\n")
+    bad.write_text("HloModule m, num_partitions=8\nENTRY %main () -> f32[] {\n  %x = f32[] negate(%y)\n}\n")
     args = [str(ROOT / "scenarios/programs/hlo/psum.txt") if a == "MODULE" else str(bad) if a == "BAD" else a for a in args]
     result = runner.invoke(app, ["program", *args])
     assert result.exit_code == 2
     assert message.replace("BAD", str(bad)) in result.output and result.output.count("\n") == 1
 
 
-EDGES = """HloModule m, num_partitions=4
+EDGES = (
+    """HloModule m, num_partitions=4
 ENTRY %main (p: f32[8]) -> f32[8] {
   %p = f32[8]{0} parameter(0)
   %ar = f32[8]{0} all-reduce(%p), channel_id=1, replica_groups={{0},{1},{2},{3}}, use_global_device_ids=true, to_apply=%add
@@ -176,6 +203,8 @@ ENTRY %main (p: f32[8]) -> f32[8] {
   %ra = f32[6]{0} ragged-all-to-all(%r, %r, %o, %s, %o, %s), channel_id=3, replica_groups={{0,1,2,3}}
   ROOT %a2a = f32[8]{0} all-to-all(%p), channel_id=4, replica_groups={{0,1,2,3}}, dimensions={0}
 }"""
+    + ADD
+)
 
 
 def test_array_and_ragged_all_to_all_singletons_and_self_permutes():

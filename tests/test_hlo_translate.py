@@ -50,6 +50,11 @@ ENTRY %main (p: f32[64]) -> f32[128] {
   %p = f32[64]{0} parameter(0)
   %ag = f32[128]{0} all-gather(%p), channel_id=1, replica_groups={{0,5},{1,4},{2,7},{3,6}}, dimensions={0}, use_global_device_ids=true
   ROOT %ar = f32[128]{0} all-reduce(%ag), channel_id=2, replica_groups={{0,1,2,3,4,5,6,7}}, use_global_device_ids=true, to_apply=%add
+}
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
 }"""
     program = translate(hlo_from_text(text), V5E, ROW_MAJOR).program
     ag, ar = program.ops

@@ -136,7 +136,8 @@ def import_hooks(path: Path) -> list[str]:
             found.append(f"line {node.lineno}: from {node.module} import ...")
         elif isinstance(node, ast.Attribute) and node.attr in ("MetaPathFinder", "PathEntryFinder", "Loader", "spec_from_loader"):
             found.append(f"line {node.lineno}: {node.attr}")
-        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+        elif isinstance(node, (ast.Assign, ast.AugAssign)) and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+            # (sys.modules[name] = None makes an import fail for a while, as netsim.engine.jit does SciPy's: it aliases nothing)
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) and target.value.attr == "modules":

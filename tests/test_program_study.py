@@ -44,6 +44,39 @@ def test_the_sweep_finds_where_the_gather_hides_behind_the_matmul(tmp_path):
     assert 3072 < marks["simulated crossover"] < 4096
     assert marks["simulated crossover"] == pytest.approx(comm * PEAK / (2 * D * F), rel=1e-9)
     assert marks["scaling book crossover"] == pytest.approx(PEAK / (2 * LINK))
+    # exposed communication reaches 0 from B = 4096 on: drawn on the floor of the log axis, not left out
+    exposed = next(s for s in plot.series if s.label == "exposed communication")
+    floor = next(s for s in plot.series if s.label == "exposed communication: 0 (on the floor)")
+    assert floor.x == [4096, 6144, 8192, 16384] and floor.x == [x for x, y in zip(exposed.x, exposed.y, strict=True) if y == 0]
+    assert 0 < floor.y[0] < min(y for y in exposed.y if y > 0)
+
+
+def _two_field_table(pairs):
+    """A results table of a study over params.B and topology, each topology's rows from ``pairs`` (per-row compute, communication)."""
+    import pandas as pd
+
+    rows = []
+    for point, (b, topology, peak, link, compute, comm) in enumerate(pairs):
+        exposed = comm  # a psum the next op waits for: never hidden
+        row = {"point": point, "params.B": str(b), "topology": topology, "n_devices": 16, "time_s": compute + comm, "compute_s": compute}
+        row |= {"communication_s": comm, "exposed_communication_s": exposed, "peak_flops": peak, "link_bandwidth_Bps": link, "verified": False, "error": None}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_a_two_field_program_sweep_draws_a_panel_per_chip_and_no_crossover_where_nothing_hides(tmp_path):
+    chips = [("tpu-v5e:4x4", 1.97e14, 45e9), ("tpu-v6e:4x4", 9.2e14, 90e9)]
+    compute = {1024: 1e-6, 4096: 4e-6, 16384: 32e-6}  # overtakes the communication at B = 16384, which still cannot hide
+    pairs = [(b, t, peak, link, compute[b] / (1 if t.startswith("tpu-v5e") else 2), b * 1e-9) for b in (1024, 4096, 16384) for t, peak, link in chips]
+    table = _two_field_table(pairs)
+    (plot,) = plot_program_results(table, tmp_path, name="two")
+    times = [s for s in plot.series if s.label.startswith("program time")]
+    assert [s.label for s in times] == ["program time, topology=tpu-v5e:4x4", "program time, topology=tpu-v6e:4x4"]
+    assert all(s.x == [1024, 4096, 16384] for s in times)  # one line per chip: no zig-zag through both
+    assert times[1].y == pytest.approx([(compute[b] / 2 + b * 1e-9) * 1e6 for b in (1024, 4096, 16384)])
+    assert not [s for s in plot.series if s.label.startswith("simulated crossover")]  # compute crosses nothing that hides
+    books = {s.label: s.x[0] for s in plot.series if s.label.startswith("scaling book")}
+    assert books == {f"scaling book crossover, topology={t}": pytest.approx(peak / (2 * link)) for t, peak, link in chips}
 
 
 def test_crossover_interpolates_on_log_axes():

@@ -40,7 +40,8 @@ CASES = [
     (replace("  dtype: int32", "  dtype: int32\n  colour: red"), "input.colour: unknown field; allowed here: shape, bytes_per_device, dtype, values"),
     (
         replace("name: t", "name: t\nalgoritm: ring"),
-        "algoritm: unknown field; allowed here: name, description, topology, collective, input, algorithm, link, device, forwarding, engine, seed, "
+        "algoritm: unknown field; did you mean algorithm? allowed here: name, description, topology, collective, input, algorithm, link, device, "
+        "forwarding, engine, seed, "
         "expected, mesh, faults, stragglers, data",
     ),
     (
@@ -52,7 +53,7 @@ CASES = [
     (
         replace("name: t", "name: t\nalgorithm: tree"),
         "algorithm: unknown algorithm 'tree'; expected one of ring, bidirectional_ring, bidirectional_halfway, "
-        "direct, recursive_doubling, recursive_halving, rabenseifner, multiaxis, dimension_ordered, multiaxis_bundled, "
+        "direct, recursive_doubling, recursive_halving, rabenseifner, multiaxis, dimension_ordered, multiaxis_bundled, hierarchical, "
         "or multipath (ppermute only) (got 'tree')",
     ),
     (
@@ -64,8 +65,8 @@ CASES = [
         "topology.device.flops: unknown field; allowed here: peak_flops, hbm_bandwidth, hbm_capacity",
     ),
     (
-        replace("ring4", "{kind: ring, dims: [4], device: {hbm_bandwidth: 819 Gb/s}}"),
-        "topology.device.hbm_bandwidth: cannot read '819 Gb/s' as a bandwidth; write it like '45 GB/s' (got '819 Gb/s')",
+        replace("ring4", "{kind: ring, dims: [4], device: {hbm_bandwidth: 819 GBps}}"),
+        "topology.device.hbm_bandwidth: cannot read '819 GBps' as a bandwidth; write it like '819 GB/s' (got '819 GBps')",
     ),
     (
         replace("ring4", "{kind: ring, dims: [4], device: {hbm_capacity: true}}"),
@@ -82,14 +83,14 @@ CASES = [
     ),
     (replace("name: t", "name: t\nlink: {bandwidth: 0 GB/s}"), "link.bandwidth: Input should be greater than 0 (got '0 GB/s')"),
     (
-        replace("name: t", "name: t\nlink: {bandwidth: 45 Gb/s}"),
-        "link.bandwidth: cannot read '45 Gb/s' as a bandwidth; write it like '45 GB/s' (got '45 Gb/s')",
+        replace("name: t", "name: t\nlink: {bandwidth: 45 Gbit/s}"),
+        "link.bandwidth: cannot read '45 Gbit/s' as a bandwidth; write it like '45 GB/s' (got '45 Gbit/s')",
     ),
     (replace("name: t", "name: t\nlink: {latency: -1 us}"), "link.latency: cannot read '-1 us' as a duration; write it like '1 us' (got '-1 us')"),
     (replace("  dtype: int32", "  dtype: complex64"), "input.dtype: dtype 'complex64' is not a numeric type; use an int, uint or float type (got 'complex64')"),
     (
         replace("  dtype: int32", "  dtype: float33"),
-        "input.dtype: unknown dtype 'float33'; use e.g. float32, int32, float16, bfloat16, float8_e4m3fn (got 'float33')",
+        "input.dtype: unknown dtype 'float33'; did you mean float32? use e.g. float32, int32, float16, bfloat16, float8_e4m3fn (got 'float33')",
     ),
     (replace("  shape: [4]", "  shape: [-4]"), "input.shape.0: Input should be greater than or equal to 0 (got -4)"),
     (replace("  shape: [4]", "  bytes_per_device: 6 B"), "input.bytes_per_device: 6 bytes is not a whole number of int32 elements (4 bytes each)"),

@@ -11,7 +11,10 @@ def test_parse_bytes(text, value):
     assert parse_bytes(text) == value
 
 
-@pytest.mark.parametrize(("text", "value"), [("45 GB/s", 45e9), ("90GB/s", 90e9), ("1 MiB/s", 2**20), ("100 B/s", 100.0)])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("45 GB/s", 45e9), ("90GB/s", 90e9), ("1 MiB/s", 2**20), ("100 B/s", 100.0), ("400 Gb/s", 50e9), ("400 Gbps", 50e9), ("8 b/s", 1.0), ("100 Mbps", 12.5e6)],
+)
 def test_parse_bandwidth(text, value):
     assert parse_bandwidth(text) == value
 
@@ -35,7 +38,10 @@ def test_parse_duration(text, value):
         (parse_bytes, "64 Mb", "cannot read '64 Mb' as a size; write it like '64 MiB'"),
         (parse_bytes, "0.5 B", "'0.5 B' is not a whole number of bytes"),
         (parse_bytes, 64, "expected a size string such as '64 MiB', got 64"),
-        (parse_bandwidth, "45 Gb/s", "cannot read '45 Gb/s' as a bandwidth; write it like '45 GB/s'"),
+        (parse_bandwidth, "45 GBps", "cannot read '45 GBps' as a bandwidth; write it like '45 GB/s'"),
+        (parse_bandwidth, "45", "cannot read '45' as a bandwidth; write it like '45 GB/s'"),
+        (parse_duration, "1 usec", "cannot read '1 usec' as a duration; write it like '1 us'"),
+        (parse_duration, "3 milliseconds", "cannot read '3 milliseconds' as a duration; write it like '3 ms'"),
         (parse_duration, "1 fortnight", "cannot read '1 fortnight' as a duration; write it like '1 us'"),
         (parse_bytes, "1e400 B", "'1e400 B' is not a whole number of bytes"),
         (parse_flops, "197 TFLOPs", "cannot read '197 TFLOPs' as a compute rate; write it like '197 TFLOP/s'"),

@@ -21,6 +21,7 @@ Modules
 ``rabenseifner``       ``rabenseifner``
 ``torus``              ``multiaxis``, ``dimension_ordered``: over the axes of a torus or mesh
 ``bundled``            ``multiaxis_bundled``: multiaxis sending bundles
+``hierarchical``       ``hierarchical``: inner reduce-scatter, outer (DCN) all-reduce, inner all-gather
 ``bundles``            messages made of several chunks
 ====================== ===========================================================================
 
@@ -34,7 +35,7 @@ what a schedule holds, in ``schedule`` and ``transfers``.
 
 # The algorithm modules register themselves on import, in this order (the order of ALGORITHMS).
 # isort: off
-from netsim.algorithms import rings, direct, recursive_doubling, recursive_halving, rabenseifner, torus, bundled  # noqa: F401
+from netsim.algorithms import rings, direct, recursive_doubling, recursive_halving, rabenseifner, torus, bundled, hierarchical  # noqa: F401
 
 # isort: on
 from netsim.algorithms.registry import ALGORITHMS, register

@@ -17,6 +17,7 @@ Modules
 ``closed_forms``      closed-form costs (α–β and the scaling book's), a package by family
                       of algorithms, with the registry that picks a run's own
 ``why``               a run's closed form beside its simulated time, and why they differ
+``across_slices``     the closed forms of a collective whose groups span slices (the DCN)
 ``summary``           the numbers a report shows, as JSON-ready values
 ``per_result``        statistics and analysis computed once per result object
 ====================  ===================================================================

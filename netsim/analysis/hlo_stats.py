@@ -9,8 +9,10 @@ or combined form), ``bytes`` per device, ``group_size``, the first ``groups`` (m
 device ids; source-target pairs for a permute), ``count``, the simulated ``time_s`` of
 all executions together (each from its first send to its last arrival on any device:
 what the collective takes as a scenario when nothing else runs) and their closed form
-``estimate_s`` (None where there is none), netsim's ``algorithm`` and the TPU compiler's (``compiler_algorithm``, None when
-the module does not say).
+``estimate_s`` (None where there is none) with its ``estimate_kind`` (``exact``,
+``lower_bound``, ``upper_bound``, ``none``) and the first execution's one-line ``why``
+(:mod:`netsim.analysis.op_estimates`), netsim's ``algorithm`` and the TPU compiler's
+(``compiler_algorithm``, None when the module does not say).
 
 Bytes per mesh axis: for each collective whose groups are the devices along some mesh
 axes, the bytes the busiest device receives over the links, summed over executions;
@@ -27,10 +29,14 @@ import numpy as np
 from netsim.analysis.program_stats import ProgramStats, program_stats
 from netsim.semantics.program_values import itemsize
 
-__all__ = ["FIRST_GROUPS", "axis_bytes", "collectives", "hlo_summary", "received_bytes"]
+__all__ = ["COMPUTE_UNKNOWN", "FIRST_GROUPS", "axis_bytes", "collectives", "hlo_summary", "received_bytes"]
 
 FIRST_GROUPS = 4
 """How many groups (or pairs) each collective lists."""
+
+COMPUTE_UNKNOWN = "compute unknown"
+"""How a compute step's record starts when the roofline cannot time it (the chip has no figures and no clock
+is given): it takes no time and the communication is simulated all the same."""
 
 
 def _run(result: Any) -> Any:
@@ -130,13 +136,17 @@ def collectives(result: Any, stats: ProgramStats | None = None) -> list[dict[str
                 "estimate_s": 0.0,
                 "algorithm": lowered.ops[record.index].algorithm,
                 "compiler_algorithm": collective.compiler_algorithm,
+                "played_with": getattr(run, "algorithm", "netsim"),
+                "other_time_s": (getattr(run, "other_times", None) or {}).get(collective.name),
                 "axes": list(record.axes),
                 "asynchronous": collective.asynchronous,
                 "line": collective.line,
                 "note": record.note,
+                "estimate_kind": op_stats.estimate_kind,
+                "why": op_stats.why,
             }
         entry["count"] += 1
-        entry["time_s"] += op_stats.end_s - op_stats.start_s
+        entry["time_s"] += op_stats.last_end_s - op_stats.first_start_s
         entry["estimate_s"] = None if entry["estimate_s"] is None or op_stats.estimate_s is None else entry["estimate_s"] + op_stats.estimate_s
     return sorted(by_name.values(), key=lambda e: (-e["time_s"], e["line"]))
 
@@ -169,10 +179,15 @@ def hlo_summary(result: Any, stats: ProgramStats | None = None) -> dict[str, Any
             "module": run.module.module,
             "devices": run.module.devices,
             "placement": placement,
+            "compiler": getattr(run, "compiler", ""),
+            "dtypes": getattr(run, "dtypes", "as compiled"),
             "groups_matched_against": run.hlo.mesh_source,
             "clock_hz": run.clock_hz,
+            "algorithms": getattr(run, "algorithm", "netsim"),
+            "compute_unknown": sum(record.note.startswith(COMPUTE_UNKNOWN) for record in run.hlo.records),
             "unmodelled": [{"hlo_name": u.name, "op": u.opcode, "line": u.line, "reason": u.reason} for u in run.module.unmodelled],
             "axis_bytes": axis_bytes(result),
             "roofline_ici_bytes": getattr(run, "roofline_ici_bytes", None),
+            "loops_extended": run.extension.to_dict() if getattr(run, "extension", None) is not None else None,
         },
     }

@@ -10,27 +10,26 @@
 - ``exposed_communication_s``: the time during which the *critical device* (the one
   whose compute unit finishes last) has its compute unit idle while a collective
   is in flight: communication that did not hide behind compute.
-- per op: when it started (its first step on any device) and ended (its last),
-  the longest it took on one device (from the device's first send or compute step
-  to its last arrival or compute step),
-  its closed form (the matmul roofline ``max(flops / peak_flops, bytes /
-  hbm_bandwidth)`` per device; a collective's closed form from
-  :mod:`netsim.analysis.closed_forms`, where there is one) and what bounds it:
-  ``compute``, ``HBM`` or ``ICI`` (a collective matmul whose blocks take longer
-  to arrive than to multiply is ``ICI``-bound).
+- per op: when it started and ended on the *critical device* (``start_s``, ``end_s``,
+  ``device``: from the device's first send or compute step to its last arrival or compute
+  step, so an op never starts there before the ops it reads end there), its first start
+  and last end on any device (``first_start_s``, ``last_end_s``), the longest it took on
+  one device (``time_s``), and, from :mod:`netsim.analysis.op_estimates`, its closed form
+  and its kind (``exact``, ``lower_bound``, ``upper_bound``, ``none``), what bounds it
+  (``compute``, ``HBM``, ``ICI`` or ``given``), a collective's algorithm and bytes per
+  device, and one line on why it took what it took.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from netsim.analysis.closed_forms.registry import estimate_collective
-from netsim.analysis.why import nominal_link
-from netsim.semantics.program_values import itemsize
+from netsim.analysis.op_estimates import link_sharing, op_estimate, op_why
+from netsim.analysis.program_times import program_times
+from netsim.analysis.why import _t
 
 if TYPE_CHECKING:
     from netsim.result import Result
@@ -44,11 +43,18 @@ class OpStats:
 
     name: str
     op: str
-    start_s: float
+    start_s: float  # on the critical device (``device``)
     end_s: float
     time_s: float  # the longest on one device
     estimate_s: float | None
     bound: str
+    estimate_kind: str = "none"
+    algorithm: str | None = None
+    bytes_per_device: int | None = None
+    why: str = ""
+    device: int | None = None
+    first_start_s: float = 0.0  # on any device
+    last_end_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -95,37 +101,39 @@ def _span_on_devices(n_devices: int, device: np.ndarray, start: np.ndarray, end:
     return float(first[touched].min()), float(last[touched].max()), float((last[touched] - first[touched]).max())
 
 
-def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    merged: list[tuple[float, float]] = []
-    for start, end in sorted(intervals):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        elif end > start:
-            merged.append((start, end))
-    return merged
+def _span_on_device(device: int | None, sends: tuple, arrivals: tuple, computes: tuple) -> tuple[float, float] | None:
+    """An op's start and end on one device: its first send or compute step there, and its last arrival or compute step there.
+
+    A device that only receives starts with the first send towards it; one that only sends
+    ends with its last send's arrival. None when the op does nothing on the device.
+
+    Examples
+    --------
+    >>> a = np.array
+    >>> _span_on_device(1, (a([1, 0]), a([2.0, 1.0])), (a([0, 1]), a([3.0, 1.5])), (a([1]), a([4.0]), a([5.0])))
+    (2.0, 5.0)
+    >>> _span_on_device(2, (a([1]), a([2.0])), (a([2]), a([3.0])), (a([], int), a([]), a([]))) # receives only
+    (2.0, 3.0)
+    """
+    if device is None:
+        return None
+    (src, sent), (dst, arrived), (where, started, ended) = sends, arrivals, computes
+    mine_out, mine_in, mine_steps = src == device, dst == device, where == device
+    if not (mine_out.any() or mine_in.any() or mine_steps.any()):
+        return None
+    starts = np.concatenate([sent[mine_out], started[mine_steps]])
+    ends = np.concatenate([arrived[mine_in], ended[mine_steps]])
+    start = float(starts.min()) if len(starts) else float(sent[mine_in].min())
+    end = float(ends.max()) if len(ends) else float(arrived[mine_out].max())
+    return start, end
 
 
-def _overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
-    total, i, j = 0.0, 0, 0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        total += max(0.0, hi - lo)
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return total
-
-
-def _idle(busy: list[tuple[float, float]], end: float) -> list[tuple[float, float]]:
-    gaps, now = [], 0.0
-    for start, stop in busy:
-        if start > now:
-            gaps.append((now, start))
-        now = max(now, stop)
-    if end > now:
-        gaps.append((now, end))
-    return gaps
+def _sharing(playback: Any, lowered: Any) -> list[set[int]]:
+    """Per op, the other ops on one of its links at the same time (:func:`netsim.analysis.op_estimates.link_sharing`)."""
+    op_of = np.zeros(len(playback.sent_at), np.int64)
+    for k, record in enumerate(lowered.ops):
+        op_of[record.transfers.start : record.transfers.stop] = k
+    return link_sharing(playback.hops, op_of, len(lowered.ops))
 
 
 def program_stats(result: Result) -> ProgramStats:
@@ -149,47 +157,63 @@ def program_stats(result: Result) -> ProgramStats:
     devices = np.array([c.device for c in schedule.computes], np.int64)
     facts = result.topology_obj.device(0)
     peak, hbm = facts["peak_flops"], facts["hbm_bandwidth_Bps"]
-    ops, in_flight = [], []
+    ops = []
     src, dst = (np.asarray(schedule.transfers.columns()[k] if hasattr(schedule.transfers, "columns") else [], np.int64) for k in ("src", "dst"))
+    busy = {d: s.busy_s for d, s in playback.compute_units.items()}
+    times = program_times(lowered, playback, result.time)
+    critical = times.critical_device
+    spans, estimates = [], []
     for record in lowered.ops:
         t, c = slice(record.transfers.start, record.transfers.stop), slice(record.computes.start, record.computes.stop)
-        if len(record.transfers):
-            in_flight.append((float(sent[t].min()), float(arrived[t].max())))
-        start, end, longest = _span_on_devices(
-            result.n_devices,
-            np.concatenate([src[t], dst[t], devices[c]]),
-            np.concatenate([sent[t], arrived[t], started[c]]),
-            np.concatenate([sent[t], arrived[t], ended[c]]),
+        comm_s = float(arrived[t].max() - sent[t].min()) if len(record.transfers) else 0.0
+        spans.append(
+            _span_on_devices(
+                result.n_devices,
+                np.concatenate([src[t], dst[t], devices[c]]),
+                np.concatenate([sent[t], arrived[t], started[c]]),
+                np.concatenate([sent[t], arrived[t], ended[c]]),
+            )
         )
-        comm_s = (
-            float(arrived[record.transfers.start : record.transfers.stop].max() - sent[record.transfers.start : record.transfers.stop].min())
-            if len(record.transfers)
-            else 0.0
+        estimates.append(op_estimate(record, lowered, result.topology_obj, peak, hbm, comm_s))
+    sharing = _sharing(playback, lowered)
+    for k, record in enumerate(lowered.ops):
+        t, c = slice(record.transfers.start, record.transfers.stop), slice(record.computes.start, record.computes.stop)
+        first, last, longest = spans[k]
+        here = _span_on_device(critical, (src[t], sent[t]), (dst[t], arrived[t]), (devices[c], started[c], ended[c]))
+        start, end = here if here is not None else (first, last)
+        e = estimates[k]
+        why = op_why(longest, e, [lowered.ops[j].op.name for j in sorted(sharing[k])])
+        ops.append(
+            OpStats(
+                record.op.name,
+                record.op.op,
+                start,
+                end,
+                longest,
+                e.estimate_s,
+                e.bound,
+                e.kind,
+                e.algorithm,
+                e.bytes_per_device,
+                why,
+                critical if here is not None else None,
+                first,
+                last,
+            )
         )
-        estimate, bound = _estimate(record, lowered, result.topology_obj, peak, hbm, comm_s)
-        ops.append(OpStats(record.op.name, record.op.op, start, end, longest, estimate, bound))
-    busy = {d: s.busy_s for d, s in playback.compute_units.items()}
-    critical = max(busy, key=lambda d: (float(ended[devices == d].max()), busy[d])) if busy else None
-    communication = _union(in_flight)
-    if critical is None:
-        exposed = sum(e - s for s, e in communication)
-    else:
-        mine = _union([(float(s), float(e)) for s, e in zip(started[devices == critical], ended[devices == critical], strict=True)])
-        exposed = _overlap(_idle(mine, result.time), communication)
     checks = {name: {"difference": d, "tolerance": t} for name, (d, t) in run.checks.items()}
-    comm_s = sum(e - s for s, e in communication)
     return ProgramStats(
         result.scenario or "",
         result.topology,
         result.time,
-        max(busy.values(), default=0.0),
-        comm_s,
-        exposed,
-        critical,
+        times.compute_s,
+        times.communication_s,
+        times.exposed_communication_s,
+        times.critical_device,
         result.verified,
         result.verification,
         {"peak_flops": peak, "hbm_bandwidth_Bps": hbm},
-        _why(lowered, comm_s, exposed, max(busy.values(), default=0.0), result.time),
+        _why(lowered, times.communication_s, times.exposed_communication_s, times.compute_s, result.time),
         ops,
         checks,
         _devices(result.n_devices, busy, playback.links),
@@ -200,7 +224,8 @@ def _devices(n: int, busy: dict[int, float], links: dict[Any, Any]) -> list[dict
     """Per device: its compute unit's busy time and the busy time of the links leaving it (seconds)."""
     sending = [0.0] * n
     for link, stats in (links or {}).items():
-        sending[link[0]] += stats.busy_s
+        if link[0] < n:  # (a DCN's NICs and switch are not devices)
+            sending[link[0]] += stats.busy_s
     return [{"device": d, "compute_busy_s": busy.get(d, 0.0), "link_busy_s": sending[d]} for d in range(n)]
 
 
@@ -218,26 +243,4 @@ def _why(lowered: Any, comm_s: float, exposed_s: float, compute_s: float, time_s
 
 
 def _us(seconds: float) -> str:
-    return f"{seconds * 1e6:.4g} us"
-
-
-def _estimate(record: Any, lowered: Any, topology: Any, peak: float | None, hbm: float | None, comm_s: float = 0.0) -> tuple[float | None, str]:
-    """An op's closed form and what bounds it (``comm_s``: how long its own transfers took, for a collective matmul)."""
-    op = record.op
-    if record.collective:
-        array = lowered.arrays[op.inputs[0]]
-        nbytes = math.prod(array.local_shape(lowered.mesh.shape)) * itemsize(array.dtype)
-        latency, bandwidth = nominal_link(topology)
-        try:
-            closed = estimate_collective(op.op, record.algorithm, topology.dims, topology.wraparound, record.layout.groups, nbytes, latency, bandwidth)
-        except (ValueError, KeyError):
-            return None, "ICI"
-        return (closed.estimate.time_s if closed.estimate is not None else None), "ICI"
-    if record.seconds is not None:
-        return record.seconds, "given"
-    flops_s = record.flops / peak if peak else 0.0
-    bytes_s = record.bytes / hbm if hbm else 0.0
-    compute = max(flops_s, bytes_s)
-    if record.collective_matmul and comm_s > compute:  # its blocks arrive slower than it multiplies them
-        return compute, "ICI"
-    return compute, "compute" if flops_s >= bytes_s else "HBM"
+    return _t(seconds)

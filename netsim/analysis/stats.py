@@ -246,7 +246,7 @@ def run_stats(result: Result, topology: Topology | None = None) -> RunStats:
     cut_through = getattr(result, "forwarding", "cut_through") != "store_and_forward"
     links = topology.links
     node = [_device_name(topology, d) for d in range(topology.n_devices)]  # as topology.link_name, each device's name made once
-    names = {link: f"{node[link[0]]}->{node[link[1]]}" for link in links}
+    names = {link: f"{node[link[0]]}->{node[link[1]]}" if max(link[0], link[1]) < len(node) else topology.link_name(link) for link in links}  # (a DCN's NICs)
     latency = {link: topology.link(link)["latency_s"] for link in links}
     sent = np.zeros(n, dtype=np.int64)
     received = np.zeros(n, dtype=np.int64)

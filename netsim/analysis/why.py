@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from netsim.analysis.across_slices import leaves_across_slices, scenario_across_slices
 from netsim.analysis.closed_forms.geometry import multipath_loads, permutation_loads, ports
 from netsim.analysis.closed_forms.registry import COST_MODELS, CollectiveEstimate, estimate_collective
 from netsim.analysis.closed_forms.terms import Estimate, canonical_collective
@@ -166,9 +167,31 @@ def nominal_link(topology: Topology) -> tuple[float, float]:
 
 
 def crossed_links(result: Result) -> set[tuple[float, float]]:
-    """The (latency_s, bandwidth_Bps) of every link a run crossed."""
+    """The (latency_s, bandwidth_Bps) of every link a run crossed.
+
+    Each distinct route is read once: where the engine kept its routes as columns (each
+    transfer's number among the distinct routes), only the routes used are walked, not one
+    hop per transfer; each distinct link's speed is then looked up once.
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> crossed_links(netsim.all_gather(np.zeros((4, 8), np.float32), topology=netsim.ring(4)))
+    {(1e-06, 45000000000.0)}
+    """
     topology = result.topology_obj
-    return {(d["latency_s"], d["bandwidth_Bps"]) for leaf in result.leaves for route in leaf.playback.routes for d in map(topology.link, route)}
+    links: set[Any] = set()
+    for leaf in result.leaves:
+        routes = leaf.playback.routes
+        kept = routes.columns() if hasattr(routes, "columns") else None
+        if kept is not None:
+            inverse, distinct = kept
+            for k in np.flatnonzero(np.bincount(np.asarray(inverse), minlength=len(distinct))).tolist():
+                links.update(distinct[k])
+        else:
+            for route in routes:
+                links.update(route)
+    return {(d["latency_s"], d["bandwidth_Bps"]) for d in map(topology.link, links)}
 
 
 def run_link(result: Result) -> tuple[float, float]:
@@ -217,6 +240,9 @@ def analyse(result: Result, stats: RunStats | None = None) -> Analysis:
     latency, bandwidth = next(iter(crossed)) if len(crossed) == 1 else nominal_link(topology)
     others = other_links(crossed, latency, bandwidth)
     per_leaf = [with_other_links(c, others, latency, bandwidth) for c in leaf_estimates(result, latency, bandwidth)]
+    sliced = leaves_across_slices(result, per_leaf)  # groups across slices: the DCN's forms (netsim.analysis.across_slices)
+    if sliced is not None:
+        per_leaf, others = sliced, set()
     closed = per_leaf[0]
     estimate = _total([c.estimate for c in per_leaf])
     if estimate is not None and estimate.kind == "exact" and (topology.down_links or topology.degraded_links):
@@ -490,4 +516,7 @@ def estimate_scenario(scenario: Any) -> tuple[CollectiveEstimate, list[tuple[str
         item_bytes=item,
     )
     held = [(name, with_other_links(c, others, latency, bandwidth)) for name, c in algorithm_estimates(op, *args, item_bytes=item)]
+    sliced = scenario_across_slices(scenario, mine, payload, scenario.resolved_algorithm) if shape.slices > 1 else None
+    if sliced is not None:  # groups across slices: the DCN's forms (netsim.analysis.across_slices)
+        return sliced
     return with_other_links(mine, others, latency, bandwidth), held

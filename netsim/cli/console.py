@@ -6,8 +6,11 @@ import codecs
 import os
 import signal
 import sys
+import textwrap
+import time
 import unicodedata
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import typer
@@ -17,19 +20,23 @@ from rich.text import Text
 __all__ = [
     "CHECK_FAILED",
     "INTERNAL_ERROR",
+    "MIN_WIDTH",
     "POINTS_FAILED",
     "USER_ERROR",
     "QuietConsole",
     "Terminated",
     "echo",
+    "echo_prose",
     "fail",
     "interrupted_code",
     "output_lost",
     "plain",
     "plain_text_where_needed",
+    "progress_lines",
     "quiet_exit",
     "terminate_cleanly",
     "warnings_in_one_line",
+    "wrap_prose",
 ]
 
 CHECK_FAILED = 1
@@ -61,13 +68,27 @@ def interrupted_code(interrupt: BaseException) -> int:
     return TERMINATED if isinstance(interrupt, Terminated) else INTERRUPTED
 
 
+MIN_WIDTH = 60
+"""The narrowest the tables are drawn: ``COLUMNS=0`` or ``COLUMNS=20`` still print the whole result, 60 columns wide."""
+
+
 class QuietConsole(Console):
-    """A rich console that ends the command quietly (exit 0) when the reader closes the pipe, and writes plain ASCII where its stream needs it.
+    """A rich console for what a command prints: at least :data:`MIN_WIDTH` columns wide, no trailing spaces,
+    plain ASCII where its stream needs it, and a quiet end (exit 0) when the reader closes the pipe.
 
     On a stream that is not UTF-8 (``PYTHONIOENCODING=ascii``, latin-1) rich draws ASCII
     boxes; every string is spelled in ASCII too (``α`` as ``alpha``, :func:`plain`) before
     rich measures it, so that tables stay aligned.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.width < MIN_WIDTH:
+            self.width = MIN_WIDTH
+
+    def _render_buffer(self, buffer: Any) -> str:  # (rich's one place where lines become text)
+        text = super()._render_buffer(buffer)
+        return "\n".join(line.rstrip(" ") for line in text.split("\n"))
 
     def on_broken_pipe(self) -> None:
         quiet_exit()
@@ -76,6 +97,37 @@ class QuietConsole(Console):
         if not self.encoding.startswith("utf"):
             text = plain(text, self.encoding)
         return super().render_str(text, **options)
+
+
+def wrap_prose(text: str, width: int) -> str:
+    """Lines longer than ``width`` wrapped at spaces, each continuation indented 4 more than its line; numbers and words never split.
+
+    Examples
+    --------
+    >>> print(wrap_prose("  step 1: every device sends its block to its right neighbour", 30))
+      step 1: every device sends
+          its block to its right
+          neighbour
+    """
+    out = []
+    for line in text.split("\n"):
+        line = line.rstrip()
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        out.extend(
+            textwrap.wrap(
+                line, width, initial_indent="", subsequent_indent=indent + "    ", break_long_words=False, break_on_hyphens=False, drop_whitespace=True
+            )
+            or [line]
+        )
+    return "\n".join(out)
+
+
+def echo_prose(text: str) -> None:
+    """Print prose to stdout wrapped to the terminal's width (at least :data:`MIN_WIDTH`); a closed pipe ends the command quietly."""
+    echo(wrap_prose(text, QuietConsole().width))
 
 
 def echo(text: str) -> None:
@@ -93,8 +145,33 @@ def quiet_exit() -> None:
     raise SystemExit(0)
 
 
+PROGRESS_EVERY_S = 5.0
+"""Where stderr is not a terminal (a log, CI), long work says how far it got at most this often."""
+
+
+def progress_lines(description: str, total: int | None) -> Callable[[int], None]:
+    """``update(done)`` for work of ``total`` parts when stderr is not a terminal: a plain line such as
+    ``drawing frames: 12/40`` every :data:`PROGRESS_EVERY_S` seconds, and one at the end if any was written.
+
+    Quick work writes nothing; work of unknown length (``total=None``) writes nothing either.
+    """
+    started = last = time.monotonic()
+    said = 0  # the last count written (0: none yet)
+
+    def update(done: int) -> None:
+        nonlocal last, said
+        now = time.monotonic()
+        if total and done > said and (now - last >= PROGRESS_EVERY_S or (said and done >= total)):
+            last, said = now, done
+            print(f"{description}: {done}/{total} ({now - started:.0f} s)", file=sys.stderr, flush=True)
+
+    return update
+
+
 def fail(message: str, code: int) -> typer.Exit:
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {message}", markup=False)
+    """Print ``message`` on stderr, each of its lines (a file's mistakes, one a line) after ``error:``; the exit to raise."""
+    lines = "\n".join(f"error: {line}" for line in message.split("\n"))
+    Console(stderr=True, highlight=False, soft_wrap=True).print(lines, markup=False)
     return typer.Exit(code)
 
 

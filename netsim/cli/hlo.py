@@ -14,7 +14,7 @@ from netsim.programs.hlo.files import HloProgramFile, load_any_program
 from netsim.programs.hlo.run import run_hlo, run_hlo_program
 from netsim.programs.run import run_program
 
-__all__ = ["is_hlo", "print_hlo", "run_any"]
+__all__ = ["estimate_of", "is_hlo", "print_hlo", "run_any"]
 
 SHOWN = 12
 """Collectives listed in the table (all of them with --json)."""
@@ -63,11 +63,22 @@ def is_hlo(result: Any) -> bool:
 
 def hlo_json(result: Any, stats: ProgramStats) -> str:
     """The run as one JSON object: the program totals, ``collectives`` and the module's facts."""
-    return json.dumps(hlo_summary(result, stats), indent=2)
+    summary = hlo_summary(result, stats)
+    return json.dumps({**summary, "estimate": estimate_of(result)}, indent=2)
+
+
+def estimate_of(result: Any) -> dict[str, int]:
+    """The before-run estimate of a program's (or HLO module's) run: what was checked against the memory available."""
+    from netsim.programs.run import run_estimate, values_bytes
+
+    lowered = result.program.lowered
+    return run_estimate(lowered, values_bytes(lowered) if result.verified else 0)
 
 
 def _us(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds * 1e6:.4g} us"
+    from netsim.network.units import format_seconds
+
+    return "-" if seconds is None else format_seconds(seconds)
 
 
 def _size(nbytes: int) -> str:
@@ -77,10 +88,48 @@ def _size(nbytes: int) -> str:
     return f"{nbytes} B"
 
 
+def _collectives_table(entries: list[dict[str, Any]], more: str, compiler: bool) -> Table:
+    """The collectives, slowest first: time of all runs (and with the other algorithms, when compared), closed form, its kind; a shape is never split."""
+    from rich import box
+
+    from netsim.cli.program_table import KIND_WORDS, short_seconds
+
+    compared = any(e.get("other_time_s") is not None for e in entries)
+    other = "own" if compiler else "compiler"
+    title = f"collectives, slowest first: time of all runs with {'the compiler' if compiler else 'netsim'}'s algorithms"
+    title += (f", with {'netsim' if compiler else 'the compiler'}'s, and the closed form" if compared else ", and its closed form") + more
+    grid = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    for header in ("hlo_name", "op (group)", "shape", "runs", "time", *((other,) if compared else ()), "estimate", "kind"):
+        text = header in ("hlo_name", "op (group)", "kind")
+        grid.add_column(header, justify="left" if text else "right", no_wrap=not text, overflow="fold")
+    for e in entries:
+        shape = f"{e['dtype']}{e['shape']}".replace(" ", "") if isinstance(e["dtype"], str) else f"{len(e['shape'])} arrays"
+        kind = KIND_WORDS.get(e["estimate_kind"], e["estimate_kind"])
+        times = (short_seconds(e["time_s"]), *((short_seconds(e["other_time_s"]),) if compared else ()), short_seconds(e["estimate_s"]))
+        grid.add_row(e["hlo_name"], f"{e['op']} ({e['group_size']})", shape, str(e["count"]), *times, kind)
+    return grid
+
+
+def _chip(facts: dict) -> str:
+    peak, hbm = facts["peak_flops"], facts["hbm_bandwidth_Bps"]
+    return f"{f'{peak / 1e12:.4g} TFLOP/s' if peak else 'FLOP/s unknown'}, {f'HBM {hbm / 1e9:.4g} GB/s' if hbm else 'HBM unknown'}"
+
+
+def _compute_from(summary: dict) -> str:
+    unknown = summary["compute_unknown"]
+    if unknown:
+        return f"unknown: the chip has no figures ({unknown} compute step(s) not timed; the communication is simulated)"
+    if summary["clock_hz"]:
+        return f"estimated_cycles at {summary['clock_hz']:.4g} Hz where given, else the roofline"
+    return "the roofline of each step's FLOPs and bytes"
+
+
 def print_hlo(result: Any, stats: ProgramStats) -> None:
     """The run's summary, its collectives (slowest first) and what is not modelled."""
     full = hlo_summary(result, stats)
     summary = full["hlo"]
+    from netsim.cli.console import wrap_prose
+
     console = QuietConsole(highlight=False)
     table = Table(title=f"netsim program: {stats.name}", show_header=False, title_justify="left")
     table.add_column("field", style="bold")
@@ -90,21 +139,19 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
     rows = [
         ("module", f"{summary['file']} ({summary['devices']} devices)"),
         ("topology", stats.topology),
+        ("compiled by", summary["compiler"] or "-"),
+        ("dtypes timed", summary["dtypes"]),
         ("placement", summary["placement"]),
-        ("time", _us(stats.time_s)),
+        ("time", _us(stats.time_s) + (" (long loops extended; the rows below are of the trips played)" if summary["loops_extended"] else "")),
         ("compute (busiest device)", _us(stats.compute_s)),
         ("communication in flight", _us(stats.communication_s)),
         ("exposed communication", _us(stats.exposed_communication_s)),
         ("why", stats.why),
-        ("chip", f"{(facts['peak_flops'] or 0) / 1e12:.4g} TFLOP/s, HBM {(facts['hbm_bandwidth_Bps'] or 0) / 1e9:.4g} GB/s"),
-        (
-            "compute from",
-            f"estimated_cycles at {summary['clock_hz']:.4g} Hz where given, else the roofline"
-            if summary["clock_hz"]
-            else "the roofline of each step's FLOPs and bytes",
-        ),
+        ("chip", _chip(facts)),
+        ("compute from", _compute_from(summary)),
         ("bytes per mesh axis", ", ".join(f"{axes}: {_size(b)}" for axes, b in summary["axis_bytes"].items()) or "-"),
         ("not modelled", f"{len(unmodelled)} instruction(s), listed below" if unmodelled else "nothing: every instruction is timed"),
+        *(("loop extended", line) for line in (summary["loops_extended"] and result.program.extension.describe()) or ()),
         ("verified", stats.verification),
     ]
     for label, value in rows:
@@ -112,15 +159,18 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
     console.print(table)
     entries = full["collectives"]
     more = f" (first {SHOWN} of {len(entries)}; all with --json)" if len(entries) > SHOWN else ""
-    title = "collectives, slowest first: time of all runs, its closed-form estimate, algorithm netsim's / the compiler's"
-    grid = Table(title=title + more, title_justify="left")
-    for header in ("hlo_name", "op (group)", "shape", "runs", "time", "estimate", "algorithm"):
-        grid.add_column(header, justify="right" if header in ("runs", "time", "estimate") else "left", overflow="fold", no_wrap=header in ("time", "estimate"))
+    compiler = summary["algorithms"] == "compiler"
+    console.print(_collectives_table(entries[:SHOWN], more, compiler))
+    console.print("why, collective by collective", markup=False)
     for e in entries[:SHOWN]:
-        shape = f"{e['dtype']}{e['shape']}".replace(" ", "") if isinstance(e["dtype"], str) else f"{len(e['shape'])} arrays, {_size(e['bytes'])}"
-        algorithm = e["algorithm"] + (f" / {e['compiler_algorithm']}" if e["compiler_algorithm"] else "")
-        grid.add_row(e["hlo_name"], f"{e['op']} ({e['group_size']})", shape, str(e["count"]), _us(e["time_s"]), _us(e["estimate_s"]), algorithm)
-    console.print(grid)
+        named = e["note"].partition(": ")[0] if compiler and e["compiler_algorithm"] else ""
+        if compiler:
+            algorithm = e["algorithm"] + (f" (the compiler's: {named})" if named else " (no compiler algorithm)")
+        else:
+            algorithm = e["algorithm"] + (f" (the compiler's: {e['compiler_algorithm']})" if e["compiler_algorithm"] else "")
+        runs = f", first of {e['count']} runs" if e["count"] > 1 else ""
+        line = f"  {e['hlo_name']} ({algorithm}, {_size(e['bytes'])} per device{runs}): {e['why']}"
+        console.print(wrap_prose(line, console.width), markup=False, soft_wrap=True)
     if unmodelled:
         listing = Table(title="not modelled (not timed)", title_justify="left")
         for header in ("line", "hlo_name", "op", "why"):

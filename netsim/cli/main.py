@@ -15,14 +15,11 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
-from rich.table import Table
 from typer.core import TyperArgument
 
-from netsim.analysis.stats import run_stats
 from netsim.cli.console import CHECK_FAILED, INTERNAL_ERROR, USER_ERROR
 from netsim.cli.console import QuietConsole as _Console
 from netsim.cli.console import Terminated as _Terminated
@@ -35,13 +32,14 @@ from netsim.cli.console import quiet_exit as _quiet_exit
 from netsim.cli.console import terminate_cleanly as _terminate_cleanly
 from netsim.cli.console import warnings_in_one_line as _warnings_in_one_line
 from netsim.cli.program import program as _program_command
-from netsim.cli.report import device_table, estimate_rows, estimate_table, estimate_to_dict, link_table, step_table, summary_rows, to_json
 from netsim.cli.sweep_command import sweep as _sweep_command
-from netsim.cli.tables import drop_uniform
-from netsim.collectives import simulate
-from netsim.engine import EngineError
-from netsim.run import ENGINE_MODES
-from netsim.scenario import load_scenario
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+# Each command imports what it needs when it runs (NumPy, NetworkX, the engine, the
+# HLO and program packages, matplotlib): --version, -h and schema load none of them
+# (tests/test_cli_startup.py holds that).
 
 # An argument's metavar (SCENARIO, STUDY, FILE) says what it takes: no "<str>" after it in help.
 TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
@@ -112,7 +110,9 @@ def run(
 ) -> None:
     """Simulate a scenario and print the output check, the timing, its estimates and statistics."""
     from netsim.cli.files import write_run_files
+    from netsim.cli.report import to_json
     from netsim.destinations import check_file, check_folder
+    from netsim.run import ENGINE_MODES
 
     if engine is not None and engine not in ENGINE_MODES:
         raise _fail(f"--engine {engine!r}: use one of {', '.join(ENGINE_MODES)}", USER_ERROR)
@@ -149,6 +149,12 @@ def _check_expected(scenario: str, expected_s: float, time_s: float) -> None:
 
 
 def _print_report(loaded: Any, result: Any, trace: str | None, output: str | None) -> None:
+    from rich.table import Table
+
+    from netsim.analysis.stats import run_stats
+    from netsim.cli.report import device_table, link_table, step_table, summary_rows
+    from netsim.cli.tables import drop_uniform
+
     console = _Console(highlight=False)
     table = Table(title=f"netsim run: {loaded.name}", show_header=False, title_justify="left")
     table.add_column("field", style="bold")
@@ -184,7 +190,11 @@ def estimate(
     json_output: Annotated[bool, typer.Option("--json", help="Print the estimates as one JSON object (shape: netsim schema estimate).")] = False,
 ) -> None:
     """Print a scenario's closed-form estimates without simulating (instant for any size)."""
+    from rich.table import Table
+
     from netsim.analysis.why import estimate_scenario
+    from netsim.cli.report import estimate_rows, estimate_table, estimate_to_dict
+    from netsim.scenario import load_scenario
 
     try:
         loaded = load_scenario(scenario, build_topology=False)
@@ -209,12 +219,16 @@ def estimate(
     headers = [{"latency term": "α", "bandwidth term": "bytes/B", "regime": "bound by"}.get(h, h) for h in headers]
     console.print(_grid(f"every algorithm for {mine.collective} on this layout (* = the scenario's)", headers, rows))
     console.print("formulas" if formulas else "")
+    from netsim.cli.console import wrap_prose
+
     for line in formulas:
-        console.print(f"  {line}", markup=False)
+        console.print(wrap_prose(f"  {line}", console.width), markup=False, soft_wrap=True)
 
 
 def _guarded(scenario: str, work: Callable[..., T], *args: Any) -> T:
     """Run ``work(*args)`` for a scenario, turning every failure into one line and the CLI's exit code."""
+    from netsim.engine import EngineError
+
     try:
         return work(*args)
     except EngineError as error:
@@ -234,13 +248,17 @@ def _guarded(scenario: str, work: Callable[..., T], *args: Any) -> T:
 
 @contextmanager
 def _progress(description: str, total: int | None = None) -> Iterator[Callable[[int], None]]:
-    """A rich progress bar on stderr while a long piece of work runs (none when stderr is not a terminal).
+    """A rich progress bar on stderr while a long piece of work runs (plain lines now and then when stderr is not a terminal).
 
     Yields ``update(done)``; with ``total=None`` the bar pulses (work of unknown length, such as a simulation).
     """
+    from rich.console import Console
+
     console = Console(stderr=True)
     if not console.is_terminal:
-        yield lambda done: None
+        from netsim.cli.console import progress_lines
+
+        yield progress_lines(description, total)
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -259,6 +277,9 @@ class _OutOfMemory(MemoryError):
 
 
 def _load_and_simulate(scenario: str, engine: str | None = None) -> tuple[Any, Any]:
+    from netsim.collectives import simulate
+    from netsim.scenario import load_scenario
+
     loaded = load_scenario(scenario)
     if engine is not None:
         loaded = loaded.model_copy(update={"engine": engine})
@@ -327,13 +348,15 @@ def explain(
         raise _fail(f"--device {device}: devices are numbered from 0", USER_ERROR)
     if step is not None and step < 1:
         raise _fail(f"--step {step}: steps are numbered from 1", USER_ERROR)
+    from netsim.cli.console import echo_prose
+
     _, result = _simulated(scenario)
     if device is not None:
-        _echo(_guarded(scenario, device_view, result, device, step))
+        echo_prose(_guarded(scenario, device_view, result, device, step))
     elif step is not None:
-        _echo(_guarded(scenario, step_view, result, step))
+        echo_prose(_guarded(scenario, step_view, result, step))
     else:
-        _echo(_guarded(scenario, explain_text, result))
+        echo_prose(_guarded(scenario, explain_text, result))
 
 
 @app.command()
@@ -353,6 +376,7 @@ def animate(
     fps: Annotated[float, typer.Option("--fps", metavar="FPS", min=0.1, max=60.0, help="Frames per second when played.")] = 4.0,
 ) -> None:
     """Animate a scenario: devices, their buffers filling up, and chunks moving along the links."""
+    from netsim.scenario import load_scenario
     from netsim.teaching.animate import FORMATS
     from netsim.teaching.animate_axes import animation as make_animation
     from netsim.teaching.views import check_drawable, check_frames, drawn_elements, frames_allowed, per_axis

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich import box
 from rich.console import Console
-from rich.table import Table
 
-from netsim.analysis.program_stats import ProgramStats, program_stats
-from netsim.checks.memory import memory_advice
 from netsim.cli.console import QuietConsole
-from netsim.cli.hlo import hlo_json, is_hlo, print_hlo, run_any
-from netsim.engine import EngineError
-from netsim.scenario.yaml_files import read_yaml
 
 if TYPE_CHECKING:
+    from netsim.analysis.program_stats import ProgramStats
     from netsim.result import Result
 
 __all__ = ["program", "run_or_exit"]
@@ -26,22 +21,28 @@ USER_ERROR, INTERNAL_ERROR = 2, 3
 
 
 def _fail(message: str, code: int) -> typer.Exit:
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {message}", markup=False)
+    lines = "\n".join(f"error: {line}" for line in message.split("\n"))  # a file's mistakes, one a line
+    Console(stderr=True, highlight=False, soft_wrap=True).print(lines, markup=False)
     return typer.Exit(code)
 
 
 def _time(seconds: float | None) -> str:
-    """A time in microseconds, short enough for a table column."""
-    return "-" if seconds is None else f"{seconds * 1e6:.4g} us"
+    """A time in the units ``netsim run`` uses."""
+    from netsim.network.units import format_seconds
+
+    return "-" if seconds is None else format_seconds(seconds)
 
 
 def _data_of(file: str | None) -> str | None:
     """A program file's ``data:`` field, if it can be read (None otherwise: an HLO module is timing only)."""
+    from netsim.scenario.yaml_files import read_yaml
+
     if file is None:
         return "none"
     try:
-        return read_yaml(file).get("data", "values")
-    except (OSError, ValueError, AttributeError):
+        data = read_yaml(Path(file))
+        return "none" if "hlo" in data else data.get("data", "values")  # a file naming a module runs timing only
+    except (OSError, ValueError, AttributeError, TypeError):
         return None
 
 
@@ -49,6 +50,10 @@ def run_or_exit(
     file: str | None, data: str | None = None, engine: str | None = None, *, hlo: str | None = None, topology: str | None = None, clock_hz: float | None = None
 ) -> Result:
     """Run a program file (or an HLO module on a slice), or exit with one line (2 for a user's mistake, 3 for a bug in netsim)."""
+    from netsim.checks.memory import memory_advice
+    from netsim.cli.hlo import run_any  # the HLO and program packages: imported when a program runs
+    from netsim.engine import EngineError
+
     try:
         return run_any(file, hlo, topology, clock_hz, data, engine)
     except EngineError as error:
@@ -80,6 +85,8 @@ def program(
     ] = None,
 ) -> None:
     """Run a program (collectives and compute on a sharded mesh) and print its time, overlap and ops."""
+    from netsim.analysis.program_stats import program_stats
+    from netsim.cli.hlo import estimate_of, hlo_json, is_hlo, print_hlo
     from netsim.cli.trace import save_trace
     from netsim.destinations import StagedFile, all_or_nothing, check_file
 
@@ -98,7 +105,7 @@ def program(
         except OSError as error:
             raise _fail(f"cannot write {trace}: {error.strerror}", USER_ERROR) from None
     if json_output:
-        print(hlo_json(result, stats) if is_hlo(result) else json.dumps(stats.to_dict(), indent=2))
+        print(hlo_json(result, stats) if is_hlo(result) else json.dumps({**stats.to_dict(), "estimate": estimate_of(result)}, indent=2))
         return
     if is_hlo(result):
         print_hlo(result, stats)
@@ -109,6 +116,11 @@ def program(
 
 
 def _print(stats: ProgramStats) -> None:
+    from rich.table import Table
+
+    from netsim.cli.console import wrap_prose
+    from netsim.cli.program_table import op_lines, ops_table
+
     console = QuietConsole(highlight=False)
     table = Table(title=f"netsim program: {stats.name}", show_header=False, title_justify="left")
     table.add_column("field", style="bold")
@@ -127,13 +139,10 @@ def _print(stats: ProgramStats) -> None:
     for label, value in rows:
         table.add_row(label, value)
     console.print(table)
-    ops = Table(title="ops (time: the longest on one chip)", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
-    for header in ("op", "kind", "start", "end", "time", "closed form", "bound"):
-        text = header in ("op", "kind")
-        ops.add_column(header, justify="left" if text or header == "bound" else "right", no_wrap=not text, overflow="fold")
-    for op in stats.ops:
-        ops.add_row(op.name, op.op, _time(op.start_s), _time(op.end_s), _time(op.time_s), _time(op.estimate_s), op.bound)
-    console.print(ops)
+    console.print(ops_table(stats))
+    console.print("why, op by op", markup=False)
+    for line in op_lines(stats):
+        console.print(wrap_prose("  " + line, console.width), markup=False, soft_wrap=True)
     if stats.checks:
         checks = Table(title="values against NumPy's unsharded computation (relative to the largest value)", title_justify="left")
         for header in ("array", "largest difference", "tolerance"):

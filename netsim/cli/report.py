@@ -210,7 +210,7 @@ def link_table(result: Result, limit: int = 5) -> tuple[list[str], list[list[str
     topology = result.topology_obj
     rows = [
         [
-            short_link_name(u.link, topology.coord(u.link[0])) or u.name,
+            (short_link_name(u.link, topology.coord(u.link[0])) if max(u.link[0], u.link[1]) < topology.n_devices else None) or u.name,  # (a DCN link by name)
             *(format_bytes(u.bytes), str(u.messages), format_seconds(u.busy_s), _percent(u.utilisation)),
             *(str(u.longest_queue), format_seconds(u.wait_s)),
         ]
@@ -377,6 +377,20 @@ def _chip_link(shape: Any) -> str:
     return f"; between a chip's two devices {shape.chip_link_bandwidth_Bps / 1e9:.6g} GB/s, {format_seconds(shape.chip_link_latency_s)}"
 
 
+def _dcn_rows(scenario: Any) -> list[tuple[str, str]]:
+    """The DCN's row for slices joined by it (docs/multislice.md), else none."""
+    if scenario.topology_shape.slices <= 1:
+        return []
+    from netsim.analysis.across_slices import dcn_path
+
+    p = dcn_path(scenario.topology_obj)
+    text = (
+        f"{p.nic_bandwidth_Bps / 1e9:.6g} GB/s a NIC one way, {p.devices_per_nic} devices a NIC, PCIe {p.pcie_bandwidth_Bps / 1e9:.6g} GB/s;"
+        f" L = {format_seconds(p.latency_s)} chip to chip (assumed: no DCN latency is published)"
+    )
+    return [("DCN", text)]
+
+
 def estimate_rows(scenario: Any, mine: Any) -> list[tuple[str, str]]:
     """Label/value pairs for ``netsim estimate``: the scenario's closed forms, without simulating."""
     shape = scenario.topology_shape
@@ -391,6 +405,7 @@ def estimate_rows(scenario: Any, mine: Any) -> list[tuple[str, str]]:
             else f"{shape.name}: {'x'.join(map(str, shape.dims))} = {shape.n_devices} devices",
         ),
         ("links", f"{shape.bandwidth_Bps / 1e9:.6g} GB/s one way, {format_seconds(shape.latency_s)} per hop" + _chip_link(shape)),
+        *_dcn_rows(scenario),
         ("group layout", mine.geometry.describe()),
         ("algorithm", scenario.algorithm or f"{scenario.resolved_algorithm} (the default)"),
     ]

@@ -11,9 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from netsim.semantics.ops import COLLECTIVES, OPS, hlo_collectives
+__all__ = ["COLLECTIVE_NAMES", "COMPUTE_OP_NAMES", "HLO_COLLECTIVE_OPCODES", "OP_NAMES", "SCHEMAS", "schema"]
 
-__all__ = ["SCHEMAS", "schema"]
+# The op registry's names (netsim.semantics.ops), written out so that `netsim schema` starts
+# without NumPy, which the registry's layouts import; tests/test_cli_startup.py checks
+# they are the registry's own, in its order.
+COLLECTIVE_NAMES = ("all_gather", "psum_scatter", "psum", "all_to_all", "ppermute")
+"""``COLLECTIVES``' keys."""
+COMPUTE_OP_NAMES = ("matmul", "einsum", "compute")
+"""``COMPUTE_OPS``' keys."""
+OP_NAMES = (*COLLECTIVE_NAMES, *COMPUTE_OP_NAMES)
+"""``OPS``' keys: every op a program runs, collectives first."""
+HLO_COLLECTIVE_OPCODES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "ragged-all-to-all", "collective-permute")
+"""``hlo_collectives()``' keys."""
 
 _DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -37,7 +47,7 @@ def _list(items: dict[str, Any], description: str = "") -> dict[str, Any]:
 
 
 _INT, _NUM, _STR = _t("integer"), _t("number"), _t("string")
-_COLLECTIVE = {"enum": list(COLLECTIVES), "description": "the collective, as the op registry names it (netsim.semantics.ops)"}
+_COLLECTIVE = {"enum": list(COLLECTIVE_NAMES), "description": "the collective, as the op registry names it (netsim.semantics.ops)"}
 _NNUM, _NSTR = _t(["number", "null"]), _t(["string", "null"])
 _ESTIMATE_KIND = {
     "enum": ["exact", "lower_bound", "upper_bound", "none"],
@@ -196,18 +206,25 @@ SWEEP = {"$schema": _DIALECT, "title": "netsim sweep --json", "type": "array", "
 _OP = _obj(
     {
         "name": _STR,
-        "op": {"enum": list(OPS), "description": "a collective or compute op of the op registry (an HLO instruction's step is one of them)"},
-        "start_s": _t("number", "its first step on any device"),
-        "end_s": _t("number", "its last step on any device"),
+        "op": {"enum": list(OP_NAMES), "description": "a collective or compute op of the op registry (an HLO instruction's step is one of them)"},
+        "start_s": _t("number", "its first send or compute step on `device` (the critical device), else on any device"),
+        "end_s": _t("number", "its last arrival or compute step on `device`, else on any device"),
         "time_s": _t("number", "the longest it took on one device"),
         "estimate_s": _t(["number", "null"], "its closed form: the roofline per device, or the collective's; null where there is none"),
-        "bound": {"enum": ["compute", "HBM", "ICI", "given"], "description": "what bounds it"},
+        "bound": {"enum": ["compute", "HBM", "ICI", "DCN", "given"], "description": "what bounds it (DCN: a collective across slices)"},
+        "estimate_kind": _ESTIMATE_KIND,
+        "algorithm": _t(["string", "null"], "a collective's algorithm; null for compute"),
+        "bytes_per_device": _t(["integer", "null"], "a collective's input per device; null for compute"),
+        "why": _t("string", "one line on why it took what it took, against its closed form"),
+        "device": _t(["integer", "null"], "the device start_s and end_s are on: the one whose compute ends last (null: the op does nothing there)"),
+        "first_start_s": _t("number", "its first step on any device"),
+        "last_end_s": _t("number", "its last step on any device"),
     }
 )
 _HLO_COLLECTIVE = _obj(
     {
         "hlo_name": _t("string", "the instruction's name in the module"),
-        "op": {"enum": list(hlo_collectives()), "description": "the HLO collective, e.g. all-gather"},
+        "op": {"enum": list(HLO_COLLECTIVE_OPCODES), "description": "the HLO collective, e.g. all-gather"},
         "shape": _t("array", "one device's operand dims (a list of them for a tuple or combined form)"),
         "dtype": _t(["string", "array"], "the HLO element type, e.g. bf16 (a list for several operands)"),
         "bytes": _t("integer", "bytes each device puts in"),
@@ -218,10 +235,14 @@ _HLO_COLLECTIVE = _obj(
         "estimate_s": _t(["number", "null"], "their closed forms, summed; null where there is none"),
         "algorithm": _t(["string", "null"], "netsim's algorithm"),
         "compiler_algorithm": _t(["string", "null"], "the TPU compiler's collective_algorithm_config, when the module has one"),
+        "played_with": _t("string", "whose algorithm played it: compiler (the TPU compiler's, where named) or netsim"),
+        "other_time_s": _t(["number", "null"], "its time with the other choice (netsim's own beside the compiler's), when compared"),
         "axes": _t("array", "the mesh axes its groups are the devices along"),
         "asynchronous": _t("boolean", "an async start/done pair"),
         "line": _INT,
         "note": _STR,
+        "estimate_kind": _ESTIMATE_KIND,
+        "why": _t("string", "one line on why its first execution took what it took, against its closed form"),
     }
 )
 _HLO = _obj(
@@ -230,11 +251,32 @@ _HLO = _obj(
         "module": _STR,
         "devices": _INT,
         "placement": _t("string", "how device ids were placed on chips"),
+        "compiler": _t("string", "which compiler made the module (the TPU's, with libtpu's version, or XLA's CPU compiler and what its module lacks)"),
+        "dtypes": _t("string", "which dtypes were timed: as compiled, or source (the arguments' dtype, for a CPU-compiled module)"),
         "groups_matched_against": _STR,
         "clock_hz": _t(["number", "null"], "the clock that times estimated_cycles"),
+        "algorithms": _t("string", "whose algorithms played the collectives: compiler or netsim"),
+        "compute_unknown": _t("integer", "compute steps not timed: the chip has no peak_flops or hbm_bandwidth and no clock was given"),
         "unmodelled": _list(_obj({"hlo_name": _STR, "op": _STR, "line": _INT, "reason": _STR}), "instructions not timed"),
         "axis_bytes": {"type": "object", "additionalProperties": _INT, "description": "mesh axes -> bytes the busiest device receives"},
         "roofline_ici_bytes": {"type": ["object", "null"], "description": "jax.experimental.roofline's ICI bytes per mesh axis, where it applies"},
+        "loops_extended": {
+            "anyOf": [
+                {"type": "null"},
+                _obj(
+                    {
+                        "loops": _list(
+                            _obj({"hlo_name": _STR, "line": _INT, "trips": _INT, "played": _INT, "per_trip_s": _t("number", "what each further trip adds")})
+                        ),
+                        "played_time_s": _t("number", "the time of the trips played (the statistics are that run's)"),
+                        "time_s": _t("number", "the time with every trip: the run's time_s"),
+                        "steady": _t("boolean", "whether each trip had come to add the same time"),
+                        "runs": _INT,
+                    }
+                ),
+            ],
+            "description": "while loops of many trips: a few played, the rest extended at the steady per-trip time (null: every trip played)",
+        },
     },
     description="an HLO module's facts (--hlo and hlo: files only)",
 )
@@ -263,6 +305,16 @@ PROGRAM = {
             "devices": _list(_obj({"device": _INT, "compute_busy_s": _NUM, "link_busy_s": _t("number", "busy time of the links leaving it")})),
             "collectives": _list(_HLO_COLLECTIVE, "an HLO module's collective instructions, slowest first (--hlo and hlo: files only)"),
             "hlo": _HLO,
+            "estimate": _obj(
+                {
+                    "transfers": _INT,
+                    "compute_steps": _INT,
+                    "dependencies": _t("integer", "dependency entries of transfers and compute steps"),
+                    "link_crossings": _t("integer", "links crossed, over all transfers"),
+                    "memory_bytes": _t("integer", "the memory the run was estimated to need, checked before it played"),
+                },
+                description="the before-run estimate (of the last run played, for an HLO module with long loops)",
+            ),
         },
         required=[
             "scenario",
@@ -279,6 +331,7 @@ PROGRAM = {
             "ops",
             "checks",
             "devices",
+            "estimate",
         ],
     ),
 }

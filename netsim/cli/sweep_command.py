@@ -130,24 +130,24 @@ def sweep(
 
 
 def _print_sweep(table: Any, name: str, output: Path, resumed: list[int], seconds: float, plots: list[Any]) -> None:
+    from netsim.cli.console import wrap_prose
     from netsim.cli.tables import sweep_rows, sweep_table
     from netsim.studies.sweep import RESULTS_FILE
 
-    summary = sweep_table(f"netsim sweep: {name}", *(parts := sweep_rows(table))[:2])
-    more = parts[2]
     out = QuietConsole(highlight=False)
-    if not out.is_terminal:
-        out = QuietConsole(highlight=False, width=400)  # a file or a pipe: no wrapping at 80 columns
+    summary = sweep_table(f"netsim sweep: {name}", *(parts := sweep_rows(table))[:2], out.width)
+    more = parts[2]
     out.print(summary)
     failed = int(table["error"].notna().sum())
     if more:
-        out.print(f"... {more} more rows in {output / RESULTS_FILE}")
-    out.print(
+        out.print(f"... {more} more rows in {output / RESULTS_FILE}", markup=False)
+    line = (
         f"{len(table)} points: {len(table) - failed} ok, {failed} failed"
         f"{f', {resumed[0]} kept from an earlier run' if resumed and resumed[0] else ''}"
         f" ({seconds:.1f} s); wrote {output / RESULTS_FILE} and {len(plots)} plot{'s' if len(plots) != 1 else ''}:"
         f" {', '.join(p.path.name for p in plots) or 'none'}"
     )
+    out.print(wrap_prose(line, out.width), markup=False, soft_wrap=True)
 
 
 _WRITING = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG, errno.EACCES, errno.EPERM, errno.ENOENT, errno.ENOTDIR, errno.EISDIR}

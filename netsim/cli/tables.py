@@ -7,8 +7,6 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from netsim.network.units import format_seconds
-
 __all__ = ["drop_uniform", "grid", "short_link_name", "split_column", "sweep_rows", "sweep_table"]
 
 AXIS_LETTERS = "xyz"
@@ -105,9 +103,9 @@ def sweep_rows(table: Any, limit: int = 40) -> tuple[list[str], list[list[str]],
     >>> csv += "0,1 us,ring,ring8,2.5e-05,1.0,4.5e10,\\n1,2 us,ring,ring8,3e-05,1.2,4e10,\\n"
     >>> header, rows, left_out = sweep_rows(read_results(io.StringIO(csv)))
     >>> header
-    ['#', 'latency', 'time', 'ratio', 'busbw', 'status']
+    ['#', 'latency', 'time', 'ratio', 'busbw']
     >>> rows[0]
-    ['0', '1 us', '25 us', '1.0000', '45 GB/s', 'ok']
+    ['0', '1 us', '25 us', '1.000', '45 GB/s']
     """
     from netsim.studies.sweep import RESULT_COLUMNS
 
@@ -117,7 +115,8 @@ def sweep_rows(table: Any, limit: int = 40) -> tuple[list[str], list[list[str]],
         return program_sweep_rows(table, limit)
     fields = [c for c in table.columns if c != "point" and (c not in RESULT_COLUMNS or c in ("algorithm", "topology"))]
     fields = [c for c in fields if c not in RESULT_COLUMNS or table[c].nunique(dropna=False) > 1]
-    header = ["#", *(f.rsplit(".", 1)[-1].replace("_", " ") for f in fields), "time", "ratio", "busbw", "status"]
+    failures = "error" in table.columns and table["error"].notna().any()
+    header = ["#", *(f.rsplit(".", 1)[-1].replace("_", " ") for f in fields), "time", "ratio", "busbw", *(["status"] if failures else [])]
     rows = []
     for record in table.head(limit).to_dict("records"):
         status = "ok" if _text(record, "error") == "-" else f"failed: {record['error']}"
@@ -125,21 +124,68 @@ def sweep_rows(table: Any, limit: int = 40) -> tuple[list[str], list[list[str]],
             [
                 str(record["point"]),
                 *(_text(record, f) for f in fields),
-                _text(record, "time_s", format_seconds),
-                _text(record, "ratio", lambda r: f"{r:.4f}"),
-                _text(record, "busbw_Bps", lambda b: f"{b / 1e9:.4g} GB/s"),
-                status,
+                _text(record, "time_s", _short_seconds),
+                _text(record, "ratio", lambda r: f"{r:.3f}"),
+                _text(record, "busbw_Bps", _rate),
+                *([status] if failures else []),
             ]
         )
     return header, rows, max(0, len(table) - limit)
 
 
-def sweep_table(title: str, header: list[str], rows: list[list[str]]) -> Table:
-    """The sweep summary: light rules, numbers never split, labels and errors folded when narrow."""
+def _rate(bytes_per_s: float) -> str:
+    """A bus bandwidth in GB/s, or MB/s below 1 GB/s (four digits).
+
+    Examples
+    --------
+    >>> _rate(4.5e10), _rate(3.195e6)
+    ('45 GB/s', '3.195 MB/s')
+    """
+    return f"{bytes_per_s / 1e9:.4g} GB/s" if bytes_per_s >= 1e9 else f"{bytes_per_s / 1e6:.4g} MB/s"
+
+
+def _short_seconds(t: float) -> str:
+    from netsim.cli.program_table import short_seconds
+
+    return short_seconds(t)
+
+
+def sweep_table(title: str, header: list[str], rows: list[list[str]], width: int = 80) -> Table:
+    """The sweep summary: light rules, numbers never split, labels kept whole where ``width`` allows (headers wrap first).
+
+    Examples
+    --------
+    >>> from netsim.cli.console import QuietConsole
+    >>> rows = [["0", "bidirectional_ring", "1 KiB", "3.034 us"], ["1", "ring", "16 KiB", "12.5 us"]]
+    >>> QuietConsole(width=40).print(sweep_table("t", ["#", "algorithm", "bytes per device", "time"], rows, 40))
+    t
+                           bytes
+                           per
+    #  algorithm           device       time
+    ────────────────────────────────────────
+    0  bidirectional_ring  1 KiB    3.034 us
+    1  ring                16 KiB    12.5 us
+    """
+    numeric = [name in SWEEP_NUMBERS for name in header]
+    cells = [max([len(row[k]) for row in rows] + [0]) for k in range(len(header))]
+    word = [max(len(w) for w in name.split()) if name.strip() else 1 for name in header]
+    sizes = [max(c, len(h)) for c, h in zip(cells, header, strict=True)]
+    tokens = [max([len(t) for row in rows for t in row[k].split()] + [1]) for k in range(len(header))]
+    excess = sum(sizes) + 2 * (len(header) - 1) - width
+    for smallest in ([max(w, t) for w, t in zip(word, tokens, strict=True)], [4] * len(header)):  # labels whole, else split
+        while excess > 0:  # narrow the widest text column that can still give
+            k = max((k for k in range(len(header)) if not numeric[k] and sizes[k] > smallest[k]), key=lambda k: sizes[k], default=None)
+            if k is None:
+                break
+            sizes[k] -= 1
+            excess -= 1
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
-    for name in header:
-        numeric = name in ("#", "time", "ratio", "busbw")
-        table.add_column(name, justify="right" if numeric else "left", no_wrap=numeric, overflow="fold")
+    for name, number, size in zip(header, numeric, sizes, strict=True):
+        table.add_column(name, justify="right" if number else "left", no_wrap=number, overflow="fold", width=size)
     for row in rows:
         table.add_row(*row)
     return table
+
+
+SWEEP_NUMBERS = ("#", "time", "ratio", "busbw", "compute", "in flight", "exposed")
+"""The sweep summary's numeric columns: right-aligned, never wrapped."""

@@ -157,9 +157,7 @@ class BundledPlayer(CompiledRun):
     def __init__(
         self, topology: Topology, columns: dict[str, Any], buffers: Sequence[dict], cut_through: bool, start_s: Sequence[float], steps: ComputeSteps
     ) -> None:
-        from numba import types
-        from numba.typed import Dict
-
+        from netsim.engine.jit import Dict, types
         from netsim.engine.kernel import play_kernel
         from netsim.engine.kernel_bundles import number_slots
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import importlib
 import os
 import warnings
 from collections.abc import Callable
@@ -44,6 +45,7 @@ def _warn(kind: str, message: str) -> None:
 
 def _safe_cache_class() -> type:
     """numba's ``FunctionCache``, with loading and saving that never end a run (built on first use: numba loads lazily)."""
+    importlib.import_module("netsim.engine.jit")  # numba loaded without the SciPy it would import for nothing
     from numba.core.caching import FunctionCache
 
     class SafeFunctionCache(FunctionCache):  # type: ignore[misc, valid-type]
@@ -96,7 +98,7 @@ def njit(*args: Any, cache: bool = False, **options: Any) -> Any:
     >>> twice(21)
     42
     """
-    from numba import njit as numba_njit
+    from netsim.engine.jit import njit as numba_njit  # numba without the SciPy it would import for nothing
 
     def decorate(function: Callable[..., Any]) -> Any:
         dispatcher = numba_njit(**options)(function)

@@ -41,10 +41,9 @@ the loop has room for, cannot happen: see where the room is allocated.)
 from __future__ import annotations
 
 import numpy as np
-from numba import types
-from numba.typed import Dict
 
 from netsim.engine.compiled_cache import njit
+from netsim.engine.jit import Dict, types
 from netsim.engine.kernel_bundles import make_bundle
 from netsim.engine.kernel_parts import append, compute_ready, count_off, occupy, pop, push, unit_acts, wait
 from netsim.engine.link_model import serve, transmission_s

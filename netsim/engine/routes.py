@@ -235,7 +235,7 @@ class Routes:
             number = np.full(topology.n_devices * k * 2, -1, np.int64)
             head = np.full(len(number), -1, np.int64)
             for j, (u, v, key) in enumerate(self.link_ids):
-                if isinstance(key, tuple) and len(key) == 2 and key[0] in range(k) and key[1] in (1, -1):
+                if u < topology.n_devices and isinstance(key, tuple) and len(key) == 2 and key[0] in range(k) and key[1] in (1, -1):  # (no NIC)
                     slot = (u * k + key[0]) * 2 + (key[1] > 0)
                     number[slot], head[slot] = j, v
             self._table = (number, head)

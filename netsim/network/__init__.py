@@ -13,6 +13,9 @@ Modules
 ``presets``     TPU slices by name (``tpu-v5e:8x16``): generation, shape, links, chips
 ``chiplets``    chips that show two devices (TPU7x): the chips' torus plus a core axis
 ``chips``       the chips' compute facts (peak FLOP/s, HBM bandwidth and capacity)
+``slices``      several slices joined by the DCN (``tpu-v5e:4x4x2slices``): NICs, one switch,
+                slice-major devices; meshes across slices (``hybrid_mesh``, ``dcn_axes``)
+``dcn``         each generation's hosts, NICs and DCN rates, with their sources
 ``device_mesh`` logical meshes with named axes on a topology, and the groups they give
 ``units``       human units in (``"64 MiB"``, ``"45 GB/s"``, ``"1 us"``), SI floats out
 =============== ====================================================================

@@ -90,6 +90,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from netsim.network.chiplets import chip_torus
+from netsim.network.dcn import DCN
+from netsim.network.slices import multislice, split_slices_name
 from netsim.network.topology import Topology, torus
 
 __all__ = ["GENERATIONS", "TPU7X_CHIP_LINK_BANDWIDTH_BPS", "TPU7X_CHIP_LINK_LATENCY_S", "Generation", "is_slice_name", "parse_slice", "tpu_slice"]
@@ -326,11 +328,20 @@ def tpu_slice(name: str) -> Topology:
     >>> ironwood = tpu_slice("tpu7x:4x4x4")
     >>> ironwood.n_devices, ironwood.dims, ironwood.wraparound
     (128, (4, 4, 4, 2), (True, True, True, False))
+    >>> tpu_slice("tpu-v5e:4x4x2slices").n_slices  # two slices joined by the DCN (netsim.network.slices)
+    2
     >>> tpu_slice("tpu-v9:4x4")
     Traceback (most recent call last):
     ...
     ValueError: unknown TPU generation 'tpu-v9' in 'tpu-v9:4x4'; known: tpu-v4, tpu-v5p, tpu-v5e, tpu-v6e, tpu-v3, tpu-v2, tpu7x (write e.g. tpu-v5e:8x16)
     """
+    several = split_slices_name(name)
+    if several is not None:  # several slices joined by the DCN (netsim.network.slices)
+        one, n_slices = several
+        figures = DCN.get(one.partition(":")[0])
+        if figures is None:
+            raise ValueError(f"{name!r}: slices join over the DCN from tpu-v4 on ({', '.join(DCN)}); write e.g. tpu-v5e:4x4x2slices")
+        return multislice(tpu_slice(one), n_slices, figures=figures, name=name)
     generation, dims = parse_slice(name)
     if generation.devices_per_chip == 2:
         return chip_torus(

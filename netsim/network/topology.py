@@ -19,23 +19,13 @@ from __future__ import annotations
 import itertools
 import numbers
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import networkx as nx
 
 from netsim.network.chips import DEVICE_FIELDS, check_device
 
-__all__ = [
-    "DEFAULT_BANDWIDTH_BPS",
-    "DEFAULT_LATENCY_S",
-    "DEVICE_FIELDS",
-    "LinkId",
-    "Topology",
-    "UnreachableError",
-    "mesh",
-    "ring",
-    "torus",
-]
+__all__ = ["DEFAULT_BANDWIDTH_BPS", "DEFAULT_LATENCY_S", "DEVICE_FIELDS", "LinkId", "Topology", "UnreachableError", "mesh", "ring", "torus"]
 
 DEFAULT_BANDWIDTH_BPS = 45e9
 """One-way bandwidth of one link direction, TPU v5e-like (the scaling book's 45 GB/s)."""
@@ -98,17 +88,22 @@ class Topology:
         """Coordinates of a device on the grid."""
         return self.graph.nodes[device]["coord"]
 
-    def device(self, d: int) -> dict:
+    def device(self, d: int | Sequence[int]) -> dict | int:
         """A device's compute facts: a new dict with the keys of :data:`DEVICE_FIELDS`.
 
         ``peak_flops`` (FLOP/s), ``hbm_bandwidth_Bps`` (bytes/s) and
         ``hbm_capacity_bytes``, None where unknown; ValueError if ``d`` is not a device here.
+        A tuple of coordinates gives the device's index instead (as :meth:`index`).
 
         Examples
         --------
-        >>> ring(4, device={"peak_flops": 1.97e14}).device(0)
-        {'peak_flops': 197000000000000.0, 'hbm_bandwidth_Bps': None, 'hbm_capacity_bytes': None}
+        >>> ring(4, device={"peak_flops": 1.97e14}).device(0), torus((4, 4)).device((1, 2))
+        ({'peak_flops': 197000000000000.0, 'hbm_bandwidth_Bps': None, 'hbm_capacity_bytes': None}, 6)
         """
+        if isinstance(d, (tuple, list)):
+            if len(d) != len(self.dims) or not all(isinstance(c, numbers.Integral) and 0 <= c < n for c, n in zip(d, self.dims, strict=False)):
+                raise ValueError(f"coordinates {tuple(d)!r} are not on {self.name} (dims {tuple(self.dims)})")
+            return self.index(d)
         if not isinstance(d, numbers.Integral) or isinstance(d, bool) or not 0 <= d < self.n_devices:
             raise ValueError(f"device {d!r} is not on {self.name} (devices 0..{self.n_devices - 1})")
         node = self.graph.nodes[int(d)]
@@ -159,7 +154,7 @@ class Topology:
                 data["bandwidth_Bps"] = float(bandwidth_Bps)
             if latency_s is not None:
                 data["latency_s"] = float(latency_s)
-        return Topology(graph, self.dims, self.wraparound, self.name)
+        return replace(self, graph=graph)
 
     def with_device(self, device: Mapping[str, float | int | None]) -> Topology:
         """A copy in which every device has the given compute facts (as ``device`` of :func:`torus`).
@@ -176,7 +171,7 @@ class Topology:
         graph = self.graph.copy()
         for node in graph.nodes:
             graph.nodes[node].update(facts)
-        return Topology(graph, self.dims, self.wraparound, self.name)
+        return replace(self, graph=graph)
 
     def route(self, src: int, dst: int, tie: int = 1) -> tuple[LinkId, ...]:
         """Links a message follows from ``src`` to ``dst``: dimension-order routing.
@@ -247,7 +242,7 @@ class Topology:
         graph.remove_edges_from(links)
         graph.graph["down"] = (*self.down_links, *links)
         graph.graph["detours"] = {}
-        return Topology(graph, self.dims, self.wraparound, self.name)
+        return replace(self, graph=graph)
 
     def degrade_link(
         self,
@@ -302,7 +297,7 @@ class Topology:
             _check_link(bandwidth, latency, floor=1.0)  # a slower link is down: say so
             data.update(bandwidth_Bps=bandwidth, latency_s=latency)
         graph.graph["degraded"] = (*self.degraded_links, *links)
-        return Topology(graph, self.dims, self.wraparound, self.name)
+        return replace(self, graph=graph)
 
     def _neighbour_links(self, src: int, dst: int, both_ways: bool) -> list[LinkId]:
         for device in (src, dst):

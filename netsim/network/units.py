@@ -5,8 +5,9 @@ works in bytes, bytes per second and seconds. This module is the only bridge.
 
 Decimal prefixes (k, M, G, T) are powers of 1000 and binary ones (Ki, Mi, Gi, Ti)
 powers of 1024, as in the IEC standard: "1 GB" is 10**9 bytes and "1 GiB" is
-2**30 bytes. Only ``B`` (bytes) is accepted as a size unit; bits are not, so that
-a bandwidth written "45 Gb/s" is an error instead of an eight-fold surprise.
+2**30 bytes. Only ``B`` (bytes) is accepted as a size unit. Bandwidths are bytes per
+second ("45 GB/s") or, as network links are often quoted, bits per second
+("400 Gb/s" or "400 Gbps", read as 50 GB/s): a lower-case ``b`` is a bit.
 
 Compute rates are written in FLOP/s with decimal prefixes up to E ("197 TFLOP/s",
 "918 TFLOPS", "1.97e14 FLOP/s"); binary prefixes make no sense for them and are refused.
@@ -35,11 +36,24 @@ _TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9,
 
 _NUMBER = r"(?P<num>[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)"
 _SIZE_RE = re.compile(_NUMBER + r"\s*(?P<prefix>Ki|Mi|Gi|Ti|k|K|M|G|T|)B")
-_RATE_RE = re.compile(_NUMBER + r"\s*(?P<prefix>Ki|Mi|Gi|Ti|k|K|M|G|T|)B/s")
+_RATE_RE = re.compile(_NUMBER + r"\s*(?P<prefix>Ki|Mi|Gi|Ti|k|K|M|G|T|)(?P<unit>B/s|b/s|bps)")
 _FLOPS_RE = re.compile(_NUMBER + r"\s*(?P<prefix>k|K|M|G|T|P|E|)(?:FLOP/s|FLOPs/s|FLOPS)")
 _FLOPS_PREFIX = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
 _TIME_RE = re.compile(_NUMBER + r"\s*(?P<unit>s|ms|us|µs|μs|ns|ps)")
 _PERCENT_RE = re.compile(_NUMBER + r"\s*%")
+
+
+_MISSPELT = {
+    "duration": {
+        **dict.fromkeys(("sec", "secs", "second", "seconds", "S"), "s"),
+        **dict.fromkeys(("msec", "msecs", "millisecond", "milliseconds", "mS"), "ms"),
+        **dict.fromkeys(("usec", "usecs", "microsecond", "microseconds", "uS", "US"), "us"),
+        **dict.fromkeys(("nsec", "nsecs", "nanosecond", "nanoseconds", "nS"), "ns"),
+    },
+    "bandwidth": {f"{p}{spelling}": f"{p}B/s" for p in ("", "k", "K", "M", "G", "T") for spelling in ("Bps", "B/sec", "Bytes/s", "bytes/s", "byte/s")},
+}
+"""Units people write that netsim does not read, and the spelling it does."""
+_NUMBER_FIRST = re.compile(_NUMBER + r"\s*(?P<rest>.*)")
 
 
 def _match(regex: re.Pattern[str], text: object, what: str, example: str) -> re.Match[str]:
@@ -47,8 +61,20 @@ def _match(regex: re.Pattern[str], text: object, what: str, example: str) -> re.
         raise ValueError(f"expected a {what} string such as {example!r}, got {text!r}")
     match = regex.fullmatch(text.strip())
     if match is None:
-        raise ValueError(f"cannot read {text!r} as a {what}; write it like {example!r}")
+        raise ValueError(f"cannot read {text!r} as a {what}; write it like {_example(text, what, example)!r}")
     return match
+
+
+def _example(text: str, what: str, example: str) -> str:
+    """``example`` with the number ``text`` starts with and the unit it meant, when that is plain ("1 usec" -> "1 us")."""
+    given = _NUMBER_FIRST.fullmatch(text.strip())
+    if given is None:
+        return example
+    unit = _MISSPELT.get(what, {}).get(given["rest"].strip())
+    if unit is None:
+        bare = "B" if what == "size" else example.split(" ", 1)[1]
+        return example if given["rest"] else f"{given['num']} {bare}"
+    return f"{given['num']} {unit}"
 
 
 def parse_bytes(text: str) -> int:
@@ -87,13 +113,20 @@ def parse_bytes(text: str) -> int:
 def parse_bandwidth(text: str) -> float:
     """Read a bandwidth such as ``"45 GB/s"`` in bytes per second.
 
+    Bits per second (``b/s`` or ``bps``, a lower-case ``b``) are read too, as an
+    eighth as many bytes.
+
     Examples
     --------
     >>> parse_bandwidth("45 GB/s")
     45000000000.0
+    >>> parse_bandwidth("400 Gb/s"), parse_bandwidth("400 Gbps")
+    (50000000000.0, 50000000000.0)
     """
     match = _match(_RATE_RE, text, "bandwidth", "45 GB/s")
     value = float(match["num"]) * _PREFIX[match["prefix"]]
+    if match["unit"] != "B/s":
+        value /= 8
     if not math.isfinite(value):
         raise ValueError(f"{text!r} is not a finite bandwidth")
     return value

@@ -29,6 +29,8 @@ Mistakes are :class:`~netsim.scenario.ScenarioError` s naming the file, the op
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -41,13 +43,18 @@ from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import Topology
 from netsim.programs.model import Op, Program, ProgramError, Sharded
 from netsim.scenario.errors import ScenarioError
-from netsim.scenario.fields import Duration, Strict
+from netsim.scenario.fields import Seconds, Strict
 from netsim.scenario.models import ExpectedSpec, MeshSpec, mesh_shorthand
+from netsim.scenario.suggestions import dtype_name
 from netsim.scenario.topology_spec import DeviceSpec, TopologySpec, build_topology, load_topology
 from netsim.scenario.yaml_files import read_yaml, validate
 from netsim.semantics import ops as registry
+from netsim.semantics.program_values import itemsize
 
-__all__ = ["ProgramFile", "load_program", "program_as_data", "program_from_data"]
+__all__ = ["MAX_ARRAY_BYTES", "ProgramFile", "load_program", "program_as_data", "program_from_data"]
+
+MAX_ARRAY_BYTES = 2**50
+"""The largest array a program file may declare (1 PiB: more than any slice holds)."""
 
 Axes = Annotated[list[str], BeforeValidator(lambda v: [v] if isinstance(v, str) else v)]
 Names = Annotated[list[str], BeforeValidator(lambda v: [v] if isinstance(v, str) else v)]
@@ -55,7 +62,7 @@ Size = int | str
 
 
 def _amount(parse):
-    def check(value: Any) -> Any:
+    def read(value: Any) -> float:
         if isinstance(value, str):
             try:
                 return float(value)
@@ -65,6 +72,12 @@ def _amount(parse):
             raise ValueError("expected a number")
         return float(value)
 
+    def check(value: Any) -> float:
+        amount = read(value)
+        if not (math.isfinite(amount) and amount >= 0):  # nan would cost nothing and pass every check; inf never ends
+            raise ValueError("expected a finite amount >= 0")
+        return amount
+
     return BeforeValidator(check)
 
 
@@ -72,7 +85,7 @@ class ArraySpec(Strict):
     """An array the program starts with: global shape (sizes or ``params`` names), dtype, sharding."""
 
     shape: list[Size] = Field(max_length=8)
-    dtype: Literal["bfloat16", "float16", "float32", "float64", "int8", "int16", "int32", "int64"] = "float32"
+    dtype: Annotated[Literal["bfloat16", "float16", "float32", "float64", "int8", "int16", "int32", "int64"], BeforeValidator(dtype_name)] = "float32"
     sharding: list[str | list[str] | None] | None = None
     partial: Axes | None = None
 
@@ -111,7 +124,7 @@ class OpSpec(Strict):
     overlap: Literal["collective"] | None = None
     flops: Annotated[float, _amount(units.parse_flops)] | None = None
     bytes: Annotated[float, _amount(units.parse_bytes)] | None = None
-    seconds: Duration | None = None
+    seconds: Seconds | None = None
     after: Names = Field(default_factory=list)
     algorithm: str | None = None
 
@@ -181,6 +194,11 @@ class ProgramFile(Strict):
         arrays = {}
         for name, spec in self.arrays.items():
             shape = tuple(self._size(f"arrays.{name}.shape", s) for s in spec.shape)
+            if math.prod(shape) * itemsize(spec.dtype) > MAX_ARRAY_BYTES:
+                shown = ", ".join(map(str, shape))
+                raise ScenarioError(
+                    self.source, f"arrays.{name}.shape", f"[{shown}] of {spec.dtype} is more than 2^50 bytes (1 PiB, beyond any slice); give the real shape"
+                )
             sharding = spec.sharding if spec.sharding is not None else [None] * len(shape)
             axes = tuple(() if s is None else (s,) if isinstance(s, str) else tuple(s) for s in sharding)
             arrays[name] = Sharded(shape, spec.dtype, axes, tuple(spec.partial or ()))
@@ -208,15 +226,19 @@ class ProgramFile(Strict):
         return ScenarioError(self.source, where, f"op {error.op!r}: {error.problem}")
 
 
-def _with_op_fields(error: ScenarioError, data: Any) -> ScenarioError:
-    """An unknown field of an op: say which fields that op takes."""
-    parts = error.field.split(".")
-    if error.problem != "unknown field" or len(parts) != 3 or parts[0] != "ops" or not parts[1].isdigit():
-        return error
-    op = data["ops"][int(parts[1])].get("op") if isinstance(data["ops"][int(parts[1])], dict) else None
-    if op not in _COLLECTIVE_FIELDS:
-        return error
-    return ScenarioError(error.source, error.field, f"unknown field; {op} takes: name, op, in, out, after, {', '.join(sorted(_COLLECTIVE_FIELDS[op]))}")
+def _op_fields(data: dict[str, Any]) -> Callable[[list[str]], tuple[str, list[str]] | None]:
+    """The fields an op of ``data`` takes, by its path (``["ops", "3"]``), for naming a misspelt one; None elsewhere."""
+
+    def fields_at(path: list[str]) -> tuple[str, list[str]] | None:
+        if len(path) != 2 or path[0] != "ops" or not path[1].isdigit() or not isinstance(data.get("ops"), list) or int(path[1]) >= len(data["ops"]):
+            return None
+        entry = data["ops"][int(path[1])]
+        op = entry.get("op") if isinstance(entry, dict) else None
+        if op not in _COLLECTIVE_FIELDS:
+            return "an op takes", ["name", "op", "in", "out", "after", *_OP_FIELDS]
+        return f"{op} takes", ["name", "op", "in", "out", "after", *sorted(_COLLECTIVE_FIELDS[op])]
+
+    return fields_at
 
 
 def load_program(path: str | Path) -> ProgramFile:
@@ -253,27 +275,45 @@ def program_from_data(data: Any, source: str = "<program>", base_dir: Path | Non
     """
     if isinstance(data, dict) and "collective" in data and "ops" not in data:
         raise ScenarioError(source, "", "this is a scenario file (it has a collective): run it with `netsim run` or netsim.simulate")
-    try:
-        loaded = validate(ProgramFile, data, source, {"source": source, "base_dir": base_dir})
-    except ScenarioError as error:
-        raise _with_op_fields(error, data) from None
+    loaded = validate(ProgramFile, data, source, {"source": source, "base_dir": base_dir}, _op_fields(data) if isinstance(data, dict) else None)
     _ = loaded.topology_obj, loaded.mesh_obj, loaded.program
     return loaded
 
 
-def program_as_data(program: Program, topology: str | dict[str, Any], *, data: str = "none", seed: int = 0) -> dict[str, Any]:
-    """A program built in Python as a program file's mapping (write it with ``yaml.safe_dump``).
+def program_as_data(
+    program: Program | ProgramFile, topology: str | dict[str, Any] | None = None, *, data: str | None = None, seed: int | None = None
+) -> dict[str, Any]:
+    """A program built in Python (or read from a file) as a program file's mapping (write it with ``yaml.safe_dump``).
+
+    The file runs as the program does: with values unless ``data="none"`` (as
+    :func:`netsim.run_program` runs a Program), or in a :class:`ProgramFile`'s own mode,
+    seed and topology.
 
     Examples
     --------
     >>> from netsim.programs.model import Op, Program, Sharded
     >>> p = Program("g", {"X": 4}, {"A": Sharded((8, 4), "bfloat16", (("X",), ()))}, (Op.of("g", "all_gather", ("A",), "B", axes=("X",), tiled=True),))
     >>> data = program_as_data(p, "tpu-v5e:4x1")
-    >>> data["ops"]
-    [{'name': 'g', 'op': 'all_gather', 'in': ['A'], 'out': 'B', 'axes': ['X'], 'axis': 0, 'tiled': True}]
+    >>> data["ops"], data["data"]
+    ([{'name': 'g', 'op': 'all_gather', 'in': ['A'], 'out': 'B', 'axes': ['X'], 'axis': 0, 'tiled': True}], 'values')
     >>> program_from_data(data).program == p
     True
+    >>> program_as_data(load_program("scenarios/programs/megatron_mlp.yaml"))["seed"]
+    2
     """
+    if isinstance(program, ProgramFile):
+        file = program
+        topology = (
+            topology
+            if topology is not None
+            else file.topology.model_dump(mode="json", exclude_none=True)
+            if isinstance(file.topology, TopologySpec)
+            else file.topology
+        )
+        data, seed, program = data or file.data, file.seed if seed is None else seed, file.program
+    if topology is None:
+        raise ValueError("program_as_data needs the topology the program runs on, e.g. 'tpu-v5e:4x4'")
+    data, seed = data or "values", seed or 0
     arrays = {}
     for name, array in program.arrays.items():
         spec: dict[str, Any] = {"shape": list(array.shape), "dtype": array.dtype}

@@ -81,6 +81,9 @@ class LoweredOp:
         The collective's algorithm.
     flops, bytes : float
         A compute op's work on one device (the busiest), for its roofline.
+    planned : tuple of bool or None
+        The wraparound the collective's algorithm planned its groups with, per axis
+        (None: as one ring, or not a collective); its closed form reads it.
     """
 
     op: Op
@@ -92,6 +95,7 @@ class LoweredOp:
     algorithm: str | None = None
     flops: float = 0.0
     bytes: float = 0.0
+    planned: tuple[bool, ...] | None = None
 
     @property
     def collective(self) -> bool:
@@ -420,7 +424,7 @@ def _lower_collective(op: CollectiveOp, x: Sharded, mesh: Mesh, build: _Builder,
             schedule = build.plans[key] = build_schedule(layout.pattern, layout.groups, algorithm, **shaped)
     span, offset, dst, _ = build.add_schedule(schedule, before)
     after = _arrivals(dst, span.start, before)
-    return LoweredOp(op, span, range(0), layout, schedule.pieces, offset, algorithm), after
+    return LoweredOp(op, span, range(0), layout, schedule.pieces, offset, algorithm, planned=schedule.group_wraparound), after
 
 
 def _arrivals(dst: np.ndarray, base: int, before: list[Any]) -> list[Any]:

@@ -88,7 +88,8 @@ class Sharded:
         A NumPy dtype name, or ``"bfloat16"``.
     sharding : tuple of tuple of str
         Per dimension, the mesh axes it is split over, major to minor (empty:
-        replicated), like ``jax.sharding.PartitionSpec``. Default: replicated.
+        replicated), like ``jax.sharding.PartitionSpec``; as there, dimensions
+        past its end are replicated. Default: replicated.
     partial : tuple of str
         Mesh axes over which the shards still have to be summed (after a matmul
         that contracted a sharded dimension).
@@ -100,8 +101,8 @@ class Sharded:
     partial: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if not self.sharding:
-            object.__setattr__(self, "sharding", ((),) * len(self.shape))
+        if len(self.sharding) < len(self.shape):  # as PartitionSpec: dimensions it does not name are replicated
+            object.__setattr__(self, "sharding", (*self.sharding, *((),) * (len(self.shape) - len(self.sharding))))
 
     def local_shape(self, mesh: Mapping[str, int]) -> tuple[int, ...]:
         """The shape of one device's shard.

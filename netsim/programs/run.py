@@ -11,12 +11,14 @@ computation. :func:`netsim.analysis.program_stats.program_stats` reads the resul
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from netsim.analysis.program_times import program_times
 from netsim.checks.invariants import InvariantError
 from netsim.checks.memory import (
     RETURN_FREED_MIN_DEVICES,
@@ -41,7 +43,7 @@ from netsim.scenario import ScenarioError
 from netsim.semantics.program_values import itemsize
 from netsim.version import __version__
 
-__all__ = ["VALUES_LIMIT_BYTES", "ProgramError", "play_lowered", "program_result", "run_program", "values_bytes"]
+__all__ = ["VALUES_LIMIT_BYTES", "ProgramError", "play_lowered", "program_result", "run_estimate", "run_program", "values_bytes"]
 
 VALUES_LIMIT_BYTES = 2 * 2**30
 """A run with values that would hold more than this in arrays is refused: run it timing-only."""
@@ -210,6 +212,34 @@ def memory_needed(lowered: Lowered, values: int = 0) -> MemoryEstimate:
     return estimate_program_memory(transfers, crossings / max(transfers, 1), len(schedule.computes), dependencies, values)
 
 
+def run_estimate(lowered: Lowered, values: int = 0) -> dict[str, int]:
+    """What a run of ``lowered`` is estimated to hold, from its counts: what the run checked before it played.
+
+    ``netsim program --json`` prints it under ``estimate``: the schedule's transfers,
+    its compute steps, its dependency entries, the links its transfers cross (over all
+    transfers) and the memory :func:`memory_needed` estimates (``values`` bytes of arrays
+    included). Both engines hold about the same (tracemalloc peaks 4.25 and 4.44 MB,
+    fast and processes, for a 3968-transfer all_to_all program; estimate 8.45 MB).
+
+    Examples
+    --------
+    >>> from netsim.programs.files import load_program
+    >>> p = load_program("scenarios/programs/allgather_matmul.yaml")
+    >>> e = run_estimate(lower(p.program, p.mesh_obj))
+    >>> e["transfers"], e["compute_steps"], e["memory_bytes"] > 0
+    (96, 16, True)
+    """
+    schedule, topology = lowered.schedule, lowered.mesh.topology
+    crossings = sum(len(r.transfers) * mean_hops(r.algorithm, tuple(topology.dims), tuple(topology.wraparound)) for r in lowered.ops)
+    return {
+        "transfers": len(schedule.transfers),
+        "compute_steps": len(schedule.computes),
+        "dependencies": int(schedule.transfers.dep_ptr[-1]) + sum(len(c.deps) for c in schedule.computes),
+        "link_crossings": round(crossings),
+        "memory_bytes": memory_needed(lowered, values).total,
+    }
+
+
 def play_lowered(lowered: Lowered, topology: Topology, engine: str | None, values: bool) -> tuple[Playback, Any]:
     """Play a lowered program's schedule on ``topology`` and check the run's invariants.
 
@@ -277,6 +307,10 @@ def program_result(lowered: Lowered, topology: Topology, playback: Playback, **f
     ('multiaxis', 16, True)
     """
     algorithms = [r.algorithm for r in lowered.ops if r.algorithm]
+    times = program_times(lowered, playback, playback.time)
+    fields["program"] = dataclasses.replace(
+        fields["program"], compute_s=times.compute_s, communication_s=times.communication_s, exposed_communication_s=times.exposed_communication_s
+    )
     return Result(
         time=playback.time,
         collective="program",

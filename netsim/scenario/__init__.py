@@ -47,9 +47,11 @@ The package, a module per job:
 
 - :mod:`~netsim.scenario.errors`: :class:`ScenarioError`.
 - :mod:`~netsim.scenario.yaml_files`: safe reading within size and nesting limits;
-  a pydantic error made into one line naming the file and the field.
+  pydantic's errors made into a line per mistake naming the file and the field.
+- :mod:`~netsim.scenario.suggestions`: "did you mean", other libraries' names for ops
+  (``all_reduce`` is ``psum``) and XLA's dtype names (``bf16``).
 - :mod:`~netsim.scenario.fields`: fields in human units (``Bytes``, ``Bandwidth``,
-  ``Duration``) and the strict base model.
+  ``Duration``: bandwidths and latencies need their unit) and the strict base model.
 - :mod:`~netsim.scenario.topology_spec`: topology files (``TopologySpec``,
   :class:`TopologyShape`, :func:`load_topology`, :func:`topology_names`, ``TOPOLOGY_DIRS``).
 - :mod:`~netsim.scenario.collective_spec`: the ``collective:`` section, one model per op.

@@ -27,12 +27,32 @@ def clipped(text: str, limit: int = MAX_PART) -> str:
     return f"{text[:head]}...{text[len(text) - (limit - head - 3) :]}"
 
 
+MAX_LISTED = 12
+"""The most mistakes of one file an error lists (then how many more there are)."""
+
+
 class ScenarioError(ValueError):
-    """A scenario or topology file is wrong: names the file, the field and the fix."""
+    """A scenario or topology file is wrong: names the file, the field and the fix.
+
+    A file with several mistakes gives them all, one line each: the first is
+    ``field`` and ``problem``, the others ``more`` (pairs of a field and a problem).
+
+    Examples
+    --------
+    >>> print(ScenarioError("s.yaml", "link.bandwidth", "45 has no unit", more=[("link.latency", "1 has no unit")]))
+    s.yaml: link.bandwidth: 45 has no unit
+    s.yaml: link.latency: 1 has no unit
+    """
 
     __module__ = "netsim.scenario"  # its public home: tracebacks and doctests say netsim.scenario.ScenarioError
 
-    def __init__(self, source: str, field: str, problem: str) -> None:
+    def __init__(self, source: str, field: str, problem: str, *, more: tuple[tuple[str, str], ...] | list[tuple[str, str]] = ()) -> None:
         self.source, self.field, self.problem = clipped(str(source)), clipped(str(field)), clipped(str(problem), 2 * MAX_PART)
-        where = f"{self.source}: {self.field}: " if self.field else f"{self.source}: "
-        super().__init__(where + self.problem)
+        self.more = tuple((clipped(str(f)), clipped(str(p), 2 * MAX_PART)) for f, p in more)
+        lines = [self._line(self.field, self.problem)] + [self._line(f, p) for f, p in self.more[: MAX_LISTED - 1]]
+        if len(self.more) >= MAX_LISTED:
+            lines.append(f"{self.source}: ... and {len(self.more) - MAX_LISTED + 1} more")
+        super().__init__("\n".join(lines))
+
+    def _line(self, field: str, problem: str) -> str:
+        return f"{self.source}: {field}: {problem}" if field else f"{self.source}: {problem}"

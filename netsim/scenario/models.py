@@ -12,13 +12,26 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from netsim.algorithms.registry import ALGORITHMS, default_algorithm
 from netsim.network import units
+from netsim.network.dcn import DCN
 from netsim.network.device_mesh import AxisGroups, Mesh
 from netsim.network.presets import is_slice_name, parse_slice
+from netsim.network.slices import split_slices_name
 from netsim.network.topology import Topology, UnreachableError
 from netsim.scenario.collective_spec import CollectiveSpec
 from netsim.scenario.errors import ScenarioError, clipped
 from netsim.scenario.fields import Bytes, Duration, Strict
-from netsim.scenario.topology_spec import DeviceSpec, LinkSpec, TopologyShape, TopologySpec, build_topology, find_topology, load_topology, topology_names
+from netsim.scenario.suggestions import did_you_mean, dtype_name
+from netsim.scenario.topology_spec import (
+    DeviceSpec,
+    LinkSpec,
+    TopologyShape,
+    TopologySpec,
+    build_topology,
+    find_topology,
+    load_topology,
+    topology_names,
+    written_duration,
+)
 from netsim.scenario.yaml_files import read_yaml, validate
 from netsim.semantics import ops as registry
 
@@ -48,6 +61,10 @@ ML_FLOATS = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "flo
 """Floating types JAX has beyond NumPy's, from ml_dtypes (as ``jnp.bfloat16``, ``jnp.float8_e4m3fn``, ...)."""
 
 
+NUMPY_DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+"""The numeric NumPy types a file may name."""
+
+
 class InputSpec(Strict):
     """Per-device input: a shape, or a payload size for a 1-D array, and a dtype."""
 
@@ -55,6 +72,11 @@ class InputSpec(Strict):
     bytes_per_device: Bytes | None = None
     dtype: str = "float32"
     values: Literal["random", "arange"] = "random"
+
+    @field_validator("dtype", mode="before")
+    @classmethod
+    def _xla_spelling(cls, value: Any) -> Any:
+        return dtype_name(value)  # bf16, f32, s32, ... as JAX prints them
 
     @field_validator("dtype")
     @classmethod
@@ -66,7 +88,8 @@ class InputSpec(Strict):
         try:
             dtype = np.dtype(value)
         except TypeError:
-            raise ValueError(f"unknown dtype {value!r}; use e.g. float32, int32, float16, bfloat16, float8_e4m3fn") from None
+            hint = did_you_mean(value, (*NUMPY_DTYPES, *ML_FLOATS))
+            raise ValueError(f"unknown dtype {value!r}{hint or ';'} use e.g. float32, int32, float16, bfloat16, float8_e4m3fn") from None
         if dtype.kind not in "iuf":
             raise ValueError(f"dtype {value!r} is not a numeric type; use an int, uint or float type")
         return dtype.name
@@ -89,6 +112,13 @@ class FaultSpec(Strict):
     bandwidth: str | None = None
     latency: Duration | None = None
     direction: Literal["both", "one-way"] = "both"
+
+    @field_validator("bandwidth", mode="before")
+    @classmethod
+    def _has_a_unit(cls, value: Any) -> Any:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            raise ValueError(f"{value!r} has no unit: write a share of the link's bandwidth ('{value:g}%') or a bandwidth ('{value:g} GB/s')")
+        return value
 
     @field_validator("bandwidth")
     @classmethod
@@ -195,7 +225,8 @@ class Scenario(Strict):
     @classmethod
     def _known_algorithm(cls, value: str | None) -> str | None:
         if value is not None and value not in ALGORITHMS and value != "multipath":
-            raise ValueError(f"unknown algorithm {value!r}; expected one of {', '.join(ALGORITHMS)}, or multipath (ppermute only)")
+            hint = did_you_mean(value, [*ALGORITHMS, "multipath"])
+            raise ValueError(f"unknown algorithm {value!r}{hint or ';'} expected one of {', '.join(ALGORITHMS)}, or multipath (ppermute only)")
         return value
 
     @cached_property
@@ -228,14 +259,19 @@ class Scenario(Strict):
         if isinstance(self.topology, TopologySpec):
             spec, source, field, stem = self.topology, self.source, "topology", self.name
         elif is_slice_name(self.topology) and not (Path(self.topology).is_file() or (self.base_dir and (self.base_dir / self.topology).is_file())):
+            several = split_slices_name(self.topology)  # several slices joined by the DCN (netsim.network.slices)
             try:
-                generation, dims = parse_slice(self.topology)
+                generation, dims = parse_slice(several[0] if several else self.topology)
+                if several and generation.name not in DCN:
+                    raise ValueError(f"{self.topology!r}: slices join over the DCN from tpu-v4 on ({', '.join(DCN)}); write e.g. tpu-v5e:4x4x2slices")
             except ValueError as error:
                 raise ScenarioError(self.source, "topology", str(error)) from None
             shape = TopologyShape(self.topology, dims, generation.wraps(dims), generation.bandwidth_Bps, generation.latency_s, **generation.device)
             if generation.devices_per_chip == 2:
                 chip = {"chip_link_bandwidth_Bps": generation.chip_link_bandwidth_Bps, "chip_link_latency_s": generation.chip_link_latency_s}
                 shape = replace(shape, dims=(*dims, 2), wraparound=(*shape.wraparound, False), **chip)
+            if several:
+                shape = replace(shape, dims=(several[1], *shape.dims), wraparound=(True, *shape.wraparound), slices=several[1])
             return self._with_link_overrides(shape)
         else:
             try:
@@ -277,9 +313,16 @@ class Scenario(Strict):
         {'bandwidth': '45 GB/s', 'latency': '1 us'}
         """
         data = self.model_dump(mode="json", exclude_none=True)
+        if self.topology_shape.slices > 1:  # several slices: by name (the link override, if any, stays beside it)
+            return data
         data["topology"] = self.topology_shape.as_spec()
         data.pop("link", None)  # folded into the inline topology
         data.pop("device", None)
+        if self.stragglers:  # durations carry their unit in files
+            data["stragglers"] = {str(device): written_duration(delay) for device, delay in self.stragglers.items()}
+        for fault in data.get("faults", ()):
+            if fault.get("latency") is not None:
+                fault["latency"] = written_duration(fault["latency"])
         return data
 
     @property

@@ -80,6 +80,8 @@ class TopologyShape:
     hbm_capacity_bytes: int | None = None
     chip_link_bandwidth_Bps: float | None = None
     chip_link_latency_s: float | None = None
+    slices: int = 1
+    """Slices joined by the DCN (``tpu-v5e:4x4x2slices``); then ``dims[0]`` is the slice axis."""
 
     @property
     def chip_axis(self) -> int | None:
@@ -126,15 +128,23 @@ class TopologyShape:
         return spec
 
 
-def _link_spec(bandwidth_Bps: float, latency_s: float) -> dict[str, str | float]:
-    return {
-        "bandwidth": _human(bandwidth_Bps, units.parse_bandwidth, ("GB/s", 1e9), ("MB/s", 1e6), ("B/s", 1.0)),
-        "latency": _human(latency_s, units.parse_duration, ("us", 1e-6), ("ns", 1e-9), ("ms", 1e-3), ("s", 1.0)),
-    }
+def _link_spec(bandwidth_Bps: float, latency_s: float) -> dict[str, str]:
+    return {"bandwidth": _human(bandwidth_Bps, units.parse_bandwidth, ("GB/s", 1e9), ("MB/s", 1e6), ("B/s", 1.0)), "latency": written_duration(latency_s)}
 
 
-def _human(value: float, parse: Any, *candidates: tuple[str, float]) -> str | float:
-    """``value`` written with a unit when that reads back exactly, else the number itself."""
+def written_duration(seconds: float) -> str:
+    """A duration as a file writes it, with a unit, reading back to exactly ``seconds``.
+
+    Examples
+    --------
+    >>> written_duration(1e-6), written_duration(2.5e-3), written_duration(1.0000000000001e-6)
+    ('1 us', '2500 us', '1.0000000000001e-06 s')
+    """
+    return _human(seconds, units.parse_duration, ("us", 1e-6), ("ns", 1e-9), ("ms", 1e-3), ("s", 1.0))
+
+
+def _human(value: float, parse: Any, *candidates: tuple[str, float]) -> str:
+    """``value`` written with the first unit that reads back exactly; the last candidate (the base unit) with every digit."""
     for unit, scale in candidates:
         text = f"{value / scale:.12g} {unit}"
         try:
@@ -142,7 +152,7 @@ def _human(value: float, parse: Any, *candidates: tuple[str, float]) -> str | fl
                 return text
         except ValueError:
             continue
-    return value
+    return f"{value!r} {candidates[-1][0]}"
 
 
 class TopologySpec(Strict):

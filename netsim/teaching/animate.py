@@ -115,7 +115,9 @@ class _Drawing:
         scale = min(1.9, 13.0 / width_units, 7.0 / height_units)
         fig_w = max(8.0, width_units * scale)
         plot_h = height_units * scale
-        top_in, bottom_in = 0.7, 1.25
+        fig_w0 = max(8.0, width_units * scale)
+        lines = max((len(textwrap.wrap(f.caption, width=int(fig_w0 * 12))) for f in frames), default=1)  # the longest caption fits
+        top_in, bottom_in = 0.7, max(1.25, 0.62 + 0.21 * lines)
         fig_h = plot_h + top_in + bottom_in
         self.figure = Figure(figsize=(fig_w, fig_h), dpi=dpi)
         FigureCanvasAgg(self.figure)
@@ -175,9 +177,30 @@ class _Drawing:
         title = textwrap.shorten(self._title(), width=int(fig_w * 11), placeholder="...")
         self.head = self.figure.text(0.01, 1 - 0.1 / fig_h, title, ha="left", va="top", fontsize=11, weight="bold")
         self.clock = self.figure.text(0.01, 1 - 0.4 / fig_h, "", ha="left", va="top", fontsize=10.5, family="monospace")
-        self.caption = self.figure.text(0.01, 1.15 / fig_h, "", ha="left", va="top", fontsize=10.5, linespacing=1.3)
+        self.caption = self.figure.text(0.01, (bottom_in - 0.1) / fig_h, "", ha="left", va="top", fontsize=10.5, linespacing=1.3)
         legend = "\n".join(textwrap.wrap(self._legend(), width=int(fig_w * 15)))
         self.figure.text(0.01, 0.08 / fig_h, legend, ha="left", va="bottom", fontsize=8.5, color="#444")
+        self._colour_key(fig_w, fig_h)
+
+    def _colour_key(self, fig_w: float, fig_h: float) -> None:
+        """Swatches of the slot colours, numbered (the device, or the member of its group), at the top right: up to 32."""
+        n = len(self.colours)
+        if n < 2 or n > 32:
+            return
+        from matplotlib.patches import Rectangle
+
+        per_row, size = 16, 0.19  # inches
+        first = fig_w - 0.15 - min(n, per_row) * size
+        who = "device" if len(self.result.groups) == 1 else "member"
+        top = fig_h - 0.34  # on the clock's line, below the title
+        self.figure.text((first - 0.08) / fig_w, (top - 0.45 * size) / fig_h, f"colour = {who}:", ha="right", va="center", fontsize=8, color="#444")
+        for k, colour in enumerate(self.colours):
+            row, col = divmod(k, per_row)
+            x, y = first + col * size, top - (row + 1) * size  # the square's lower left, in inches
+            box = Rectangle((x / fig_w, y / fig_h), 0.9 * size / fig_w, 0.9 * size / fig_h, transform=self.figure.transFigure, facecolor=colour)
+            self.figure.add_artist(box)
+            shade = "white" if sum(colour) < 1.6 else "black"
+            self.figure.text((x + 0.45 * size) / fig_w, (y + 0.45 * size) / fig_h, str(k), ha="center", va="center", fontsize=6.5, color=shade)
 
     def _title(self) -> str:
         r = self.result

@@ -125,6 +125,9 @@ def _offset(run: _Run, src: int, dst: int) -> str | None:
         k = (y - x) % size
         if k:  # the short way round on a ring; an axis without wraparound has only one way
             steps.append((axis, (k if k <= size // 2 else k - size) if topology.wraparound[axis] else y - x))
+    if steps and steps[0][0] == 0 and getattr(topology, "n_slices", 1) > 1:  # axis 0 of slices joined by the DCN
+        k = steps[0][1]
+        return f"its peer {k:+d} slice{'s' if abs(k) > 1 else ''} away, over the DCN" if len(steps) == 1 else "a device of another slice, over the DCN"
     if len(steps) == 1 and abs(steps[0][1]) == 1:
         axis, k = steps[0]
         return f"its {'+' if k > 0 else '−'}1 neighbour along axis {axis}"

@@ -6,8 +6,10 @@ propagating. Bars take the colour of the device whose data they carry, the same
 colour for the same device on every chart (two groups' blocks never share one). At a glance: links that carry
 back-to-back bars are the bottleneck, pale rows are idle links, and bars of one
 message staggered on consecutive links show pipelining. Dashed lines mark when
-each step's last transfer arrived. A program's compute steps get a hatched row
-per device below the links, one shade of grey per op.
+each step's last transfer arrived. A program's chart is coloured by op instead: the
+messages of each collective op in a colour of their own, each compute op's steps
+hatched in theirs on a row per device below the links, named on the bar where the
+name fits, and one legend entry per op, in those colours.
 
 :func:`timeline_rows` gives the chart's content as data (tested); :func:`save_timeline`
 draws it with matplotlib.
@@ -23,7 +25,7 @@ from netsim.network.topology import LinkId
 from netsim.result import Result
 from netsim.teaching.saving import save_figure
 
-__all__ = ["Bar", "compute_rows", "save_timeline", "timeline_rows"]
+__all__ = ["OP_PALETTE", "Bar", "compute_rows", "op_colours", "save_timeline", "timeline_rows", "transfer_ops"]
 
 
 @dataclass(frozen=True)
@@ -159,7 +161,9 @@ def save_timeline(result: Result, path: str | Path, leaf: int = 0, max_rows: int
     from matplotlib.patches import Patch
 
     topology, run = result.topology_obj, result.leaves[leaf]
+    by_op = op_colours(result)  # a program: a colour per op; a collective: per device whose data it is
     colours = device_colours(topology.n_devices)
+    op_of = transfer_ops(result) if by_op else []
     total = run.playback.time
     scale, unit = _unit(total)
     height = 2.1 + 0.24 * max(len(rows) + len(computing), 1)
@@ -170,24 +174,18 @@ def save_timeline(result: Result, path: str | Path, leaf: int = 0, max_rows: int
         if not bars:
             ax.axhspan(row - 0.5, row + 0.5, color="#f3f3f3", zorder=0)
         for bar in bars:
-            colour = colours[bar.colour]
+            colour = by_op[op_of[bar.transfer]] if by_op else colours[bar.colour]
             ax.barh(row, (bar.end_s - bar.start_s) / scale, left=bar.start_s / scale, height=0.72, color=colour, edgecolor="black", linewidth=0.4, zorder=2)
             ax.plot([bar.end_s / scale, (bar.end_s + bar.latency_s) / scale], [row, row], color=colour, linewidth=1.2, alpha=0.7, zorder=1)
-    ops = list(dict.fromkeys(name for _, steps in computing for _, _, name in steps))
-    for k, (_, steps) in enumerate(computing):  # compute rows below the links, one shade of grey per op
+    points_per_unit = 0.86 * 11 * 72 / (total / scale * 1.02 if total else 1)  # the x axis's points per time unit
+    for k, (_, steps) in enumerate(computing):  # compute rows below the links, hatched in their op's colour
         row = len(rows) + k
         for start, end, name in steps:
-            ax.barh(
-                row,
-                (end - start) / scale,
-                left=start / scale,
-                height=0.72,
-                color=str(0.55 + 0.35 * ops.index(name) / max(len(ops) - 1, 1)),  # greys: the device colours mean data
-                hatch="//",
-                edgecolor="black",
-                linewidth=0.4,
-                zorder=2,
-            )
+            colour = by_op.get(name, "0.7")
+            ax.barh(row, (end - start) / scale, left=start / scale, height=0.72, color=colour, hatch="//", edgecolor="black", linewidth=0.4, zorder=2)
+            if (end - start) / scale * points_per_unit > 6.5 * len(name) + 6:  # the name fits on the bar
+                centre = (start + end) / 2 / scale
+                ax.text(centre, row, name, ha="center", va="center", fontsize=7, zorder=3, bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.6})
     finished = {}
     for i, t in enumerate(run.schedule.transfers):
         finished[t.step] = max(finished.get(t.step, 0.0), run.playback.arrived_at[i])
@@ -217,13 +215,24 @@ def save_timeline(result: Result, path: str | Path, leaf: int = 0, max_rows: int
         fontsize=10,
         weight="bold",
     )
+    if by_op:
+        moving, working = set(op_of), {name for _, steps in computing for _, _, name in steps}
+        handles = [
+            Patch(facecolor=c, edgecolor="black", linewidth=0.4, hatch=hatch, label=name + (f" ({what})" if name in moving and name in working else ""))
+            for name, c in by_op.items()
+            for hatch, what, shown in ((None, "messages", moving), ("//", "compute", working))
+            if name in shown
+        ]
+        legend_title = "colour: the op (solid: its messages on the links; hatched: its compute steps)"
     carried = sorted({bar.colour for _, bars in rows for bar in bars})
-    handles = [Patch(facecolor=colours[k], edgecolor="black", linewidth=0.4, label=f"device {k}") for k in carried[:16]]
-    if len(carried) > 16:
-        handles.append(Patch(facecolor="white", edgecolor="white", label=f"... {len(carried) - 16} more devices"))
-    if not handles:  # a ppermute that moves nothing (perm: [], or pairs (d, d)): a valid run of 0 s
-        ax.text(0.5, 0.5, "no message crossed a link: nothing to move (0 s)", transform=ax.transAxes, ha="center", va="center", fontsize=10)
-        return save_figure(figure, path)
+    if not by_op:
+        handles = [Patch(facecolor=colours[k], edgecolor="black", linewidth=0.4, label=f"device {k}") for k in carried[:16]]
+        if len(carried) > 16:
+            handles.append(Patch(facecolor="white", edgecolor="white", label=f"... {len(carried) - 16} more devices"))
+        legend_title = "bar colour: the device whose data the message carries"
+        if not handles:  # a ppermute that moves nothing (perm: [], or pairs (d, d)): a valid run of 0 s
+            ax.text(0.5, 0.5, "no message crossed a link: nothing to move (0 s)", transform=ax.transAxes, ha="center", va="center", fontsize=10)
+            return save_figure(figure, path)
     ax.legend(
         handles=handles,
         loc="upper center",
@@ -231,10 +240,48 @@ def save_timeline(result: Result, path: str | Path, leaf: int = 0, max_rows: int
         ncol=min(len(handles), 8),
         fontsize=7,
         frameon=False,
-        title="bar colour: the device whose data the message carries",
+        title=legend_title,
         title_fontsize=7,
     )
     return save_figure(figure, path)
+
+
+OP_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#7f7f7f")
+"""The ops' colours, in the program's order (tab10, grey last)."""
+
+
+def op_colours(result: Result) -> dict[str, str]:
+    """A program's ops in order, each with its colour on the chart (empty for a collective's run).
+
+    Examples
+    --------
+    >>> import netsim
+    >>> op_colours(netsim.run_program("scenarios/programs/allgather_matmul.yaml"))
+    {'gather': '#1f77b4', 'mm': '#ff7f0e'}
+    """
+    run = getattr(result, "program", None)
+    if run is None:
+        return {}
+    names = list(dict.fromkeys(record.op.name for record in run.lowered.ops))
+    return {name: OP_PALETTE[k % len(OP_PALETTE)] for k, name in enumerate(names)}
+
+
+def transfer_ops(result: Result) -> list[str]:
+    """A program's transfers, each as the name of the op it belongs to.
+
+    Examples
+    --------
+    >>> import netsim
+    >>> ops = transfer_ops(netsim.run_program("scenarios/programs/allgather_matmul.yaml"))
+    >>> len(ops), set(ops)
+    (48, {'gather'})
+    """
+    run = result.program
+    named = [""] * len(result.leaves[0].schedule.transfers)
+    for record in run.lowered.ops:
+        for i in record.transfers:
+            named[i] = record.op.name
+    return named
 
 
 def _unit(total_s: float) -> tuple[float, str]:

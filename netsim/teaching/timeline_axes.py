@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -53,11 +54,23 @@ class AxisRow:
     messages: int
     busy_s: float
     busy_share: np.ndarray
+    slice: int = -1
+    """On slices joined by the DCN (axis 0), the slice whose links these are (a lane per slice); else -1."""
 
     @property
     def label(self) -> str:
-        """``axis 0 +``."""
+        """``axis 0 +``; ``DCN up, slice 1`` (to the switch) or ``DCN down, slice 1`` for a slice's DCN links."""
+        if self.slice >= 0:
+            return f"DCN {'up' if self.direction > 0 else 'down'}, slice {self.slice}"
         return f"axis {self.axis} {'+' if self.direction > 0 else '-'}"
+
+
+def _row_key(topology: Any, link: Any) -> tuple[int, int, int]:
+    """(axis, direction, slice): the DCN's links (axis 0 of slices joined by it) by slice, others by axis and direction."""
+    u, v, (axis, direction) = link
+    if axis == 0 and getattr(topology, "n_slices", 1) > 1:
+        return (0, direction, int(topology.graph.nodes[v if u == topology.switch else u]["slice"]))
+    return (axis, direction, -1)
 
 
 def axis_rows(result: Result, leaf: int = 0, bins: int = BINS) -> list[AxisRow]:
@@ -78,19 +91,22 @@ def axis_rows(result: Result, leaf: int = 0, bins: int = BINS) -> list[AxisRow]:
     if result.topology_obj is None:
         raise ValueError("this result carries no topology (topology_obj is None); run it with netsim.all_gather/psum_scatter/psum/simulate")
     topology, playback = result.topology_obj, result.leaves[leaf].playback
-    groups: dict[tuple[int, int], int] = {}
-    for _, _, (axis, direction) in topology.links:
-        groups[(axis, direction)] = groups.get((axis, direction), 0) + 1
+    groups: dict[tuple[int, int, int], int] = {}
+    for lk in topology.links:
+        key = _row_key(topology, lk)
+        groups[key] = groups.get(key, 0) + 1
     _, link, start, end, link_ids = hop_arrays(playback.hops)
-    group_of_link = np.array([sorted(groups).index(tuple(lk[2])) for lk in link_ids], np.int64)
+    order = {key: g for g, key in enumerate(sorted(groups))}
+    group_of_link = np.array([order[_row_key(topology, lk)] for lk in link_ids], np.int64)
     group = group_of_link[link] if len(link) else np.zeros(0, np.int64)
     edges = np.linspace(0.0, playback.time if playback.time > 0 else 1.0, bins + 1)
     rows = []
-    for g, (axis, direction) in enumerate(sorted(groups)):
+    for g, key in enumerate(sorted(groups)):
+        axis, direction, lane = key
         mine = group == g
         s, e = start[mine], end[mine]
-        share = _busy_integral(s, e, edges) / np.diff(edges) / groups[(axis, direction)]
-        rows.append(AxisRow(axis, direction, groups[(axis, direction)], int(mine.sum()), float((e - s).sum()), share))
+        share = _busy_integral(s, e, edges) / np.diff(edges) / groups[key]
+        rows.append(AxisRow(axis, direction, groups[key], int(mine.sum()), float((e - s).sum()), share, lane))
     return rows
 
 
@@ -134,7 +150,7 @@ def save_axis_timeline(result: Result, path: str | Path, leaf: int = 0, dpi: int
     x = np.linspace(0.0, total if total > 0 else 1.0, BINS + 1) / scale
     colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
     for k, row in enumerate(rows):
-        colour = colours[row.axis % len(colours)]
+        colour = "#7f7f7f" if row.slice >= 0 else colours[row.axis % len(colours)]  # (the DCN in grey)
         base = k + 0.4
         ax.axhspan(k - 0.4, k + 0.4, color="#f3f3f3", zorder=0)
         ax.fill_between(x[:-1], base, base - 0.8 * row.busy_share, step="post", color=colour, alpha=1.0 if row.direction > 0 else 0.6, linewidth=0, zorder=2)

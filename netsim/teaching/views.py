@@ -48,6 +48,12 @@ def per_axis(topology: Topology) -> bool:
 def check_drawable(topology: Topology, scenario: str = "SCENARIO") -> None:
     """ValueError naming the views that work (for ``scenario``) when an axis is too long to draw as a ring."""
     longest = max(topology.dims)
+    if getattr(topology, "n_slices", 1) > 1:  # (a DCN's NICs and switch have no place on the grid's drawing)
+        raise ValueError(
+            f"cannot animate {topology.name}: slices joined by the DCN are not drawn;"
+            f" see it with `netsim timeline {scenario} -o timeline.png` (ICI links by axis and the DCN's links over time)"
+            f" or `netsim explain {scenario}` (steps, with those over the DCN named so)"
+        )
     if per_axis(topology) and longest > MAX_POSITIONS:
         raise ValueError(
             f"cannot animate {topology.name}: an axis of {longest} devices is too many to draw legibly (at most {MAX_POSITIONS});"

@@ -43,6 +43,7 @@ Modules
 ``torus``           several torus axes: all at once, bundled, one after the other
 ``point_to_point``  one message over several links (ppermute)
 ``book``            the scaling book's estimates, labelled with its worked examples
+``multislice``      across slices: over the DCN alone, hierarchical, the flat ring
 ``bounds``          lower bounds for any schedule: chains of transfers, bytes in
 ``geometry``        where a group lies on the grid (:class:`Geometry`)
 ``model``           :class:`CostModel`: a form, where it is exact, its lower bound

@@ -14,6 +14,10 @@ are not modelled; then simulates it on a slice. A module per job, in the data's 
 - :mod:`~netsim.programs.hlo.compute`: FLOPs of dots and convolutions, bytes, cycles.
 - :mod:`~netsim.programs.hlo.reading`: one collective instruction (sync or async).
 - :mod:`~netsim.programs.hlo.ops`: the plain form (collectives, compute, steps).
+- :mod:`~netsim.programs.hlo.validate`: what the walk relies on, checked first (names,
+  calls, header counts, shape sizes).
+- :mod:`~netsim.programs.hlo.loops`: long ``while`` loops: trip counts, steps counted before
+  they are made, the steady state a few trips reach and the extension past it.
 - :mod:`~netsim.programs.hlo.flatten`: the module walked into steps
   (:func:`hlo_from_text` and :func:`load_hlo`, here, put the above together).
 - :mod:`~netsim.programs.hlo.devices`: the device map (``NAME.devices.json``) that places
@@ -37,17 +41,20 @@ in a module is a :class:`~netsim.scenario.ScenarioError` naming the file and the
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 from netsim.programs.hlo.flatten import flatten
+from netsim.programs.hlo.loops import check_steps, long_loops
 from netsim.programs.hlo.ops import COLLECTIVES, Collective, Compute, HloProgram, Step, Unmodelled
 from netsim.programs.hlo.text import HloSyntaxError, parse_module
+from netsim.programs.hlo.validate import check_module, cut_long_words
 from netsim.scenario.errors import ScenarioError
 
 __all__ = ["COLLECTIVES", "Collective", "Compute", "HloProgram", "Step", "Unmodelled", "hlo_from_text", "load_hlo"]
 
-MAX_HLO_BYTES = 256 * 2**20
-"""The largest HLO text read (256 MiB)."""
+MAX_HLO_BYTES = 64 * 2**20
+"""The largest HLO text read (64 MiB: reading takes about 0.3 s and 10 bytes of memory per byte of text)."""
 
 
 def hlo_from_text(text: str, source: str = "<hlo>") -> HloProgram:
@@ -64,19 +71,32 @@ def hlo_from_text(text: str, source: str = "<hlo>") -> HloProgram:
     ... ENTRY %main (p: bf16[4,8]) -> bf16[4,8] {
     ...   %p = bf16[4,8]{1,0:T(4,128)(2,1)} parameter(0)
     ...   ROOT %ar = bf16[4,8]{1,0} all-reduce(%p), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add
+    ... }
+    ... %add (a: f32[], b: f32[]) -> f32[] {
+    ...   ROOT %s = f32[] add(%a, %b)
     ... }''')
     >>> c = program.collectives[0].op
     >>> c.op, str(c.operands[0]), c.nbytes, c.groups
     ('all-reduce', 'bf16[4,8]', 64, [[0, 1]])
-    >>> hlo_from_text("HloModule m\\nENTRY %main () -> f32[] {\\n  %x = f32[] frobnicate()\\n}", "m.txt")
+    >>> hlo_from_text("HloModule m\\nENTRY %main () -> f32[] {\\n  %x = f32[] frobnicate()\\n}", "m.txt").unmodelled[0].reason
+    "unknown opcode 'frobnicate': timed by the bytes it touches"
+    >>> hlo_from_text("HloModule m\\nENTRY %main () -> f32[] {\\n  %x = f32[] negate(%y)\\n}", "m.txt")
     Traceback (most recent call last):
     ...
-    netsim.scenario.ScenarioError: m.txt: line 3: unknown opcode 'frobnicate' in x: not an HLO instruction netsim knows
+    netsim.scenario.ScenarioError: m.txt: line 3: negate x: unknown operand 'y'
     """
     try:
-        return flatten(parse_module(text))
+        module = parse_module(text)
+        check_module(module)
+        loops = long_loops(module)
+        trips = {loop.line: 1 for loop in loops}
+        check_steps(module, {loop.line: 3 for loop in loops}, loops)
+        program = flatten(module, trips)
     except HloSyntaxError as error:
-        raise ScenarioError(source, f"line {error.line}", error.problem) from None
+        raise ScenarioError(source, f"line {error.line}", cut_long_words(error.problem)) from None
+    if loops:
+        program.long_loops, program.parsed = loops, module
+    return program
 
 
 def load_hlo(path: str | Path) -> HloProgram:
@@ -95,9 +115,19 @@ def load_hlo(path: str | Path) -> HloProgram:
     """
     path = Path(path)
     try:
-        if path.stat().st_size > MAX_HLO_BYTES:
-            raise ScenarioError(str(path), "", f"larger than {MAX_HLO_BYTES // 2**20} MiB; is this an HLO text file?")
-        text = path.read_text(encoding="utf-8")
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise ScenarioError(str(path), "", "not a regular file (a device, a FIFO or a folder); give the text file of a compiled module")
+        if info.st_size > MAX_HLO_BYTES:
+            size, limit = info.st_size / 2**20, MAX_HLO_BYTES // 2**20
+            raise ScenarioError(
+                str(path), "", f"{size:.1f} MiB, more than the {limit} MiB of HLO text netsim reads; simulate a smaller program, or one step of it"
+            )
+        with path.open("rb") as file:
+            data = file.read(info.st_size + 1)  # read(n) sets n bytes aside first: never more than the file
+        if len(data) > info.st_size:
+            raise ScenarioError(str(path), "", "it grew while it was read; read it once it is written")
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise ScenarioError(str(path), "", "no such file") from None
     except UnicodeDecodeError:

@@ -8,24 +8,34 @@ compiled for). Where they sit on the slice is not in the module, so
      "mesh": {"x": 2, "y": 4}}
 
 ``coords`` are the chip's coordinates on the slice as JAX gives them for TPU devices
-(``null`` for devices without a place, such as CPU devices); ``mesh`` is the mesh's axis
-names and sizes, row-major over the ids. Without a device map, or with devices
-without coordinates, id ``i`` runs on the slice's chip ``i`` in row-major order.
+(``null`` for devices without a place, such as CPU devices); ``core_on_chip`` the device's
+core (TPU7x chips show two devices); ``mesh`` is the mesh's axis names and sizes,
+row-major over the ids; ``compiler`` (optional) says what compiled the module, e.g.
+``{"platform": "tpu", "libtpu": "0.0.42.1", "jax": "0.10.2", "topology": "v5e:4x4"}``.
+Without a device map, on a TPU slice, id ``i`` runs where the TPU's own device order puts
+it (:func:`netsim.network.device_order.tpu_device_order`: hosts of 2x2 chips, x first);
+with devices without coordinates (CPU devices) or on another topology, id ``i`` runs on
+the slice's chip ``i`` in row-major order.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from netsim.network.device_order import tpu_device_order
+from netsim.network.presets import GENERATIONS, is_slice_name, parse_slice
 from netsim.scenario.errors import ScenarioError
 
-__all__ = ["DeviceMap", "device_map_from_data", "load_device_map", "sidecar_path"]
+__all__ = ["CPU_CAVEAT", "DeviceMap", "default_device_map", "device_map_from_data", "load_device_map", "sidecar_path"]
 
 MAX_SIDECAR_BYTES = 16 * 2**20
+
+CPU_CAVEAT = "XLA's CPU compiler (CPU-compiled: dtypes as it left them, no async overlap, no compiler algorithms)"
+"""What a module compiled by XLA's CPU compiler lacks next to the TPU's, said in the result and the table."""
 
 
 @dataclass(frozen=True)
@@ -41,13 +51,16 @@ class DeviceMap:
     mesh : dict of str to int
         The mesh's axes (empty when not known).
     source : str
-        The file it was read from, or ``"row-major"``.
+        The file it was read from, ``"row-major"``, or the TPU's own order it follows.
+    compiler : dict of str to str
+        What compiled the module, when its device map says (``platform``, ``libtpu``, ...).
     """
 
     coords: tuple[tuple[int, ...] | None, ...]
     cores: tuple[int, ...]
     mesh: dict[str, int]
     source: str
+    compiler: dict[str, str] = field(default_factory=dict)
 
     @property
     def row_major(self) -> bool:
@@ -74,11 +87,14 @@ class DeviceMap:
             return list(range(n))
         if any(c is None for c in self.coords):
             raise ValueError(f"{self.source}: some devices have coordinates and some do not; give all or none")
-        if any(self.cores):
-            raise ValueError(f"{self.source}: devices on a second core of a chip (core_on_chip > 0) are not modelled: netsim has one device per chip")
+        cores_axis = any(self.cores) and all(c is not None and len(c) < len(topology_dims) for c in self.coords)
+        if any(self.cores) and not cores_axis:
+            raise ValueError(f"{self.source}: devices on a second core of a chip (core_on_chip > 0) need a slice with two devices per chip (tpu7x)")
         nodes = []
         for device, coord in enumerate(self.coords):
             assert coord is not None
+            if cores_axis:  # the chip's coordinates, then its core: the last axis of a two-device-per-chip slice
+                coord = (*coord, *[0] * (len(topology_dims) - 1 - len(coord)), self.cores[device])
             extra = coord[len(topology_dims) :]
             place = coord[: len(topology_dims)]
             if any(extra) or len(place) != len(topology_dims) or any(not 0 <= c < d for c, d in zip(place, topology_dims, strict=True)):
@@ -101,8 +117,28 @@ def sidecar_path(hlo_path: str | Path) -> Path:
     return path.with_name(path.stem + ".devices.json")
 
 
-def load_device_map(hlo_path: str | Path, n_devices: int) -> DeviceMap:
-    """The device map beside the module at ``hlo_path``, or row-major when there is none.
+def default_device_map(n_devices: int, topology_name: str = "") -> DeviceMap:
+    """Where ids run without a device map: the TPU's own order on a TPU slice of that many devices, else row-major.
+
+    Examples
+    --------
+    >>> m = default_device_map(16, "tpu-v5e:4x4")
+    >>> m.coords[:4], m.source
+    (((0, 0), (1, 0), (0, 1), (1, 1)), "the TPU's own device order for tpu-v5e:4x4 (hosts of 2x2 chips, x first)")
+    >>> default_device_map(8, "ring8").row_major
+    True
+    """
+    if is_slice_name(topology_name) and topology_name.partition(":")[0] in GENERATIONS:
+        generation, dims = parse_slice(topology_name)
+        order = tpu_device_order(dims, generation.devices_per_chip)
+        if len(order) == n_devices:
+            source = f"the TPU's own device order for {topology_name} (hosts of 2x2 chips, x first)"
+            return DeviceMap(tuple(c for c, _ in order), tuple(core for _, core in order), {}, source)
+    return DeviceMap((None,) * n_devices, (0,) * n_devices, {}, "row-major")
+
+
+def load_device_map(hlo_path: str | Path, n_devices: int, topology_name: str = "") -> DeviceMap:
+    """The device map beside the module at ``hlo_path``, or :func:`default_device_map` when there is none.
 
     Raises
     ------
@@ -117,7 +153,7 @@ def load_device_map(hlo_path: str | Path, n_devices: int) -> DeviceMap:
     """
     path = sidecar_path(hlo_path)
     if not path.is_file():
-        return DeviceMap((None,) * n_devices, (0,) * n_devices, {}, "row-major")
+        return default_device_map(n_devices, topology_name)
     source = str(path)
     if path.stat().st_size > MAX_SIDECAR_BYTES:
         raise ScenarioError(source, "", f"larger than {MAX_SIDECAR_BYTES // 2**20} MiB")
@@ -143,11 +179,15 @@ def device_map_from_data(data: Any, n_devices: int, source: str = "<device map>"
     """
     if not isinstance(data, dict) or not isinstance(data.get("devices"), list):
         raise ScenarioError(source, "devices", 'expected {"devices": [{"id": 0, "coords": [0, 0, 0], "core_on_chip": 0}, ...]}')
-    unknown = set(data) - {"devices", "mesh"}
+    unknown = set(data) - {"devices", "mesh", "compiler"}
     if unknown:
-        raise ScenarioError(source, sorted(unknown)[0], "unknown key; expected devices and mesh")
+        raise ScenarioError(source, sorted(unknown)[0], "unknown key; expected devices, mesh and compiler")
+    compiler = data.get("compiler", {})
+    if not isinstance(compiler, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in compiler.items()):
+        raise ScenarioError(source, "compiler", f'expected names and versions such as {{"platform": "tpu", "libtpu": "0.0.42.1"}}, got {compiler!r}')
     coords: dict[int, tuple[int, ...] | None] = {}
     cores: dict[int, int] = {}
+    platforms: set[object] = set()
     for i, entry in enumerate(data["devices"]):
         where = f"devices[{i}]"
         if not isinstance(entry, dict) or not isinstance(entry.get("id"), int) or isinstance(entry.get("id"), bool):
@@ -161,6 +201,7 @@ def device_map_from_data(data: Any, n_devices: int, source: str = "<device map>"
         core = entry.get("core_on_chip", 0)
         if not isinstance(core, int) or isinstance(core, bool) or core < 0:
             raise ScenarioError(source, f"{where}.core_on_chip", f"expected a non-negative int, got {core!r}")
+        platforms.add(entry.get("platform"))
         coords[device] = tuple(value) if value is not None else None
         cores[device] = core
     if sorted(coords) != list(range(n_devices)):
@@ -170,4 +211,6 @@ def device_map_from_data(data: Any, n_devices: int, source: str = "<device map>"
         raise ScenarioError(source, "mesh", f"expected axis names and sizes such as {{'x': 2, 'y': 4}}, got {mesh!r}")
     if mesh and math.prod(mesh.values()) != n_devices:
         raise ScenarioError(source, "mesh", f"the axes {mesh} make {math.prod(mesh.values())} devices, the module has {n_devices}")
-    return DeviceMap(tuple(coords[i] for i in range(n_devices)), tuple(cores[i] for i in range(n_devices)), dict(mesh), source)
+    if not compiler and platforms == {"cpu"}:  # written by export() from a mesh of CPU devices
+        compiler = {"platform": "cpu"}
+    return DeviceMap(tuple(coords[i] for i in range(n_devices)), tuple(cores[i] for i in range(n_devices)), dict(mesh), source, dict(compiler))

@@ -8,6 +8,8 @@ A program file may name an HLO module instead of arrays and ops::
     topology: tpu-v5e:2x4          # as in a scenario: as many chips as the module has devices
     device: {peak_flops: 197 TFLOP/s}   # optional: the chips' compute facts
     clock_hz: 1.5e9                # optional: times compute steps that carry estimated_cycles
+    algorithm: compiler            # optional: compiler (the TPU compiler's, where the module names
+                                   # them; the default then) or netsim (netsim's own)
     engine: auto
     expected: {time_s: 2.3e-4}     # what a bundled file is known to take (tests check it)
 
@@ -42,6 +44,7 @@ class HloProgramFile(Strict):
     topology: str | TopologySpec
     device: DeviceSpec | None = None
     clock_hz: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    algorithm: Literal["compiler", "netsim"] | None = None
     engine: Literal["auto", "processes", "fast"] = "auto"
     expected: ExpectedSpec | None = None
     source: str = Field("<program>", exclude=True)

@@ -17,9 +17,11 @@ dropped silently.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from netsim.programs.hlo.compute import backend_config, config_value, instruction_bytes, instruction_flops
+from netsim.programs.hlo.compute import config_value, instruction_bytes, instruction_flops
+from netsim.programs.hlo.loops import loop_trips, trip_count
 from netsim.programs.hlo.opcodes import OPCODES
 from netsim.programs.hlo.ops import Collective, Compute, HloProgram, Step, Unmodelled
 from netsim.programs.hlo.reading import collective_opcode, read_collective
@@ -78,6 +80,8 @@ class _Walk:
     iteration: tuple[int, ...] = ()
     pending: dict[str, int] = field(default_factory=dict)
     listed: set[tuple[str, int]] = field(default_factory=set)
+    trips: Mapping[int, int] = field(default_factory=dict)
+    caller: Computation | None = None
 
     def note(self, instruction: Instruction, reason: str) -> None:
         key = (instruction.name, instruction.line)
@@ -101,6 +105,7 @@ class _Walk:
         shapes = {i.name: i.shape for i in computation.instructions}
         for instruction in computation.instructions:
             try:
+                self.caller = computation
                 values[instruction.name] = self.instruction(instruction, values, shapes, params)
             except HloSyntaxError:
                 raise
@@ -112,7 +117,7 @@ class _Walk:
     def instruction(self, ins: Instruction, values: dict[str, Value], shapes: dict, params: list[Value]) -> Value:
         op = ins.opcode
         if op not in OPCODES:
-            raise HloSyntaxError(ins.line, f"unknown opcode {op!r} in {ins.name}: not an HLO instruction netsim knows")
+            self.note(ins, f"unknown opcode {op!r}: timed by the bytes it touches")
         reads = _flat(tuple(values[name] for name in ins.operands))
         if op == "parameter":
             index = int(ins.literal)
@@ -139,9 +144,9 @@ class _Walk:
         if found is not None:
             collective = read_collective(ins, *found, [shapes[n] for n in ins.operands], self.module)
             return self.collective(ins, collective, reads)
-        if op == "async-start":
+        if op in ("async-start", "call-start"):
             return self.async_start(ins, values, shapes, reads)
-        if (op.endswith("-done") and collective_opcode(op[: -len("-done")] + "-start")) or op == "async-done":
+        if (op.endswith("-done") and collective_opcode(op[: -len("-done")] + "-start")) or op in ("async-done", "call-done"):
             return self.done(ins, values)
         if op in ("async-update", "copy-done"):
             return values[ins.operands[0]]
@@ -162,7 +167,8 @@ class _Walk:
         return frozenset({step})
 
     def async_start(self, ins: Instruction, values: dict[str, Value], shapes: dict, reads: frozenset) -> Value:
-        wrapped = self.computation(ins.attrs.get("calls", ""), ins.line)
+        """An ``async-start`` (``calls=``) or a ``call-start`` (``to_apply=``: TPU7x's collectives offloaded to the SparseCore)."""
+        wrapped = self.computation(ins.attrs.get("calls") or ins.attrs.get("to_apply", ""), ins.line)
         inner = wrapped.root
         found = collective_opcode(inner.opcode)
         if found is None:
@@ -171,7 +177,8 @@ class _Walk:
             )
             self.pending[ins.name] = step
             return frozenset({step})
-        operand_shapes = [shapes[n] for n in ins.operands]
+        inner_shapes = {i.name: i.shape for i in wrapped.instructions}
+        operand_shapes = [inner_shapes[n] for n in inner.operands] if ins.opcode == "call-start" else [shapes[n] for n in ins.operands]
         collective = read_collective(inner, found[0], True, operand_shapes, self.module, inner.shape)
         collective = Collective(**{**collective.__dict__, "name": ins.name, "line": ins.line})
         return self.collective(ins, collective, reads)
@@ -186,12 +193,11 @@ class _Walk:
 
     def loop(self, ins: Instruction, state: Value) -> Value:
         body = self.computation(ins.attrs.get("body", ""), ins.line)
-        trip = backend_config(ins).get("known_trip_count", {}).get("n")
-        if trip is None:
+        trips = trip_count(ins) if self.caller is None else loop_trips(self.module, ins, self.caller)
+        if trips is None:
             self.note(ins, "while loop without a known_trip_count: its body is timed once")
             trips = 1
-        else:
-            trips = int(trip)
+        trips = self.trips.get(ins.line, trips)
         outer = self.iteration
         for i in range(trips):
             self.iteration = (*outer, i)
@@ -200,8 +206,11 @@ class _Walk:
         return state
 
 
-def flatten(module: Module) -> HloProgram:
+def flatten(module: Module, trips: Mapping[int, int] | None = None) -> HloProgram:
     """The module's steps, in scheduled order, with their dependences and what is not modelled.
+
+    ``trips`` gives, by the line of their ``while`` instruction, how many trips of some
+    loops to play instead of their ``known_trip_count`` (see :mod:`~netsim.programs.hlo.loops`).
 
     Raises
     ------
@@ -220,7 +229,7 @@ def flatten(module: Module) -> HloProgram:
     >>> [(s.op.name, s.deps) for s in program.steps], program.steps[0].op.groups
     ([('ag', ()), ('e', (0,))], [[0, 1, 2, 3]])
     """
-    walk = _Walk(module)
+    walk = _Walk(module, trips=trips or {})
     entry = module.entry
     walk.run(entry, [])
     for name in walk.pending:

@@ -11,7 +11,7 @@ __all__ = ["OPCODES"]
 _WORDS = """
 abs add add-dependency after-all all-gather all-gather-done all-gather-start all-reduce all-reduce-done
 all-reduce-start all-to-all and async-done async-start async-update atan2 batch-norm-grad
-batch-norm-inference batch-norm-training bitcast bitcast-convert broadcast call cbrt ceil cholesky clamp
+batch-norm-inference batch-norm-training bitcast bitcast-convert broadcast call call-done call-start cbrt ceil cholesky clamp
 clz collective-broadcast collective-permute collective-permute-done collective-permute-start compare
 complex concatenate conditional constant convert convolution copy copy-done copy-start cosine
 count-leading-zeros custom-call divide domain dot dynamic-reshape dynamic-slice dynamic-update-slice erf

@@ -7,6 +7,7 @@ the program import lowers them into a program.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from netsim.programs.hlo.shapes import Array
 from netsim.semantics.ops import hlo_collectives
@@ -109,13 +110,20 @@ class Step:
 
 @dataclass
 class HloProgram:
-    """A module flattened: its steps in scheduled order (loops unrolled) and what is not modelled."""
+    """A module flattened: its steps in scheduled order (loops unrolled) and what is not modelled.
+
+    A module with loops of more trips than :data:`~netsim.programs.hlo.loops.FULL_TRIPS`
+    keeps its ``parsed`` text and those ``long_loops`` (their steps are those of one trip
+    each): :func:`~netsim.programs.hlo.run.run_hlo` plays a few trips and extends.
+    """
 
     module: str
     devices: int
     steps: list[Step]
     unmodelled: list[Unmodelled]
     scheduled: bool
+    long_loops: tuple = ()
+    parsed: Any = field(default=None, repr=False)
 
     @property
     def collectives(self) -> list[Step]:

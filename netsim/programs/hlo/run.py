@@ -11,19 +11,28 @@ compute units at once. The :class:`~netsim.result.Result` is a program's result
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, return_freed_memory
+from netsim.analysis.hlo_stats import collectives
+from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, MemoryLimitError, check_memory, return_freed_memory
 from netsim.network.topology import Topology
 from netsim.programs.hlo import HloProgram, load_hlo
-from netsim.programs.hlo.devices import DeviceMap, load_device_map
+from netsim.programs.hlo.devices import CPU_CAVEAT, DeviceMap, default_device_map, load_device_map
 from netsim.programs.hlo.files import HloProgramFile, load_any_program
+from netsim.programs.hlo.flatten import flatten
+from netsim.programs.hlo.loops import MAX_STEPS, Extension, check_steps, extend, unrolled_steps
+from netsim.programs.hlo.text import HloSyntaxError
 from netsim.programs.hlo.translate import HloLowered, lower_hlo
-from netsim.programs.run import play_lowered, program_result
+from netsim.programs.hlo.validate import cut_long_words
+from netsim.programs.run import memory_needed, play_lowered, program_result
 from netsim.result import ProgramRun, Result
 from netsim.run import check_engine, resolve_topology
+from netsim.scenario.errors import ScenarioError
 from netsim.version import __version__
 
 __all__ = ["HloRun", "run_hlo", "run_hlo_program"]
@@ -40,6 +49,16 @@ class HloRun(ProgramRun):
     source: str = ""
     roofline_ici_bytes: dict[str, int] | None = None
     """``jax.experimental.roofline``'s ICI bytes per mesh axis, when the run came from JAX and it applies."""
+    extension: Extension | None = None
+    """How the time was extended past the trips of long loops played (None: every trip was played)."""
+    compiler: str = ""
+    """Which compiler made the module, as far as is known (the device map's ``compiler``, or :func:`~netsim.programs.hlo.from_jax.from_jax`'s)."""
+    dtypes: str = "as compiled"
+    """Which dtypes were timed: ``as compiled``, or ``source: ...`` (:mod:`netsim.programs.hlo.dtypes`)."""
+    algorithm: str = "netsim"
+    """Whose algorithms played the collectives: ``compiler`` (the TPU compiler's, where the module names them) or ``netsim``."""
+    other_times: dict[str, float] | None = None
+    """Per collective instruction, its time with the other choice of :attr:`algorithm` (None when not compared)."""
 
 
 def run_hlo(
@@ -50,8 +69,17 @@ def run_hlo(
     clock_hz: float | None = None,
     engine: str = "auto",
     name: str | None = None,
+    unroll: bool = False,
+    algorithm: str | None = None,
+    compare: bool = True,
 ) -> Result:
     """Simulate the HLO module ``module`` (a text file, or already read) on ``topology``, timing only.
+
+    ``while`` loops of more than :data:`~netsim.programs.hlo.loops.FULL_TRIPS` trips are
+    played for a few trips, until each trip adds the same time, and the rest of their
+    trips are extended at that time (:mod:`~netsim.programs.hlo.loops`; said in
+    ``result.program.extension``); ``unroll=True`` plays every trip instead (up to
+    :data:`~netsim.programs.hlo.loops.MAX_STEPS` steps).
 
     Parameters
     ----------
@@ -61,7 +89,8 @@ def run_hlo(
         The slice, e.g. ``"tpu-v5e:4x4"``: as many chips as the module has devices.
     device_map : DeviceMap, optional
         Where each device id runs; default the ``NAME.devices.json`` beside a module
-        file, else row-major over the slice.
+        file, else the TPU's own device order on a TPU slice
+        (:func:`~netsim.programs.hlo.devices.default_device_map`), else row-major.
     clock_hz : float, optional
         The chip's clock: compute steps with the compiler's ``estimated_cycles`` take
         ``cycles / clock_hz``; without it every compute step takes its roofline time.
@@ -69,6 +98,15 @@ def run_hlo(
         Which engine plays the run (same numbers).
     name : str, optional
         The run's name (default: the module's).
+    unroll : bool, default False
+        Play every trip of long loops instead of extending their steady state.
+    algorithm : {"compiler", "netsim"}, optional
+        ``compiler``: play each collective with the TPU compiler's algorithm where the
+        module names one (:mod:`netsim.programs.hlo.strategies`); ``netsim``: netsim's
+        own. Default: ``compiler`` when the module names any, else ``netsim``.
+    compare : bool
+        When the module names compiler algorithms, also play it with the other choice and
+        keep each collective's time beside (``result.program.other_times``).
 
     Returns
     -------
@@ -85,25 +123,83 @@ def run_hlo(
     Examples
     --------
     >>> r = run_hlo("scenarios/programs/hlo/psum.txt", "tpu-v5e:2x4")
-    >>> r.program.device_map.row_major, r.time > 0
+    >>> r.program.device_map.row_major, r.time > 0  # its device map: CPU devices, no coordinates
     (True, True)
     """
     check_engine(engine)
-    if clock_hz is not None and not clock_hz > 0:
-        raise ValueError(f"clock_hz must be positive, got {clock_hz!r}")
+    if clock_hz is not None and not (0 < clock_hz < math.inf):
+        raise ValueError(f"clock_hz must be a finite number of Hz > 0, e.g. 1.5e9; got {clock_hz!r}")
+    if algorithm not in (None, "compiler", "netsim"):
+        raise ValueError(f"algorithm must be 'compiler' or 'netsim', got {algorithm!r}")
     source = str(module) if isinstance(module, (str, Path)) else module.module
     program = load_hlo(module) if isinstance(module, (str, Path)) else module
-    if device_map is None:
-        device_map = (
-            load_device_map(module, program.devices)
-            if isinstance(module, (str, Path))
-            else DeviceMap((None,) * program.devices, (0,) * program.devices, {}, "row-major")
-        )
     topo = resolve_topology(topology, None)
+    if device_map is None:
+        device_map = load_device_map(module, program.devices, topo.name) if isinstance(module, (str, Path)) else default_device_map(program.devices, topo.name)
     if topo.n_devices >= RETURN_FREED_MIN_DEVICES:
         return_freed_memory()
-    hlo = lower_hlo(program, topo, device_map, clock_hz, name)
+    named = any(step.op.compiler_algorithm for step in program.collectives)
+    chosen = algorithm or ("compiler" if named else "netsim")
+    result = _run_loops(program, topo, device_map, clock_hz, engine, name, chosen, source, unroll)
+    if compare and named:
+        other = _run_loops(program, topo, device_map, clock_hz, engine, name, "netsim" if chosen == "compiler" else "compiler", source, unroll)
+        times = {c["hlo_name"]: c["time_s"] for c in collectives(other)}
+        result = dataclasses.replace(result, program=dataclasses.replace(result.program, other_times=times))
+    return result
+
+
+def _run_loops(
+    program: HloProgram, topo: Topology, device_map: DeviceMap, clock_hz: float | None, engine: str, name: str | None, algorithm: str, source: str, unroll: bool
+) -> Result:
+    """The module played with ``algorithm``'s collectives: whole, or its long loops a few trips each and extended."""
+    play = functools.partial(_play, topo=topo, device_map=device_map, clock_hz=clock_hz, engine=engine, name=name, algorithm=algorithm, source=source)
+    if not program.long_loops:
+        return play(program)
+    module_text, loops = program.parsed, program.long_loops
+    if unroll:
+        trips = {loop.line: loop.trips for loop in loops}
+        steps = unrolled_steps(module_text, trips)
+        if steps > MAX_STEPS:
+            raise ScenarioError(
+                source, "unroll", f"every trip of its long loops is {steps} steps, more than the {MAX_STEPS} netsim plays; leave the loops extended"
+            )
+        return play(_flattened(module_text, trips, source))
+    kept: dict[tuple, Result] = {}  # only the run with the most trips of every loop (what is reported): each holds its schedule
+
+    def time_at(trips: dict[int, int]) -> float:
+        run = play(_flattened(module_text, trips, source))
+        key = tuple(sorted(trips.items()))
+        if len(set(trips.values())) == 1 and all(trips[line] > count for line, count in next(iter(kept), ())):
+            kept.clear()
+            kept[key] = run
+        return run.time
+
+    def can_play(trips: dict[int, int]) -> bool:
+        return unrolled_steps(module_text, trips) <= MAX_STEPS
+
+    extension, top = extend(loops, time_at, can_play)
+    result = kept[tuple(sorted(top.items()))]
+    return dataclasses.replace(result, time=extension.time_s, program=dataclasses.replace(result.program, extension=extension))
+
+
+def _flattened(module: Any, trips: dict[int, int], source: str) -> HloProgram:
+    try:
+        check_steps(module, trips, ())
+        return flatten(module, trips)
+    except HloSyntaxError as error:
+        raise ScenarioError(source, f"line {error.line}", cut_long_words(error.problem)) from None
+
+
+def _play(
+    program: HloProgram, *, topo: Topology, device_map: DeviceMap, clock_hz: float | None, engine: str, name: str | None, algorithm: str, source: str
+) -> Result:
+    """One run of the module's steps as flattened, with ``algorithm``'s collectives."""
+    hlo = lower_hlo(program, topo, device_map, clock_hz, name, algorithm)
     lowered = hlo.lowered
+    try:
+        check_memory(memory_needed(lowered), timing_only=True, fewer="fewer devices, collectives or loop trips")
+    except MemoryLimitError as error:
+        raise ScenarioError(source, "", str(error)) from None
     playback, _ = play_lowered(lowered, topo, engine, values=False)
     provenance: dict[str, Any] = {"netsim_version": __version__, "hlo": source, "device_map": device_map.source, "clock_hz": clock_hz}
     return program_result(
@@ -117,11 +213,21 @@ def run_hlo(
         scenario=name or program.module,
         provenance=provenance,
         verification="timing only: an HLO module's values are not simulated",
-        program=HloRun(lowered, {}, program, hlo, device_map, clock_hz, source),
+        program=HloRun(lowered, {}, program, hlo, device_map, clock_hz, source, compiler=_compiler(device_map), algorithm=algorithm),
     )
 
 
-def run_hlo_program(program: str | Path | HloProgramFile, engine: str | None = None) -> Result:
+def _compiler(device_map: DeviceMap) -> str:
+    """What compiled the module, from its device map."""
+    facts = device_map.compiler
+    if facts.get("platform") == "tpu":
+        return f"the TPU compiler (libtpu {facts.get('libtpu', '?')}, JAX {facts.get('jax', '?')}, for {facts.get('topology', '?')})"
+    if facts.get("platform") == "cpu":
+        return CPU_CAVEAT
+    return "not said (no compiler in the device map)"
+
+
+def run_hlo_program(program: str | Path | HloProgramFile, engine: str | None = None, compare: bool = True) -> Result:
     """Simulate an HLO program file (``hlo:`` a module, ``topology:`` a slice; see :mod:`netsim.programs.hlo.files`).
 
     Examples
@@ -133,4 +239,5 @@ def run_hlo_program(program: str | Path | HloProgramFile, engine: str | None = N
     loaded = load_any_program(program) if isinstance(program, (str, Path)) else program
     if not isinstance(loaded, HloProgramFile):
         raise ValueError(f"{program}: not an HLO program file (it has no hlo: field); run it with netsim.run_program")
-    return run_hlo(loaded.hlo_path, loaded.topology_obj, clock_hz=loaded.clock_hz, engine=engine or loaded.engine, name=loaded.name)
+    options = {"clock_hz": loaded.clock_hz, "engine": engine or loaded.engine, "name": loaded.name, "algorithm": loaded.algorithm}
+    return run_hlo(loaded.hlo_path, loaded.topology_obj, compare=compare, **options)

@@ -125,8 +125,14 @@ def _skip_balanced(text: str, start: int, opening: str, closing: str) -> int:
     raise ValueError(f"unbalanced {opening!r} in {text[start : start + 60]!r}")
 
 
-def read_shape(text: str, start: int = 0) -> tuple[Shape, int]:
+MAX_TUPLE_DEPTH = 64
+"""The deepest tuple shape read (tuples in tuples); XLA's own are a few levels deep."""
+
+
+def read_shape(text: str, start: int = 0, depth: int = 0) -> tuple[Shape, int]:
     """Read one shape from ``text`` at ``start``: (the shape, the index just past it).
+
+    ``depth`` is how many tuples enclose it (more than :data:`MAX_TUPLE_DEPTH` is refused).
 
     Raises
     ------
@@ -143,6 +149,8 @@ def read_shape(text: str, start: int = 0) -> tuple[Shape, int]:
     while index < len(text) and text[index] == " ":
         index += 1
     if text.startswith("(", index):
+        if depth >= MAX_TUPLE_DEPTH:
+            raise ValueError(f"a tuple shape nested more than {MAX_TUPLE_DEPTH} deep")
         elements = []
         index += 1
         while True:
@@ -153,7 +161,7 @@ def read_shape(text: str, start: int = 0) -> tuple[Shape, int]:
                 continue
             if text.startswith(")", index):
                 return TupleShape(tuple(elements)), index + 1
-            element, index = read_shape(text, index)
+            element, index = read_shape(text, index, depth + 1)
             elements.append(element)
             while index < len(text) and text[index] == " ":
                 index += 1

@@ -57,6 +57,13 @@ class Computation:
     line: int
     entry: bool
     instructions: list[Instruction] = field(default_factory=list)
+    attrs: dict[str, str] = field(default_factory=dict)
+    """What follows its closing brace, e.g. ``execution_thread="sparsecore"`` (TPU7x's SparseCore computations)."""
+
+    @property
+    def execution_thread(self) -> str:
+        """The thread it runs on: ``main``, or what its closing line names (``sparsecore``)."""
+        return self.attrs.get("execution_thread", '"main"').strip('"')
 
     @property
     def root(self) -> Instruction:
@@ -195,6 +202,14 @@ def parse_instruction(text: str, line: int) -> Instruction:
     return Instruction(name, op, shape, tuple(operands), attrs, line, bool(head.group(1)))
 
 
+def _closing_attributes(text: str, line: int) -> dict[str, str]:
+    """The attributes after a computation's closing brace: ``}, execution_thread="sparsecore"`` (none for ``}``)."""
+    try:
+        return _attributes(text[2:]) if text != "}" else {}
+    except ValueError as error:
+        raise HloSyntaxError(line, str(error)) from None
+
+
 def _header(text: str, line: int) -> tuple[str, dict[str, str]]:
     body = text[len("HloModule") :].strip()
     name, _, rest = body.partition(",")
@@ -232,7 +247,8 @@ def parse_module(text: str) -> Module:
             in_table = False
             continue
         if current is not None:
-            if stripped == "}":
+            if stripped == "}" or stripped.startswith("},"):
+                current.attrs = _closing_attributes(stripped, number)
                 if not current.instructions:
                     raise HloSyntaxError(number, f"computation {current.name} has no instructions")
                 computations[current.name] = current

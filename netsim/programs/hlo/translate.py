@@ -20,7 +20,10 @@ Compute
     Each compute step is a ``compute`` op on every device:
     ``max(flops / peak_flops, bytes / hbm_bandwidth)``, or the compiler's
     ``estimated_cycles`` over a clock rate when one is given (``seconds``). A step
-    with neither FLOPs nor bytes takes no time (``seconds=0``).
+    with neither FLOPs nor bytes takes no time (``seconds=0``). On a chip without the
+    figures the roofline needs (``peak_flops``, ``hbm_bandwidth``) and without a clock,
+    compute is unknown: the step takes no time, its record says so, and the
+    communication is simulated all the same.
 """
 
 from __future__ import annotations
@@ -32,10 +35,13 @@ from typing import Any
 
 import numpy as np
 
+from netsim.analysis.hlo_stats import COMPUTE_UNKNOWN
 from netsim.network.device_mesh import AxisGroups, Mesh
+from netsim.network.device_order import physical_ring
 from netsim.network.topology import Topology
 from netsim.programs.hlo.devices import DeviceMap
 from netsim.programs.hlo.ops import Collective, Compute, HloProgram, Step
+from netsim.programs.hlo.strategies import compiler_plan, read_algorithm
 from netsim.programs.lowering import Lowered, lower
 from netsim.programs.model import Op, Program, Sharded
 from netsim.semantics import ops as registry
@@ -140,9 +146,13 @@ class _Context:
     meshes: list[Mesh]
     arrays: dict[str, Sharded]
     matched: dict = field(default_factory=dict)
+    algorithm: str = "netsim"
+    dims: tuple[int, ...] = ()
 
 
-def translate(module: HloProgram, topology: Topology, device_map: DeviceMap, clock_hz: float | None = None, name: str | None = None) -> HloTranslation:
+def translate(
+    module: HloProgram, topology: Topology, device_map: DeviceMap, clock_hz: float | None = None, name: str | None = None, algorithm: str = "netsim"
+) -> HloTranslation:
     """The module ``module`` as a program on ``topology``, device ids placed by ``device_map``.
 
     Parameters
@@ -157,6 +167,10 @@ def translate(module: HloProgram, topology: Topology, device_map: DeviceMap, clo
         Compute steps with the compiler's ``estimated_cycles`` take ``cycles / clock_hz``.
     name : str, optional
         The program's name (default: the module's).
+    algorithm : {"netsim", "compiler"}
+        ``compiler``: each collective that names the TPU compiler's algorithm is played
+        with it (:func:`netsim.programs.hlo.strategies.compiler_plan`); ``netsim``: with
+        netsim's own choice.
 
     Returns
     -------
@@ -187,8 +201,11 @@ def translate(module: HloProgram, topology: Topology, device_map: DeviceMap, clo
     if device_map.mesh:
         meshes.append(Mesh(device_map.mesh, topology, devices=nodes))
     meshes.append(Mesh({f"ici{i}": d for i, d in enumerate(topology.dims)}, topology))
-    context = _Context(nodes, meshes, {})
-    peak = topology.device(0).get("peak_flops")
+    if algorithm not in ("netsim", "compiler"):
+        raise ValueError(f"algorithm must be 'netsim' or 'compiler', got {algorithm!r}")
+    context = _Context(nodes, meshes, {}, algorithm=algorithm, dims=tuple(topology.dims))
+    facts = topology.device(0)
+    rates = {"peak_flops": facts.get("peak_flops"), "hbm_bandwidth": facts.get("hbm_bandwidth_Bps")}
     names = _names(module.steps)
     ops: list[Op] = []
     records: list[StepRecord] = []
@@ -196,13 +213,19 @@ def translate(module: HloProgram, topology: Topology, device_map: DeviceMap, clo
         after = tuple(names[dep] for dep in step.deps)
         if isinstance(step.op, Compute):
             seconds = _seconds(step.op, clock_hz)
-            ops.append(Op.of(label, "compute", after=after, flops=float(step.op.flops), bytes=float(step.op.nbytes), seconds=seconds))
-            note = "" if peak or seconds is not None else "no peak_flops: HBM bytes only"
+            missing = [name for name, amount in (("peak_flops", step.op.flops), ("hbm_bandwidth", step.op.nbytes)) if amount > 0 and not rates[name]]
+            flops, nbytes, note = float(step.op.flops), float(step.op.nbytes), ""
+            if seconds is None and missing == ["peak_flops"] and rates["hbm_bandwidth"]:
+                flops, note = 0.0, "no peak_flops: HBM bytes only"
+            elif seconds is None and missing == ["hbm_bandwidth"] and rates["peak_flops"]:
+                nbytes, note = 0.0, "no hbm_bandwidth: FLOPs only"
+            elif seconds is None and missing:  # the roofline cannot time it: the chip has no figures
+                seconds, note = 0.0, f"{COMPUTE_UNKNOWN}: the chip has no {' or '.join(missing)}"
+            ops.append(Op.of(label, "compute", after=after, flops=flops, bytes=nbytes, seconds=seconds))
             records.append(StepRecord(step, len(ops) - 1, note=note))
             continue
-        op, axes = _collective(step.op, label, after, context)
+        op, axes, note = _collective(step.op, label, after, context)
         ops.append(op)
-        note = ""
         if step.op.op == "collective-permute" and all(s == t for s, t in step.op.pairs):
             note = "every device sends to itself: nothing moves"
         elif step.op.op == "ragged-all-to-all":
@@ -213,7 +236,9 @@ def translate(module: HloProgram, topology: Topology, device_map: DeviceMap, clo
     return HloTranslation(program, Mesh({"devices": n}, topology), tuple(records), source)
 
 
-def lower_hlo(module: HloProgram, topology: Topology, device_map: DeviceMap, clock_hz: float | None = None, name: str | None = None) -> HloLowered:
+def lower_hlo(
+    module: HloProgram, topology: Topology, device_map: DeviceMap, clock_hz: float | None = None, name: str | None = None, algorithm: str = "netsim"
+) -> HloLowered:
     """The module translated (:func:`translate`) and lowered by :func:`netsim.programs.lowering.lower`.
 
     Examples
@@ -229,7 +254,7 @@ def lower_hlo(module: HloProgram, topology: Topology, device_map: DeviceMap, clo
     >>> low.records[0].axes, low.lowered.ops[0].op.op, low.lowered.ops[0].algorithm, len(low.lowered.schedule.transfers) > 0
     (('ici0', 'ici1'), 'all_gather', 'multiaxis', True)
     """
-    translation = translate(module, topology, device_map, clock_hz, name)
+    translation = translate(module, topology, device_map, clock_hz, name, algorithm)
     return HloLowered(lower(translation.program, translation.mesh), translation.records, translation.mesh_source)
 
 
@@ -251,8 +276,8 @@ def _seconds(compute: Compute, clock_hz: float | None) -> float | None:
     return seconds
 
 
-def _collective(collective: Collective, label: str, after: tuple[str, ...], context: _Context) -> tuple[Op, tuple[str, ...]]:
-    """The collective's op, and the mesh axes it runs over (empty: its groups as listed)."""
+def _collective(collective: Collective, label: str, after: tuple[str, ...], context: _Context) -> tuple[Op, tuple[str, ...], str]:
+    """The collective's op, the mesh axes it runs over (empty: its groups as listed) and a note."""
     kind = HLO_TO_JAX[collective.op]
     nodes = context.nodes
     shape, dtype, dimension = _proxy(collective)
@@ -261,7 +286,7 @@ def _collective(collective: Collective, label: str, after: tuple[str, ...], cont
         pairs = tuple((nodes[s], nodes[t]) for s, t in collective.pairs)
         context.arrays[array] = Sharded(shape, dtype)
         moving = [(s, t) for s, t in pairs if s != t]
-        return Op.of(label, kind, (array,), f"{label}:out", after=after, perm=pairs), _permute_axes(moving, context.meshes[0])
+        return Op.of(label, kind, (array,), f"{label}:out", after=after, perm=pairs), _permute_axes(moving, context.meshes[0]), ""
     node_groups = [[nodes[d] for d in g] for g in collective.groups]
     groups = _mesh_groups(node_groups, context.meshes, context.matched)
     if kind == "all_to_all" and shape[dimension] % len(node_groups[0]):
@@ -271,9 +296,22 @@ def _collective(collective: Collective, label: str, after: tuple[str, ...], cont
     params = dict.fromkeys(registry.COLLECTIVES[kind].hlo_dimension, dimension)
     if "tiled" in registry.COLLECTIVES[kind].arguments:  # HLO's collectives keep the rank: jax.lax's tiled forms
         params["tiled"] = True
-    given = groups if groups is not None else tuple(tuple(g) for g in node_groups)
+    given: AxisGroups | tuple = groups if groups is not None else tuple(tuple(g) for g in node_groups)
+    note = ""
+    read = read_algorithm(collective.compiler_algorithm) if context.algorithm == "compiler" else None
+    if read is not None:
+        chosen, where, note = compiler_plan(read, registry.COLLECTIVES[kind].pattern)
+        if where == "ring":  # one ring per group, in the compiler's ring order when it reorders
+            given = tuple(tuple(physical_ring(g, context.dims)) if read.reordered else tuple(g) for g in node_groups)
+            params["algorithm"] = chosen
+        elif where == "axes":  # rings along the slice's own axes
+            physical = _mesh_groups(node_groups, context.meshes[-1:], {})
+            if physical is None:
+                note += "; its groups are not along the slice's axes: netsim's own algorithm"
+            else:
+                given, params["algorithm"] = physical, chosen
     op = Op.of(label, kind, (array,), f"{label}:out", after=after, groups=given, **params)
-    return op, groups.axes if groups is not None else ()
+    return op, groups.axes if groups is not None else (), note
 
 
 def _permute_axes(pairs: list[tuple[int, int]], mesh: Mesh) -> tuple[str, ...]:

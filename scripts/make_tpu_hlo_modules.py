@@ -1,0 +1,127 @@
+"""Compile the bundled JAX examples with the TPU compiler, ahead of time, for several TPU slices.
+
+Needs ``jax[tpu]`` (JAX and the ``libtpu`` wheel its release pins: jax 0.10.2 with libtpu
+0.0.42.1 wrote the bundled modules); no TPU. libtpu is a proprietary binary, so keep it out
+of netsim's own environment: install it into a separate one and run this script there,
+from the repository's root:
+
+    python -m venv /tmp/venv-tpu && /tmp/venv-tpu/bin/pip install "jax[tpu]==0.10.2"
+    /tmp/venv-tpu/bin/python scripts/make_tpu_hlo_modules.py     # writes scenarios/programs/hlo/tpu/
+
+For each slice of :data:`SLICES`, ``jax.experimental.topologies.get_topology_desc`` gives
+the slice's abstract devices in the TPU's own order (``topology.devices``), a ``Mesh`` is laid
+over them in that order, and each example of ``netsim/programs/hlo/examples.py`` is compiled
+with bf16 arguments. Written per module, in ``scenarios/programs/hlo/tpu/SLICE/``:
+
+- ``NAME.txt``: the optimised module's text, without the debugging tables (they name this
+  machine's files) and without ``metadata={...}`` (source locations; nothing netsim reads);
+- ``NAME.devices.json``: the compiled executable's device assignment (per device id, the
+  chip's ``coords`` and ``core_on_chip``), the mesh, and ``compiler``: the libtpu and JAX
+  versions and the libtpu topology name it was compiled for.
+
+It imports nothing of netsim but the examples' file, so that the separate environment needs
+only ``jax[tpu]``. ``python scripts/make_hlo_modules.py`` writes the CPU-compiled modules.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import importlib.util
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "scenarios" / "programs" / "hlo" / "tpu"
+DEBUG_TABLES = {"FileNames", "FunctionNames", "FileLocations", "StackFrames"}
+SHARD_MAPPED = ("all_gather", "psum_scatter", "psum", "all_to_all", "ppermute", "collective_matmul")
+
+SLICES = {
+    # folder: (libtpu topology name, chip config, mesh {x, y}, examples)
+    "v5e_4x4": ("v5e:4x4", "default", (4, 4), ("mlp", "fsdp_matmul", *SHARD_MAPPED)),
+    "v4_4x4x4": ("v4:4x4x4", "megacore", (16, 4), ("mlp", "all_gather", "psum", "psum_scatter")),
+    "v6e_8x16": ("v6e:8x16", "default", (32, 4), ("mlp", "fsdp_matmul", "all_gather", "psum")),
+    "tpu7x_2x2x1": ("tpu7x:2x2x1", "default", (2, 4), ("mlp", "fsdp_matmul", *SHARD_MAPPED)),
+    "v5p_16x16x16": ("v5:16x16x16", "default", (256, 16), ("mlp",)),
+}
+"""The slices compiled for, and which examples each gets (smaller sets on the bigger slices keep the bundle small)."""
+
+
+def examples_module():
+    """``netsim/programs/hlo/examples.py``, loaded by its path (it needs only JAX)."""
+    spec = importlib.util.spec_from_file_location("netsim_hlo_examples", ROOT / "netsim" / "programs" / "hlo" / "examples.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def clean(text: str) -> str:
+    """The module's text without debugging tables and ``metadata={...}`` attributes."""
+    kept, in_table = [], False
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if stripped in DEBUG_TABLES:
+            in_table = True
+            continue
+        if in_table and (not stripped or stripped[0].isdigit()):
+            in_table = bool(stripped)
+            continue
+        in_table = False
+        kept.append(re.sub(r", metadata=\{[^{}]*\}", "", line))
+    return "".join(kept)
+
+
+def device_map(devices, mesh_shape: dict[str, int], compiler: dict[str, str]) -> str:
+    """The device map: one device per line (id = position in the executable's device assignment)."""
+    rows = ",\n".join(
+        "  " + json.dumps({"id": i, "coords": [int(c) for c in d.coords], "core_on_chip": int(d.core_on_chip)}, separators=(",", ":"))
+        for i, d in enumerate(devices)
+    )
+    return f'{{"devices": [\n{rows}\n ],\n "mesh": {json.dumps(mesh_shape)},\n "compiler": {json.dumps(compiler)}}}\n'
+
+
+def compile_slice(folder: str, only: set[str] | None, out: Path) -> None:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.experimental import topologies
+    from jax.sharding import AxisType, Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    examples = examples_module().EXAMPLES
+    name, chip_config, shape, wanted = SLICES[folder]
+    topology = topologies.get_topology_desc(platform="tpu", topology_name=name, chip_config_name=chip_config)
+    mesh = Mesh(np.array(topology.devices).reshape(shape), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+    compiler = {"platform": "tpu", "libtpu": importlib.metadata.version("libtpu"), "jax": jax.__version__, "topology": name, "chip_config": chip_config}
+    (out / folder).mkdir(parents=True, exist_ok=True)
+    for example_name in wanted:
+        if only and example_name not in only:
+            continue
+        example = examples[example_name]
+        start = time.perf_counter()
+        args = [jax.ShapeDtypeStruct(s, jnp.bfloat16, sharding=NamedSharding(mesh, P(*spec))) for s, spec in zip(example.shapes, example.specs, strict=True)]
+        out_sharding = None if example.out_spec is None else NamedSharding(mesh, P(*example.out_spec))
+        compiled = jax.jit(example.build(mesh), out_shardings=out_sharding).lower(*args).compile()
+        assignment = compiled.input_shardings[0][0]._device_assignment  # the executable's device order: module id i runs on assignment[i]
+        path = out / folder / f"{example_name}.txt"
+        path.write_text(clean(compiled.as_text()))
+        path.with_name(f"{example_name}.devices.json").write_text(device_map(assignment, dict(zip(("x", "y"), shape, strict=True)), compiler))
+        print(f"wrote {path.relative_to(ROOT)} in {time.perf_counter() - start:.1f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--slice", action="append", choices=sorted(SLICES), help="only this slice (repeatable; default: all)")
+    parser.add_argument("--example", action="append", help="only this example (repeatable)")
+    parser.add_argument("--out", default=str(OUT), help="the folder to write the slices' folders into")
+    args = parser.parse_args()
+    for folder in args.slice or SLICES:
+        compile_slice(folder, set(args.example) if args.example else None, Path(args.out))
+
+
+if __name__ == "__main__":
+    main()
