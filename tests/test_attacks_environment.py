@@ -128,22 +128,21 @@ def test_every_cached_compiled_function_of_netsim_goes_through_the_safe_cache():
     assert unsafe == [], "import njit from netsim.engine.compiled_cache, whose cache=True survives a corrupt or unwritable cache"
 
 
-def test_the_cli_shows_the_cache_warning_as_one_line(tmp_path):
-    script = (
-        "import warnings, sys\n"
-        "from netsim.cli.console import warnings_in_one_line\n"
-        "from netsim.engine.compiled_cache import CompiledCacheWarning\n"
-        "warnings_in_one_line()\n"
-        "warnings.warn('the cache was rebuilt', CompiledCacheWarning)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
-    assert done.returncode == 0 and done.stderr == "warning: the cache was rebuilt\n"
+def test_the_cli_shows_the_cache_warning_as_one_line(monkeypatch, capsys):
+    from netsim.cli.console import warnings_in_one_line
+
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)  # restored after the test
+    warnings_in_one_line()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.warn("the cache was rebuilt", compiled_cache.CompiledCacheWarning, stacklevel=1)
+    assert capsys.readouterr().err == "warning: the cache was rebuilt\n"
 
 
 @pytest.mark.parametrize("signum, code, word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, None)])
 def test_a_killed_animation_exits_128_plus_the_signal_and_leaves_no_staged_file(tmp_path, signum, code, word):
     out = tmp_path / "movie.gif"
-    command = [sys.executable, "-m", "netsim", "animate", str(SCENARIO), "-o", str(out), "--frames", "300"]
+    command = [sys.executable, "-m", "netsim", "animate", str(SCENARIO), "-o", str(out), "--frames", "150"]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(tmp_path.glob(".movie.gif.netsim-file-*")) and process.poll() is None:
@@ -188,3 +187,46 @@ def test_plain_spells_what_a_narrow_encoding_cannot_hold():
     assert plain("(n\u22121)\u00b7(\u03b1 + s/B) \u2265 \u230alg n\u230b \u00b5s \u2192 caf\u00e9 \u4e2d") == "(n-1)*(alpha + s/B) >= floor(lg n) us -> cafe ?"
     assert plain("\u00b5s \u03b1", "latin-1") == "\u00b5s alpha"
     assert plain("\u03b1", "no-such-encoding") == "alpha"
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_a_sweep_onto_a_full_disk_names_the_folder_and_leaves_nothing(tmp_path, monkeypatch, force):
+    import yaml
+    from typer.testing import CliRunner
+
+    import netsim.studies.sweep as sweep_module
+    from netsim.cli.main import app
+
+    study = tmp_path / "study.yaml"
+    base = {"topology": "ring4", "collective": {"op": "all_gather"}, "input": {"bytes_per_device": "64 B", "dtype": "int8"}}
+    study.write_text(yaml.safe_dump({"name": "tiny", "base": base, "grid": {"seed": [0, 1]}}))
+    out = tmp_path / "out"
+    if force:  # an earlier sweep's folder, replaced only once the new one is whole
+        out.mkdir()
+        (out / "results.csv").write_text("old\n")
+
+    def full(path, text):
+        raise OSError(28, "No space left on device")  # as write() raises it: no file name
+
+    monkeypatch.setattr(sweep_module, "_replace", full)
+    done = CliRunner().invoke(app, ["sweep", str(study), "-o", str(out), "-j", "1", "-q", *(["--force"] if force else [])])
+    assert done.exit_code == 2
+    assert done.output.strip() == f"error: cannot write in {out}: No space left on device"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "study.yaml"]
+    if force:  # the old folder as it was
+        assert [p.name for p in out.iterdir()] == ["results.csv"] and (out / "results.csv").read_text() == "old\n"
+    else:  # the new folder (a sweep writes its rows as they finish, for --resume), with nothing half written
+        assert list(out.iterdir()) == []
+
+
+def test_hlo_topology_errors_name_the_option():
+    from typer.testing import CliRunner
+
+    from netsim.cli.main import app
+
+    hlo = str(ROOT / "scenarios" / "programs" / "hlo" / "all_gather.txt")
+    empty = CliRunner().invoke(app, ["program", "--hlo", hlo, "--topology", ""])
+    assert (empty.exit_code, empty.output) == (2, "error: --topology '': name the slice the module runs on, e.g. --topology tpu-v5e:4x4, or a topology file\n")
+    unknown = CliRunner().invoke(app, ["program", "--hlo", hlo, "--topology", "tpu_v5e"])
+    assert unknown.exit_code == 2 and unknown.output.startswith("error: --topology tpu_v5e: no topology file 'tpu_v5e'; bundled ones are: ring16, ")
+    assert unknown.output.endswith("; or a TPU slice such as tpu-v5e:4x4\n")

@@ -33,7 +33,8 @@ def run_any(
             raise ValueError(f"give a program file or --hlo MODULE, not both (got {file} and --hlo {hlo})")
         if topology is None:
             raise ValueError(f"--hlo {hlo}: say which slice it runs on, e.g. --topology tpu-v5e:4x4")
-        where = calibrate(resolve_topology(topology, None), calibration) if calibration is not None else topology
+        where = _slice(topology)
+        where = calibrate(where, calibration) if calibration is not None else where
         return run_hlo(hlo, where, clock_hz=clock_hz, engine=engine or "auto")
     if file is None:
         raise ValueError("give a program file, e.g. scenarios/programs/allgather_matmul.yaml, or --hlo MODULE --topology SLICE")
@@ -48,6 +49,21 @@ def run_any(
             return run_hlo(loaded.hlo_path, where, clock_hz=loaded.clock_hz, engine=engine or loaded.engine, name=loaded.name)
         return run_hlo_program(loaded, engine=engine)
     return run_program(loaded.with_calibration(calibration) if calibration is not None else loaded, data=data, engine=engine)
+
+
+def _slice(topology: str) -> Any:
+    """``--topology``: a TPU slice, a bundled topology or a file; a bad one is one line that names the option, not the value as a file."""
+    from netsim.scenario import ScenarioError
+    from netsim.scenario.errors import clipped
+
+    if not topology.strip():
+        raise ValueError(f"--topology {topology!r}: name the slice the module runs on, e.g. --topology tpu-v5e:4x4, or a topology file")
+    try:
+        return resolve_topology(topology, None)
+    except ScenarioError as error:
+        if (error.source, error.field) != (clipped(topology), "topology"):
+            raise  # a topology file that is wrong: the error names the file and its field
+        raise ValueError(f"--topology {error.source}: {error.problem}; or a TPU slice such as tpu-v5e:4x4") from None
 
 
 def is_hlo(result: Any) -> bool:

@@ -376,23 +376,47 @@ def explain(
 def animate(
     scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help=SCENARIO_HELP)],
     output: Annotated[str, typer.Option("-o", "--output", metavar="FILE", help="File to write: .gif, .mp4 (needs ffmpeg) or .html (a page with controls).")],
-    frames: Annotated[int, typer.Option("--frames", metavar="N", min=2, max=300, help="Number of frames (2 to 300), at evenly spaced simulated times.")] = 40,
+    frames: Annotated[
+        int | None,
+        typer.Option(
+            "--frames",
+            metavar="N",
+            min=2,
+            max=300,
+            help="Number of frames (2 to 300), at evenly spaced simulated times; default 40, or fewer where a frame draws much (a minute at most).",
+        ),
+    ] = None,
     fps: Annotated[float, typer.Option("--fps", metavar="FPS", min=0.1, max=60.0, help="Frames per second when played.")] = 4.0,
 ) -> None:
     """Animate a scenario: devices, their buffers filling up, and chunks moving along the links."""
     from netsim.scenario import load_scenario
     from netsim.teaching.animate import FORMATS
     from netsim.teaching.animate_axes import animation as make_animation
-    from netsim.teaching.views import check_drawable
+    from netsim.teaching.views import check_drawable, check_frames, drawn_elements, frames_allowed, per_axis
 
-    _guarded(scenario, lambda: check_drawable(load_scenario(scenario).topology_obj, scenario))  # before simulating
+    topology = _guarded(scenario, lambda: load_scenario(scenario).topology_obj)
+    chosen: list[int] = []
+
+    def count_frames(elements: int) -> None:  # before drawing anything: the frames asked for, or the default that fits
+        if frames is not None:
+            check_frames(frames, elements, topology.name, scenario)
+        chosen.append(frames if frames is not None else max(2, min(40, frames_allowed(elements))))
+
+    def check() -> None:  # before simulating
+        check_drawable(topology, scenario)
+        if per_axis(topology):
+            count_frames(drawn_elements(topology))
+
+    _guarded(scenario, check)
 
     def draw(result: Any, path: Any) -> Any:
-        with _progress("drawing frames", frames) as update:
-            return make_animation(result, frames=frames, fps=fps).save(path, progress=lambda done, total: update(done))
+        if not chosen:
+            count_frames(drawn_elements(topology, result.leaves[0].schedule))
+        with _progress("drawing frames", chosen[0]) as update:
+            return make_animation(result, frames=chosen[0], fps=fps).save(path, progress=lambda done, total: update(done))
 
     result, path = _drawn(scenario, output, FORMATS, draw)
-    print(f"wrote {path} ({frames} frames, {result.time * 1e6:.6g} us simulated)")
+    print(f"wrote {path} ({chosen[0]} frames, {result.time * 1e6:.6g} us simulated)")
 
 
 @app.command()

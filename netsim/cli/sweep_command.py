@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import time
 from pathlib import Path
@@ -105,7 +106,11 @@ def sweep(
             staged.discard()
         message = f"a worker process died ({error}); out of memory? Finished rows are in {Path(output) / RESULTS_FILE}; --resume continues"
         raise fail(message, INTERNAL_ERROR) from None
-    except (ValueError, ImportError, OSError) as error:
+    except OSError as error:  # a full disk, a folder that cannot be made: name where
+        if staged is not None:
+            staged.discard()
+        raise fail(_cannot_write(error, output), USER_ERROR) from None
+    except (ValueError, ImportError) as error:
         if staged is not None:
             staged.discard()
         raise fail(str(error), USER_ERROR) from None
@@ -143,6 +148,27 @@ def _print_sweep(table: Any, name: str, output: Path, resumed: list[int], second
         f" {', '.join(p.path.name for p in plots) or 'none'}"
     )
     out.print(wrap_prose(line, out.width), markup=False, soft_wrap=True)
+
+
+_WRITING = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG, errno.EACCES, errno.EPERM, errno.ENOENT, errno.ENOTDIR, errno.EISDIR}
+
+
+def _cannot_write(error: OSError, output: str) -> str:
+    """One line for an OSError while a sweep writes: the file (never one staged beside it) or the --output folder, and why.
+
+    Examples
+    --------
+    >>> _cannot_write(OSError(28, "No space left on device"), "results")
+    'cannot write in results: No space left on device'
+    >>> _cannot_write(OSError(2, "No such file or directory", "/proc/x"), "/proc/x")
+    'cannot write /proc/x: No such file or directory'
+    """
+    if error.errno not in _WRITING and not error.filename:
+        return str(error)  # not the disk's: a connection to a Dask scheduler, say
+    name = str(error.filename) if error.filename else ""
+    if name and ".netsim-" not in Path(name).name:
+        return f"cannot write {name}: {error.strerror or error}"
+    return f"cannot write in {output}: {error.strerror or error}"
 
 
 def _sweep_folder(output: str, resume: bool, force: bool, study: str) -> Any:

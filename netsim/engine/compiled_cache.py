@@ -56,14 +56,13 @@ def _safe_cache_class() -> type:
             return [f"{base}.nbi", *glob.glob(glob.escape(base) + ".*.nbc")]
 
         def _drop(self, error: BaseException) -> None:
-            files = self._files()
-            for path in files:
+            for path in self._files():
                 with contextlib.suppress(OSError):
                     os.unlink(path)
-            shown = os.path.basename(files[0])
+            shown = os.path.join(self.cache_path, self._impl.filename_base + ".nbi/.nbc")
             _warn(
                 "corrupt",
-                f"numba's cache of netsim's compiled code was unreadable ({type(error).__name__} in {self.cache_path}/{shown}); removed it and compiled again",
+                f"numba's cache of netsim's compiled code was unreadable ({type(error).__name__} reading {shown}); removed it and compiled again",
             )
 
         def load_overload(self, sig: Any, target_context: Any) -> Any:

@@ -1,7 +1,10 @@
-"""A ppermute that moves nothing (``perm: []``, or only pairs (d, d)) is a valid run of 0 s: every view says so.
+"""Attacks on the teaching views: runs that move nothing, and animations too long to draw.
 
-``explain`` used to exit 3 (StopIteration, IndexError), ``animate`` 3 and ``timeline`` 2 with
-NumPy's "number sections must be larger than 0.".
+A ppermute that moves nothing (``perm: []``, or only pairs (d, d)) is a valid run of 0 s: every
+view says so (``explain`` used to exit 3 with StopIteration or IndexError, ``animate`` 3 and
+``timeline`` 2 with NumPy's "number sections must be larger than 0."). An animation is capped
+by its work, frames x drawn elements, not only by its frames and devices (the largest allowed
+used to take 87 s to over 100 s).
 """
 
 from __future__ import annotations
@@ -88,3 +91,50 @@ def test_the_cli_explains_self_pairs_with_exit_0(tmp_path):
     done = subprocess.run([sys.executable, "-m", "netsim", "explain", str(scenario)], cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert done.stdout.startswith("ppermute on ring8: nothing crosses a link, and the simulated time is 0 s.\n")
+
+
+# ---------------------------------------------------------------- animations capped by their work
+
+
+def test_an_animation_too_long_to_draw_is_refused_with_the_numbers_and_the_fix(tmp_path):
+    out = tmp_path / "ring8.gif"
+    scenario = str(ROOT / "scenarios" / "allgather_ring8.yaml")
+    done = subprocess.run(
+        [sys.executable, "-m", "netsim", "animate", scenario, "-o", str(out), "--frames", "300"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    # ring8: 8 devices x 8 blocks x 2 halves = 128 slots, 16 links, 8 devices
+    assert done.stderr == (
+        "error: --frames 300: an animation of ring8 draws 152 elements a frame (+1,000 for the figure): 300 x 1,152 = 345,600,"
+        f" over the 200,000 netsim draws (about a minute); use --frames 173 or fewer, or see it with `netsim timeline {scenario} -o timeline.png`\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_per_axis_animation_is_refused_before_simulating(tmp_path):
+    scenario = tmp_path / "ring64.yaml"
+    scenario.write_text("name: ring64\ntopology: {kind: ring, dims: [64]}\ncollective: {op: all_gather}\ninput: {bytes_per_device: 1 KiB}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "netsim", "animate", str(scenario), "-o", str(tmp_path / "a.gif"), "--frames", "200"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: --frames 200: an animation of ring64 draws 192 elements a frame (+1,000 for the figure): 200 x 1,192 = 238,400,")
+    assert "use --frames 167 or fewer" in done.stderr
+
+
+def test_drawn_elements_counts_what_the_drawing_draws():
+    from netsim.teaching.animate import animate
+    from netsim.teaching.views import drawn_elements
+
+    for label, result in (
+        ("all_gather", netsim.all_gather(np.zeros((4, 2), np.float32), topology="ring4")),
+        ("psum_scatter", netsim.psum_scatter(np.zeros((8, 8), np.float32), topology="ring8", algorithm="ring")),
+        ("ppermute", run([(0, 1), (1, 2)])),
+    ):
+        drawing = animate(result, frames=2)._drawing()
+        drawn = sum(len(slots) for slots in drawing.slots) + len(drawing.links) + result.topology_obj.n_devices
+        assert drawn_elements(result.topology_obj, result.leaves[0].schedule) == drawn, label
