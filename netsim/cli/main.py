@@ -8,6 +8,8 @@ error (a bug in netsim, with a request to report it). A reader that closes the p
 
 from __future__ import annotations
 
+import atexit
+import gc
 import json
 import math
 import sys
@@ -400,6 +402,7 @@ app.command(name="sweep")(_sweep_command)
 
 def main() -> None:
     """Entry point of the ``netsim`` script."""
+    atexit.register(gc.freeze)  # the objects left at exit need no collection: the interpreter's last ones took ~0.15 s of a small run
     try:
         app()
     except KeyboardInterrupt:
