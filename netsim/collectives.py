@@ -21,7 +21,6 @@ from netsim.network.topology import UnreachableError
 from netsim.pipeline import DATA_MODES, OUTPUT_MODES, Groups, Stragglers, flatten_pytree, provenance, run_collective
 from netsim.result import Result
 from netsim.run import TopologyLike, resolve_topology
-from netsim.scenario.errors import ScenarioError
 from netsim.semantics import ops as registry
 from netsim.semantics.all_to_all import AllToAllLayout
 from netsim.semantics.chunks import shape_only
@@ -469,6 +468,8 @@ def simulate(scenario: Any) -> Result:
         raise
     except (UnreachableError, MemoryLimitError) as error:
         # load_scenario checks both up front; should the run still hit one, name the file and field
+        from netsim.scenario.errors import ScenarioError  # (a scenario is loaded by now: its package is imported)
+
         field = "faults" if isinstance(error, UnreachableError) else "input"
         raise ScenarioError(getattr(scenario, "source", scenario.name), field, str(error)) from None
     return dataclasses.replace(result, scenario=scenario.name, provenance=provenance(scenario))

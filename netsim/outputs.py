@@ -71,7 +71,7 @@ def _matches(actual: np.ndarray, expected: np.ndarray, exact: bool, group_size: 
     if exact or not floats:
         if floats and not np.issubdtype(expected.dtype, np.inexact):  # ml_dtypes: compare as float32, NaN equal to NaN
             return all(np.array_equal(actual[i].astype(np.float32), expected[i].astype(np.float32), equal_nan=True) for i in slices)
-        return all(np.array_equal(actual[i], expected[i], equal_nan=floats) for i in slices)
+        return all(_same_bits(actual[i], expected[i]) or np.array_equal(actual[i], expected[i], equal_nan=floats) for i in slices)
     # Sums in a different order differ by rounding only: allow a few ulps per addend.
     tolerance = 4 * _eps(expected.dtype) * group_size
     if np.issubdtype(expected.dtype, np.complexfloating):  # both parts compared (a cast to float would drop the imaginary one)
@@ -79,6 +79,13 @@ def _matches(actual: np.ndarray, expected: np.ndarray, exact: bool, group_size: 
     else:
         wide = np.float64 if np.dtype(expected.dtype).itemsize >= 8 else np.float32
     return all(np.allclose(actual[i].astype(wide), expected[i].astype(wide), rtol=tolerance, atol=tolerance * scale, equal_nan=True) for i in slices)
+
+
+def _same_bits(actual: np.ndarray, expected: np.ndarray) -> bool:
+    """Whether two arrays of one dtype hold the same bits (then they are equal, NaN for NaN): one integer comparison, where
+    ``np.array_equal(..., equal_nan=True)`` takes about a hundred times as long; False for elements not of 1, 2, 4 or 8 bytes."""
+    unsigned = None if actual.dtype.hasobject else {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}.get(actual.dtype.itemsize)
+    return unsigned is not None and bool((actual.view(unsigned) == expected.view(unsigned)).all())
 
 
 def _largest(expected: np.ndarray, scale: float = 1.0) -> float:

@@ -20,7 +20,6 @@ from netsim.checks.invariants import check_playback
 from netsim.engine import ComputeUnit, Link, Playback, play
 from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import Topology, ring
-from netsim.scenario.topology_spec import load_topology
 
 __all__ = ["AUTO_PROCESSES_MAX_TRANSFERS", "ENGINE_MODES", "TopologyLike", "check_engine", "choose_engine", "play_checked", "resolve_topology"]
 
@@ -97,6 +96,8 @@ def resolve_topology(topology: TopologyLike, n_devices: int | None) -> Topology:
     if isinstance(topology, str) and is_slice_name(topology):
         topology = tpu_slice(topology)
     elif isinstance(topology, (str, Path)):
+        from netsim.scenario.topology_spec import load_topology  # (the file formats, pydantic: only for a name or a file)
+
         topology = load_topology(topology)
     if not isinstance(topology, Topology):
         raise ValueError(f"topology must be a Topology, a topology name or a path, got {topology!r}")

@@ -140,3 +140,23 @@ def test_complex_sums_are_checked_on_both_parts():
     wrong = expected.copy()
     wrong[3] += 1j  # the real parts agree: a cast to float would see no difference
     assert not _matches(wrong, expected, exact=False, group_size=4, scale=1.0)
+
+
+def test_exact_checks_compare_bits_then_values_as_numpy_does():
+    """Same bits match at once; different bits are compared by value (-0.0 equals 0.0, NaN equals NaN, 1.0 is not 2.0)."""
+    from netsim.outputs import first_difference
+    from netsim.semantics.gather import AllGatherLayout
+
+    x = np.array([[0.0, np.nan], [1.0, 2.0]], np.float32)
+    layout = AllGatherLayout.check(x, 0, False, None)
+    output = np.stack([x, x])
+    assert first_difference(layout, x, output.copy(), exact=True, group_size=2) is None
+    signed = output.copy()
+    signed[1, 0, 0] = -0.0  # other bits, the same value
+    quiet = output.copy()
+    quiet[0, 0, 1] = np.frombuffer(np.uint32(0x7FC00001).tobytes(), np.float32)[0]  # another NaN
+    assert first_difference(layout, x, signed, exact=True, group_size=2) is None
+    assert first_difference(layout, x, quiet, exact=True, group_size=2) is None
+    wrong = output.copy()
+    wrong[1, 1, 1] = 3.0
+    assert first_difference(layout, x, wrong, exact=True, group_size=2) == 1

@@ -255,12 +255,12 @@ def estimate_memory(
         inputs=0 if input_exists else n_devices * input_bytes,
         outputs=n_devices * output if materialised else 0,
         partial_sums=partial_sums,
-        # one group's inputs, and the comparison's temporaries: a few outputs for sums of floats, two for exact copies;
-        # a lazy output is checked a row at a time
+        # one group's inputs, and the comparison's temporaries: a few outputs for sums of floats, one for exact copies
+        # (compared bit for bit, outputs._same_bits); a lazy output is checked a row at a time
         reference=(
             _scatter_check(output, itemsize)
             if collective == "psum_scatter" and materialised
-            else group_size * input_bytes + (4 if reduces else 2) * output
+            else group_size * input_bytes + (4 if reduces else 1) * output
             if materialised
             else 2 * output
         ),

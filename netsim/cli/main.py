@@ -9,6 +9,8 @@ staged on the way removed. A reader that closes the pipe early
 
 from __future__ import annotations
 
+import atexit
+import gc
 import json
 import math
 import sys
@@ -453,6 +455,7 @@ def main() -> None:
     _plain_text_where_needed()
     _warnings_in_one_line()
     _terminate_cleanly()
+    atexit.register(gc.freeze)  # the objects left at exit need no collection: the interpreter's last ones took ~0.15 s of a small run
     try:
         app()
     except (KeyboardInterrupt, _Terminated) as interrupt:  # Ctrl-C, or SIGTERM: files staged on the way were removed

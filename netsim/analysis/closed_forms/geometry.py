@@ -134,7 +134,8 @@ def group_geometry(dims: Sequence[int], wraparound: Sequence[bool], members: Seq
     coords = np.unravel_index(members, tuple(dims))
     spanned, wraps, adjacent, diameter = [], [], True, 0
     for axis, size in enumerate(dims):
-        values = np.unique(coords[axis])
+        values = np.sort(coords[axis])
+        values = values[np.diff(values, prepend=-1) != 0]  # np.unique's answer, without the import of numpy.ma it makes
         if len(values) < 2:
             continue
         spanned.append(len(values))
