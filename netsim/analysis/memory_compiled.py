@@ -19,10 +19,11 @@ __all__ = ["memory_pass"]
 
 @njit(cache=True)
 def _sorted(when, lo, hi):
-    for p in range(lo + 1, hi):
-        if when[p] < when[p - 1]:
-            return False
-    return True
+    """Whether ``when[lo:hi]`` is in time order."""
+    p = lo + 1
+    while p < hi and when[p] >= when[p - 1]:
+        p += 1
+    return p >= hi
 
 
 @njit(cache=True)
