@@ -9,6 +9,7 @@ that puts the checkout first on ``sys.path``, checks that ``netsim.__file__`` is
 checkout's, and then either calls the API (``netsim.simulate(netsim.load_scenario(f))``:
 the simulation, its checks and its Result, nothing printed) or runs the command line
 (``netsim.cli.main.main()`` with the command's arguments, its output thrown away).
+A first API run warms numba's cache and the OS's file cache and is not counted.
 Rounds interleave the modes (api, run, json, explain, api, ...) because the shared
 machine's speed drifts; the figures are the child's CPU seconds (user + system, from
 ``getrusage``: steadier than wall time when other work runs beside) and its wall
@@ -95,6 +96,8 @@ def main() -> None:
         for case in args.case or CASES:
             scenario = scenario_path(case, folder)
             cpu: dict[str, list[float]] = {m: [] for m in modes}
+            seconds, wall = measured(checkout, "api", scenario)  # numba's cache and the OS's, warmed: not counted
+            print(f"  {case:9} warm-up  api      {seconds:7.2f} s CPU {wall:7.2f} s wall (not counted)", flush=True)
             for round_ in range(args.rounds):
                 for mode in modes:
                     seconds, wall = measured(checkout, mode, scenario)
