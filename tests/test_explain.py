@@ -24,7 +24,7 @@ def _scenario(name):
 
 
 def _seconds(text, label):
-    match = re.search(label + r".*\(([0-9.e+-]+) s\)", text)
+    match = re.search(label + r".*?\(([0-9.e+-]+) s\)", text, flags=re.S)  # (a line may wrap before its number)
     assert match, f"no {label!r} line in:\n{text}"
     return float(match.group(1))
 

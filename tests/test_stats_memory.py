@@ -61,3 +61,27 @@ def test_memory_on_arrays_equals_the_event_loop(run, columns):
         for a, b in zip(got, expected, strict=True):
             assert a.tolist() == b.tolist()
         assert got[0].max() > 0  # something was held: the comparison is not of zeros
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_the_compiled_memory_pass_equals_the_event_loop(run, monkeypatch):
+    """Big runs are read by one compiled pass (netsim.analysis.memory_compiled): the same numbers, here forced on small runs."""
+    from netsim.analysis import memory_over_time
+
+    monkeypatch.setattr(memory_over_time, "COMPILED_MIN", 0)
+    result = run(np.random.default_rng(3).standard_normal((4, 24)).astype(np.float32))
+    for leaf in result.leaves:
+        got = _memory(leaf.schedule, leaf.playback, result.n_devices)
+        expected = memory_one_event_at_a_time(leaf.schedule, leaf.playback, result.n_devices)
+        assert [a.tolist() for a in got] == [b.tolist() for b in expected]
+
+
+def test_the_compiled_memory_pass_sorts_events_that_do_not_come_in_time_order():
+    from netsim.analysis.memory_compiled import memory_pass
+
+    # device 1 receives transfer 0 after transfer 1 (in transfer order its arrivals are not in time order)
+    src, dst, key = np.array([0, 2], np.int64), np.array([1, 1], np.int64), np.array([0, 1], np.int64)
+    arrived, sent, size = np.array([5.0, 2.0]), np.array([1.0, 0.0]), np.array([10, 7], np.int64)
+    peak, extra, flight = memory_pass(src, dst, np.zeros(2, np.bool_), key, arrived, sent, size, 3)
+    # device 1: 7 B on the way from 0 s, 10 B more from 1 s (17 in flight), 7 arrive at 2 s, 10 at 5 s: 17 held at most
+    assert peak.tolist() == [0, 17, 0] and extra.tolist() == [0, 17, 0] and flight.tolist() == [0, 17, 0]

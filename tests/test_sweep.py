@@ -217,7 +217,7 @@ def test_cli_writes_results_plots_and_a_summary(tmp_path, reference, monkeypatch
     assert (tmp_path / "out" / RESULTS_FILE).read_bytes() == csv_bytes
     assert "netsim sweep: small" in result.stdout
     assert "12 points: 8 ok, 4 failed" in result.stdout
-    assert "failed: collective.axis_index_groups: axis_index_groups must cover" in result.stdout
+    assert re.search(r"^#\d+ failed: collective.axis_index_groups: axis_index_groups must cover", result.stdout, flags=re.M)
     assert "time_vs_payload.png" in result.stdout
     assert "━" not in result.stderr  # not a terminal: no progress bar
 

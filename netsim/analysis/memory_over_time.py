@@ -14,6 +14,9 @@ import numpy as np
 
 from netsim.engine import as_array, transfer_columns
 
+COMPILED_MIN = 100_000
+"""Runs of at least this many transfers are read by one compiled pass (:mod:`netsim.analysis.memory_compiled`), read when called."""
+
 BATCH_EVENTS = 2**20
 """Devices are taken in batches of about this many events, so the temporaries stay small."""
 
@@ -36,6 +39,11 @@ def _memory(schedule: Any, playback: Any, n_devices: int) -> tuple[np.ndarray, n
     if len(src) == 0:
         return peak, extra, peak_flight
     facts = (as_array(playback.arrived_at, float), as_array(playback.sent_at, float), as_array(playback.nbytes, np.int64), reduce, key)
+    if len(src) >= COMPILED_MIN:
+        from netsim.analysis.memory_compiled import memory_pass
+
+        as64 = [np.ascontiguousarray(a, np.int64) for a in (src, dst, key, facts[2])]
+        return memory_pass(as64[0], as64[1], np.ascontiguousarray(reduce, np.bool_), as64[2], facts[0], facts[1], as64[3], n_devices)
     events = 2 * np.bincount(dst, minlength=n_devices) + np.bincount(src, minlength=n_devices)
     low = 0
     while low < n_devices:

@@ -112,7 +112,7 @@ def program_sweep_rows(table: Any, limit: int) -> tuple[list[str], list[list[str
     header = ["#", *(f.rsplit(".", 1)[-1] for f in fields), "time", "compute", "in flight", "exposed", *(["status"] if failures else [])]
     rows = []
     for record in table.head(limit).to_dict("records"):
-        status = "ok" if _cell_text(record, "error") == "-" else f"failed: {record['error']}"
+        status = "ok" if _cell_text(record, "error") == "-" else "failed"  # (its error is printed below the table, whole)
         measures = (_cell_text(record, m, short_seconds) for m in measured)
         rows.append([str(record["point"]), *(_cell_text(record, f) for f in fields), *measures, *([status] if failures else [])])
     return header, rows, max(0, len(table) - limit)

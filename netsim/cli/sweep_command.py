@@ -139,6 +139,8 @@ def _print_sweep(table: Any, name: str, output: Path, resumed: list[int], second
     more = parts[2]
     out.print(summary)
     failed = int(table["error"].notna().sum())
+    for record in table[table["error"].notna()].head(len(parts[1])).to_dict("records"):
+        out.print(wrap_prose(f"#{record['point']} failed: {record['error']}", out.width), markup=False, soft_wrap=True)
     if more:
         out.print(f"... {more} more rows in {output / RESULTS_FILE}", markup=False)
     line = (
