@@ -11,6 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 import netsim
+from netsim.analysis.op_estimates import op_estimate
 from netsim.analysis.program_stats import program_stats
 from netsim.analysis.why import analyse
 from netsim.cli.main import app
@@ -134,7 +135,10 @@ def test_compute_efficiency_per_chip_and_per_op_and_the_roofline_says_which(chip
     assert run.time == pytest.approx(1e12 / (1.97e14 * used), rel=1e-12)
     stats = program_stats(run)
     assert stats.ops[0].estimate_s == pytest.approx(run.time, rel=1e-12)
-    assert stats.ops[0].bound == ("compute" if used == 1.0 else f"compute at {used:.3g} of peak")
+    facts = run.topology_obj.device(0)
+    e = op_estimate(run.program.lowered.ops[0], run.program.lowered, run.topology_obj, facts["peak_flops"], facts["hbm_bandwidth_Bps"])
+    assert stats.ops[0].bound == "compute"  # the roofline's formula says at which fraction of the peak it counted
+    assert (f"x {used:.3g} (its compute efficiency)" in e.formula) == (used != 1.0)
     assert stats.devices_compute["compute_efficiency"] == (chip or 1.0)
 
 

@@ -245,7 +245,7 @@ def test_nccl_bandwidths():
         (
             lambda: netsim.all_gather(np.zeros(4), algorithm="tree"),
             "unknown algorithm 'tree'; expected one of ring, bidirectional_ring, bidirectional_halfway, "
-            "direct, recursive_doubling, recursive_halving, rabenseifner, multiaxis, dimension_ordered, multiaxis_bundled",
+            "direct, recursive_doubling, recursive_halving, rabenseifner, multiaxis, dimension_ordered, multiaxis_bundled, hierarchical",
         ),
         (lambda: netsim.all_gather(np.zeros(4), topology="ring8"), "input has 4 devices on its leading axis but topology ring8 has 8"),
         (lambda: netsim.all_gather(np.float32(1.0)), "every input array must be stacked [n_devices, ...] with the same n_devices; got shapes [()]"),

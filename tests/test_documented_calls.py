@@ -110,6 +110,24 @@ CALLS = {
         "from netsim.programs.hlo.run import run_hlo_program\n"
         "assert hlo_summary(run_hlo_program('scenarios/programs/hlo/mlp.yaml'))"
     ),
+    "netsim.network.slices.multislice(slice, n)": (
+        "from netsim.network.slices import multislice\n"
+        "two = multislice(netsim.torus((2, 2)), 2); assert two.n_devices == 8 and [two.slice_of(d) for d in (0, 3, 4, 7)] == [0, 0, 1, 1]"
+    ),
+    "multislice(..., nic_latency_s=..., pcie_latency_s=...)": (
+        "slow = multislice(netsim.torus((2, 2)), 2, nic_latency_s=50e-6, pcie_latency_s=2e-6)\n"
+        "x8 = np.ones((8, 16), np.float32)\n"
+        "assert netsim.psum(x8, topology=slow, algorithm='ring').time > netsim.psum(x8, topology=two, algorithm='ring').time"
+    ),
+    "netsim.network.slices.hybrid_mesh(ici_mesh_shape, dcn_mesh_shape, topology)": (
+        "from netsim.network.slices import hybrid_mesh\n"
+        "m = hybrid_mesh({'data': 1, 'model': 4}, {'data': 2, 'model': 1}, two)\n"
+        "assert [sorted({two.slice_of(d) for d in g}) for g in m.groups('data')] == [[0, 1]] * 4  # the DCN axis: one device per slice"
+    ),
+    "netsim.programs.hlo.run.run_hlo(..., unroll=True)": (
+        "from netsim.programs.hlo.run import run_hlo\n"
+        "assert run_hlo('scenarios/programs/hlo/psum.txt', 'tpu-v5e:2x4', unroll=True).time == run_hlo('scenarios/programs/hlo/psum.txt', 'tpu-v5e:2x4').time"
+    ),
 }
 """Each documented call (as the docs write it, whitespace folded) and code that runs it and checks its sentence."""
 
@@ -118,6 +136,13 @@ NOT_CALLS = {
     "max(2·M·K·N / peak_flops, bytes / hbm_bandwidth)": "a formula",
     "eps(dtype) · (2 + partial-sum additions + ceil(log2 K)) · max|reference|": "a formula",
     "duration_s(step, index)": "a method to override, run by the README's link-subclass block",
+    "max(FLOPs / peak_flops, bytes / hbm_bandwidth)": "a formula",
+    "jax.jit(f).lower(...).compile().as_text()": "JAX's own API (run by scripts/make_hlo_modules.py)",
+    'jax.experimental.topologies.get_topology_desc( platform="tpu", topology_name="v5e:4x4")': "JAX's own API, which needs libtpu (tests/test_hlo_from_jax_tpu.py)",
+    "jax.jit(f).lower(*shape_dtype_structs).compile()": "JAX's own API (run by scripts/make_hlo_modules.py)",
+    "jax.shard_map(body, mesh=mesh, ...)": "JAX's own API",
+    "mesh_utils.create_hybrid_device_mesh(mesh_shape, dcn_mesh_shape)": "JAX's own API, which netsim's hybrid_mesh follows",
+    'netsim.from_jax(f, *args, topology="tpu-v5e:4x4")': "run by docs/programs.md's from_jax block and tests/test_hlo_from_jax_tpu.py (JAX needs its device count set first)",
 }
 
 STUDY = {
@@ -194,7 +219,7 @@ def test_the_collective_matmul_equals_the_gathered_one_as_the_readme_says():
     differ = gathered != overlapped
     largest = np.abs(gathered.astype(np.float32)).max()
     biggest_difference = np.abs(gathered.astype(np.float32) - overlapped.astype(np.float32)).max()
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = " ".join(" ".join(doc.read_text(encoding="utf-8") for doc in DOCS).split())  # the README and docs/
     # one rounding step: bfloat16 numbers in [2^k, 2^(k+1)) are 2^(k-7) apart, so their bit patterns (same sign) differ by 1
     a, b = (c.view(np.uint16)[differ].astype(np.int64) for c in (gathered, overlapped))
     one_step = int((np.abs(a - b) == 1).sum())

@@ -65,7 +65,7 @@ def test_mistakes_in_every_section_come_together_in_the_files_order(tmp_path):
     """
     assert _lines(tmp_path, text) == [
         "topology.link.bandwidth: 45 has no unit: write '45 GB/s' (units: B/s, MB/s, GB/s, or bits: Gb/s)",
-        "topology.colour: unknown field; allowed here: name, description, kind, dims, wraparound, cables, link, devices_per_chip, chip_link, device",
+        "topology.colour: unknown field; allowed here: name, description, kind, dims, wraparound, cables, link, devices_per_chip, chip_link, device, calibration",
         "collective.axiss: unknown field; did you mean axis? allowed here: op, axis, tiled, axis_index_groups, axes",
         "input.dtype: unknown dtype 'flaot32'; did you mean float32? use e.g. float32, int32, float16, bfloat16, float8_e4m3fn (got 'flaot32')",
         "engine: Input should be 'auto', 'processes' or 'fast' (got 'fsat'); did you mean fast?",
@@ -116,7 +116,7 @@ def test_a_misspelt_value_or_field_gets_its_likely_fix(tmp_path, old, new, messa
 
 def test_a_misspelt_op_field_is_named_not_the_field_it_hides(tmp_path):
     assert _lines(tmp_path, PROGRAM.replace("{name: up1", "{nmae: up1"), "program") == [
-        "ops.0.nmae: unknown field; did you mean name? matmul takes: name, op, in, out, after, algorithm, overlap"
+        "ops.0.nmae: unknown field; did you mean name? matmul takes: name, op, in, out, after, algorithm, efficiency, overlap"
     ]
 
 

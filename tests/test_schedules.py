@@ -103,7 +103,7 @@ def test_groups_run_side_by_side():
 def test_unknown_names():
     names = (
         "ring, bidirectional_ring, bidirectional_halfway, direct, recursive_doubling, recursive_halving, rabenseifner, "
-        "multiaxis, dimension_ordered, multiaxis_bundled"
+        "multiaxis, dimension_ordered, multiaxis_bundled, hierarchical"
     )
     with pytest.raises(ValueError, match=rf"^unknown algorithm 'tree'; expected one of {names}$"):
         build_schedule("gather", [[0, 1]], "tree")

@@ -12,7 +12,8 @@ numbers are equal to the NumPy version's.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from netsim.engine.compiled_cache import njit
 
 __all__ = ["memory_pass"]
 

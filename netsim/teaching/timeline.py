@@ -274,7 +274,7 @@ def transfer_ops(result: Result) -> list[str]:
     >>> import netsim
     >>> ops = transfer_ops(netsim.run_program("scenarios/programs/allgather_matmul.yaml"))
     >>> len(ops), set(ops)
-    (48, {'gather'})
+    (96, {'gather'})
     """
     run = result.program
     named = [""] * len(result.leaves[0].schedule.transfers)
