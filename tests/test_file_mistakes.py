@@ -54,7 +54,7 @@ def test_two_bad_units_are_both_named_in_one_run(tmp_path):
     ]
 
 
-def test_mistakes_in_every_section_come_together_in_the_files_order(tmp_path):
+def test_mistakes_in_every_section_come_together_in_one_run(tmp_path):
     text = """
     name: t
     topology: {kind: ring, dims: [4], link: {bandwidth: 45, latency: 1 us}, colour: red}
