@@ -54,7 +54,7 @@ def test_two_bad_units_are_both_named_in_one_run(tmp_path):
     ]
 
 
-def test_mistakes_in_every_section_come_together_in_the_files_order(tmp_path):
+def test_mistakes_in_every_section_come_together_in_one_run(tmp_path):
     text = """
     name: t
     topology: {kind: ring, dims: [4], link: {bandwidth: 45, latency: 1 us}, colour: red}
@@ -105,6 +105,8 @@ def test_mistakes_in_every_section_come_together_in_the_files_order(tmp_path):
         ("name: t", "name: t\nmesh: [4]", "mesh: expected a mapping of each axis's name to its size, e.g. {data: 8} or {data: 2, model: 4} (got [4])"),
         ("name: t", "name: t\nlink: fast", "link: expected a mapping of fields, e.g. {bandwidth: 45 GB/s, latency: 1 us} (got 'fast')"),
         ("[4], dtype", "[4], colour: red, dtype", "input.colour: unknown field; allowed here: shape, bytes_per_device, dtype, values"),
+        ("topology: ring4", "topology: rign4", "topology: no topology file 'rign4'; did you mean ring4? bundled ones are: ring16, ring4, "),
+        ("topology: ring4", "topology: ring5", "topology: no topology file 'ring5'; bundled ones are: "),  # another size, not a typo
     ],
 )
 def test_a_misspelt_value_or_field_gets_its_likely_fix(tmp_path, old, new, message):

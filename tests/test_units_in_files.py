@@ -146,3 +146,9 @@ def test_every_yaml_block_of_the_docs_loads(where, block):
 def test_the_docs_have_yaml_blocks_of_every_kind():
     blocks = [yaml.safe_load(b) for _, b in yaml_blocks()]
     assert any("kind" in b for b in blocks) and any("grid" in b for b in blocks) and any("ops" in b for b in blocks) and any("faults" in b for b in blocks)
+
+
+def test_the_estimate_report_says_what_bits_per_second_were_read_as(tmp_path):
+    _, out = _run(tmp_path, SCENARIO + "link: {bandwidth: 400 Gbps, latency: 1 us}\n", "estimate")
+    assert out.exit_code == 0, out.output
+    assert "50 GB/s one way, 1 us per hop" in out.output

@@ -295,7 +295,8 @@ class Scenario(Strict):
             try:
                 path = find_topology(self.topology, self.base_dir)
             except FileNotFoundError:
-                problem = f"no topology file {clipped(self.topology)!r}; bundled ones are: {', '.join(topology_names())}"
+                hint = did_you_mean(self.topology, topology_names(), other_sizes=False)
+                problem = f"no topology file {clipped(self.topology)!r}{hint or ';'} bundled ones are: {', '.join(topology_names())}"
                 raise ScenarioError(self.source, "topology", problem) from None
             spec, source, field, stem = validate(TopologySpec, read_yaml(path), str(path)), str(path), "", path.stem
         try:

@@ -8,6 +8,7 @@ spelling netsim reads.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 
 __all__ = ["DTYPE_ALIASES", "OTHER_NAMES", "did_you_mean", "dtype_name", "nearest"]
@@ -104,18 +105,18 @@ def _edits(a: str, b: str) -> int:
     return row[-1]
 
 
-def did_you_mean(value: object, choices: Iterable[str]) -> str:
+def did_you_mean(value: object, choices: Iterable[str], *, other_sizes: bool = True) -> str:
     """``"; did you mean X?"`` (with why, for another library's name), or ``""`` when nothing is close.
 
     Examples
     --------
     >>> print(did_you_mean("all_reduce", ["psum", "all_gather"]))
     ; did you mean psum? (JAX's all-reduce is jax.lax.psum)
-    >>> did_you_mean("ringg", ["ring", "direct"]), did_you_mean("zzz", ["ring"])
-    ('; did you mean ring?', '')
+    >>> did_you_mean("ringg", ["ring", "direct"]), did_you_mean("zzz", ["ring"]), did_you_mean("ring9", ["ring8"], other_sizes=False)
+    ('; did you mean ring?', '', '')
     """
     guess = nearest(value, choices)
-    if guess is None:
-        return ""
+    if guess is None or (not other_sizes and re.sub(r"\d+", "N", str(value)) == re.sub(r"\d+", "N", guess)):
+        return ""  # ring9 is not a misspelt ring8
     why = _WHY.get(guess) if isinstance(value, str) and OTHER_NAMES.get(value.strip().lower().replace("-", "_")) == guess else None
     return f"; did you mean {guess}?" + (f" ({why})" if why else "")

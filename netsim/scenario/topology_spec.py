@@ -16,6 +16,7 @@ from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, torus
 from netsim.scenario.errors import ScenarioError, clipped
 from netsim.scenario.fields import Bandwidth, Bytes, Duration, Flops, Strict
+from netsim.scenario.suggestions import did_you_mean
 from netsim.scenario.yaml_files import read_yaml, validate
 
 
@@ -336,7 +337,9 @@ def load_topology(name: str | Path, *, base_dir: Path | None = None) -> Topology
     try:
         path = find_topology(str(name), base_dir)
     except FileNotFoundError:
-        raise ScenarioError(str(name), "topology", f"no topology file {clipped(str(name))!r}; bundled ones are: {', '.join(topology_names())}") from None
+        hint = did_you_mean(str(name), topology_names(), other_sizes=False)
+        problem = f"no topology file {clipped(str(name))!r}{hint or ';'} bundled ones are: {', '.join(topology_names())}"
+        raise ScenarioError(str(name), "topology", problem) from None
     data = read_yaml(path)
     spec = validate(TopologySpec, data, str(path))
     return build_topology(spec, str(path), "", path.stem)

@@ -320,7 +320,7 @@ def validate(
 
 
 def _problems(errors: list[Any], model: type[BaseModel], data: Any, fields_at: FieldsAt | None) -> list[tuple[str, str]]:
-    """Pydantic's errors as (field path, problem) pairs, a pair per mistake, in the file's order."""
+    """Pydantic's errors as (field path, problem) pairs, a pair per mistake, in the format's order of fields (unknown ones last)."""
     paths = [_field_path(e) for e in errors]
     kept = []
     for i, (e, path) in enumerate(zip(errors, paths, strict=True)):
@@ -329,10 +329,10 @@ def _problems(errors: list[Any], model: type[BaseModel], data: Any, fields_at: F
         if any(p == path for p in paths[:i]):
             continue  # another member of the same union failed at the same place: its error is enough
         kept.append((e, path))
-    unknown = {tuple(path[:-1]): [] for e, path in kept if e["type"] == "extra_forbidden"}
+    unknown: dict[tuple[str, ...], list[str]] = {}
     for e, path in kept:
         if e["type"] == "extra_forbidden":
-            unknown[tuple(path[:-1])].append(path[-1])
+            unknown.setdefault(tuple(path[:-1]), []).append(path[-1])
     problems = []
     for e, path in kept:
         loc, message = list(path), e["msg"].removeprefix("Value error, ")
