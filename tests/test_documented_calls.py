@@ -138,11 +138,11 @@ NOT_CALLS = {
     "duration_s(step, index)": "a method to override, run by the README's link-subclass block",
     "max(FLOPs / peak_flops, bytes / hbm_bandwidth)": "a formula",
     "jax.jit(f).lower(...).compile().as_text()": "JAX's own API (run by scripts/make_hlo_modules.py)",
-    'jax.experimental.topologies.get_topology_desc( platform="tpu", topology_name="v5e:4x4")': "JAX's own API, which needs libtpu (tests/test_hlo_from_jax_tpu.py)",
+    'jax.experimental.topologies.get_topology_desc( platform="tpu", topology_name="v5e:4x4")': "JAX's own API, which needs libtpu",
     "jax.jit(f).lower(*shape_dtype_structs).compile()": "JAX's own API (run by scripts/make_hlo_modules.py)",
     "jax.shard_map(body, mesh=mesh, ...)": "JAX's own API",
     "mesh_utils.create_hybrid_device_mesh(mesh_shape, dcn_mesh_shape)": "JAX's own API, which netsim's hybrid_mesh follows",
-    'netsim.from_jax(f, *args, topology="tpu-v5e:4x4")': "run by docs/programs.md's from_jax block and tests/test_hlo_from_jax_tpu.py (JAX needs its device count set first)",
+    'netsim.from_jax(f, *args, topology="tpu-v5e:4x4")': "run by docs/programs.md's from_jax block (JAX needs its device count set first)",
 }
 
 STUDY = {

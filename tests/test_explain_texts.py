@@ -30,6 +30,9 @@ def _expected_whom(result, src, dst):
             (a, (k if k <= n // 2 else k - n) if topology.wraparound[a] else topology.coord(dst)[a] - topology.coord(src)[a])
             for (a, k), n in zip(moves, [topology.dims[a] for a, _ in moves], strict=True)
         ]
+        if moves and moves[0][0] == 0 and getattr(topology, "n_slices", 1) > 1:  # axis 0 of several slices: the DCN
+            k = moves[0][1]
+            return f"its peer {k:+d} slice{'s' if abs(k) > 1 else ''} away, over the DCN" if len(moves) == 1 else "a device of another slice, over the DCN"
         if len(moves) == 1 and abs(moves[0][1]) == 1:
             return f"its {'+' if moves[0][1] > 0 else '−'}1 neighbour along axis {moves[0][0]}"
         return "the device " + ", ".join(f"{k:+d} along axis {a}" for a, k in moves)

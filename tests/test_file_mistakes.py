@@ -65,12 +65,13 @@ def test_mistakes_in_every_section_come_together_in_one_run(tmp_path):
     """
     assert _lines(tmp_path, text) == [
         "topology.link.bandwidth: 45 has no unit: write '45 GB/s' (units: B/s, MB/s, GB/s, or bits: Gb/s)",
-        "topology.colour: unknown field; allowed here: name, description, kind, dims, wraparound, cables, link, devices_per_chip, chip_link, device, calibration",
+        "topology.colour: unknown field; allowed here: name, description, kind, dims, wraparound, cables, link, devices_per_chip, chip_link, "
+        "device, calibration",
         "collective.axiss: unknown field; did you mean axis? allowed here: op, axis, tiled, axis_index_groups, axes",
         "input.dtype: unknown dtype 'flaot32'; did you mean float32? use e.g. float32, int32, float16, bfloat16, float8_e4m3fn (got 'flaot32')",
         "engine: Input should be 'auto', 'processes' or 'fast' (got 'fsat'); did you mean fast?",
         "algorithim: unknown field; did you mean algorithm? allowed here: name, description, topology, collective, input, algorithm, link, device, "
-        "forwarding, engine, seed, expected, mesh, faults, stragglers, data",
+        "forwarding, engine, calibration, seed, expected, mesh, faults, stragglers, data",
     ]
 
 

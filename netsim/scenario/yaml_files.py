@@ -301,11 +301,13 @@ def validate(
     Traceback (most recent call last):
     ...
     netsim.scenario.ScenarioError: t.yaml: dims: required field is missing
-    >>> print(validate(TopologySpec, {"kind": "rign", "dimz": [4]}, "t.yaml"))
-    Traceback (most recent call last):
-    ...
-    netsim.scenario.ScenarioError: t.yaml: kind: Input should be 'ring', 'torus' or 'mesh' (got 'rign'); did you mean ring?
-    t.yaml: dimz: unknown field; did you mean dims? allowed here: name, description, kind, dims, wraparound, cables, link, devices_per_chip, chip_link, device, calibration
+    >>> try:
+    ...     validate(TopologySpec, {"kind": "rign", "dimz": [4]}, "t.yaml")
+    ... except ScenarioError as error:
+    ...     print(str(error).replace("? allowed here", "?\\n  allowed here"))
+    t.yaml: kind: Input should be 'ring', 'torus' or 'mesh' (got 'rign'); did you mean ring?
+    t.yaml: dimz: unknown field; did you mean dims?
+      allowed here: name, description, kind, dims, wraparound, cables, link, devices_per_chip, chip_link, device, calibration
     """
     if not isinstance(data, dict):
         raise ScenarioError(source, "", f"expected a mapping of fields at the top level, got {type(data).__name__}")
