@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from netsim.analysis.hlo_stats import hlo_summary
-from netsim.analysis.program_stats import ProgramStats
-from netsim.programs.hlo.files import HloProgramFile, load_any_program
-from netsim.programs.hlo.run import run_hlo, run_hlo_program
-from netsim.programs.run import run_program
+if TYPE_CHECKING:
+    from netsim.analysis.program_stats import ProgramStats
 
 __all__ = ["is_hlo", "print_hlo", "run_any"]
 
@@ -21,6 +18,10 @@ SHOWN = 12
 
 def run_any(file: str | None, hlo: str | None, topology: str | None, clock_hz: float | None, data: str | None, engine: str | None) -> Any:
     """Run a program file of either kind, or an HLO module on a slice."""
+    from netsim.programs.hlo.files import HloProgramFile, load_any_program  # (here: `netsim run` need not import them)
+    from netsim.programs.hlo.run import run_hlo, run_hlo_program
+    from netsim.programs.run import run_program
+
     if hlo is not None:
         if file is not None:
             raise ValueError(f"give a program file or --hlo MODULE, not both (got {file} and --hlo {hlo})")
@@ -46,6 +47,8 @@ def is_hlo(result: Any) -> bool:
 
 def hlo_json(result: Any, stats: ProgramStats) -> str:
     """The run as one JSON object: the program totals, ``collectives`` and the module's facts."""
+    from netsim.analysis.hlo_stats import hlo_summary
+
     return json.dumps(hlo_summary(result, stats), indent=2)
 
 
@@ -82,6 +85,8 @@ def _collectives_table(entries: list[dict[str, Any]], more: str) -> Table:
 
 def print_hlo(result: Any, stats: ProgramStats) -> None:
     """The run's summary, its collectives (slowest first) and what is not modelled."""
+    from netsim.analysis.hlo_stats import hlo_summary
+
     full = hlo_summary(result, stats)
     summary = full["hlo"]
     from netsim.cli.console import QuietConsole, wrap_prose

@@ -9,14 +9,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from netsim.analysis.program_stats import ProgramStats, program_stats
-from netsim.checks.memory import memory_advice
 from netsim.cli.console import QuietConsole
 from netsim.cli.hlo import hlo_json, is_hlo, print_hlo, run_any
-from netsim.engine import EngineError
-from netsim.scenario.yaml_files import read_yaml
 
 if TYPE_CHECKING:
+    from netsim.analysis.program_stats import ProgramStats
     from netsim.result import Result
 
 __all__ = ["program", "run_or_exit"]
@@ -38,6 +35,8 @@ def _time(seconds: float | None) -> str:
 
 def _data_of(file: str | None) -> str | None:
     """A program file's ``data:`` field, if it can be read (None otherwise: an HLO module is timing only)."""
+    from netsim.scenario.yaml_files import read_yaml
+
     if file is None:
         return "none"
     try:
@@ -50,6 +49,9 @@ def run_or_exit(
     file: str | None, data: str | None = None, engine: str | None = None, *, hlo: str | None = None, topology: str | None = None, clock_hz: float | None = None
 ) -> Result:
     """Run a program file (or an HLO module on a slice), or exit with one line (2 for a user's mistake, 3 for a bug in netsim)."""
+    from netsim.checks.memory import memory_advice
+    from netsim.engine import EngineError
+
     try:
         return run_any(file, hlo, topology, clock_hz, data, engine)
     except EngineError as error:
@@ -81,6 +83,7 @@ def program(
     ] = None,
 ) -> None:
     """Run a program (collectives and compute on a sharded mesh) and print its time, overlap and ops."""
+    from netsim.analysis.program_stats import program_stats
     from netsim.cli.trace import save_trace
     from netsim.destinations import StagedFile, all_or_nothing, check_file
 
