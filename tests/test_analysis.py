@@ -222,7 +222,7 @@ def test_every_bundled_scenario_keeps_its_estimate_kinds_promise(path, scenario_
 
 def test_crossed_links_reads_each_distinct_link_once_not_each_hop(monkeypatch):
     """The speeds of a run's links are looked up once per link crossed, not once per hop (2.1 M on a ring of 1024)."""
-    from netsim.analysis.why import crossed_links
+    from netsim.analysis.mixed_links import crossed_links
 
     r = netsim.all_gather(np.zeros((16, 64), np.float32), algorithm="ring", topology=netsim.ring(16).degrade_link(3, 4, bandwidth_factor=0.5))
     hops = sum(len(route) for route in r.leaves[0].playback.routes)

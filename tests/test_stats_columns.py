@@ -99,3 +99,28 @@ def test_some_case_above_has_queues_and_late_starts():
     results = [p.values[0] for p in scenario_results()]
     assert any(u.longest_queue > 0 for r in results for u in run_stats(r).links)
     assert any(run_stats(r).critical_path.straggle_s > 0 for r in results)
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        lambda x: netsim.all_gather(x, topology=netsim.ring(8)),
+        lambda x: netsim.psum(x, topology=netsim.torus((2, 4)), algorithm="rabenseifner"),
+        lambda x: netsim.all_gather(x, topology=netsim.ring(8), stragglers={3: 2e-6}),
+        lambda x: netsim.all_to_all(x, 0, 0, topology=netsim.torus((2, 4)), tiled=True),
+        lambda x: netsim.all_gather({"a": x, "b": x[:, :3]}, topology=netsim.ring(8), algorithm="ring"),
+    ],
+)
+def test_the_compiled_step_pass_gives_the_step_summaries_of_the_sorting_one(run, monkeypatch):
+    """Big runs' step summaries come from one compiled pass (netsim.analysis.steps_compiled): the same, forced here on small runs."""
+    from netsim.analysis import steps
+
+    result = run(np.random.default_rng(5).standard_normal((8, 16)).astype(np.float32))
+    offset = 0.0
+    for index, leaf in enumerate(result.leaves):
+        sorting = steps._steps(index, leaf.schedule, leaf.playback, offset, False, result.n_devices)
+        monkeypatch.setattr(steps, "COMPILED_MIN", 0)
+        compiled = steps._steps(index, leaf.schedule, leaf.playback, offset, False, result.n_devices)
+        monkeypatch.setattr(steps, "COMPILED_MIN", 10**12)
+        assert compiled == sorting and sorting[0]
+        offset += leaf.playback.time

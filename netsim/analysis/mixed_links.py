@@ -12,11 +12,48 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from netsim.analysis.closed_forms.registry import CollectiveEstimate
 from netsim.analysis.closed_forms.terms import Estimate
+from netsim.engine.link_model import effective_bandwidth
+from netsim.network.calibration import in_force
 
-__all__ = ["other_links", "with_other_links"]
+if TYPE_CHECKING:
+    from netsim.result import Result
+
+__all__ = ["crossed_links", "other_links", "with_other_links"]
+
+
+def crossed_links(result: Result) -> set[tuple[float, float]]:
+    """The (latency_s, bandwidth_Bps) of every link a run crossed (the effective rate: a calibrated run's link efficiency applied).
+
+    Each distinct route is read once: where the engine kept its routes as columns (each
+    transfer's number among the distinct routes), only the routes used are walked, not one
+    hop per transfer; each distinct link's speed is then looked up once.
+
+    Examples
+    --------
+    >>> import numpy as np, netsim
+    >>> crossed_links(netsim.all_gather(np.zeros((4, 8), np.float32), topology=netsim.ring(4)))
+    {(1e-06, 45000000000.0)}
+    """
+    topology = result.topology_obj
+    links: set[Any] = set()
+    for leaf in result.leaves:
+        routes = leaf.playback.routes
+        kept = routes.columns() if hasattr(routes, "columns") else None
+        if kept is not None:
+            inverse, distinct = kept
+            for k in np.flatnonzero(np.bincount(np.asarray(inverse), minlength=len(distinct))).tolist():
+                links.update(distinct[k])
+        else:
+            for route in routes:
+                links.update(route)
+    efficiency = in_force(topology).link_efficiency
+    return {(d["latency_s"], effective_bandwidth(d["bandwidth_Bps"], efficiency)) for d in map(topology.link, links)}
 
 
 def other_links(crossed: Iterable[tuple[float, float]], latency_s: float, bandwidth_Bps: float) -> set[tuple[float, float]]:

@@ -53,6 +53,11 @@ class StepSummary:
     straggler: int
 
 
+COMPILED_MIN = 100_000
+"""Runs of at least this many transfers (without per-device timings) are summarised by one compiled pass
+(:mod:`netsim.analysis.steps_compiled`), read when called."""
+
+
 def _step_columns(transfers: Any) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     """Each transfer's step, and its phase as a number into the names returned with them."""
     step, phase = getattr(transfers, "step", None), getattr(transfers, "phase", None)
@@ -102,6 +107,16 @@ def _steps(leaf: int, schedule: Any, playback: Any, offset: float, detail: bool,
     if not len(step):
         return [], []
     src, dst = np.asarray(columns["src"]), np.asarray(columns["dst"])
+    low, high = int(step.min()), int(step.max())
+    if not detail and len(step) >= COMPILED_MIN and (high - low + 1) * n_devices <= max(4 * len(step), 1 << 16):
+        from netsim.analysis.steps_compiled import step_pass
+
+        sent, arrived = as_array(playback.sent_at, float), as_array(playback.arrived_at, float)
+        as64 = [np.ascontiguousarray(a, np.int64) for a in (step, src, dst)]
+        k, first, start, last, first_done, straggler = step_pass(*as64, sent, arrived, float(offset), low, high - low + 1, n_devices)
+        phases = [phase_names[c] for c in phase_code[first].tolist()]
+        values = zip((k + low).tolist(), phases, start.tolist(), last.tolist(), first_done.tolist(), straggler.tolist(), strict=True)
+        return [StepSummary(leaf, *v) for v in values], []
     distinct, first = np.unique(step, return_index=True)
     code = np.searchsorted(distinct, step)
     small = np.int32 if len(distinct) * n_devices < 2**31 else np.int64  # (step, device) numbers in half the memory

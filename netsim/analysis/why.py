@@ -26,7 +26,7 @@ from netsim.analysis.across_slices import leaves_across_slices
 from netsim.analysis.closed_forms.geometry import ports
 from netsim.analysis.closed_forms.registry import CollectiveEstimate, estimate_collective
 from netsim.analysis.closed_forms.terms import Estimate, canonical_collective
-from netsim.analysis.mixed_links import other_links, with_other_links
+from netsim.analysis.mixed_links import crossed_links, other_links, with_other_links
 from netsim.analysis.per_result import once_per_result
 from netsim.analysis.scenario_estimates import algorithm_estimates, estimate_scenario, planned_wraparound
 from netsim.engine.link_model import effective_bandwidth
@@ -172,35 +172,6 @@ def nominal_link(topology: Topology) -> tuple[float, float]:
     if not counts:
         return 0.0, 1.0
     return max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
-
-
-def crossed_links(result: Result) -> set[tuple[float, float]]:
-    """The (latency_s, bandwidth_Bps) of every link a run crossed (the effective rate, as :func:`nominal_link`).
-
-    Each distinct route is read once: where the engine kept its routes as columns (each
-    transfer's number among the distinct routes), only the routes used are walked, not one
-    hop per transfer; each distinct link's speed is then looked up once.
-
-    Examples
-    --------
-    >>> import numpy as np, netsim
-    >>> crossed_links(netsim.all_gather(np.zeros((4, 8), np.float32), topology=netsim.ring(4)))
-    {(1e-06, 45000000000.0)}
-    """
-    topology = result.topology_obj
-    links: set[Any] = set()
-    for leaf in result.leaves:
-        routes = leaf.playback.routes
-        kept = routes.columns() if hasattr(routes, "columns") else None
-        if kept is not None:
-            inverse, distinct = kept
-            for k in np.flatnonzero(np.bincount(np.asarray(inverse), minlength=len(distinct))).tolist():
-                links.update(distinct[k])
-        else:
-            for route in routes:
-                links.update(route)
-    efficiency = in_force(topology).link_efficiency
-    return {(d["latency_s"], effective_bandwidth(d["bandwidth_Bps"], efficiency)) for d in map(topology.link, links)}
 
 
 def run_link(result: Result) -> tuple[float, float]:

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from netsim.analysis.hlo_stats import hlo_summary
-from netsim.analysis.program_stats import ProgramStats
 from netsim.cli.console import QuietConsole
-from netsim.network.calibration import calibrate, check_calibration
-from netsim.programs.hlo.files import HloProgramFile, load_any_program
-from netsim.programs.hlo.run import run_hlo, run_hlo_program
-from netsim.programs.run import run_program
-from netsim.run import resolve_topology
+
+if TYPE_CHECKING:
+    from netsim.analysis.program_stats import ProgramStats
 
 __all__ = ["estimate_of", "is_hlo", "print_hlo", "run_any"]
 
@@ -26,6 +22,11 @@ def run_any(
     file: str | None, hlo: str | None, topology: str | None, clock_hz: float | None, data: str | None, engine: str | None, calibration: str | None = None
 ) -> Any:
     """Run a program file of either kind, or an HLO module on a slice (``calibration``: the file's unless given)."""
+    from netsim.network.calibration import calibrate, check_calibration
+    from netsim.programs.hlo.files import HloProgramFile, load_any_program  # (here: `netsim run` need not import them)
+    from netsim.programs.hlo.run import run_hlo, run_hlo_program
+    from netsim.programs.run import run_program
+
     if calibration is not None:
         check_calibration(calibration)
     if hlo is not None:
@@ -53,6 +54,7 @@ def run_any(
 
 def _slice(topology: str) -> Any:
     """``--topology``: a TPU slice, a bundled topology or a file; a bad one is one line that names the option, not the value as a file."""
+    from netsim.run import resolve_topology
     from netsim.scenario import ScenarioError
     from netsim.scenario.errors import clipped
 
@@ -73,6 +75,8 @@ def is_hlo(result: Any) -> bool:
 
 def hlo_json(result: Any, stats: ProgramStats) -> str:
     """The run as one JSON object: the program totals, ``collectives`` and the module's facts."""
+    from netsim.analysis.hlo_stats import hlo_summary
+
     summary = hlo_summary(result, stats)
     return json.dumps({**summary, "estimate": estimate_of(result)}, indent=2)
 
@@ -136,6 +140,8 @@ def _compute_from(summary: dict) -> str:
 
 def print_hlo(result: Any, stats: ProgramStats) -> None:
     """The run's summary, its collectives (slowest first) and what is not modelled."""
+    from netsim.analysis.hlo_stats import hlo_summary
+
     full = hlo_summary(result, stats)
     summary = full["hlo"]
     from netsim.cli.console import wrap_prose

@@ -54,8 +54,28 @@ def _records(records: list[dict[str, Any]], keys: list[str], level: int) -> str:
     inner, field = "\n" + INDENT * (level + 1), "\n" + INDENT * (level + 2)
     fields = [(f"{field}{encode_basestring_ascii(key)}: ", key) for key in keys]
     close = inner + "}"
-    texts = ["{" + ",".join([head + _scalar(item[key], level + 2) for head, key in fields]) + close for item in records]
+    texts = ["{" + ",".join([head + _quick(item[key], level + 2) for head, key in fields]) + close for item in records]
     return "[" + inner + ("," + inner).join(texts) + "\n" + INDENT * level + "]"
+
+
+def _quick(value: Any, level: int) -> str:
+    """:func:`_scalar`, with the commonest cases (a finite float, an int) first.
+
+    Examples
+    --------
+    >>> _quick(1.5, 0), _quick(3, 0), _quick(True, 0), _quick(-0.0, 0)
+    ('1.5', '3', 'true', '-0.0')
+    >>> dumps({"r": [{"x": 1.0}, {"x": float("inf")}]})
+    Traceback (most recent call last):
+    ...
+    ValueError: Out of range float values are not JSON compliant: inf
+    """
+    kind = type(value)
+    if kind is float and value - value == 0.0:  # finite (inf - inf and nan - nan are nan)
+        return float.__repr__(value)
+    if kind is int:
+        return int.__repr__(value)
+    return _scalar(value, level)
 
 
 def _scalar(value: Any, level: int) -> str:
@@ -76,5 +96,5 @@ def _scalar(value: Any, level: int) -> str:
         return "false"
     if (kind is list or kind is tuple) and value:
         inner = "\n" + INDENT * (level + 1)
-        return "[" + inner + ("," + inner).join([_scalar(item, level + 1) for item in value]) + "\n" + INDENT * level + "]"
+        return "[" + inner + ("," + inner).join([_quick(item, level + 1) for item in value]) + "\n" + INDENT * level + "]"
     return _value(value, level)

@@ -32,7 +32,7 @@ def short_seconds(t: float | None) -> str:
 
 
 def ops_table(stats: Any) -> Table:
-    """A program's ops: start and end on the critical device, the longest on one device, the closed form and its kind.
+    """A program's ops: what each is, start and end on the critical device, the longest on one device, the closed form and its kind.
 
     Examples
     --------
@@ -43,7 +43,7 @@ def ops_table(stats: Any) -> Table:
     >>> QuietConsole(width=80).print(ops_table(stats))
     ops: start and end on device 0 (its compute ends last); time: the
     longest on one device
-    op      kind           start       end      time  estimate  kind
+    op      what           start       end      time  estimate  kind
     ─────────────────────────────────────────────────────────────────
     gather  all_gather      0 ns  9.738 us  9.738 us  9.738 us  exact
     mm      matmul      9.738 us     12 us  2.265 us  2.265 us  exact
@@ -51,8 +51,8 @@ def ops_table(stats: Any) -> Table:
     where = f"device {stats.critical_device} (its compute ends last)" if stats.critical_device is not None else "any device"
     title = f"ops: start and end on {where}; time: the longest on one device"
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
-    for header in ("op", "kind", "start", "end", "time", "estimate", "kind"):
-        text = header in ("op", "kind")
+    for header in ("op", "what", "start", "end", "time", "estimate", "kind"):
+        text = header in ("op", "what", "kind")
         table.add_column(header, justify="left" if text else "right", no_wrap=not text, overflow="fold")
     for op in stats.ops:
         times = (op.start_s, op.end_s, op.time_s, op.estimate_s) if op.device is not None else (op.first_start_s, op.last_end_s, op.time_s, op.estimate_s)
