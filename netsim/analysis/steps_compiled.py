@@ -11,7 +11,8 @@ does it: the same numbers.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from netsim.engine.compiled_cache import njit
 
 __all__ = ["step_pass"]
 
