@@ -71,7 +71,7 @@ def scenario_results():
     yield pytest.param(netsim.all_gather(x, axis_index_groups=[[0, 2, 4, 6], [1, 3, 5, 7]], algorithm="ring"), id="strided-groups-queue")
 
 
-@pytest.mark.parametrize("result", scenario_results())
+@pytest.mark.parametrize("result", list(scenario_results()))
 def test_statistics_from_columns_equal_the_object_by_object_reference(result):
     stats = run_stats(result)
     link_wait, queue, steps, windows = reference(result)
