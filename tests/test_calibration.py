@@ -19,6 +19,7 @@ from netsim.cli.terms import calibration_rows
 from netsim.network.calibration import CALIBRATIONS, NOMINAL, Calibration, calibrate, in_force, offered
 from netsim.network.presets import tpu_slice
 from netsim.network.topology import mesh, ring, torus
+from netsim.network.units import format_seconds
 from netsim.programs.files import load_program, program_as_data
 from netsim.programs.model import Op, Program, Sharded
 from netsim.scenario import load_scenario
@@ -237,3 +238,21 @@ def test_a_program_sweep_skips_points_that_do_not_fit(tmp_path):
     small, big = table.to_dict("records")
     assert not isinstance(small["error"], str) or small["error"] == ""
     assert big["error"] == "require_fit: does not fit: 36.5 GB on a 16 GB chip"
+
+
+def test_explain_of_a_calibrated_run_uses_the_effective_rate_and_the_fixed_cost():
+    from netsim.teaching.explain import explain
+    from netsim.teaching.steps import step_costs
+
+    scenario = netsim.load_scenario("scenarios/validation/v5e_8x4_line_allgather_32KiB.yaml")  # calibration: calibrated
+    result = netsim.simulate(scenario)
+    terms = in_force(result.topology_obj)
+    assert (terms.link_efficiency, terms.collective_overhead_s) == (0.95, 3.47e-6)
+    text = explain(result, summarise=False)
+    assert "Links: B = 42.75 GB/s in each direction" in text  # 0.95 x 45 GB/s, not the nominal 45
+    costs = step_costs(result)
+    for cost in costs:  # each step: one hop's α plus a 32 KiB block at the effective rate, by hand
+        assert cost.model_s == pytest.approx(1e-6 + 32768 / (0.95 * 45e9), rel=1e-12)
+    model = 3.47e-6 + sum(c.model_s for c in costs)
+    assert "fixed cost per collective (calibration: calibrated), paid before step 1: 3.47 us" in text
+    assert f"α–β model, the fixed cost plus the sum of the 3 steps: {format_seconds(model)} ({model!r} s)" in text

@@ -17,6 +17,8 @@ import itertools
 from netsim.algorithms.bundles import leaves
 from netsim.algorithms.registry import ALGORITHMS
 from netsim.analysis.why import leaf_estimates, run_link
+from netsim.engine.link_model import effective_bandwidth
+from netsim.network.calibration import in_force
 from netsim.network.topology import Topology
 from netsim.network.units import format_bytes, format_seconds
 from netsim.result import Result
@@ -31,7 +33,8 @@ __all__ = ["explain"]
 
 
 def _uniform_links(topology: Topology) -> tuple[float, float] | None:
-    values = {(topology.link(link)["bandwidth_Bps"], topology.link(link)["latency_s"]) for link in topology.links}
+    efficiency = in_force(topology).link_efficiency  # a calibrated run's links move at their effective rate
+    values = {(effective_bandwidth(topology.link(link)["bandwidth_Bps"], efficiency), topology.link(link)["latency_s"]) for link in topology.links}
     return values.pop() if len(values) == 1 else None
 
 
@@ -270,9 +273,13 @@ def explain(result: Result, leaf: int = 0, max_devices: int = 16, summarise: boo
             f"{format_seconds(cost.finished_s)} (+{format_seconds(finished - done)})"
         )
         done = finished
-    model = sum(c.model_s for c in costs)
+    fixed = in_force(run.topology).collective_overhead_s if costs else 0.0  # paid once, before the first byte leaves
+    model = fixed + sum(c.model_s for c in costs)
     lines += ["", "Total", f"  simulated time:                 {_exact(playback.time)}"]
-    lines.append(f"  α–β model, sum of the {len(costs)} step{'s' if len(costs) != 1 else ''}: {_exact(model)}")
+    if fixed:
+        lines.append(f"  fixed cost per collective (calibration: calibrated), paid before step 1: {_exact(fixed)}")
+    steps_said = f"sum of the {len(costs)} step{'s' if len(costs) != 1 else ''}"
+    lines.append(f"  α–β model, {'the fixed cost plus the ' + steps_said if fixed else steps_said}: {_exact(model)}")
     closed, kind = _closed_form(result, leaf)
     lines.append(f"  {closed}")
     if kind == "lower_bound":

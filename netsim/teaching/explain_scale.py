@@ -24,6 +24,8 @@ from netsim.algorithms.transfers import PHASES
 from netsim.analysis.why import analyse
 from netsim.engine import as_array, transfer_columns
 from netsim.engine.columns import hop_arrays
+from netsim.engine.link_model import effective_bandwidth
+from netsim.network.calibration import in_force
 from netsim.network.units import format_bytes, format_seconds
 from netsim.result import Result
 
@@ -71,7 +73,8 @@ class _Leaf:
         self.link_ids = list(link_ids)
         self.hop_transfer, self.hop_link = hop_transfer, hop_link
         self.latency = np.array([self.topology.link(link)["latency_s"] for link in self.link_ids], float)
-        self.bandwidth = np.array([self.topology.link(link)["bandwidth_Bps"] for link in self.link_ids], float)
+        efficiency = in_force(self.topology).link_efficiency  # a calibrated run's links move at their effective rate
+        self.bandwidth = np.array([effective_bandwidth(self.topology.link(link)["bandwidth_Bps"], efficiency) for link in self.link_ids], float)
         n = len(self.src)
         self.hops = np.bincount(hop_transfer, minlength=n)[:n]
         self.route_latency = np.bincount(hop_transfer, weights=self.latency[hop_link], minlength=n)[:n]

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 from netsim.algorithms.schedule import Schedule
 from netsim.algorithms.transfers import Transfer
+from netsim.engine.link_model import effective_bandwidth
+from netsim.network.calibration import in_force
 from netsim.network.topology import Topology
 from netsim.result import LeafRun, Result
 from netsim.teaching.replay import Replay
@@ -303,6 +305,7 @@ def step_costs(result: Result, leaf: int = 0) -> list[StepCost]:
     """
     run = _run_of(result, leaf)
     playback, topology = run.leaf.playback, run.topology
+    efficiency = in_force(topology).link_efficiency  # a calibrated run's links move at their effective rate
     costs = []
     for step, indices in enumerate(run.by_step):
         load: dict[tuple, int] = {}
@@ -313,7 +316,7 @@ def step_costs(result: Result, leaf: int = 0) -> list[StepCost]:
             latency = max(latency, sum(topology.link(link)["latency_s"] for link in route))
             for link in route:
                 load[link] = load.get(link, 0) + playback.nbytes[index]
-        times = {link: nbytes / topology.link(link)["bandwidth_Bps"] for link, nbytes in load.items()}
+        times = {link: nbytes / effective_bandwidth(topology.link(link)["bandwidth_Bps"], efficiency) for link, nbytes in load.items()}
         busiest = max(times, key=times.get, default=None)
         costs.append(
             StepCost(
