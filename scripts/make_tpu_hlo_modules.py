@@ -36,7 +36,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "scenarios" / "programs" / "hlo" / "tpu"
-DEBUG_TABLES = {"FileNames", "FunctionNames", "FileLocations", "StackFrames"}
 SHARD_MAPPED = ("all_gather", "psum_scatter", "psum", "all_to_all", "ppermute", "collective_matmul")
 
 SLICES = {
@@ -50,29 +49,23 @@ SLICES = {
 """The slices compiled for, and which examples each gets (smaller sets on the bigger slices keep the bundle small)."""
 
 
-def examples_module():
-    """``netsim/programs/hlo/examples.py``, loaded by its path (it needs only JAX)."""
-    spec = importlib.util.spec_from_file_location("netsim_hlo_examples", ROOT / "netsim" / "programs" / "hlo" / "examples.py")
+def load_by_path(name: str):
+    """``netsim/programs/hlo/NAME.py``, loaded by its path (it imports nothing of netsim: this environment has only JAX)."""
+    spec = importlib.util.spec_from_file_location(f"netsim_hlo_{name}", ROOT / "netsim" / "programs" / "hlo" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
 
+def examples_module():
+    """``netsim/programs/hlo/examples.py``, loaded by its path (it needs only JAX)."""
+    return load_by_path("examples")
+
+
 def clean(text: str) -> str:
-    """The module's text without debugging tables and ``metadata={...}`` attributes."""
-    kept, in_table = [], False
-    for line in text.splitlines(keepends=True):
-        stripped = line.strip()
-        if stripped in DEBUG_TABLES:
-            in_table = True
-            continue
-        if in_table and (not stripped or stripped[0].isdigit()):
-            in_table = bool(stripped)
-            continue
-        in_table = False
-        kept.append(re.sub(r", metadata=\{[^{}]*\}", "", line))
-    return "".join(kept)
+    """The module's text without debugging tables (``netsim/programs/hlo/debug_tables.py``) and ``metadata={...}`` attributes."""
+    return re.sub(r", metadata=\{[^{}]*\}", "", load_by_path("debug_tables").strip_debug_tables(text))
 
 
 def device_map(devices, mesh_shape: dict[str, int], compiler: dict[str, str]) -> str:

@@ -30,29 +30,24 @@ nothing of netsim, so that the separate environment needs only ``jax[tpu]``.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEBUG_TABLES = {"FileNames", "FunctionNames", "FileLocations", "StackFrames"}
 
 
 def strip_debug_tables(text: str) -> str:
-    """The module's text without the tables of source files and stack frames (they name this machine's paths)."""
-    kept, in_table = [], False
-    for line in text.splitlines(keepends=True):
-        stripped = line.strip()
-        if stripped in DEBUG_TABLES:
-            in_table = True
-            continue
-        if in_table and (not stripped or stripped[0].isdigit()):
-            in_table = bool(stripped)
-            continue
-        in_table = False
-        kept.append(line)
-    return "".join(kept)
+    """The module's text without the tables of source files and stack frames (they name this machine's paths).
+
+    The rule is ``netsim/programs/hlo/debug_tables.py``'s, loaded by its path: this environment has only JAX.
+    """
+    spec = importlib.util.spec_from_file_location("netsim_hlo_debug_tables", ROOT / "netsim" / "programs" / "hlo" / "debug_tables.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.strip_debug_tables(text)
 
 
 def device_map(mesh) -> str:

@@ -14,11 +14,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from netsim.programs.hlo.debug_tables import DEBUG_TABLES, strip_debug_tables
 from netsim.programs.hlo.shapes import Shape, read_shape
 
 __all__ = ["Computation", "HloSyntaxError", "Instruction", "Module", "parse_module", "split_top_level", "strip_debug_tables"]
 
-_DEBUG_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _NAME = r"%?([A-Za-z0-9_.\-]+)"
 _INSTRUCTION = re.compile(r"\s*(ROOT\s+)?" + _NAME + r"\s*=\s*")
 _OPCODE = re.compile(r"\s*([a-z][a-z0-9\-_]*)\(")
@@ -261,7 +261,7 @@ def parse_module(text: str) -> Module:
                 raise HloSyntaxError(number, "a second HloModule header (one module per file)")
             name, attrs = _header(stripped, number)
             continue
-        if stripped in _DEBUG_TABLES:
+        if stripped in DEBUG_TABLES:
             in_table = True
             continue
         if in_table and stripped[0].isdigit():
@@ -280,25 +280,3 @@ def parse_module(text: str) -> Module:
     if len(entries) != 1:
         raise HloSyntaxError(1, f"expected one ENTRY computation, found {len(entries)}")
     return Module(name, attrs, computations)
-
-
-def strip_debug_tables(text: str) -> str:
-    r"""``text`` without its debugging tables (``FileNames``, ``StackFrames``, ...), which name source files.
-
-    Examples
-    --------
-    >>> strip_debug_tables('HloModule m\n\nFileNames\n1 "/home/me/x.py"\n\nENTRY %e () -> f32[] {\n}\n')
-    'HloModule m\n\nENTRY %e () -> f32[] {\n}\n'
-    """
-    kept, in_table = [], False
-    for line in text.splitlines(keepends=True):
-        stripped = line.strip()
-        if stripped in _DEBUG_TABLES:
-            in_table = True
-            continue
-        if in_table and (not stripped or stripped[0].isdigit()):
-            in_table = bool(stripped)
-            continue
-        in_table = False
-        kept.append(line)
-    return "".join(kept)
