@@ -14,6 +14,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+TWO_LAYER_PROGRAM = """
+name: p
+topology: tpu-v5e:2x2
+mesh: {data: 2, model: 2}
+arrays:
+  x: {shape: [8, 16], dtype: float32, sharding: [data, model]}
+  w: {shape: [16, 32], dtype: float32, sharding: [model, null]}
+ops:
+  - {name: up1, op: matmul, in: [x, w], out: h}
+  - {name: ar1, op: psum, in: h, axes: model, out: y}
+"""
+"""A small program file (a matmul, then a psum over the model axis) that tests change one field of."""
+
 
 def shuffled_groups(size: int, n_groups: int, seed: int) -> list[list[int]]:
     """n_groups groups of ``size`` devices, devices and members in random order."""

@@ -10,6 +10,7 @@ import textwrap
 import time
 
 import pytest
+from conftest import TWO_LAYER_PROGRAM as PROGRAM
 from typer.testing import CliRunner
 
 from netsim.cli.main import app
@@ -24,17 +25,6 @@ collective: {op: all_gather}
 input: {shape: [4], dtype: int32}
 """
 
-PROGRAM = """
-name: p
-topology: tpu-v5e:2x2
-mesh: {data: 2, model: 2}
-arrays:
-  x: {shape: [8, 16], dtype: float32, sharding: [data, model]}
-  w: {shape: [16, 32], dtype: float32, sharding: [model, null]}
-ops:
-  - {name: up1, op: matmul, in: [x, w], out: h}
-  - {name: ar1, op: psum, in: h, axes: model, out: y}
-"""
 
 
 def _lines(tmp_path, text, command="run"):

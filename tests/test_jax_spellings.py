@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import yaml
 from conftest import ROOT
+from conftest import TWO_LAYER_PROGRAM as PROGRAM
 from typer.testing import CliRunner
 
 import netsim
@@ -23,17 +24,6 @@ from netsim.scenario import scenario_from_data
 
 runner = CliRunner()
 
-PROGRAM = """
-name: p
-topology: tpu-v5e:2x2
-mesh: {data: 2, model: 2}
-arrays:
-  x: {shape: [8, 16], dtype: float32, sharding: [data, model]}
-  w: {shape: [16, 32], dtype: float32, sharding: [model, null]}
-ops:
-  - {name: up1, op: matmul, in: [x, w], out: h}
-  - {name: ar1, op: psum, in: h, axes: model, out: y}
-"""
 
 
 def _program(**changes):

@@ -74,10 +74,6 @@ def compile_for(f: Callable[..., Any], *args: Any, in_shardings: Any = None, out
     return jax.jit(f, **kwargs).lower(*args).compile()
 
 
-def _mesh_of(args: Any, mesh: Any, in_shardings: Any = None) -> Any:
-    return mesh if mesh is not None else mesh_of(args, in_shardings)
-
-
 def _on(mesh: Any, sharding: Any) -> Any:
     from jax.sharding import NamedSharding, PartitionSpec
 
@@ -112,7 +108,7 @@ def compile_for_tpu(
     prefix, chip_config = LIBTPU_TOPOLOGIES[generation]
     name = f"{prefix}:{shape}"
     devices = topologies.get_topology_desc(platform="tpu", topology_name=name, chip_config_name=chip_config).devices
-    source = _mesh_of(args, mesh, in_shardings)
+    source = mesh if mesh is not None else mesh_of(args, in_shardings)
     if source.devices.size != len(devices):
         raise ValueError(f"the mesh {dict(source.shape)} has {source.devices.size} devices; {topology} has {len(devices)}")
     axis_types = getattr(source, "axis_types", None)
@@ -270,6 +266,7 @@ def from_jax(
         raise ValueError(f"compiler must be 'auto', 'tpu' or 'cpu', got {compiler!r}")
     if dtypes not in ("compiled", "source"):
         raise ValueError(f"dtypes must be 'compiled' or 'source', got {dtypes!r}")
+    mesh = mesh if mesh is not None else mesh_of(args, in_shardings)  # found once: the compilers and the roofline share it
     label = name or getattr(f, "__name__", "jax_function")
     slice_name = topology if isinstance(topology, str) else topology.name
     tpu_slice = is_slice_name(slice_name) and slice_name.partition(":")[0] in GENERATIONS
@@ -291,10 +288,9 @@ def from_jax(
         said = f"the TPU compiler (libtpu {facts['libtpu']}, JAX {facts['jax']}, ahead of time for {facts['topology']})"
         timed = "as compiled"
     else:
-        cpu_mesh = _mesh_of(args, mesh, in_shardings)
         compiled = compile_for(f, *args, in_shardings=in_shardings, out_shardings=out_shardings)
         module = hlo_from_text(compiled.as_text(), f"<compiled {label}>")
-        devices = device_map_from_data(device_map(cpu_mesh), module.devices, f"the mesh of {label}")
+        devices = device_map_from_data(device_map(mesh), module.devices, f"the mesh of {label}")
         said = CPU_CAVEAT + (f"; {fallback}" if fallback else "")
         timed = "as compiled"
         wanted = source_dtype(_argument_dtypes(args))
@@ -302,8 +298,7 @@ def from_jax(
             module = at_source_dtype(module, wanted)
             timed = f"source: f32 collectives and dots timed at the arguments' {wanted}"
     result = run_hlo(module, topology, device_map=devices, clock_hz=clock_hz, engine=engine, name=label)
-    roofline_mesh = _mesh_of(args, mesh, in_shardings)
     program = dataclasses.replace(
-        result.program, source=f"compiled from {label}", compiler=said, dtypes=timed, roofline_ici_bytes=roofline_ici_bytes(f, roofline_mesh, *args)
+        result.program, source=f"compiled from {label}", compiler=said, dtypes=timed, roofline_ici_bytes=roofline_ici_bytes(f, mesh, *args)
     )
     return dataclasses.replace(result, program=program)
