@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -150,30 +151,17 @@ def run_hlo(
     timed = f"source: f32 collectives and dots timed at the arguments' {wanted}" if wanted is not None else "as compiled"
     named = any(step.op.compiler_algorithm for step in program.collectives)
     chosen = algorithm or ("compiler" if named else "netsim")
-    result = _run_loops(program, topo, device_map, clock_hz, engine, name, chosen, source, unroll, wanted)
+    play = functools.partial(_play, topo=topo, device_map=device_map, clock_hz=clock_hz, engine=engine, name=name, source=source, wanted=wanted)
+    result = _run_loops(program, functools.partial(play, algorithm=chosen), source, unroll)
     times = None
     if compare and named and chosen == "compiler":
-        other = _run_loops(program, topo, device_map, clock_hz, engine, name, "netsim", source, unroll, wanted)
+        other = _run_loops(program, functools.partial(play, algorithm="netsim"), source, unroll)
         times = {c["hlo_name"]: c["time_s"] for c in collectives(other)}
     return dataclasses.replace(result, program=dataclasses.replace(result.program, other_times=times, dtypes=timed))
 
 
-def _run_loops(
-    program: HloProgram,
-    topo: Topology,
-    device_map: DeviceMap,
-    clock_hz: float | None,
-    engine: str,
-    name: str | None,
-    algorithm: str,
-    source: str,
-    unroll: bool,
-    wanted: str | None = None,
-) -> Result:
-    """The module played with ``algorithm``'s collectives (at the ``wanted`` dtype, if any): whole, or its long loops a few trips each and extended."""
-    play = functools.partial(
-        _play, topo=topo, device_map=device_map, clock_hz=clock_hz, engine=engine, name=name, algorithm=algorithm, source=source, wanted=wanted
-    )
+def _run_loops(program: HloProgram, play: Callable[[HloProgram], Result], source: str, unroll: bool) -> Result:
+    """The module played by ``play`` (one run of steps as flattened): whole, or its long loops a few trips each and extended."""
     if not program.long_loops:
         return play(program)
     module_text, loops = program.parsed, program.long_loops
