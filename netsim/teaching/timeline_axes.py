@@ -143,10 +143,12 @@ def save_axis_timeline(result: Result, path: str | Path, leaf: int = 0, dpi: int
     run = result.leaves[leaf]
     total = run.playback.time
     scale, unit = 1e-6, "us"
-    height = 2.2 + 0.55 * max(len(rows), 4)
+    legend_lines = -(-len(rows) // 3)  # three entries a line, below the chart
+    bottom = 1.05 + 0.25 * max(legend_lines - 2, 0)  # inches under the chart: its labels, then the legend
+    height = bottom + 1.15 + 0.55 * max(len(rows), 4)
     figure = Figure(figsize=(11, height), dpi=dpi)
     FigureCanvasAgg(figure)
-    ax = figure.add_axes((0.13, 1.05 / height, 0.84, 1 - 1.65 / height))
+    ax = figure.add_axes((0.13, bottom / height, 0.84, 1 - (bottom + 0.6) / height))
     x = np.linspace(0.0, total if total > 0 else 1.0, BINS + 1) / scale
     colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
     for k, row in enumerate(rows):
@@ -181,5 +183,5 @@ def save_axis_timeline(result: Result, path: str | Path, leaf: int = 0, dpi: int
         va="top",
         fontsize=8.5,
     )
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.62 / (height - 1.65) - 0.02), ncol=3, fontsize=7.5, frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.62 / (height - bottom - 0.6) - 0.02), ncol=3, fontsize=7.5, frameon=False)
     return save_figure(figure, path)
