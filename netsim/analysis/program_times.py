@@ -61,7 +61,11 @@ def program_times(lowered: Any, playback: Any, time_s: float) -> ProgramTimes:
         if len(r.transfers)
     ]
     busy = {d: s.busy_s for d, s in playback.compute_units.items()}
-    critical = max(busy, key=lambda d: (float(ended[devices == d].max()), busy[d])) if busy else None
+    critical = None
+    if busy:  # the device whose last compute step ends last (then the busiest): each device's last end in one pass, not a mask per device
+        last = np.full(max(max(busy), int(devices.max(initial=0))) + 1, -np.inf)
+        np.maximum.at(last, devices, np.asarray(ended, float))
+        critical = max(busy, key=lambda d: (float(last[d]), busy[d]))
     communication = union(in_flight)
     if critical is None:
         exposed = sum(e - s for s, e in communication)
