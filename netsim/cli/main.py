@@ -36,6 +36,7 @@ from netsim.cli.console import warnings_in_one_line as _warnings_in_one_line
 from netsim.cli.program import CALIBRATION_HELP
 from netsim.cli.program import program as _program_command
 from netsim.cli.sweep_command import sweep as _sweep_command
+from netsim.cli.teach_command import teach as _teach_command
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -448,6 +449,7 @@ def schema(
 
 app.command(name="program")(_program_command)
 app.command(name="sweep")(_sweep_command)
+app.command(name="teach")(_teach_command)
 
 
 def main() -> None:
