@@ -22,7 +22,7 @@ def _warm_up() -> None:
         from netsim.teaching.web_form import scenario_of
 
         netsim.simulate(scenario_of({"topology": "ring", "n": 4, "op": "psum", "bytes": 4096}))
-    except Exception:  # noqa: BLE001  (warming is an optimisation; a failure shows on the first run instead)
+    except Exception:  # (warming is an optimisation; a failure shows on the first run instead)
         pass
 
 

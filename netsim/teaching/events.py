@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from netsim.analysis.why import TOLERANCE, analyse
+from netsim.analysis.why import analyse
+from netsim.engine import transfer_columns
 from netsim.engine.columns import hop_arrays
 from netsim.network.units import format_bytes, format_seconds
 from netsim.result import Result
@@ -121,7 +122,8 @@ def summary_of(result: Result) -> dict[str, Any]:
 
 def _steps(result: Result, captions: list[str]) -> list[dict[str, Any]]:
     run = result.leaves[0]
-    steps = np.array([t.step for t in run.schedule.transfers], np.int64)
+    column = getattr(run.schedule.transfers, "step", None)  # the columnar schedule's steps, or read one by one
+    steps = column if isinstance(column, np.ndarray) else np.fromiter((t.step for t in run.schedule.transfers), np.int64)
     sent, arrived = np.asarray(run.playback.sent_at, float), np.asarray(run.playback.arrived_at, float)
     out = []
     for k, caption in enumerate(captions):
@@ -181,7 +183,12 @@ def _devices_view(result: Result) -> dict[str, Any]:
             "sent": _r(playback.sent_at),
             "arrived": _r(playback.arrived_at),
         },
-        "hops": {"transfer": np.asarray(hop_transfer, np.int64).tolist(), "link": remap[link].tolist() if len(link) else [], "start": _r(hstart), "end": _r(hend)},
+        "hops": {
+            "transfer": np.asarray(hop_transfer, np.int64).tolist(),
+            "link": remap[link].tolist() if len(link) else [],
+            "start": _r(hstart),
+            "end": _r(hend),
+        },
     }
 
 
@@ -189,7 +196,7 @@ def _axes_view(result: Result) -> dict[str, Any]:
     run = result.leaves[0]
     rows = axis_rows(result, bins=_AXIS_BINS)
     arrived = np.asarray(run.playback.arrived_at, float)
-    dst = np.array([t.dst for t in run.schedule.transfers], np.int64)
+    dst = np.asarray(transfer_columns(run.schedule.transfers)["dst"], np.int64)
     last = np.full(result.n_devices, -1.0)
     if len(dst):
         np.maximum.at(last, dst, arrived)

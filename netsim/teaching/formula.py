@@ -115,6 +115,6 @@ def substituted(formula: str, n: int, alpha_s: float, bandwidth_Bps: float, inpu
             break
         if math.isclose(value, time_s, rel_tol=1e-9, abs_tol=1e-18):
             shown = {"n": str(n), "α": format_seconds(alpha_s), "s": format_bytes(s), "B": _rate(bandwidth_Bps)}
-            written = _SYMBOLS.sub(lambda m: shown[m.group(1)], re.sub(r"(?<=[0-9])(?=[nαsB])", "·", arithmetic))
+            written = _SYMBOLS.sub(lambda m, shown=shown: shown[m.group(1)], re.sub(r"(?<=[0-9])(?=[nαsB])", "·", arithmetic))
             return f"{arithmetic} = {written} = {format_seconds(time_s)}"
     return f"{formula} with n = {n}, α = {format_seconds(alpha_s)}, B = {_rate(bandwidth_Bps)}, input = {format_bytes(input_bytes)} = {format_seconds(time_s)}"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import time
 from importlib import resources
 from typing import Any
 
@@ -35,8 +36,9 @@ MAX_WAITING = 8
 """Most requests waiting for the simulation at once; more are answered 503 at once."""
 
 _TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".html": "text/html; charset=utf-8"}
+_POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'"
 _HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'",
+    "Content-Security-Policy": _POLICY,
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
@@ -69,10 +71,9 @@ def create_app() -> Any:
 
     Examples
     --------
-    >>> from starlette.testclient import TestClient
-    >>> client = TestClient(create_app())
-    >>> client.get("/assets/../web_app.py").status_code, client.get("/api/options").json()["ops"][2]
-    (404, 'psum')
+    >>> app = create_app()
+    >>> sorted(ASSETS), [route.path for route in app.routes][:3]
+    (['app.js', 'index.html', 'player.js', 'style.css', 'sweep.js'], ['/', '/favicon.ico', '/assets/{name}'])
     """
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -85,8 +86,11 @@ def create_app() -> Any:
     gate = asyncio.Semaphore(1)
     waiting = [0]
 
-    def answer(body: Any, status: int = 200) -> Response:
-        return JSONResponse(_clean(body), status_code=status, headers=_HEADERS)
+    def answer(body: Any, status: int = 200, began: float | None = None) -> Response:
+        headers = dict(_HEADERS)
+        if began is not None:  # the server's own time for the request (read by bench/teach.py)
+            headers["Server-Timing"] = f"app;dur={(time.perf_counter() - began) * 1e3:.3f}"
+        return JSONResponse(_clean(body), status_code=status, headers=headers)
 
     async def page(request: Request) -> Response:
         return Response(ASSETS["index.html"], media_type=_TYPES[".html"], headers=_HEADERS)
@@ -113,20 +117,21 @@ def create_app() -> Any:
 
     def api(work: Any, simulates: bool) -> Any:
         async def endpoint(request: Request) -> Response:
+            began = time.perf_counter()
             try:
                 params = await fields(request)
                 if not simulates:
-                    return answer(await asyncio.to_thread(work, params))
+                    return answer(await asyncio.to_thread(work, params), began=began)
                 if waiting[0] >= MAX_WAITING:
                     return answer({"error": f"busy: {waiting[0]} runs are waiting; try again in a moment"}, 503)
                 waiting[0] += 1
                 try:
                     async with gate:
-                        return answer(await asyncio.to_thread(work, params))
+                        return answer(await asyncio.to_thread(work, params), began=began)
                 finally:
                     waiting[0] -= 1
             except (ValueError, MemoryError) as error:
-                return answer({"error": str(error).splitlines()[0] if str(error) else type(error).__name__}, 400)
+                return answer({"error": str(error).splitlines()[0] if str(error) else type(error).__name__}, 400, began)
             except Exception as error:  # a bug in netsim: one line, never a traceback
                 return answer({"error": f"internal error in netsim: {type(error).__name__}: {error}; this is a bug in netsim, please report it"}, 500)
 
@@ -140,6 +145,7 @@ def create_app() -> Any:
     return Starlette(
         routes=[
             Route("/", page),
+            Route("/favicon.ico", lambda request: Response(status_code=204, headers=_HEADERS)),
             Route("/assets/{name}", asset),
             Route("/api/options", options),
             Route("/api/algorithms", api(_algorithms, False), methods=["POST"]),

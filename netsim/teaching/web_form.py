@@ -43,8 +43,11 @@ SLICES = ("tpu-v5e:2x2x2slices", "tpu-v5e:4x4x2slices", "tpu-v4:4x4x4x2slices")
 TOPOLOGIES = ("ring", "torus", "mesh", "tpu", "slices")
 LIMITS = {"devices": 256, "transfers": 40_000, "crossings": 120_000}
 """The most a page's run may have: devices, transfers, and transfers x links each crosses (the engine's work)."""
+VERIFIED_BYTES = 4 << 20
+"""Up to this many input bytes in all, a page's run moves real values and checks them against JAX's semantics; beyond, timing only."""
 _KNOWN_FIELDS = ("topology", "n", "dims", "preset", "slices", "op", "algorithm", "bytes", "axes", "calibration")
 _AXIS_NAMES = ("x", "y", "z")
+_MULTIPATH = "ppermute: a pair's payload over disjoint routes, at once"
 
 
 def _fail(field: str, problem: str) -> ScenarioError:
@@ -84,7 +87,8 @@ def _topology(params: Mapping[str, Any]) -> tuple[Any, dict[str, int]]:
         return {"name": f"ring{n}", "kind": "ring", "dims": [n], "link": {"bandwidth": "45 GB/s", "latency": "1 us"}}, {"x": n}
     if kind in ("torus", "mesh"):
         dims = _dims(params)
-        return {"name": kind + "x".join(map(str, dims)), "kind": kind, "dims": dims, "link": {"bandwidth": "45 GB/s", "latency": "1 us"}}, dict(zip(_AXIS_NAMES, dims, strict=False))
+        spec = {"name": kind + "x".join(map(str, dims)), "kind": kind, "dims": dims, "link": {"bandwidth": "45 GB/s", "latency": "1 us"}}
+        return spec, dict(zip(_AXIS_NAMES, dims, strict=False))
     if kind == "tpu":
         name = _choice(params, "preset", PRESETS, PRESETS[0], "topology")
         dims = [int(d) for d in name.split(":")[1].split("x")]
@@ -144,7 +148,7 @@ def scenario_data(params: Mapping[str, Any]) -> dict[str, Any]:
         "input": {"bytes_per_device": size, "dtype": "float32"},
         "calibration": calibration,
         "engine": "fast",
-        "data": "values" if size * math.prod(mesh.values()) <= 64 << 20 else "none",
+        "data": "values" if size * math.prod(mesh.values()) <= VERIFIED_BYTES else "none",
     }
     if isinstance(topology, dict) and topology["kind"] == "ring":  # one group of every device, in ring order: no mesh axes
         del data["mesh"], collective["axes"]
@@ -202,7 +206,8 @@ def check_limits(scenario: Scenario) -> dict[str, int]:
             size = len(scenario.groups[0]) if scenario.groups else work["devices"]
             raise _fail(
                 "topology",
-                f"{work['devices']} devices in groups of {size} need {'about ' if work['about'] else ''}{work[key]:,} {what[key]}, more than the page runs ({limit:,});"
+                f"{work['devices']} devices in groups of {size} need {'about ' if work['about'] else ''}{work[key]:,} {what[key]},"
+                f" more than the page runs ({limit:,});"
                 " pick fewer devices or mesh axes, or run it with `netsim run` and see it with `netsim explain` / `netsim timeline`",
             )
     return work
@@ -215,7 +220,7 @@ def options() -> dict[str, Any]:
         "presets": list(PRESETS),
         "slices": list(SLICES),
         "ops": list(OPS),
-        "algorithms": {name: getattr(a, "description", "") for name, a in ALGORITHMS.items()} | {"multipath": "ppermute: a pair's payload over disjoint routes"},
+        "algorithms": {name: getattr(a, "description", "") for name, a in ALGORITHMS.items()} | {"multipath": _MULTIPATH},
         "bytes": [MIN_BYTES, MAX_BYTES],
         "limits": dict(LIMITS),
     }
@@ -237,5 +242,5 @@ def applicable(params: Mapping[str, Any]) -> dict[str, Any]:
             scenario_from_data({**data, "algorithm": name}, SOURCE, build_topology=False)
         except ValueError:
             continue
-        found[name] = getattr(algorithm, "description", "") or "ppermute: a pair's payload over disjoint routes, at once"
+        found[name] = getattr(algorithm, "description", "") or _MULTIPATH
     return {"default": default, "algorithms": found}

@@ -1,7 +1,6 @@
 """The size sweep of the teaching page: time against bytes per device, simulated and in closed form.
 
-The closed form's latency term does not grow with the payload and its bandwidth term
-grows in proportion, so the form is a line through the run's own two terms; the
+The closed form is evaluated at each size (a line through its values) and the
 simulated points are real runs (timing only) at sizes a factor 4 apart from 1 KiB to
 1 GiB, fewer of them for bigger runs. Where the two terms are equal (the crossover) the
 run turns from latency-bound to bandwidth-bound.
@@ -33,6 +32,26 @@ _POINTS_WORK = 40_000
 """Most transfers all the simulated points of a sweep may have together."""
 
 
+def _crossover(points: list[dict[str, Any]]) -> float | None:
+    """Where the closed form's bandwidth term overtakes its latency term, between two sizes of the sweep (log-linear).
+
+    Examples
+    --------
+    >>> _crossover([{"bytes": 1e3, "estimate_s": 2.5, "latency_s": 2.0}, {"bytes": 1e5, "estimate_s": 52.0, "latency_s": 2.0}])
+    4000.0
+    """
+    import itertools
+    import math
+
+    known = [p for p in points if p["estimate_s"] is not None and p.get("latency_s") is not None]
+    for a, b in itertools.pairwise(known):
+        ra, rb = ((p["estimate_s"] - p["latency_s"]) / p["latency_s"] if p["latency_s"] > 0 else math.inf for p in (a, b))  # bandwidth / latency
+        if 0 < ra <= 1 <= rb < math.inf:
+            f = -math.log(ra) / (math.log(rb) - math.log(ra)) if rb != ra else 0.0
+            return round(math.exp(math.log(a["bytes"]) + f * (math.log(b["bytes"]) - math.log(a["bytes"]))), 6)
+    return None
+
+
 def sweep(params: Mapping[str, Any]) -> dict[str, Any]:
     """Simulated points and the closed-form line of time against bytes per device, for the request's setup.
 
@@ -54,13 +73,9 @@ def sweep(params: Mapping[str, Any]) -> dict[str, Any]:
         data = scenario_data({**params, "bytes": size})
         data["data"] = "none"
         summary = summary_of(netsim.simulate(scenario_from_data(data, SOURCE)))
-        points.append({"bytes": summary["bytes_per_device"], "time_s": summary["time_s"], "estimate_s": summary["estimate_s"]})
-    out: dict[str, Any] = {"points": points, "kind": summary.get("kind", "none"), "crossover_bytes": summary.get("crossover_bytes"), "line": []}
-    last = points[-1]
-    if last["estimate_s"] is not None and summary.get("crossover_bytes"):
-        # terms at the largest size: latency (and fixed cost) constant, bandwidth in proportion to the payload
-        latency = summary["latency_term_s"]
-        per_byte = (last["estimate_s"] - latency) / last["bytes"]
-        out["latency_term_s"] = latency
-        out["line"] = [[b, latency + per_byte * b] for b in (MIN_BYTES * 2**k for k in range(21))]
+        points.append(
+            {"bytes": summary["bytes_per_device"], "time_s": summary["time_s"], "estimate_s": summary["estimate_s"], "latency_s": summary.get("latency_term_s")}
+        )
+    out: dict[str, Any] = {"points": points, "kind": summary.get("kind", "none"), "crossover_bytes": _crossover(points)}
+    out["line"] = [[p["bytes"], p["estimate_s"]] for p in points if p["estimate_s"] is not None]  # the closed form at each size
     return out

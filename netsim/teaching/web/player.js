@@ -281,5 +281,6 @@
     this.playButton.textContent = '\u25b6 play'; this.root.setAttribute('data-playing', 'false');
   };
 
-  global.NetsimPlayer = {Player: Player, seconds: seconds, bytes: bytes, el: el, h: h};
+  function start(root, data) { return new Player(root, [data]); }
+  global.NetsimPlayer = {Player: Player, start: start, seconds: seconds, bytes: bytes, el: el, h: h};
 })(window);

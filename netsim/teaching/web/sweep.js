@@ -23,8 +23,8 @@
       el('rect', {x: L, y: T, width: cx - L, height: H - T - B, 'class': 'latency-region'}, svg);
       el('rect', {x: cx, y: T, width: W - R - cx, height: H - T - B, 'class': 'bandwidth-region'}, svg);
       el('line', {x1: cx, x2: cx, y1: T, y2: H - B, 'class': 'crossover'}, svg);
-      el('text', {x: cx + 4, y: T + 12, 'class': 'note'}, svg, 'crossover ' + P.bytes(first.crossover_bytes));
-      el('text', {x: L + 4, y: H - B - 6, 'class': 'note'}, svg, 'latency-bound');
+      el('text', {x: cx + 4, y: (T + H - B) / 2, 'class': 'note'}, svg, 'terms equal at ' + P.bytes(first.crossover_bytes));
+      el('text', {x: L + 8, y: T + 16 + 14 * series.length + 8, 'class': 'note'}, svg, 'latency-bound');
       el('text', {x: W - R - 4, y: H - B - 6, 'class': 'note end'}, svg, 'bandwidth-bound');
     }
     el('rect', {x: L, y: T, width: W - L - R, height: H - T - B, 'class': 'frame'}, svg);
