@@ -326,7 +326,8 @@ class Animation:
 
         if suffix == ".gif":  # one palette for every frame: a device's colour never changes
             with staged_file(path) as staged:
-                _write_gif(staged, [Image.open(io.BytesIO(drawing.png(f))).convert("RGB") for f in _counted(self.frames, progress)], drawing.colours, self.fps)
+                images = [Image.open(io.BytesIO(drawing.png(f))).convert("RGB") for f in _counted(self.frames, progress)]
+                _write_gif(staged, images, getattr(drawing, "colours", []), self.fps)
             return path
         movie = FuncAnimation(drawing.figure, frame, frames=len(self.frames), blit=False, repeat=False)
         writer = FFMpegWriter(fps=self.fps)

@@ -130,7 +130,7 @@ def _steps(result: Result, captions: list[str]) -> list[dict[str, Any]]:
         mine = steps == k
         start = float(sent[mine].min()) if mine.any() else 0.0
         end = float(arrived[mine].max()) if mine.any() else 0.0
-        out.append({"caption": caption, "start": _r([start])[0], "end": _r([end])[0]})
+        out.append({"caption": caption, "start": start, "end": end})  # exact: the player's step buttons land on them
     return out
 
 

@@ -120,7 +120,7 @@
       for (var b2 = 0; b2 < d.blocks; b2++) { rects['label' + b2].textContent = labels[b2] || ''; }
     });
     var busy = {}, hops = d.hops, tr = d.transfers, shown = [];
-    for (var k = 0; k < hops.start.length; k++) {
+    for (var k = 0; k < hops.start.length && t < d.time_s; k++) {  // (times are rounded: nothing moves once the run is done)
       var link = this.links[hops.link[k]], end = hops.end[k] + link.latency;
       if (hops.start[k] <= t && t < end) {
         busy[hops.link[k]] = true;
