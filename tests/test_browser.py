@@ -31,7 +31,8 @@ def _chromium() -> str:
     pytest.skip("Chromium was not found (apt-get install chromium); the HTML animation was not opened in a browser")
 
 
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking", "--disable-component-update"]
+ARGS += ["--disable-sync", "--no-first-run"]
 
 
 def test_html_animation_plays_to_the_end_in_headless_chromium(tmp_path):

@@ -112,7 +112,7 @@ def summary_of(result: Result) -> dict[str, Any]:
     out["agree"] = a.ratio is not None and abs(a.ratio - 1) <= 1e-9
     ratio = f"simulated / estimate = {a.ratio:.6f}" if a.ratio is not None else ""
     if out["agree"]:
-        out["why"] = "they agree: every step crosses its own links, one hop each, as the formula counts" if e.kind == "exact" else f"{e.bounds}; {ratio}"
+        out["why"] = "they agree: the run moves exactly what the formula counts (no link shared, no wait)" if e.kind == "exact" else f"{e.bounds}; {ratio}"
     elif e.kind != "exact":
         out["why"] = f"a bound ({e.bounds}): {a.why or ratio}"
     else:

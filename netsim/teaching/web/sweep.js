@@ -50,7 +50,10 @@
       });
       el('text', {x: L + 8, y: T + 16 + 14 * i, fill: colour, 'class': 'legend'}, svg, s.label + ': line = closed form (' + s.data.kind + '), dots = simulated');
     });
-    if (current) { el('line', {x1: X(current), x2: X(current), y1: T, y2: H - B, 'class': 'current'}, svg); }
+    if (current) {
+      el('line', {x1: X(current), x2: X(current), y1: T, y2: H - B, 'class': 'current'}, svg);
+      el('text', {x: X(current) - 4, y: T + (H - T - B) * 0.75, 'class': 'note end'}, svg, 'this run: ' + P.bytes(current));
+    }
   }
   global.NetsimSweep = {draw: draw};
 })(window);
