@@ -50,9 +50,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    process = subprocess.Popen([sys.executable, "-m", "netsim", "teach", "--port", "0"], stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen([sys.executable, "-m", "netsim", "teach", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        url = re.search(r"http://\S+/", process.stdout.readline()).group(0)
+        found = re.search(r"http://\S+/", process.stdout.readline())
+        if found is None:
+            raise SystemExit(f"netsim teach did not start: {process.stderr.read()}")
+        url = found.group(0)
         status, _, _, _ = request(url, {"topology": "ring", "n": 4, "op": "psum"})
         assert status == 200
         for _, body, _, _ in CASES:  # a warm-up round, not counted
