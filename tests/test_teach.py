@@ -109,6 +109,14 @@ def test_bad_requests_get_one_line_naming_the_field(server, body, message):
     assert "\n" not in answer["error"] and "Traceback" not in answer["error"]
 
 
+@pytest.mark.parametrize("endpoint", ["/api/algorithms", "/api/sweep"])
+def test_every_endpoint_checks_its_fields(server, endpoint):
+    url, _, _ = server
+    for body, message in (({"op": "psum", "bytes": -1}, "page: input.bytes_per_device: -1 is not"), (b"{", "page: the request is not JSON")):
+        status, answer = post(url + endpoint, body)
+        assert status == 400 and answer["error"].startswith(message) and "Traceback" not in answer["error"]
+
+
 def test_a_run_over_the_limits_is_refused_before_it_runs(server):
     url, _, _ = server
     began = time.perf_counter()
@@ -192,3 +200,21 @@ def test_a_gifs_device_colours_are_the_same_in_every_frame(tmp_path):
     assert wanted <= seen and len(seen) <= 256  # one palette for the whole animation, holding every device's colour exactly
     assert all(np.array_equal(keys[0], key) for key in keys[1:])
     assert min_difference(16) > 15  # told apart by normal and colour-blind vision (deuteranopia, protanopia, tritanopia)
+
+
+SETUPS = [{"topology": "ring", "n": 8}, {"topology": "mesh", "dims": "4x4"}, {"topology": "torus", "dims": "2x2x2", "axes": ["x", "z"]}]
+SETUPS += [{"topology": "tpu", "preset": "tpu-v5e:4x4"}, {"topology": "slices", "slices": "tpu-v5e:2x2x2slices"}]
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+def test_every_collective_on_every_kind_of_topology_makes_a_valid_scenario(setup):
+    from netsim.teaching.web_form import OPS, applicable, scenario_of
+
+    for op in OPS:
+        found = applicable({**setup, "op": op})
+        assert found["default"] in found["algorithms"]
+        scenario = scenario_of({**setup, "op": op, "algorithm": next(iter(found["algorithms"]))}, build_topology=False)
+        assert scenario.collective.op == op
+        if op == "ppermute":  # a shift by one: every device sends once and receives once
+            pairs = scenario.collective.perm
+            assert sorted(a for a, _ in pairs) == sorted(b for _, b in pairs) == list(range(scenario.topology_shape.n_devices))

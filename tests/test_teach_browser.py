@@ -76,7 +76,8 @@ def _text(page, role: str, run: int = 0) -> str:
     return page.locator(f'[data-role="{role}"]').nth(run).inner_text()
 
 
-def test_a_4x4_torus_psum_in_the_browser_matches_netsim_run(url, ran, tmp_path):
+def test_a_4x4_torus_psum_in_the_browser_matches_netsim_run(url, ran, tmp_path_factory):
+    shots = tmp_path_factory.mktemp("screenshots")  # kept with pytest's temporary folders, to look at
     errors: list[str] = []
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=_chromium(), args=ARGS)
@@ -100,11 +101,18 @@ def test_a_4x4_torus_psum_in_the_browser_matches_netsim_run(url, ran, tmp_path):
             assert formula.startswith(ran["formula"].split(",")[0]) and formula.endswith(f"= {format_seconds(ran['estimate_s'])}")
             assert _text(page, "kind").startswith(ran["estimate_kind"])
             assert int(run.get_attribute("data-moving")) > 0  # chunks on the links mid-run
+            page.focus(".nsp")  # the keyboard: Home to the start, ] a step on
+            page.keyboard.press("Home")
+            assert page.locator(".nsp").get_attribute("data-time") == "0"
+            page.keyboard.press("]")  # to the first moment a step starts or ends after 0
+            assert 0 < float(page.locator(".nsp").get_attribute("data-time")) <= ran["steps"][0]["end_s"]
+            page.keyboard.press("[")
+            assert page.locator(".nsp").get_attribute("data-time") == "0"
             page.focus('[data-role="slider"]')
             page.keyboard.press("End")  # scrub to the end
             assert page.locator(".nsp").get_attribute("data-at-end") == "true"
             assert _text(page, "caption") == f"done: {steps} steps in {format_seconds(ran['time_s'])}"
-            page.screenshot(path=str(tmp_path / "teach-1280.png"), full_page=False)
+            page.screenshot(path=str(shots / "teach-1280.png"), full_page=False)
 
             page.check("#compare")  # ring-like multiaxis against one axis after the other, on one clock
             page.locator("#setup-b select[name=algorithm]").select_option("dimension_ordered")
@@ -118,12 +126,15 @@ def test_a_4x4_torus_psum_in_the_browser_matches_netsim_run(url, ran, tmp_path):
             page.click("#sweep")
             page.wait_for_selector("body[data-swept=true]", timeout=60_000)
             assert page.locator("#sweep-chart circle").count() >= 2 * 6
-            page.screenshot(path=str(tmp_path / "teach-compare.png"), full_page=True)
+            page.screenshot(path=str(shots / "teach-compare.png"), full_page=True)
 
             phone = _open(browser, url, 390, 844, errors)
+            phone.check("#compare")
             phone.click("#run")
-            phone.wait_for_selector("body[data-ran='1']", timeout=30_000)
-            phone.screenshot(path=str(tmp_path / "teach-390.png"), full_page=True)
+            phone.wait_for_selector("body[data-ran='2']", timeout=30_000)
+            phone.click("#sweep")
+            phone.wait_for_selector("body[data-swept=true]", timeout=60_000)
+            phone.screenshot(path=str(shots / "teach-390.png"), full_page=True)
             overflow = phone.evaluate("() => document.documentElement.scrollWidth")
             assert overflow <= 390, f"the page is {overflow} px wide on a 390 px screen"
         finally:

@@ -108,6 +108,22 @@ def _axes(params: Mapping[str, Any], mesh: dict[str, int]) -> list[str]:
     return [a for a in mesh if a in axes]  # in the mesh's order
 
 
+def _shift(mesh: dict[str, int], axes: list[str]) -> list[list[int]]:
+    """ppermute pairs: every device to the next member of its group over ``axes`` (devices numbered row-major over the mesh).
+
+    Examples
+    --------
+    >>> _shift({"x": 2, "y": 3}, ["y"])
+    [[0, 1], [1, 2], [2, 0], [3, 4], [4, 5], [5, 3]]
+    """
+    import numpy as np
+
+    ids = np.arange(math.prod(mesh.values())).reshape(tuple(mesh.values()))
+    groups = math.prod(mesh[a] for a in axes)
+    moved = np.moveaxis(ids, [list(mesh).index(a) for a in axes], range(len(mesh) - len(axes), len(mesh))).reshape(-1, groups)
+    return [[int(a), int(b)] for row in moved for a, b in zip(row, np.roll(row, -1), strict=True)] if groups > 1 else [[int(d), int(d)] for d in ids.flat]
+
+
 def scenario_data(params: Mapping[str, Any]) -> dict[str, Any]:
     """The scenario a request describes, as a scenario file would hold it (not yet validated).
 
@@ -138,8 +154,8 @@ def scenario_data(params: Mapping[str, Any]) -> dict[str, Any]:
     whole = max(element * groups, element * 2)  # every collective splits the input into group-sized blocks
     size = max(whole, int(size) // whole * whole)
     collective: dict[str, Any] = {"op": op, "axes": axes}
-    if op == "ppermute":  # a shift by one along the chosen axes' group: each member sends to the next
-        collective["perm"] = [[i, (i + 1) % groups] for i in range(groups)] if groups > 1 else [[0, 0]]
+    if op == "ppermute":  # a shift by one within each group of the chosen axes: each member sends to the next
+        collective = {"op": op, "perm": _shift(mesh, axes)}
     data: dict[str, Any] = {
         "name": f"{op} on {topology['name'] if isinstance(topology, dict) else topology}",
         "topology": topology,
@@ -151,7 +167,10 @@ def scenario_data(params: Mapping[str, Any]) -> dict[str, Any]:
         "data": "values" if size * math.prod(mesh.values()) <= VERIFIED_BYTES else "none",
     }
     if isinstance(topology, dict) and topology["kind"] == "ring":  # one group of every device, in ring order: no mesh axes
-        del data["mesh"], collective["axes"]
+        del data["mesh"]
+        collective.pop("axes", None)
+    elif op == "ppermute":  # pairs of devices: no mesh axes
+        del data["mesh"]
     if algorithm is not None:
         data["algorithm"] = algorithm
     return data
