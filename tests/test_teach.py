@@ -218,3 +218,12 @@ def test_every_collective_on_every_kind_of_topology_makes_a_valid_scenario(setup
         if op == "ppermute":  # a shift by one: every device sends once and receives once
             pairs = scenario.collective.perm
             assert sorted(a for a, _ in pairs) == sorted(b for _, b in pairs) == list(range(scenario.topology_shape.n_devices))
+
+
+def test_beside_a_run_with_a_failed_link_the_page_says_the_form_promises_nothing_and_why():
+    from netsim.teaching.events import summary_of
+
+    summary = summary_of(netsim.simulate(netsim.load_scenario(ROOT / "scenarios/psum_torus4x4_link_down.yaml")))
+    assert summary["kind"] == "none" and not summary["agree"]
+    assert summary["why"].startswith(f"{summary['time_s'] / summary['estimate_s']:.3f}x the estimate: contention")
+    assert summary["formula"] == "2·(n−1)·(α + s/(2B)) = 2·(4−1)·(1 us + 256 KiB/(2·45 GB/s)) = 23.4763 us"

@@ -113,7 +113,7 @@ def summary_of(result: Result) -> dict[str, Any]:
     ratio = f"simulated / estimate = {a.ratio:.6f}" if a.ratio is not None else ""
     if out["agree"]:
         out["why"] = "they agree: the run moves exactly what the formula counts (no link shared, no wait)" if e.kind == "exact" else f"{e.bounds}; {ratio}"
-    elif e.kind != "exact":
+    elif e.bounds is not None:
         out["why"] = f"a bound ({e.bounds}): {a.why or ratio}"
     else:
         out["why"] = a.why or ratio

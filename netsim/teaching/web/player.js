@@ -84,7 +84,11 @@
     });
     this.chunks = el('g', {'class': 'chunks'}, svg);
     this.chunkSize = Math.min(0.09, cell * 0.8);
-    this.hopOrder = data.hops.start.map(function (_, i) { return i; });
+    this.firstHop = {};  // per transfer: its first hop, to draw a chunk waiting at its sender
+    for (var k = 0; k < data.hops.start.length; k++) {
+      var i = data.hops.transfer[k];
+      if (!(i in this.firstHop) || data.hops.start[k] < data.hops.start[this.firstHop[i]]) { this.firstHop[i] = k; }
+    }
     this.state = null; this.applied = 0;
   }
   DevicesView.prototype.cells = function (t) {
@@ -125,7 +129,9 @@
       if (hops.start[k] <= t && t < end) {
         busy[hops.link[k]] = true;
         var f = end > hops.start[k] ? (t - hops.start[k]) / (end - hops.start[k]) : 1;
-        shown.push([bezier(link.p, f), tr.colour[hops.transfer[k]], tr.count[hops.transfer[k]]]);
+        shown.push([bezier(link.p, f), tr.colour[hops.transfer[k]], tr.count[hops.transfer[k]], false]);
+      } else if (this.firstHop[hops.transfer[k]] === k && tr.sent[hops.transfer[k]] <= t && t < hops.start[k]) {
+        shown.push([bezier(link.p, 0), tr.colour[hops.transfer[k]], tr.count[hops.transfer[k]], true]);  // waiting for its link
       }
     }
     this.links.forEach(function (l, i) {
@@ -137,7 +143,7 @@
     var s = this.chunkSize;
     shown.forEach(function (c) {
       var col = self.colour(c[1], c[2]);
-      el('rect', {x: c[0][0] - s / 2, y: c[0][1] - s / 2, width: s, height: s, fill: col.fill, 'class': 'chunk'}, self.chunks);
+      el('rect', {x: c[0][0] - s / 2, y: c[0][1] - s / 2, width: s, height: s, fill: c[3] ? '#ffffff' : col.fill, stroke: c[3] ? col.fill : '#000', 'class': c[3] ? 'chunk waiting' : 'chunk'}, self.chunks);
     });
     return shown.length;
   };
@@ -200,7 +206,7 @@
     this.caption = row('this step', '', 'caption');
     this.box = box;
     if (data.palette && data.group_size > 1 && data.view !== 'axes') {
-      var key = h('div', 'key', box, 'colour = ' + (data.reducing ? 'the member a block\'s sum goes to (paler: fewer shares added; number: shares summed)' : 'the member a block came from (number: its device)') + ': ');
+      var key = h('div', 'key', box, 'colour = ' + (data.reducing ? 'the member a block\'s sum goes to (paler: fewer shares added; number: shares summed)' : 'the member a block came from (number: its device)') + '; squares on links: chunks in flight (hollow: waiting for a link): ');
       for (var i = 0; i < Math.min(data.group_size, 32); i++) { var sw = h('span', 'swatch', key, String(i)); sw.style.background = data.palette[i % data.palette.length]; }
     }
     void self;
