@@ -8,6 +8,7 @@ oversized and malformed bodies, NaN and negative sizes, runs over the limits, 10
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -227,3 +228,33 @@ def test_beside_a_run_with_a_failed_link_the_page_says_the_form_promises_nothing
     assert summary["kind"] == "none" and not summary["agree"]
     assert summary["why"].startswith(f"{summary['time_s'] / summary['estimate_s']:.3f}x the estimate: contention")
     assert summary["formula"] == "2·(n−1)·(α + s/(2B)) = 2·(4−1)·(1 us + 256 KiB/(2·45 GB/s)) = 23.4763 us"
+
+
+def test_the_server_writes_only_in_its_own_temporary_folder_and_removes_it(tmp_path):
+    scratch, work = tmp_path / "tmp", tmp_path / "work"
+    scratch.mkdir()
+    work.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    command = [sys.executable, "-m", "netsim", "teach", "--port", "0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=work, env=env)
+    try:
+        url = re.search(r"http://127\.0\.0\.1:\d+", process.stdout.readline()).group(0)
+        assert post(url + "/api/run", {"topology": "ring", "n": 4, "op": "psum"})[0] == 200
+        assert [p.name.startswith("netsim-teach-") for p in scratch.iterdir()] == [True]
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+    assert list(scratch.iterdir()) == [] and list(work.iterdir()) == []
+
+
+def test_a_port_in_use_is_one_line_and_exit_2():
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "netsim", "teach", "--port", str(port)], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 2 and done.stdout == ""
+    fix = "pick another port, or --port 0 for any free one"
+    assert done.stderr.strip() == f"error: --port {port}: cannot listen on 127.0.0.1:{port} (Address already in use); {fix}"
