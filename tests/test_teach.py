@@ -184,12 +184,14 @@ def test_a_gifs_device_colours_are_the_same_in_every_frame(tmp_path):
     from netsim.teaching.palette import device_rgb, min_difference
 
     out = tmp_path / "a.gif"
-    netsim.animate(netsim.all_gather(np.zeros((16, 64), np.float32), algorithm="ring", topology=netsim.torus((4, 4))), frames=6).save(out)
+    from netsim.teaching.animate import animate
+
+    animate(netsim.all_gather(np.zeros((16, 16), np.float32), algorithm="ring", topology=netsim.ring(16)), frames=4, dpi=40).save(out)
     wanted = {device_rgb(k) for k in range(16)}
     seen: set[tuple[int, ...]] = set()
     keys = []
     with Image.open(out) as gif:
-        assert gif.n_frames == 6
+        assert gif.n_frames == 4
         for k in range(gif.n_frames):
             gif.seek(k)
             pixels = np.asarray(gif.convert("RGB"))
