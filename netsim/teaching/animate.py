@@ -325,9 +325,13 @@ class Animation:
                 progress(k + 1, len(self.frames))
 
         if suffix == ".gif":  # one palette for every frame: a device's colour never changes
+            def rgb(f: Frame) -> Any:
+                return Image.open(io.BytesIO(drawing.png(f))).convert("RGB")
+
+            palette = _gif_palette([rgb(f) for f in self.frames[:: max(1, len(self.frames) // 8)]], getattr(drawing, "colours", []))
+            images = [rgb(f).quantize(palette=palette, dither=Image.Dither.NONE) for f in _counted(self.frames, progress)]  # a byte a pixel
             with staged_file(path) as staged:
-                images = [Image.open(io.BytesIO(drawing.png(f))).convert("RGB") for f in _counted(self.frames, progress)]
-                _write_gif(staged, images, getattr(drawing, "colours", []), self.fps)
+                images[0].save(staged, format="GIF", save_all=True, append_images=images[1:], duration=round(1000 / self.fps), loop=0, optimize=False)
             return path
         movie = FuncAnimation(drawing.figure, frame, frames=len(self.frames), blit=False, repeat=False)
         writer = FFMpegWriter(fps=self.fps)
@@ -343,24 +347,23 @@ def _counted(frames: list[Any], progress: Callable[[int, int], Any] | None) -> A
             progress(k + 1, len(frames))
 
 
-def _write_gif(path: Path, images: list[Any], colours: list[tuple[float, float, float]], fps: float) -> None:
-    """Write RGB frames as a GIF with one palette for all of them: the device colours exactly, then the most common others.
+def _gif_palette(samples: list[Any], colours: list[tuple[float, float, float]]) -> Any:
+    """One palette for every frame of a GIF: the device colours exactly, then the most common others of some frames.
 
     A palette per frame (what a GIF writer does by default) can move a colour by a few
-    units from one frame to the next; here every pixel of a device's colour maps to the same
-    entry in every frame.
+    units from one frame to the next; quantised to this one, every pixel of a device's
+    colour maps to the same entry in every frame.
     """
     from PIL import Image
 
     exact = [tuple(round(c * 255) for c in rgb) for rgb in colours[:64]]
-    montage = Image.new("RGB", (images[0].width, images[0].height * len(images[:: max(1, len(images) // 8)])))
-    for k, image in enumerate(images[:: max(1, len(images) // 8)]):
-        montage.paste(image, (0, k * images[0].height))
+    montage = Image.new("RGB", (samples[0].width, samples[0].height * len(samples)))
+    for k, image in enumerate(samples):
+        montage.paste(image, (0, k * samples[0].height))
     common = montage.quantize(256 - len(exact), method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).getpalette()[: 3 * (256 - len(exact))]
-    palette_image = Image.new("P", (1, 1))
-    palette_image.putpalette([v for rgb in exact for v in rgb] + common + [0] * (768 - 3 * len(exact) - len(common)))
-    frames = [image.quantize(palette=palette_image, dither=Image.Dither.NONE) for image in images]
-    frames[0].save(path, format="GIF", save_all=True, append_images=frames[1:], duration=round(1000 / fps), loop=0, optimize=False)
+    palette = Image.new("P", (1, 1))
+    palette.putpalette([v for rgb in exact for v in rgb] + common + [0] * (768 - 3 * len(exact) - len(common)))
+    return palette
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
