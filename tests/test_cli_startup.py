@@ -51,7 +51,7 @@ def loaded(modules: set[str], *packages: str) -> list[str]:
 def test_importing_the_cli_imports_nothing_heavy():
     modules, _ = imported("import netsim.cli.main")
     assert loaded(modules, *HEAVY) == []
-    commands = ["netsim.cli.console", "netsim.cli.main", "netsim.cli.program", "netsim.cli.sweep_command"]
+    commands = ["netsim.cli.console", "netsim.cli.main", "netsim.cli.program", "netsim.cli.sweep_command", "netsim.cli.teach_command"]
     assert loaded(modules, "netsim") == ["netsim", "netsim.cli", *commands, "netsim.version"]
 
 

@@ -36,6 +36,7 @@ from netsim.cli.console import warnings_in_one_line as _warnings_in_one_line
 from netsim.cli.program import CALIBRATION_HELP
 from netsim.cli.program import program as _program_command
 from netsim.cli.sweep_command import sweep as _sweep_command
+from netsim.cli.teach_command import teach as _teach_command
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -377,7 +378,9 @@ def explain(
 @app.command()
 def animate(
     scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help=SCENARIO_HELP)],
-    output: Annotated[str, typer.Option("-o", "--output", metavar="FILE", help="File to write: .gif, .mp4 (needs ffmpeg) or .html (a page with controls).")],
+    output: Annotated[
+        str, typer.Option("-o", "--output", metavar="FILE", help="File to write: .gif, .mp4 (needs ffmpeg) or .html (a page drawing the run's events).")
+    ],
     frames: Annotated[
         int | None,
         typer.Option(
@@ -409,16 +412,23 @@ def animate(
         if per_axis(topology):
             count_frames(drawn_elements(topology))
 
-    _guarded(scenario, check)
+    page = output.lower().endswith(".html")  # the browser player: the run's events, no frames drawn
+    if not page:
+        _guarded(scenario, check)
 
     def draw(result: Any, path: Any) -> Any:
+        if page:
+            from netsim.teaching.page import standalone_page
+
+            return Path(path).write_text(standalone_page(result), encoding="utf-8")
         if not chosen:
             count_frames(drawn_elements(topology, result.leaves[0].schedule))
         with _progress("drawing frames", chosen[0]) as update:
             return make_animation(result, frames=chosen[0], fps=fps).save(path, progress=lambda done, total: update(done))
 
     result, path = _drawn(scenario, output, FORMATS, draw)
-    print(f"wrote {path} ({chosen[0]} frames, {result.time * 1e6:.6g} us simulated)")
+    what = "the browser player with the run's events" if page else f"{chosen[0]} frames"
+    print(f"wrote {path} ({what}, {result.time * 1e6:.6g} us simulated)")
 
 
 @app.command()
@@ -448,6 +458,7 @@ def schema(
 
 app.command(name="program")(_program_command)
 app.command(name="sweep")(_sweep_command)
+app.command(name="teach")(_teach_command)
 
 
 def main() -> None:

@@ -24,6 +24,15 @@ Modules
 ``timeline_axes``  beyond 64 links: a timeline row per axis and direction (busy share)
 ``views``          which drawing is legible at a run's size (device by device, rings, neither)
 ``animate_axes``   beyond 32 devices or on a 3D torus: one ring per axis, traffic added up
+``palette``        the device colours of every picture (colour-blind safe, one per member)
+``formula``        a closed form with a run's numbers written in, checked by evaluating it
+``events``         a run as data for the browser player (devices, links, transfers, arrivals,
+                   the closed form beside), or per axis for big runs
+``page``           ``netsim animate -o page.html``: the browser player as one offline page
+``web_form``       ``netsim teach``: the page's choices, a request checked as a scenario, limits
+``web_sweep``      ``netsim teach``: time against bytes per device, simulated and closed form
+``web_app``        ``netsim teach``: the Starlette app (its own assets, JSON endpoints, bounds);
+                   the page's script and style are package files in ``web/``
 ================== ======================================================================
 
 Where a change goes

@@ -59,22 +59,16 @@ def _matplotlib():
 
 
 def device_colours(n: int) -> list[tuple[float, float, float]]:
-    """``n`` distinct strong RGB colours, one per member of a group (tab10, then evenly spaced hues).
+    """``n`` RGB colours (0..1), one per member of a group: :data:`netsim.teaching.palette.PALETTE`, the browser player's too.
 
     Examples
     --------
     >>> len(device_colours(4)), device_colours(4)[0] != device_colours(4)[1]
     (4, True)
     """
-    from matplotlib import colormaps
+    from netsim.teaching.palette import device_rgb
 
-    if n <= 10:
-        tab10 = colormaps["tab10"].colors
-        names = [c for i, c in enumerate(tab10) if i != 7] + [tab10[7]]  # grey last: it reads as "empty"
-        return [tuple(map(float, names[i])) for i in range(n)]
-    from matplotlib.colors import hsv_to_rgb
-
-    return [tuple(map(float, hsv_to_rgb((i / n, 0.85, 0.85 if i % 2 else 0.65)))) for i in range(n)]
+    return [tuple(c / 255 for c in device_rgb(k)) for k in range(n)]
 
 
 def _tint(rgb: tuple[float, float, float], shade: float) -> tuple[float, float, float]:
@@ -313,12 +307,15 @@ class Animation:
             raise ValueError(f"cannot write {str(path)!r}: the file name must end in {', '.join(FORMATS)}")
         if suffix == ".mp4" and shutil.which("ffmpeg") is None:
             raise ValueError(f"cannot write {str(path)!r}: .mp4 needs ffmpeg on the PATH (apt-get install ffmpeg); .gif and .html need nothing more")
-        if suffix == ".html":
-            text = self.to_html()
+        if suffix == ".html":  # the browser player, drawing the run's events itself (netsim.teaching.page)
+            from netsim.teaching.page import standalone_page
+
+            text = standalone_page(self.result)
             _write_atomically(path, text.encode("utf-8"))
             return path
         _matplotlib()
-        from matplotlib.animation import FFMpegWriter, FuncAnimation, PillowWriter
+        from matplotlib.animation import FFMpegWriter, FuncAnimation
+        from PIL import Image
 
         drawing = self._drawing()
 
@@ -327,11 +324,46 @@ class Animation:
             if progress is not None:
                 progress(k + 1, len(self.frames))
 
+        if suffix == ".gif":  # one palette for every frame: a device's colour never changes
+            def rgb(f: Frame) -> Any:
+                return Image.open(io.BytesIO(drawing.png(f))).convert("RGB")
+
+            palette = _gif_palette([rgb(f) for f in self.frames[:: max(1, len(self.frames) // 8)]], getattr(drawing, "colours", []))
+            images = [rgb(f).quantize(palette=palette, dither=Image.Dither.NONE) for f in _counted(self.frames, progress)]  # a byte a pixel
+            with staged_file(path) as staged:
+                images[0].save(staged, format="GIF", save_all=True, append_images=images[1:], duration=round(1000 / self.fps), loop=0, optimize=False)
+            return path
         movie = FuncAnimation(drawing.figure, frame, frames=len(self.frames), blit=False, repeat=False)
-        writer = PillowWriter(fps=self.fps) if suffix == ".gif" else FFMpegWriter(fps=self.fps)
+        writer = FFMpegWriter(fps=self.fps)
         with staged_file(path) as staged:  # whole or not at all; a symbolic link is followed
             movie.save(str(staged), writer=writer, dpi=self.dpi)
         return path
+
+
+def _counted(frames: list[Any], progress: Callable[[int, int], Any] | None) -> Any:
+    for k, frame in enumerate(frames):
+        yield frame
+        if progress is not None:
+            progress(k + 1, len(frames))
+
+
+def _gif_palette(samples: list[Any], colours: list[tuple[float, float, float]]) -> Any:
+    """One palette for every frame of a GIF: the device colours exactly, then the most common others of some frames.
+
+    A palette per frame (what a GIF writer does by default) can move a colour by a few
+    units from one frame to the next; quantised to this one, every pixel of a device's
+    colour maps to the same entry in every frame.
+    """
+    from PIL import Image
+
+    exact = [tuple(round(c * 255) for c in rgb) for rgb in colours[:64]]
+    montage = Image.new("RGB", (samples[0].width, samples[0].height * len(samples)))
+    for k, image in enumerate(samples):
+        montage.paste(image, (0, k * samples[0].height))
+    common = montage.quantize(256 - len(exact), method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).getpalette()[: 3 * (256 - len(exact))]
+    palette = Image.new("P", (1, 1))
+    palette.putpalette([v for rgb in exact for v in rgb] + common + [0] * (768 - 3 * len(exact) - len(common)))
+    return palette
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
