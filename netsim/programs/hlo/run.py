@@ -61,6 +61,25 @@ class HloRun(ProgramRun):
     """Whose algorithms played the collectives: ``compiler`` (the TPU compiler's, where the module names them) or ``netsim``."""
     other_times: dict[str, float] | None = None
     """Per collective instruction, its time with netsim's own algorithms when the compiler's played (None when not compared)."""
+    module_text: str = ""
+    """The module's text as compiled (``compiled.as_text()``, or the file's), where the run had it."""
+
+    def describe(self) -> tuple[str, ...]:
+        """What compiled the module, where its devices ran and what it holds (the lines under the result's repr).
+
+        Examples
+        --------
+        >>> run_hlo("scenarios/programs/hlo/psum.txt", "tpu-v5e:2x4").program.describe()[0]
+        "compiled by: XLA's CPU compiler (CPU-compiled: dtypes as it left them, no async overlap, no compiler algorithms)"
+        """
+        module = self.module
+        if module is None:
+            return ()
+        placed = self.device_map.source if self.device_map is not None else "row-major"
+        kept = f"; text in .program.module_text ({len(self.module_text.splitlines())} lines)" if self.module_text else ""
+        held = f"{module.module}: {module.devices} devices, {len(module.collectives)} collective(s), {len(module.unmodelled)} instruction(s) not modelled{kept}"
+        timed = f"algorithms: {self.algorithm}; dtypes timed: {self.dtypes}"
+        return (f"compiled by: {self.compiler or 'not said'}", f"placement: {placed}", f"module: {held}", timed)
 
 
 def run_hlo(
@@ -157,7 +176,8 @@ def run_hlo(
     if compare and named and chosen == "compiler":
         other = _run_loops(program, functools.partial(play, algorithm="netsim"), source, unroll)
         times = {c["hlo_name"]: c["time_s"] for c in collectives(other)}
-    return dataclasses.replace(result, program=dataclasses.replace(result.program, other_times=times, dtypes=timed))
+    text = Path(module).read_text(encoding="utf-8") if isinstance(module, (str, Path)) else result.program.module_text
+    return dataclasses.replace(result, program=dataclasses.replace(result.program, other_times=times, dtypes=timed, module_text=text))
 
 
 def _run_loops(program: HloProgram, play: Callable[[HloProgram], Result], source: str, unroll: bool) -> Result:
