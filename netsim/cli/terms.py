@@ -31,7 +31,9 @@ def calibration_rows(topology: Any) -> list[tuple[str, str]]:
     >>> from netsim.network.calibration import calibrate
     >>> from netsim.network.presets import tpu_slice
     >>> calibration_rows(tpu_slice("tpu-v5e:8x4")), calibration_rows(calibrate(tpu_slice("tpu-v5e:8x4")))[0][1][:70]
-    ([], 'calibrated: links at 0.95 of their bandwidth, a fixed cost of 3.47 us ')
+    ([], 'calibrated (measured): links at 0.95 of their bandwidth, a fixed cost ')
+    >>> calibration_rows(calibrate(tpu_slice("tpu-v6e:4x4")))[0][1][:52]
+    'calibrated (borrowed from tpu-v5e): links at 0.95 of'
     """
     terms = in_force(topology) if topology is not None else None
     if terms is None or (terms.is_nominal and mode_of(topology) == "nominal"):
@@ -41,4 +43,4 @@ def calibration_rows(topology: Any) -> list[tuple[str, str]]:
     parts = [f"links at {terms.link_efficiency:.4g} of their bandwidth", f"a fixed cost of {format_seconds(terms.collective_overhead_s)} per collective"]
     if terms.compute_efficiency != 1:
         parts.append(f"compute at {terms.compute_efficiency:.3g} of peak")
-    return [("calibration", f"calibrated: {', '.join(parts)} (docs/validation.md; {terms.source})")]
+    return [("calibration", f"calibrated ({terms.label}): {', '.join(parts)} (docs/validation.md; {terms.source})")]
