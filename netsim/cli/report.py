@@ -16,7 +16,7 @@ from netsim.analysis.why import analyse
 from netsim.cli.json_text import dumps
 from netsim.cli.records import critical_links_record, memory_record
 from netsim.cli.tables import short_link_name
-from netsim.cli.terms import calibration_rows, estimate_terms
+from netsim.cli.terms import calibration_rows, estimate_terms, shape_calibration_record, shape_calibration_rows
 from netsim.network.calibration import calibration_record
 from netsim.network.units import format_bytes, format_seconds
 from netsim.result import Result
@@ -408,17 +408,7 @@ def estimate_rows(scenario: Any, mine: Any) -> list[tuple[str, str]]:
         ),
         ("links", f"{shape.bandwidth_Bps / 1e9:.6g} GB/s one way, {format_seconds(shape.latency_s)} per hop" + _chip_link(shape)),
         *_dcn_rows(scenario),
-        *(
-            [
-                (
-                    "calibration",
-                    f"calibrated ({shape.calibration_terms}): links at {shape.link_efficiency:.4g} of their bandwidth, "
-                    f"a fixed cost of {format_seconds(shape.collective_overhead_s)}",
-                )
-            ]
-            if (shape.link_efficiency, shape.collective_overhead_s) != (1.0, 0.0)
-            else []
-        ),
+        *shape_calibration_rows(shape),
         ("group layout", mine.geometry.describe()),
         ("algorithm", scenario.algorithm or f"{scenario.resolved_algorithm} (the default)"),
     ]
@@ -499,11 +489,5 @@ def estimate_to_dict(scenario: Any, mine: Any, others: list[tuple[str, Any]]) ->
         "layout": mine.geometry.describe(),
         **one(mine),
         "algorithms": [one(c) for _, c in others],
-        "calibration": {
-            "mode": getattr(scenario, "calibration", "nominal"),
-            "terms": shape.calibration_terms,
-            "link_efficiency": shape.link_efficiency,
-            "collective_overhead_s": shape.collective_overhead_s,
-            "compute_efficiency": shape.compute_efficiency,
-        },
+        "calibration": shape_calibration_record(shape, getattr(scenario, "calibration", "nominal")),
     }

@@ -7,7 +7,7 @@ from typing import Any
 from netsim.network.calibration import in_force, mode_of
 from netsim.network.units import format_seconds
 
-__all__ = ["calibration_rows", "estimate_terms"]
+__all__ = ["calibration_rows", "estimate_terms", "shape_calibration_record", "shape_calibration_rows"]
 
 
 def estimate_terms(e: Any) -> str:
@@ -44,3 +44,22 @@ def calibration_rows(topology: Any) -> list[tuple[str, str]]:
     if terms.compute_efficiency != 1:
         parts.append(f"compute at {terms.compute_efficiency:.3g} of peak")
     return [("calibration", f"calibrated ({terms.label}): {', '.join(parts)} (docs/validation.md; {terms.source})")]
+
+
+def shape_calibration_rows(shape: Any) -> list[tuple[str, str]]:
+    """``netsim estimate``'s calibration row, from the scenario's topology shape (none when its terms change nothing)."""
+    if (shape.link_efficiency, shape.collective_overhead_s) == (1.0, 0.0):
+        return []
+    terms = f"links at {shape.link_efficiency:.4g} of their bandwidth, a fixed cost of {format_seconds(shape.collective_overhead_s)}"
+    return [("calibration", f"calibrated ({shape.calibration_terms}): {terms}")]
+
+
+def shape_calibration_record(shape: Any, mode: str) -> dict[str, Any]:
+    """``netsim estimate --json``'s ``calibration``: the mode, whose terms (measured, borrowed from ..., none) and the terms."""
+    return {
+        "mode": mode,
+        "terms": shape.calibration_terms,
+        "link_efficiency": shape.link_efficiency,
+        "collective_overhead_s": shape.collective_overhead_s,
+        "compute_efficiency": shape.compute_efficiency,
+    }

@@ -28,6 +28,7 @@ from netsim.programs.hlo.dtypes import at_source_dtype, source_dtype
 from netsim.programs.hlo.files import HloProgramFile, load_any_program
 from netsim.programs.hlo.flatten import flatten
 from netsim.programs.hlo.loops import MAX_STEPS, Extension, check_steps, extend, unrolled_steps
+from netsim.programs.hlo.megascale import across_slices, slice_device_map, without_slices
 from netsim.programs.hlo.text import HloSyntaxError
 from netsim.programs.hlo.translate import HloLowered, lower_hlo
 from netsim.programs.hlo.validate import cut_long_words
@@ -234,6 +235,11 @@ def _play(
     """One run of the module's steps as flattened, with ``algorithm``'s collectives (f32 ones at ``wanted``, if given)."""
     if wanted is not None:
         program = at_source_dtype(program, wanted)
+    slices = getattr(topo, "n_slices", 1)
+    if slices > 1 and program.devices * slices == topo.n_devices:  # one slice's module (compiled for several): on every slice at once
+        program, device_map = across_slices(program, slices), slice_device_map(device_map, slices)
+    else:
+        program = without_slices(program)
     hlo = lower_hlo(program, topo, device_map, clock_hz, name, algorithm)
     lowered = hlo.lowered
     try:
@@ -261,7 +267,8 @@ def _compiler(device_map: DeviceMap) -> str:
     """What compiled the module, from its device map."""
     facts = device_map.compiler
     if facts.get("platform") == "tpu":
-        return f"the TPU compiler (libtpu {facts.get('libtpu', '?')}, JAX {facts.get('jax', '?')}, for {facts.get('topology', '?')})"
+        slices = f" x {facts['num_slices']} slices" if facts.get("num_slices", "1") != "1" else ""
+        return f"the TPU compiler (libtpu {facts.get('libtpu', '?')}, JAX {facts.get('jax', '?')}, for {facts.get('topology', '?')}{slices})"
     if facts.get("platform") == "cpu":
         return CPU_CAVEAT
     return "not said (no compiler in the device map)"
