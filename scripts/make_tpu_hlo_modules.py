@@ -75,6 +75,11 @@ def examples_module():
     return load_by_path("examples")
 
 
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository when it is inside it (``--out`` may be anywhere)."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def clean(text: str) -> str:
     """The module's text without debugging tables (``netsim/programs/hlo/debug_tables.py``) and ``metadata={...}`` attributes."""
     return re.sub(r", metadata=\{[^{}]*\}", "", load_by_path("debug_tables").strip_debug_tables(text))
@@ -115,7 +120,7 @@ def compile_slice(folder: str, only: set[str] | None, out: Path) -> None:
         path = out / folder / f"{example_name}.txt"
         path.write_text(clean(compiled.as_text()))
         path.with_name(f"{example_name}.devices.json").write_text(device_map(assignment, dict(zip(("x", "y"), shape, strict=True)), compiler))
-        print(f"wrote {path.relative_to(ROOT)} in {time.perf_counter() - start:.1f} s")
+        print(f"wrote {_shown(path)} in {time.perf_counter() - start:.1f} s")
 
 
 def compile_multislice(folder: str, out: Path) -> None:
@@ -145,7 +150,7 @@ def compile_multislice(folder: str, out: Path) -> None:
     path = out / folder / "dcn_psum.txt"
     path.write_text(clean(compiled.as_text()))
     path.with_name("dcn_psum.devices.json").write_text(device_map(assignment, {"ici": per_slice}, compiler))
-    print(f"wrote {path.relative_to(ROOT)} in {time.perf_counter() - start:.1f} s")
+    print(f"wrote {_shown(path)} in {time.perf_counter() - start:.1f} s")
 
 
 def main() -> None:

@@ -8,6 +8,10 @@ checked against the alpha-beta arithmetic of docs/multislice.md, by hand.
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,3 +125,12 @@ def test_other_megascale_transfers_and_a_recv_before_its_send_are_listed_not_dro
     early = hlo_from_text(_module(recv_first=True), "m.txt")
     assert ("recv", "a megascale recv written before its send: not simulated") in {(u.name, u.reason) for u in early.unmodelled}
     assert [s.op.name for s in early.collectives] == ["send"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None, reason="needs libtpu (the tpu extra)")
+def test_with_libtpu_the_script_writes_the_bundled_module_again(tmp_path):
+    env = {**os.environ, "ALLOW_MULTIPLE_LIBTPU_LOAD": "1", "JAX_PLATFORMS": "cpu"}
+    command = [sys.executable, str(ROOT / "scripts/make_tpu_hlo_modules.py"), "--slice", "v5e_4x4x2slices", "--out", str(tmp_path)]
+    subprocess.run(command, check=True, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    for name in ("dcn_psum.txt", "dcn_psum.devices.json"):
+        assert (tmp_path / "v5e_4x4x2slices" / name).read_text() == (MODULE.parent / name).read_text(), name
