@@ -245,3 +245,28 @@ def test_with_libtpu_make_mesh_on_the_topologys_devices_is_compiled_and_placed_a
     # the compiled device assignment is the mesh as jax.make_mesh built it: the "model" axis along a row of 4 chips
     assert runs["nominal"]["coords"] == [list(c) for row in MAKE_MESH_V5E_4X4 for c in row]
     assert runs["calibrated"]["time"] > runs["nominal"]["time"] + 3e-6  # calibration= accepted: v5e's fixed cost per collective, 3.47 us
+
+
+CALIBRATED = """
+import json
+import jax, jax.numpy as jnp
+from jax.sharding import NamedSharding, PartitionSpec as P
+import netsim
+from netsim.network.calibration import calibrate, mode_of
+mesh = jax.make_mesh((2, 4), ("x", "y"), devices=jax.devices("cpu")[:8])
+step = jax.shard_map(lambda a: jax.lax.psum(a, "y"), mesh=mesh, in_specs=P("x", "y"), out_specs=P("x"))
+x = jax.ShapeDtypeStruct((256, 1024), jnp.bfloat16, sharding=NamedSharding(mesh, P("x", "y")))
+runs = {str(c): netsim.from_jax(step, x, topology="tpu-v5e:2x4", compiler="cpu", calibration=c) for c in ("nominal", "calibrated")}
+kept = netsim.from_jax(step, x, topology=calibrate(netsim.tpu_slice("tpu-v5e:2x4")), compiler="cpu")
+print(json.dumps({**{k: r.time for k, r in runs.items()}, "kept": kept.time, "mode": mode_of(kept.topology_obj)}))
+"""
+
+
+@pytest.mark.skipif(not HAS_JAX, reason="needs the jax extra")
+def test_from_jax_takes_calibration_and_keeps_a_calibrated_topologys():
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8", "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-c", CALIBRATED], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = json.loads(done.stdout.strip().splitlines()[-1])
+    assert run["calibrated"] > run["nominal"] + 3.47e-6  # v5e's fixed cost per collective, and its links at 95 %
+    assert run["kept"] == run["calibrated"] and run["mode"] == "calibrated"

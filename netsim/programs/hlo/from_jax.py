@@ -209,7 +209,7 @@ def from_jax(
     name: str | None = None,
     compiler: str = "auto",
     dtypes: str = "compiled",
-    calibration: str = "nominal",
+    calibration: str | None = None,
 ) -> Result:
     """Compile ``f`` with JAX and simulate its communication and compute on ``topology``.
 
@@ -236,9 +236,10 @@ def from_jax(
     dtypes : {"compiled", "source"}
         ``source`` (CPU-compiled modules only): time f32 collectives and dots at the
         narrowest floating dtype of the arguments, as a TPU would run a bf16 program.
-    calibration : {"nominal", "calibrated"}
+    calibration : {"nominal", "calibrated"}, optional
         ``calibrated``: the generation's measured terms (fixed cost per collective, link
-        and compute efficiency; docs/validation.md), ``nominal`` the ideal model.
+        and compute efficiency; docs/validation.md), ``nominal`` the ideal model. Default:
+        as ``topology`` runs (``nominal`` for a name).
 
     Returns
     -------
@@ -275,7 +276,8 @@ def from_jax(
     if dtypes not in ("compiled", "source"):
         raise ValueError(f"dtypes must be 'compiled' or 'source', got {dtypes!r}")
     mesh = mesh if mesh is not None else mesh_of(args, in_shardings)  # found once: the compilers and the roofline share it
-    topo = calibrate(resolve_topology(topology, None), check_calibration(calibration))
+    topo = resolve_topology(topology, None)
+    topo = calibrate(topo, check_calibration(calibration)) if calibration is not None else topo
     label = name or getattr(f, "__name__", "jax_function")
     slice_name = topo.name
     tpu_slice = is_slice_name(slice_name) and slice_name.partition(":")[0] in GENERATIONS
