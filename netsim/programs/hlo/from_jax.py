@@ -297,7 +297,7 @@ def from_jax(
     if compiled is not None:
         text = compiled.as_text()
         module = hlo_from_text(text, f"<compiled {label}>")
-        devices = device_map_from_data(_assignment_map(compiled, tpu_mesh, facts), module.devices, f"the TPU mesh of {label}, laid {facts['placement']}")
+        devices = device_map_from_data(_assignment_map(compiled, tpu_mesh, facts), module.devices, f"the TPU mesh of {label} ({facts['placement']})")
         said = f"the TPU compiler (libtpu {facts['libtpu']}, JAX {facts['jax']}, ahead of time for {facts['topology']})"
         timed = "as compiled"
     else:
