@@ -36,7 +36,7 @@ from netsim.programs.hlo.devices import DeviceMap
 from netsim.programs.hlo.ops import Collective, Compute, HloProgram, Step, Unmodelled
 from netsim.programs.hlo.shapes import leaves
 
-__all__ = ["DCN_COLLECTIVES", "across_slices", "megascale_collective", "rendezvous", "slice_device_map", "without_slices"]
+__all__ = ["DCN_COLLECTIVES", "across_slices", "has_dcn", "megascale_collective", "rendezvous", "slice_device_map", "unsupported_reason", "without_slices"]
 
 DCN_COLLECTIVES = {"ALL_REDUCE": "all-reduce"}
 """The megascale transfer types netsim simulates, and the HLO collective each is played as."""
