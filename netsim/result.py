@@ -88,6 +88,10 @@ class ProgramRun:
     communication_s: float | None = None
     exposed_communication_s: float | None = None
 
+    def describe(self) -> tuple[str, ...]:
+        """Lines that explain the run beyond its times (what compiled it, where it ran), shown under the result's repr; none by default."""
+        return ()
+
 
 @dataclass(frozen=True)
 class Result:
@@ -197,7 +201,8 @@ class Result:
         where = f"{self.scenario}: " if self.scenario else ""
         if self.program is not None:
             ops = _count(len(self.program.lowered.ops), "op")
-            return f"Result({where}program of {ops}, {self.topology}, {self.n_devices} devices, {self._program_summary()})"
+            lines = "".join(f"\n  {line}" for line in self.program.describe())
+            return f"Result({where}program of {ops}, {self.topology}, {self.n_devices} devices, {self._program_summary()}){lines}"
         shape = getattr(self.output, "shape", None)
         dtype = getattr(self.output, "dtype", None)
         output = f"{dtype}[{', '.join(map(str, shape))}]" if shape is not None else type(self.output).__name__

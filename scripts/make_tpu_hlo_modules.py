@@ -19,6 +19,11 @@ with bf16 arguments. Written per module, in ``scenarios/programs/hlo/tpu/SLICE/`
   chip's ``coords`` and ``core_on_chip``), the mesh, and ``compiler``: the libtpu and JAX
   versions and the libtpu topology name it was compiled for.
 
+Beside them, :data:`MULTISLICE`: a module compiled for several slices (``num_slices=2``), whose
+cross-slice all-reduce the compiler writes as megascale ``send``/``recv``; it is one slice's
+program (``num_partitions`` = one slice's devices), and its device map lists that slice's
+devices (``compiler`` says ``num_slices``).
+
 It imports nothing of netsim but the examples' file, so that the separate environment needs
 only ``jax[tpu]``. ``python scripts/make_hlo_modules.py`` writes the CPU-compiled modules.
 """
@@ -48,6 +53,13 @@ SLICES = {
 }
 """The slices compiled for, and which examples each gets (smaller sets on the bigger slices keep the bundle small)."""
 
+MULTISLICE = {
+    # folder: (libtpu topology name, slices, per-device shard (rows, columns) of the bf16 gradient)
+    "v5e_4x4x2slices": ("v5e:4x4", 2, (1024, 256)),
+}
+"""Modules compiled for several slices: ``dcn_psum``, a gradient reduce-scattered over the slice's 16 chips (ICI)
+and its shard all-reduced across the slices (DCN), on a hybrid mesh ``(dcn, ici)`` as MaxText lays data parallelism across slices."""
+
 
 def load_by_path(name: str):
     """``netsim/programs/hlo/NAME.py``, loaded by its path (it imports nothing of netsim: this environment has only JAX)."""
@@ -61,6 +73,11 @@ def load_by_path(name: str):
 def examples_module():
     """``netsim/programs/hlo/examples.py``, loaded by its path (it needs only JAX)."""
     return load_by_path("examples")
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository when it is inside it (``--out`` may be anywhere)."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def clean(text: str) -> str:
@@ -103,17 +120,50 @@ def compile_slice(folder: str, only: set[str] | None, out: Path) -> None:
         path = out / folder / f"{example_name}.txt"
         path.write_text(clean(compiled.as_text()))
         path.with_name(f"{example_name}.devices.json").write_text(device_map(assignment, dict(zip(("x", "y"), shape, strict=True)), compiler))
-        print(f"wrote {path.relative_to(ROOT)} in {time.perf_counter() - start:.1f} s")
+        print(f"wrote {_shown(path)} in {time.perf_counter() - start:.1f} s")
+
+
+def compile_multislice(folder: str, out: Path) -> None:
+    """``dcn_psum`` compiled for ``num_slices`` slices: module ids are one slice's devices (the first of the executable's assignment)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import mesh_utils, topologies
+    from jax.sharding import AxisType, Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    name, slices, (rows, columns) = MULTISLICE[folder]
+    topology = topologies.get_topology_desc(platform="tpu", topology_name=name, chip_config_name="default", num_slices=slices)
+    per_slice = len(topology.devices) // slices
+    mesh = Mesh(mesh_utils.create_hybrid_device_mesh((1, per_slice), (slices, 1), topology.devices), ("dcn", "ici"), axis_types=(AxisType.Auto,) * 2)
+
+    def body(a):
+        return jax.lax.psum(jax.lax.psum_scatter(a, "ici", scatter_dimension=0, tiled=True), "dcn")
+
+    step = jax.shard_map(body, mesh=mesh, in_specs=P("dcn", "ici"), out_specs=P("ici", None), check_vma=False)
+    gradient = jax.ShapeDtypeStruct((slices * rows, per_slice * columns), jnp.bfloat16, sharding=NamedSharding(mesh, P("dcn", "ici")))
+    start = time.perf_counter()
+    compiled = jax.jit(step).lower(gradient).compile()
+    assignment = compiled.input_shardings[0][0]._device_assignment[:per_slice]  # slice 0's devices: the module's ids
+    compiler = {"platform": "tpu", "libtpu": importlib.metadata.version("libtpu"), "jax": jax.__version__, "topology": name, "chip_config": "default"}
+    compiler["num_slices"] = str(slices)
+    (out / folder).mkdir(parents=True, exist_ok=True)
+    path = out / folder / "dcn_psum.txt"
+    path.write_text(clean(compiled.as_text()))
+    path.with_name("dcn_psum.devices.json").write_text(device_map(assignment, {"ici": per_slice}, compiler))
+    print(f"wrote {_shown(path)} in {time.perf_counter() - start:.1f} s")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--slice", action="append", choices=sorted(SLICES), help="only this slice (repeatable; default: all)")
+    parser.add_argument("--slice", action="append", choices=sorted({*SLICES, *MULTISLICE}), help="only this slice (repeatable; default: all)")
     parser.add_argument("--example", action="append", help="only this example (repeatable)")
     parser.add_argument("--out", default=str(OUT), help="the folder to write the slices' folders into")
     args = parser.parse_args()
-    for folder in args.slice or SLICES:
-        compile_slice(folder, set(args.example) if args.example else None, Path(args.out))
+    for folder in args.slice or [*SLICES, *MULTISLICE]:
+        if folder in MULTISLICE:
+            compile_multislice(folder, Path(args.out))
+        else:
+            compile_slice(folder, set(args.example) if args.example else None, Path(args.out))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -39,10 +40,10 @@ def test_a_preset_offers_its_terms_and_runs_nominal_unless_asked():
     assert in_force(v5e) == NOMINAL and in_force(calibrate(v5e)) == CALIBRATIONS["tpu-v5e"]
     assert in_force(calibrate(ring(4))) == NOMINAL  # nothing offered: calibrated is nominal
     assert in_force(calibrate(calibrate(v5e), "nominal")) == NOMINAL
-    # a generation with no public measurement says so when asked for calibrated times
-    [(label, text)] = calibration_rows(calibrate(tpu_slice("tpu-v4:4x4x4")))
-    assert label == "calibration" and text == "calibrated, but tpu-v4:4x4x4 offers no measured terms: the ideal model (docs/validation.md)"
-    assert calibration_rows(v5e) == [] and calibration_rows(calibrate(v5e))[0][1].startswith("calibrated: links at 0.95 of their bandwidth")
+    # a generation with no terms at all (v3: no Multislice, no measurement) says so when asked for calibrated times
+    [(label, text)] = calibration_rows(calibrate(tpu_slice("tpu-v3:4x4")))
+    assert label == "calibration" and text == "calibrated, but tpu-v3:4x4 offers no measured terms: the ideal model (docs/validation.md)"
+    assert calibration_rows(v5e) == [] and calibration_rows(calibrate(v5e))[0][1].startswith("calibrated (measured): links at 0.95 of their bandwidth")
 
 
 def test_nominal_is_the_ideal_model_bit_for_bit():
@@ -256,3 +257,60 @@ def test_explain_of_a_calibrated_run_uses_the_effective_rate_and_the_fixed_cost(
     model = 3.47e-6 + sum(c.model_s for c in costs)
     assert "fixed cost per collective (calibration: calibrated), paid before step 1: 3.47 us" in text
     assert f"α–β model, the fixed cost plus the sum of the 3 steps: {format_seconds(model)} ({model!r} s)" in text
+
+
+@pytest.mark.parametrize("generation", ["tpu-v4", "tpu-v5p", "tpu-v6e"])
+def test_generations_without_a_measurement_borrow_v5es_terms_under_a_label(generation):
+    lender = CALIBRATIONS["tpu-v5e"]
+    terms = CALIBRATIONS[generation]
+    assert (terms.link_efficiency, terms.collective_overhead_s, terms.compute_efficiency) == (0.95, 3.47e-6, 1.0)
+    assert (terms.link_efficiency, terms.collective_overhead_s) == (lender.link_efficiency, lender.collective_overhead_s)
+    assert terms.label == "borrowed from tpu-v5e" and terms.source.startswith(f"borrowed from tpu-v5e (no public {generation} collective measurement found): ")
+    assert CALIBRATIONS["tpu-v5e"].label == "measured" and CALIBRATIONS["tpu7x"].label == "measured"
+
+
+def test_borrowed_terms_act_only_when_asked_and_nominal_stays_the_ideal_model():
+    # a line of 4 chips on v6e 8x4, 32 kB a shard: nominal L + S (its closed form), calibrated F + L + S / e with v5e's F and e
+    shard = 64 * 256 * 2
+    groups = netsim.Mesh({"X": 8, "Y": 4}, tpu_slice("tpu-v6e:8x4")).groups("Y")
+    runs = {}
+    for mode in ("nominal", "calibrated"):
+        topology = calibrate(tpu_slice("tpu-v6e:8x4"), mode)
+        runs[mode] = netsim.all_gather(np.zeros((32, shard), np.uint8), axis_index_groups=groups, topology=topology, data="none")
+    ideal = analyse(runs["nominal"]).estimate
+    assert ideal.kind == "exact" and ideal.fixed_s == 0 and runs["nominal"].time == pytest.approx(ideal.latency_s + ideal.bandwidth_s, rel=1e-12)
+    assert ideal.bandwidth_s == pytest.approx(2 * shard / 9e10, rel=1e-12)  # the line's middle link carries two shards each way at 90 GB/s
+    assert runs["calibrated"].time == pytest.approx(3.47e-6 + ideal.latency_s + ideal.bandwidth_s / 0.95, rel=1e-9)
+
+
+def _v6e_scenario(tmp_path: Path) -> Path:
+    data = yaml.safe_load(Path("scenarios/validation/v5e_8x4_line_allgather_32KiB.yaml").read_text())
+    path = tmp_path / "v6e.yaml"
+    path.write_text(yaml.safe_dump({**data, "name": "v6e_line", "topology": "tpu-v6e:8x4"}))
+    return path
+
+
+def _flat(output: str) -> str:
+    """A table's text with its borders and line breaks gone (cells wrap at the console's width)."""
+    return " ".join(re.sub("[│┃┌┐└┘├┤┬┴┼─━┏┓┗┛┡┩╇]", " ", output).split())
+
+
+def test_run_estimate_and_program_say_the_terms_are_borrowed(tmp_path):
+    runner = CliRunner()
+    scenario = str(_v6e_scenario(tmp_path))
+    shown = runner.invoke(app, ["run", scenario], terminal_width=200)
+    assert shown.exit_code == 0 and "calibrated (borrowed from tpu-v5e): links at 0.95 of their bandwidth" in _flat(shown.output)
+    ran = json.loads(runner.invoke(app, ["run", scenario, "--json"]).output)
+    assert ran["calibration"]["terms"] == "borrowed from tpu-v5e" and ran["calibration"]["mode"] == "calibrated"
+    estimated = runner.invoke(app, ["estimate", scenario], terminal_width=200)
+    assert "calibrated (borrowed from tpu-v5e): links at 0.95 of their bandwidth, a fixed cost of 3.47 us" in _flat(estimated.output)
+    estimate = json.loads(runner.invoke(app, ["estimate", scenario, "--json"]).output)
+    assert estimate["calibration"] == {"mode": "calibrated", "terms": "borrowed from tpu-v5e", "link_efficiency": 0.95,
+                                       "collective_overhead_s": 3.47e-6, "compute_efficiency": 1.0}  # fmt: skip
+    module = ["program", "--hlo", "scenarios/programs/hlo/tpu/v6e_8x16/psum.txt", "--topology", "tpu-v6e:8x16"]
+    program = runner.invoke(app, [*module, "--calibration", "calibrated"], terminal_width=200)
+    assert program.exit_code == 0 and "calibrated (borrowed from tpu-v5e)" in _flat(program.output)
+    nominal = json.loads(runner.invoke(app, [*module, "--json"]).output)["calibration"]
+    assert (nominal["mode"], nominal["terms"], nominal["collective_overhead_s"]) == ("nominal", "none", 0.0)
+    calibrated = json.loads(runner.invoke(app, [*module, "--calibration", "calibrated", "--json"]).output)["calibration"]
+    assert (calibrated["terms"], calibrated["collective_overhead_s"]) == ("borrowed from tpu-v5e", 3.47e-6)

@@ -143,6 +143,9 @@ NOT_CALLS = {
     "jax.shard_map(body, mesh=mesh, ...)": "JAX's own API",
     "mesh_utils.create_hybrid_device_mesh(mesh_shape, dcn_mesh_shape)": "JAX's own API, which netsim's hybrid_mesh follows",
     'netsim.from_jax(f, *args, topology="tpu-v5e:4x4")': "run by docs/programs.md's from_jax block (JAX needs its device count set first)",
+    'jax.make_mesh((4, 4), ("data", "model"), devices=topology.devices)': "JAX's own API, which needs libtpu (run by tests/test_hlo_libtpu.py)",
+    'netsim.programs.hlo.export.export(compiled, mesh, "step.txt")': "needs a compiled JAX function (run by tests/test_hlo_libtpu.py's export test)",
+    "jax.experimental.topologies.get_topology_desc(..., num_slices=2)": "JAX's own API, which needs libtpu (run by scripts/make_tpu_hlo_modules.py)",
 }
 
 STUDY = {

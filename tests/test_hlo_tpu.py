@@ -41,7 +41,7 @@ def runs():
 
 
 def test_every_slice_named_is_bundled():
-    assert [p.name for p in SLICES] == ["tpu7x_2x2x1", "v4_4x4x4", "v5e_4x4", "v5p_16x16x16", "v6e_8x16"]
+    assert [p.name for p in SLICES] == ["tpu7x_2x2x1", "v4_4x4x4", "v5e_4x4", "v5e_4x4x2slices", "v5p_16x16x16", "v6e_8x16"]
     for folder in SLICES:
         for module in folder.glob("*.txt"):
             assert module.with_suffix(".yaml").is_file() and module.with_name(module.stem + ".devices.json").is_file(), module
@@ -85,8 +85,8 @@ def test_tpu7x_sparsecore_computations_are_read_and_their_collectives_run():
     assert step.op.op == "all-reduce" and step.op.asynchronous and step.op.groups == [[0, 4], [1, 5], [2, 6], [3, 7]]  # over x of the 2x4 mesh
 
 
-@pytest.mark.parametrize("folder", SLICES, ids=lambda p: p.name)
-def test_compiled_device_lists_are_the_tpus_own_order(folder):
+@pytest.mark.parametrize("folder", [p for p in SLICES if not p.name.endswith("slices")], ids=lambda p: p.name)
+def test_compiled_device_lists_are_the_tpus_own_order(folder):  # (the multi-slice module's mesh is laid by create_hybrid_device_mesh)
     sidecar = json.loads(next(folder.glob("*.devices.json")).read_text())
     dims = tuple(int(d) for d in sidecar["compiler"]["topology"].partition(":")[2].split("x"))
     per_chip = 2 if folder.name.startswith("tpu7x") else 1

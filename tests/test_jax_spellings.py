@@ -19,6 +19,7 @@ import netsim
 from netsim.analysis.program_stats import program_stats
 from netsim.cli.main import app
 from netsim.programs.files import program_from_data
+from netsim.programs.hlo.devices import CPU_CAVEAT
 from netsim.programs.hlo.run import run_hlo_program
 from netsim.scenario import scenario_from_data
 
@@ -86,8 +87,10 @@ def test_a_program_result_says_where_its_time_went():
 
 def test_an_hlo_result_prints_its_times_not_its_missing_output():
     result = run_hlo_program(ROOT / "scenarios/programs/hlo/mlp.yaml")
-    assert repr(result).startswith("Result(hlo_mlp: program of 4 ops, tpu-v5e:2x4, 8 devices, time=32.2598 us, compute=")
-    assert repr(result).endswith(", timing only, verified=False)")
+    head, *lines = repr(result).splitlines()
+    assert head.startswith("Result(hlo_mlp: program of 4 ops, tpu-v5e:2x4, 8 devices, time=32.2598 us, compute=")
+    assert head.endswith(", timing only, verified=False)")
+    assert lines[0] == "  compiled by: XLA's CPU compiler (CPU-compiled: dtypes as it left them, no async overlap, no compiler algorithms)"
     assert result.compute_s + result.exposed_communication_s == pytest.approx(result.time, rel=1e-9)  # nothing overlaps in this module
 
 
@@ -121,4 +124,5 @@ def test_from_jax_reads_the_mesh_from_the_arguments_named_shardings():
     assert done.returncode == 0, done.stderr[-2000:]
     printed = done.stdout.splitlines()
     assert printed[0].startswith("Result(<lambda>: program of ") and "time=232.2" in printed[0]  # the README's 232.2 us
-    assert printed[1] == "from_jax needs the mesh: pass mesh=..., or arguments placed with a NamedSharding (jax.device_put(x, NamedSharding(mesh, P(...))))"
+    assert printed[1] == "  compiled by: " + CPU_CAVEAT + "; libtpu is not installed (pip install 'netsim[tpu]')" or importlib.util.find_spec("libtpu")
+    assert printed[-1] == "from_jax needs the mesh: pass mesh=..., or arguments placed with a NamedSharding (jax.device_put(x, NamedSharding(mesh, P(...))))"

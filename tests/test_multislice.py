@@ -222,13 +222,14 @@ def test_the_multislice_doc_python_blocks_and_commands_run(monkeypatch):
     for block in re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M):
         exec(compile(block, str(DOC), "exec"), namespace)
     commands = [line.strip() for line in text.splitlines() if line.startswith("    netsim ")]
-    assert [c.split()[1] for c in commands] == ["run", "estimate", "program"]
+    assert [c.split()[1] for c in commands] == ["run", "estimate", "program", "program"]
     runner, outputs = CliRunner(), []
     for command in commands:
         done = runner.invoke(app, shlex.split(command)[1:], env={"COLUMNS": "100"})
         assert done.exit_code == 0, f"{command}\n{done.output[-2000:]}"
         outputs.append(done.output)
     assert "97.0832 us" in outputs[0] and "97.0832 us" in outputs[1] and "verified" in outputs[2]
+    assert "75.9018 us" in outputs[3] and "49.9 us" in outputs[3]  # the two-slice module: its step, and its DCN all-reduce
     assert (DOC.parent / "images" / "dcn_data_parallel.png").is_file()
 
 

@@ -76,9 +76,11 @@ def is_hlo(result: Any) -> bool:
 def hlo_json(result: Any, stats: ProgramStats) -> str:
     """The run as one JSON object: the program totals, ``collectives`` and the module's facts."""
     from netsim.analysis.hlo_stats import hlo_summary
+    from netsim.network.calibration import calibration_record
 
     summary = hlo_summary(result, stats)
-    return json.dumps({**summary, "estimate": estimate_of(result)}, indent=2)
+    calibration = {"calibration": calibration_record(result.topology_obj)} if result.topology_obj is not None else {}
+    return json.dumps({**summary, "estimate": estimate_of(result), **calibration}, indent=2)
 
 
 def estimate_of(result: Any) -> dict[str, int]:
@@ -141,6 +143,7 @@ def _compute_from(summary: dict) -> str:
 def print_hlo(result: Any, stats: ProgramStats) -> None:
     """The run's summary, its collectives (slowest first) and what is not modelled."""
     from netsim.analysis.hlo_stats import hlo_summary
+    from netsim.cli.terms import calibration_rows
 
     full = hlo_summary(result, stats)
     summary = full["hlo"]
@@ -168,6 +171,7 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
         ("bytes per mesh axis", ", ".join(f"{axes}: {_size(b)}" for axes, b in summary["axis_bytes"].items()) or "-"),
         ("not modelled", f"{len(unmodelled)} instruction(s), listed below" if unmodelled else "nothing: every instruction is timed"),
         *(("loop extended", line) for line in (summary["loops_extended"] and result.program.extension.describe()) or ()),
+        *calibration_rows(result.topology_obj),
         ("verified", stats.verification),
     ]
     for label, value in rows:

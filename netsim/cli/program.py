@@ -97,8 +97,10 @@ def program(
     """Run a program (collectives and compute on a sharded mesh) and print its time, overlap and ops."""
     from netsim.analysis.program_stats import program_stats
     from netsim.cli.hlo import estimate_of, hlo_json, is_hlo, print_hlo
+    from netsim.cli.terms import calibration_rows
     from netsim.cli.trace import save_trace
     from netsim.destinations import StagedFile, all_or_nothing, check_file
+    from netsim.network.calibration import calibration_record
 
     try:
         if trace is not None:
@@ -117,12 +119,13 @@ def program(
         except OSError as error:
             raise _fail(f"cannot write {trace}: {error.strerror}", USER_ERROR) from None
     if json_output:
-        print(hlo_json(result, stats) if is_hlo(result) else json.dumps({**stats.to_dict(), "estimate": estimate_of(result)}, indent=2))
+        calibration = {"calibration": calibration_record(result.topology_obj)} if result.topology_obj is not None else {}
+        print(hlo_json(result, stats) if is_hlo(result) else json.dumps({**stats.to_dict(), "estimate": estimate_of(result), **calibration}, indent=2))
         return
     if is_hlo(result):
         print_hlo(result, stats)
     else:
-        _print(stats)
+        _print(stats, calibration_rows(result.topology_obj))
     if trace is not None:
         QuietConsole(highlight=False).print(f"trace written to {trace}")
 
@@ -133,7 +136,7 @@ def _at(facts: dict) -> str:
     return "" if efficiency == 1 else f"; the roofline counts {efficiency:.3g} of peak (calibrated)"
 
 
-def _print(stats: ProgramStats) -> None:
+def _print(stats: ProgramStats, calibration: list[tuple[str, str]]) -> None:
     from rich.table import Table
 
     from netsim.cli.console import wrap_prose
@@ -153,6 +156,7 @@ def _print(stats: ProgramStats) -> None:
         ("why", stats.why),
         ("chip", f"{(facts['peak_flops'] or 0) / 1e12:.4g} TFLOP/s, HBM {(facts['hbm_bandwidth_Bps'] or 0) / 1e9:.4g} GB/s" + _at(facts)),
         *([("HBM per device", stats.memory["note"] + f" (peak at {stats.memory['peak_at']})")] if stats.memory.get("fits") is False else []),
+        *calibration,
         ("verified", f"{stats.verified}: {stats.verification}"),
     ]
     for label, value in rows:

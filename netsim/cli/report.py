@@ -16,7 +16,8 @@ from netsim.analysis.why import analyse
 from netsim.cli.json_text import dumps
 from netsim.cli.records import critical_links_record, memory_record
 from netsim.cli.tables import short_link_name
-from netsim.cli.terms import calibration_rows, estimate_terms
+from netsim.cli.terms import calibration_rows, estimate_terms, shape_calibration_record, shape_calibration_rows
+from netsim.network.calibration import calibration_record
 from netsim.network.units import format_bytes, format_seconds
 from netsim.result import Result
 
@@ -287,6 +288,7 @@ def to_dict(result: Result) -> dict[str, Any]:
     data["critical_links"] = critical_links_record(result.critical_path)
     if result.topology_obj is None:
         return data
+    data["calibration"] = calibration_record(result.topology_obj)
     stats = run_stats(result)
     path = stats.critical_path
     data["memory"] = memory_record(stats.devices)
@@ -406,16 +408,7 @@ def estimate_rows(scenario: Any, mine: Any) -> list[tuple[str, str]]:
         ),
         ("links", f"{shape.bandwidth_Bps / 1e9:.6g} GB/s one way, {format_seconds(shape.latency_s)} per hop" + _chip_link(shape)),
         *_dcn_rows(scenario),
-        *(
-            [
-                (
-                    "calibration",
-                    f"calibrated: links at {shape.link_efficiency:.4g} of their bandwidth, a fixed cost of {format_seconds(shape.collective_overhead_s)}",
-                )
-            ]
-            if (shape.link_efficiency, shape.collective_overhead_s) != (1.0, 0.0)
-            else []
-        ),
+        *shape_calibration_rows(shape),
         ("group layout", mine.geometry.describe()),
         ("algorithm", scenario.algorithm or f"{scenario.resolved_algorithm} (the default)"),
     ]
@@ -488,11 +481,13 @@ def estimate_to_dict(scenario: Any, mine: Any, others: list[tuple[str, Any]]) ->
             "bound_s": c.bound_s,
         }
 
+    shape = scenario.topology_shape
     return {
         "scenario": scenario.name,
         "collective": scenario.collective.op,
-        "n_devices": scenario.topology_shape.n_devices,
+        "n_devices": shape.n_devices,
         "layout": mine.geometry.describe(),
         **one(mine),
         "algorithms": [one(c) for _, c in others],
+        "calibration": shape_calibration_record(shape, getattr(scenario, "calibration", "nominal")),
     }

@@ -54,6 +54,19 @@ _ESTIMATE_KIND = {
     "description": "what the closed form is to the simulated time: exact, a lower or an upper bound, or none",
 }
 
+_CALIBRATION = _obj(
+    {
+        "mode": {"enum": ["nominal", "calibrated"], "description": "calibration: the ideal model, or the chips' terms applied"},
+        "terms": _t("string", "whose terms are in force: measured, borrowed from GENERATION (no public measurement of these chips), or none"),
+        "link_efficiency": _NUM,
+        "collective_overhead_s": _t("number", "the fixed cost per collective"),
+        "compute_efficiency": _NUM,
+        "source": _t("string", "where the terms come from (docs/validation.md)"),
+    },
+    required=["mode", "terms", "link_efficiency", "collective_overhead_s", "compute_efficiency"],
+    description="the calibration the run used",
+)
+
 _CLOSED_FORM = {
     "estimate_s": _t(["number", "null"], "the algorithm's closed-form (alpha-beta) time; null where there is none"),
     "latency_term_s": _NNUM,
@@ -152,12 +165,13 @@ _RUN_PROPERTIES: dict[str, Any] = {
     "links": _list(_LINK, "every link direction, busiest first"),
     "step_timings": _list(_STEP_TIMING, "every (step, device)"),
     "step_timings_note": _STR,
+    "calibration": _CALIBRATION,
 }
 
 RUN = {
     "$schema": _DIALECT,
     "title": "netsim run --json",
-    **_obj(_RUN_PROPERTIES, [k for k in _RUN_PROPERTIES if k not in _OPTIONAL and k != "step_timings_note"]),
+    **_obj(_RUN_PROPERTIES, [k for k in _RUN_PROPERTIES if k not in _OPTIONAL and k not in ("step_timings_note", "calibration")]),
 }
 
 _ALGORITHM = _obj({"algorithm": _STR, **_CLOSED_FORM}, ["algorithm", *(k for k in _CLOSED_FORM if k not in _OPTIONAL)])
@@ -172,8 +186,9 @@ ESTIMATE = {
             "layout": _STR,
             **_ALGORITHM["properties"],
             "algorithms": _list(_ALGORITHM, "every algorithm for the same collective and layout"),
+            "calibration": _obj({k: v for k, v in _CALIBRATION["properties"].items() if k != "source"}, description="the calibration the closed forms take"),
         },
-        ["scenario", "collective", "n_devices", "layout", *_ALGORITHM["required"], "algorithms"],
+        ["scenario", "collective", "n_devices", "layout", *_ALGORITHM["required"], "algorithms", "calibration"],
     ),
 }
 
@@ -319,6 +334,7 @@ PROGRAM = {
             "devices": _list(_obj({"device": _INT, "compute_busy_s": _NUM, "link_busy_s": _t("number", "busy time of the links leaving it")})),
             "collectives": _list(_HLO_COLLECTIVE, "an HLO module's collective instructions, slowest first (--hlo and hlo: files only)"),
             "hlo": _HLO,
+            "calibration": _CALIBRATION,
             "estimate": _obj(
                 {
                     "transfers": _INT,

@@ -7,7 +7,7 @@ from typing import Any
 from netsim.network.calibration import in_force, mode_of
 from netsim.network.units import format_seconds
 
-__all__ = ["calibration_rows", "estimate_terms"]
+__all__ = ["calibration_rows", "estimate_terms", "shape_calibration_record", "shape_calibration_rows"]
 
 
 def estimate_terms(e: Any) -> str:
@@ -31,7 +31,9 @@ def calibration_rows(topology: Any) -> list[tuple[str, str]]:
     >>> from netsim.network.calibration import calibrate
     >>> from netsim.network.presets import tpu_slice
     >>> calibration_rows(tpu_slice("tpu-v5e:8x4")), calibration_rows(calibrate(tpu_slice("tpu-v5e:8x4")))[0][1][:70]
-    ([], 'calibrated: links at 0.95 of their bandwidth, a fixed cost of 3.47 us ')
+    ([], 'calibrated (measured): links at 0.95 of their bandwidth, a fixed cost ')
+    >>> calibration_rows(calibrate(tpu_slice("tpu-v6e:4x4")))[0][1][:52]
+    'calibrated (borrowed from tpu-v5e): links at 0.95 of'
     """
     terms = in_force(topology) if topology is not None else None
     if terms is None or (terms.is_nominal and mode_of(topology) == "nominal"):
@@ -41,4 +43,23 @@ def calibration_rows(topology: Any) -> list[tuple[str, str]]:
     parts = [f"links at {terms.link_efficiency:.4g} of their bandwidth", f"a fixed cost of {format_seconds(terms.collective_overhead_s)} per collective"]
     if terms.compute_efficiency != 1:
         parts.append(f"compute at {terms.compute_efficiency:.3g} of peak")
-    return [("calibration", f"calibrated: {', '.join(parts)} (docs/validation.md; {terms.source})")]
+    return [("calibration", f"calibrated ({terms.label}): {', '.join(parts)} (docs/validation.md; {terms.source})")]
+
+
+def shape_calibration_rows(shape: Any) -> list[tuple[str, str]]:
+    """``netsim estimate``'s calibration row, from the scenario's topology shape (none when its terms change nothing)."""
+    if (shape.link_efficiency, shape.collective_overhead_s) == (1.0, 0.0):
+        return []
+    terms = f"links at {shape.link_efficiency:.4g} of their bandwidth, a fixed cost of {format_seconds(shape.collective_overhead_s)}"
+    return [("calibration", f"calibrated ({shape.calibration_terms}): {terms}")]
+
+
+def shape_calibration_record(shape: Any, mode: str) -> dict[str, Any]:
+    """``netsim estimate --json``'s ``calibration``: the mode, whose terms (measured, borrowed from ..., none) and the terms."""
+    return {
+        "mode": mode,
+        "terms": shape.calibration_terms,
+        "link_efficiency": shape.link_efficiency,
+        "collective_overhead_s": shape.collective_overhead_s,
+        "compute_efficiency": shape.compute_efficiency,
+    }

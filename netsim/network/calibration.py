@@ -37,7 +37,19 @@ from dataclasses import dataclass, replace
 
 from netsim.network.topology import Topology
 
-__all__ = ["CALIBRATIONS", "CALIBRATION_MODES", "NOMINAL", "Calibration", "calibrate", "check_calibration", "in_force", "mode_of", "offered"]
+__all__ = [
+    "BORROWED",
+    "CALIBRATIONS",
+    "CALIBRATION_MODES",
+    "NOMINAL",
+    "Calibration",
+    "calibrate",
+    "calibration_record",
+    "check_calibration",
+    "in_force",
+    "mode_of",
+    "offered",
+]
 
 CALIBRATION_MODES = ("nominal", "calibrated")
 """``calibration:``: the ideal model (the default), or a topology's measured terms applied."""
@@ -59,6 +71,9 @@ class Calibration:
         Where the values come from.
     derived_from : tuple of str
         The measurements they were derived from (rows of docs/validation.md).
+    borrowed_from : str
+        Empty when the values were measured on these chips; else the generation whose
+        measured terms they are, taken for chips without a public measurement.
     """
 
     link_efficiency: float = 1.0
@@ -66,6 +81,7 @@ class Calibration:
     compute_efficiency: float = 1.0
     source: str = "none: the ideal model"
     derived_from: tuple[str, ...] = ()
+    borrowed_from: str = ""
 
     def __post_init__(self) -> None:
         for name in ("link_efficiency", "compute_efficiency"):
@@ -79,6 +95,19 @@ class Calibration:
     def is_nominal(self) -> bool:
         """Whether it changes nothing."""
         return self.link_efficiency == 1 and self.collective_overhead_s == 0 and self.compute_efficiency == 1
+
+    @property
+    def label(self) -> str:
+        """Whose terms these are: ``measured``, ``borrowed from GENERATION`` or ``none`` (the ideal model).
+
+        Examples
+        --------
+        >>> CALIBRATIONS["tpu-v6e"].label, CALIBRATIONS["tpu-v5e"].label, NOMINAL.label
+        ('borrowed from tpu-v5e', 'measured', 'none')
+        """
+        if self.borrowed_from:
+            return f"borrowed from {self.borrowed_from}"
+        return "none" if self.is_nominal else "measured"
 
 
 NOMINAL = Calibration()
@@ -104,8 +133,44 @@ CALIBRATIONS: dict[str, Calibration] = {
     # fixed cost, what the book's ~8 us for 32 kB shards on a line of 4 leaves over the model at 95 %.
     "tpu-v5e": Calibration(0.95, 3.47e-6, 1.0, SCALING_BOOK_SHARDING, ("tpu-v5e 8x16 10 MB", "tpu-v5e 8x4 32 kB")),
 }
-"""Each TPU generation's measured terms. A generation not listed has no public measurement
-netsim knows of: calibrated runs on it are nominal (said so in docs/validation.md)."""
+
+BORROWED = {"tpu-v4": "tpu-v5e", "tpu-v5p": "tpu-v5e", "tpu-v6e": "tpu-v5e"}
+"""Generations without a public collective measurement netsim knows of -> the measured generation whose terms they take.
+
+v5e: one device per chip and a launch on the same software stack as v4, v5p and v6e; TPU7x's
+fixed cost is measured over two devices per chip (docs/validation.md, "Borrowed terms")."""
+for _chips, _lender in BORROWED.items():
+    _terms = CALIBRATIONS[_lender]
+    CALIBRATIONS[_chips] = replace(
+        _terms,
+        source=f"borrowed from {_lender} (no public {_chips} collective measurement found): {_terms.source}",
+        borrowed_from=_lender,
+    )
+"""Each TPU generation's terms: measured (TPU7x, v5e) or borrowed from a measured generation (:data:`BORROWED`).
+A generation not listed (v2, v3) has none: calibrated runs on it are nominal (said so in docs/validation.md)."""
+
+
+def calibration_record(topology: Topology) -> dict[str, object]:
+    """The calibration a run used, as ``--json`` gives it: its mode, whose terms (measured, borrowed, none) and the terms.
+
+    Examples
+    --------
+    >>> from netsim.network.presets import tpu_slice
+    >>> record = calibration_record(calibrate(tpu_slice("tpu-v6e:4x4")))
+    >>> record["mode"], record["terms"], record["collective_overhead_s"]
+    ('calibrated', 'borrowed from tpu-v5e', 3.47e-06)
+    >>> calibration_record(tpu_slice("tpu-v6e:4x4"))["terms"]
+    'none'
+    """
+    terms = in_force(topology)
+    return {
+        "mode": mode_of(topology),
+        "terms": terms.label,
+        "link_efficiency": terms.link_efficiency,
+        "collective_overhead_s": terms.collective_overhead_s,
+        "compute_efficiency": terms.compute_efficiency,
+        "source": terms.source,
+    }
 
 
 def offered(topology: Topology) -> Calibration:

@@ -107,11 +107,17 @@ class TopologyShape:
     link_efficiency: float = 1.0
     collective_overhead_s: float = 0.0
     compute_efficiency: float = 1.0
+    calibration_terms: str = "none"
+    """Whose terms are in force: ``measured``, ``borrowed from GENERATION`` or ``none``."""
 
     def calibrated(self, values: Calibration) -> TopologyShape:
         """A copy whose calibration in force is ``values`` (:data:`~netsim.network.calibration.NOMINAL`: none)."""
         return replace(
-            self, link_efficiency=values.link_efficiency, collective_overhead_s=values.collective_overhead_s, compute_efficiency=values.compute_efficiency
+            self,
+            link_efficiency=values.link_efficiency,
+            collective_overhead_s=values.collective_overhead_s,
+            compute_efficiency=values.compute_efficiency,
+            calibration_terms=values.label,
         )
 
     @property

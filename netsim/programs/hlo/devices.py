@@ -28,6 +28,7 @@ from typing import Any
 
 from netsim.network.device_order import tpu_device_order
 from netsim.network.presets import GENERATIONS, is_slice_name, parse_slice
+from netsim.network.slices import split_slices_name
 from netsim.scenario.errors import ScenarioError
 
 __all__ = ["CPU_CAVEAT", "DeviceMap", "default_device_map", "device_map_from_data", "load_device_map", "sidecar_path"]
@@ -127,7 +128,12 @@ def default_device_map(n_devices: int, topology_name: str = "") -> DeviceMap:
     (((0, 0), (1, 0), (0, 1), (1, 1)), "the TPU's own device order for tpu-v5e:4x4 (hosts of 2x2 chips, x first)")
     >>> default_device_map(8, "ring8").row_major
     True
+    >>> default_device_map(4, "tpu-v5e:2x2x2slices").coords  # one slice's module on several slices: the slice's own order
+    ((0, 0), (1, 0), (0, 1), (1, 1))
     """
+    split = split_slices_name(topology_name)
+    if split is not None:  # several slices: a module of one slice's devices (compiled for several) takes that slice's order
+        topology_name = split[0]
     if is_slice_name(topology_name) and topology_name.partition(":")[0] in GENERATIONS:
         generation, dims = parse_slice(topology_name)
         order = tpu_device_order(dims, generation.devices_per_chip)

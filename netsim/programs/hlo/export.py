@@ -9,7 +9,7 @@ from typing import Any
 from netsim.destinations import staged_file
 from netsim.programs.hlo.devices import sidecar_path
 
-__all__ = ["device_map", "export"]
+__all__ = ["compiler_of", "device_map", "export"]
 
 
 def device_map(mesh: Any) -> dict[str, Any]:
@@ -32,6 +32,36 @@ def device_map(mesh: Any) -> dict[str, Any]:
     return {"devices": devices, "mesh": {str(name): int(size) for name, size in mesh.shape.items()}}
 
 
+def compiler_of(mesh: Any) -> dict[str, str]:
+    """What compiles for ``mesh``: the TPU compiler (libtpu's and JAX's versions, the chips' kind and extent) or XLA's CPU compiler.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> import numpy as np
+    >>> chip = SimpleNamespace(platform="tpu", coords=(3, 3, 0), device_kind="TPU v5 lite")
+    >>> compiler_of(SimpleNamespace(devices=np.array([chip])))["topology"]
+    'TPU v5 lite 4x4x1'
+    """
+    import importlib.metadata
+
+    def version(package: str) -> str:
+        try:
+            return importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+
+    devices = list(mesh.devices.flat)
+    platforms = {str(getattr(d, "platform", "unknown")) for d in devices}
+    platform = platforms.pop() if len(platforms) == 1 else "mixed"
+    facts = {"platform": platform, "jax": version("jax")}
+    if platform == "tpu":
+        coords = [tuple(int(c) for c in d.coords) for d in devices if getattr(d, "coords", None) is not None]
+        extent = "x".join(str(max(c[i] for c in coords) + 1) for i in range(len(coords[0]))) if coords else "?"
+        facts.update({"libtpu": version("libtpu"), "topology": f"{getattr(devices[0], 'device_kind', 'TPU')} {extent}"})
+    return facts
+
+
 def _write(path: Path, text: str) -> None:
     with staged_file(path) as staged:  # whole or not at all; a symbolic link is followed
         staged.write_text(text, encoding="utf-8")
@@ -39,6 +69,9 @@ def _write(path: Path, text: str) -> None:
 
 def export(compiled: Any, mesh: Any, path: str | Path) -> Path:
     """Write ``compiled.as_text()`` to ``path`` and its device map to ``NAME.devices.json`` beside it.
+
+    The device map says what compiled the module (:func:`compiler_of`): the report's
+    "compiled by" row reads it.
 
     Parameters
     ----------
@@ -65,7 +98,7 @@ def export(compiled: Any, mesh: Any, path: str | Path) -> Path:
         raise ValueError(f"{path}: the HLO text is written there; give a name such as step.txt")
     data = device_map(mesh)
     rows = ",\n".join("  " + json.dumps(entry) for entry in data["devices"])
-    devices = f'{{"devices": [\n{rows}\n ],\n "mesh": {json.dumps(data["mesh"])}}}\n'
+    devices = f'{{"devices": [\n{rows}\n ],\n "mesh": {json.dumps(data["mesh"])},\n "compiler": {json.dumps(compiler_of(mesh))}}}\n'
     sidecar = sidecar_path(path)
     _write(path, compiled.as_text())
     _write(sidecar, devices)

@@ -9,9 +9,12 @@ async ``*-start`` leaves the stream free, and its ``*-done`` makes the stream wa
 collective, so the work written between the two overlaps it.
 
 ``while`` loops with a ``known_trip_count`` run their body that many times; ``call``s are
-inlined; fusions are one compute step (their FLOPs from the dots inside). Instructions
-without a model (``send``/``recv``, ``conditional``, ``infeed``, a loop of unknown trip
-count, a ``custom-call``'s FLOPs) are listed in :attr:`HloProgram.unmodelled`, never
+inlined; fusions are one compute step (their FLOPs from the dots inside). The TPU
+compiler's megascale ``send``/``recv`` (a collective across slices, written as host
+transfers) are one asynchronous collective step (:mod:`netsim.programs.hlo.megascale`):
+the ``send`` starts it, the ``recv`` names it, their ``-done`` s wait for it. Instructions
+without a model (other ``send``/``recv``, ``conditional``, ``infeed``, a loop of unknown
+trip count, a ``custom-call``'s FLOPs) are listed in :attr:`HloProgram.unmodelled`, never
 dropped silently.
 """
 
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field
 
 from netsim.programs.hlo.compute import config_value, instruction_bytes, instruction_flops
 from netsim.programs.hlo.loops import loop_trips, trip_count
+from netsim.programs.hlo.megascale import megascale_collective, rendezvous, unsupported_reason
 from netsim.programs.hlo.opcodes import OPCODES
 from netsim.programs.hlo.ops import Collective, Compute, HloProgram, Step, Unmodelled
 from netsim.programs.hlo.reading import collective_opcode, read_collective
@@ -83,6 +87,8 @@ class _Walk:
     listed: set[tuple[str, int]] = field(default_factory=set)
     trips: Mapping[int, int] = field(default_factory=dict)
     caller: Computation | None = None
+    transfers: dict[str, int] = field(default_factory=dict)
+    """Megascale transfers in flight: the rendezvous name, and the send and recv instructions' names -> their collective's step."""
 
     def note(self, instruction: Instruction, reason: str) -> None:
         key = (instruction.name, instruction.line)
@@ -136,6 +142,10 @@ class _Walk:
             return self.loop(ins, values[ins.operands[0]])
         if op == "call":
             return self.run(self.computation(ins.attrs.get("to_apply", ""), ins.line), [values[n] for n in ins.operands])
+        if op in ("send", "recv", "send-done", "recv-done"):
+            found_step = self.megascale(ins, shapes, reads)
+            if found_step is not None:
+                return found_step
         if op in _UNMODELLED and op != "ragged-dot":
             self.note(ins, _UNMODELLED[op])
             return reads
@@ -165,6 +175,36 @@ class _Walk:
             self.pending[ins.name] = step
         else:
             self.stream = frozenset({step})
+        return frozenset({step})
+
+    def megascale(self, ins: Instruction, shapes: dict, reads: frozenset) -> Value | None:
+        """A megascale ``send``/``recv`` (and their ``-done`` s) as one asynchronous collective step; None for other host transfers."""
+        op = ins.opcode
+        if op.endswith("-done"):
+            step = self.transfers.get(ins.operands[0]) if ins.operands else None
+            if step is None:
+                return None
+            self.stream = self.stream | {step}  # the stream waits for the transfer, as at a collective's -done
+            return frozenset({step})
+        key = rendezvous(ins)
+        if key is None:
+            return None
+        why = unsupported_reason(ins)
+        if why is not None:
+            self.note(ins, why)
+            return reads
+        if op == "recv":
+            step = self.transfers.get(key)
+            if step is None:
+                self.note(ins, "a megascale recv written before its send: not simulated")
+                return reads
+            self.transfers[ins.name] = step
+            return frozenset({step})
+        collective = megascale_collective(ins, shapes[ins.operands[0]], self.module.count("replica_count") * self.module.count("num_partitions"))
+        if collective is None:
+            return None
+        step = self.add(collective, reads)
+        self.transfers[key] = self.transfers[ins.name] = step
         return frozenset({step})
 
     def async_start(self, ins: Instruction, values: dict[str, Value], shapes: dict, reads: frozenset) -> Value:

@@ -27,22 +27,34 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib.metadata
-import importlib.util
 import logging
 from collections.abc import Callable
 from typing import Any
 
+from netsim.network.calibration import calibrate, check_calibration
 from netsim.network.presets import GENERATIONS, is_slice_name
 from netsim.network.topology import Topology
 from netsim.programs.hlo import hlo_from_text
 from netsim.programs.hlo.devices import CPU_CAVEAT, device_map_from_data
 from netsim.programs.hlo.dtypes import at_source_dtype, source_dtype
 from netsim.programs.hlo.export import device_map
+from netsim.programs.hlo.libtpu import LibtpuLockError, libtpu_version, tpu_compile
+from netsim.programs.hlo.libtpu import tpu_mesh as lay_on_tpu
 from netsim.programs.hlo.run import run_hlo
 from netsim.result import Result
+from netsim.run import resolve_topology
 
-__all__ = ["CPU_CAVEAT", "LIBTPU_TOPOLOGIES", "compile_for", "compile_for_tpu", "from_jax", "libtpu_version", "mesh_of", "roofline_ici_bytes"]
+__all__ = [
+    "CPU_CAVEAT",
+    "LIBTPU_TOPOLOGIES",
+    "LibtpuLockError",
+    "compile_for",
+    "compile_for_tpu",
+    "from_jax",
+    "libtpu_version",
+    "mesh_of",
+    "roofline_ici_bytes",
+]
 
 LIBTPU_TOPOLOGIES = {
     "tpu-v4": ("v4", "megacore"),
@@ -52,16 +64,6 @@ LIBTPU_TOPOLOGIES = {
     "tpu7x": ("tpu7x", "default"),
 }
 """netsim's generation -> libtpu's topology prefix and chip configuration (v4 runs one device per chip: ``megacore``)."""
-
-
-def libtpu_version() -> str | None:
-    """The installed libtpu's version, or None when it is not installed."""
-    if importlib.util.find_spec("libtpu") is None:
-        return None
-    try:
-        return importlib.metadata.version("libtpu")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def compile_for(f: Callable[..., Any], *args: Any, in_shardings: Any = None, out_shardings: Any = None) -> Any:
@@ -98,9 +100,7 @@ def compile_for_tpu(
         If the topology is not a slice libtpu compiles for, or the mesh does not fit it.
     """
     import jax
-    import numpy as np
     from jax.experimental import topologies
-    from jax.sharding import Mesh
 
     generation, _, shape = topology.partition(":")
     if generation not in LIBTPU_TOPOLOGIES:
@@ -111,9 +111,7 @@ def compile_for_tpu(
     source = mesh if mesh is not None else mesh_of(args, in_shardings)
     if source.devices.size != len(devices):
         raise ValueError(f"the mesh {dict(source.shape)} has {source.devices.size} devices; {topology} has {len(devices)}")
-    axis_types = getattr(source, "axis_types", None)
-    kwargs = {"axis_types": axis_types} if axis_types is not None else {}
-    tpu_mesh = Mesh(np.array(devices).reshape(source.devices.shape), source.axis_names, **kwargs)
+    tpu_mesh, placement = lay_on_tpu(source, list(devices))
 
     def retarget(leaf: Any) -> Any:
         if hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
@@ -126,6 +124,7 @@ def compile_for_tpu(
     with set_mesh(tpu_mesh) if set_mesh is not None else contextlib.nullcontext():
         compiled = compile_for(f, *tpu_args, in_shardings=retargeted[0], out_shardings=retargeted[1])
     compiler = {"platform": "tpu", "libtpu": libtpu_version() or "unknown", "jax": jax.__version__, "topology": name, "chip_config": chip_config}
+    compiler["placement"] = placement
     return compiled, tpu_mesh, compiler
 
 
@@ -210,6 +209,7 @@ def from_jax(
     name: str | None = None,
     compiler: str = "auto",
     dtypes: str = "compiled",
+    calibration: str | None = None,
 ) -> Result:
     """Compile ``f`` with JAX and simulate its communication and compute on ``topology``.
 
@@ -236,6 +236,10 @@ def from_jax(
     dtypes : {"compiled", "source"}
         ``source`` (CPU-compiled modules only): time f32 collectives and dots at the
         narrowest floating dtype of the arguments, as a TPU would run a bf16 program.
+    calibration : {"nominal", "calibrated"}, optional
+        ``calibrated``: the generation's measured terms (fixed cost per collective, link
+        and compute efficiency; docs/validation.md), ``nominal`` the ideal model. Default:
+        as ``topology`` runs (``nominal`` for a name).
 
     Returns
     -------
@@ -244,12 +248,17 @@ def from_jax(
         compiler made the module (and, for the CPU, what that module lacks),
         ``result.program.dtypes`` which dtypes were timed, and
         ``result.program.roofline_ici_bytes`` holds ``jax.experimental.roofline``'s per-axis
-        ICI bytes where it applies.
+        ICI bytes where it applies; ``result.program.module_text`` the compiled module's text.
 
     Raises
     ------
     ValueError
-        For an unknown ``compiler`` or ``dtypes``, or ``compiler="tpu"`` without libtpu.
+        For an unknown ``compiler``, ``dtypes`` or ``calibration``, or ``compiler="tpu"``
+        without libtpu or when the TPU compile fails.
+    LibtpuLockError
+        When another process holds libtpu's lock (``/tmp/libtpu_lockfile``) and libtpu will
+        not load beside it even with ``ALLOW_MULTIPLE_LIBTPU_LOAD=1``: never a silent
+        CPU-compiled module (see :mod:`netsim.programs.hlo.libtpu`).
 
     Examples
     --------
@@ -267,29 +276,34 @@ def from_jax(
     if dtypes not in ("compiled", "source"):
         raise ValueError(f"dtypes must be 'compiled' or 'source', got {dtypes!r}")
     mesh = mesh if mesh is not None else mesh_of(args, in_shardings)  # found once: the compilers and the roofline share it
+    topo = resolve_topology(topology, None)
+    topo = calibrate(topo, check_calibration(calibration)) if calibration is not None else topo
     label = name or getattr(f, "__name__", "jax_function")
-    slice_name = topology if isinstance(topology, str) else topology.name
+    slice_name = topo.name
     tpu_slice = is_slice_name(slice_name) and slice_name.partition(":")[0] in GENERATIONS
     fallback = ""
     compiled = None
     if compiler == "tpu" or (compiler == "auto" and tpu_slice):
         if libtpu_version() is None:
             fallback = "libtpu is not installed (pip install 'netsim[tpu]')"
+            if compiler == "tpu":
+                raise ValueError(f"compiler='tpu': {fallback}")
         else:
-            try:
-                compiled, tpu_mesh, facts = compile_for_tpu(f, *args, topology=slice_name, mesh=mesh, in_shardings=in_shardings, out_shardings=out_shardings)
-            except Exception as error:  # libtpu's and JAX's own errors: the reason is reported, the CPU compiler used
-                fallback = f"the TPU compiler failed: {str(error).splitlines()[0][:200] if str(error) else type(error).__name__}"
-        if compiled is None and compiler == "tpu":
-            raise ValueError(f"compiler='tpu': {fallback}")
+            done, fallback = tpu_compile(
+                lambda: compile_for_tpu(f, *args, topology=slice_name, mesh=mesh, in_shardings=in_shardings, out_shardings=out_shardings), compiler
+            )
+            if done is not None:
+                compiled, tpu_mesh, facts = done
     if compiled is not None:
-        module = hlo_from_text(compiled.as_text(), f"<compiled {label}>")
-        devices = device_map_from_data(_assignment_map(compiled, tpu_mesh, facts), module.devices, f"the TPU mesh of {label}")
+        text = compiled.as_text()
+        module = hlo_from_text(text, f"<compiled {label}>")
+        devices = device_map_from_data(_assignment_map(compiled, tpu_mesh, facts), module.devices, f"the TPU mesh of {label} ({facts['placement']})")
         said = f"the TPU compiler (libtpu {facts['libtpu']}, JAX {facts['jax']}, ahead of time for {facts['topology']})"
         timed = "as compiled"
     else:
         compiled = compile_for(f, *args, in_shardings=in_shardings, out_shardings=out_shardings)
-        module = hlo_from_text(compiled.as_text(), f"<compiled {label}>")
+        text = compiled.as_text()
+        module = hlo_from_text(text, f"<compiled {label}>")
         devices = device_map_from_data(device_map(mesh), module.devices, f"the mesh of {label}")
         said = CPU_CAVEAT + (f"; {fallback}" if fallback else "")
         timed = "as compiled"
@@ -297,8 +311,13 @@ def from_jax(
         if dtypes == "source" and wanted is not None:
             module = at_source_dtype(module, wanted)
             timed = f"source: f32 collectives and dots timed at the arguments' {wanted}"
-    result = run_hlo(module, topology, device_map=devices, clock_hz=clock_hz, engine=engine, name=label)
+    result = run_hlo(module, topo, device_map=devices, clock_hz=clock_hz, engine=engine, name=label)
     program = dataclasses.replace(
-        result.program, source=f"compiled from {label}", compiler=said, dtypes=timed, roofline_ici_bytes=roofline_ici_bytes(f, mesh, *args)
+        result.program,
+        source=f"compiled from {label}",
+        compiler=said,
+        dtypes=timed,
+        roofline_ici_bytes=roofline_ici_bytes(f, mesh, *args),
+        module_text=text,
     )
     return dataclasses.replace(result, program=program)

@@ -44,6 +44,11 @@ class Collective:
         The TPU compiler's ``collective_algorithm_config``, as written, when present.
     line : int
         Where it is in the module's text.
+    dcn : str
+        For a collective across slices that the TPU compiler wrote as megascale host
+        ``send``/``recv``, its ``_xla_megascale_transfer_type`` (``ALL_REDUCE``); its
+        ``groups`` are then one device each, the same device of every slice making the
+        group once the slices are known (:mod:`netsim.programs.hlo.megascale`). Empty otherwise.
     """
 
     name: str
@@ -56,6 +61,7 @@ class Collective:
     asynchronous: bool = False
     compiler_algorithm: str | None = None
     line: int = 0
+    dcn: str = ""
 
     @property
     def nbytes(self) -> int:

@@ -28,6 +28,7 @@ from netsim.programs.hlo.dtypes import at_source_dtype, source_dtype
 from netsim.programs.hlo.files import HloProgramFile, load_any_program
 from netsim.programs.hlo.flatten import flatten
 from netsim.programs.hlo.loops import MAX_STEPS, Extension, check_steps, extend, unrolled_steps
+from netsim.programs.hlo.megascale import across_slices, slice_device_map, without_slices
 from netsim.programs.hlo.text import HloSyntaxError
 from netsim.programs.hlo.translate import HloLowered, lower_hlo
 from netsim.programs.hlo.validate import cut_long_words
@@ -61,6 +62,25 @@ class HloRun(ProgramRun):
     """Whose algorithms played the collectives: ``compiler`` (the TPU compiler's, where the module names them) or ``netsim``."""
     other_times: dict[str, float] | None = None
     """Per collective instruction, its time with netsim's own algorithms when the compiler's played (None when not compared)."""
+    module_text: str = ""
+    """The module's text as compiled (``compiled.as_text()``, or the file's), where the run had it."""
+
+    def describe(self) -> tuple[str, ...]:
+        """What compiled the module, where its devices ran and what it holds (the lines under the result's repr).
+
+        Examples
+        --------
+        >>> run_hlo("scenarios/programs/hlo/psum.txt", "tpu-v5e:2x4").program.describe()[0]
+        "compiled by: XLA's CPU compiler (CPU-compiled: dtypes as it left them, no async overlap, no compiler algorithms)"
+        """
+        module = self.module
+        if module is None:
+            return ()
+        placed = self.device_map.source if self.device_map is not None else "row-major"
+        kept = f"; text in .program.module_text ({len(self.module_text.splitlines())} lines)" if self.module_text else ""
+        held = f"{module.module}: {module.devices} devices, {len(module.collectives)} collective(s), {len(module.unmodelled)} instruction(s) not modelled{kept}"
+        timed = f"algorithms: {self.algorithm}; dtypes timed: {self.dtypes}"
+        return (f"compiled by: {self.compiler or 'not said'}", f"placement: {placed}", f"module: {held}", timed)
 
 
 def run_hlo(
@@ -157,7 +177,8 @@ def run_hlo(
     if compare and named and chosen == "compiler":
         other = _run_loops(program, functools.partial(play, algorithm="netsim"), source, unroll)
         times = {c["hlo_name"]: c["time_s"] for c in collectives(other)}
-    return dataclasses.replace(result, program=dataclasses.replace(result.program, other_times=times, dtypes=timed))
+    text = Path(module).read_text(encoding="utf-8") if isinstance(module, (str, Path)) else result.program.module_text
+    return dataclasses.replace(result, program=dataclasses.replace(result.program, other_times=times, dtypes=timed, module_text=text))
 
 
 def _run_loops(program: HloProgram, play: Callable[[HloProgram], Result], source: str, unroll: bool) -> Result:
@@ -214,6 +235,11 @@ def _play(
     """One run of the module's steps as flattened, with ``algorithm``'s collectives (f32 ones at ``wanted``, if given)."""
     if wanted is not None:
         program = at_source_dtype(program, wanted)
+    slices = getattr(topo, "n_slices", 1)
+    if slices > 1 and program.devices * slices == topo.n_devices:  # one slice's module (compiled for several): on every slice at once
+        program, device_map = across_slices(program, slices), slice_device_map(device_map, slices)
+    else:
+        program = without_slices(program)
     hlo = lower_hlo(program, topo, device_map, clock_hz, name, algorithm)
     lowered = hlo.lowered
     try:
@@ -241,7 +267,8 @@ def _compiler(device_map: DeviceMap) -> str:
     """What compiled the module, from its device map."""
     facts = device_map.compiler
     if facts.get("platform") == "tpu":
-        return f"the TPU compiler (libtpu {facts.get('libtpu', '?')}, JAX {facts.get('jax', '?')}, for {facts.get('topology', '?')})"
+        slices = f" x {facts['num_slices']} slices" if facts.get("num_slices", "1") != "1" else ""
+        return f"the TPU compiler (libtpu {facts.get('libtpu', '?')}, JAX {facts.get('jax', '?')}, for {facts.get('topology', '?')}{slices})"
     if facts.get("platform") == "cpu":
         return CPU_CAVEAT
     return "not said (no compiler in the device map)"
