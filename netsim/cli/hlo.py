@@ -141,6 +141,7 @@ def _compute_from(summary: dict) -> str:
 def print_hlo(result: Any, stats: ProgramStats) -> None:
     """The run's summary, its collectives (slowest first) and what is not modelled."""
     from netsim.analysis.hlo_stats import hlo_summary
+    from netsim.checks.program_memory import peak_line
 
     full = hlo_summary(result, stats)
     summary = full["hlo"]
@@ -165,6 +166,7 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
         ("why", stats.why),
         ("chip", _chip(facts)),
         ("compute from", _compute_from(summary)),
+        *([("HBM per device", peak_line(stats.memory))] if stats.memory else []),
         ("bytes per mesh axis", ", ".join(f"{axes}: {_size(b)}" for axes, b in summary["axis_bytes"].items()) or "-"),
         ("not modelled", f"{len(unmodelled)} instruction(s), listed below" if unmodelled else "nothing: every instruction is timed"),
         *(("loop extended", line) for line in (summary["loops_extended"] and result.program.extension.describe()) or ()),

@@ -136,6 +136,7 @@ def _at(facts: dict) -> str:
 def _print(stats: ProgramStats) -> None:
     from rich.table import Table
 
+    from netsim.checks.program_memory import peak_line
     from netsim.cli.console import wrap_prose
     from netsim.cli.program_table import op_lines, ops_table
 
@@ -152,7 +153,7 @@ def _print(stats: ProgramStats) -> None:
         ("exposed communication", _time(stats.exposed_communication_s) + (f" (device {stats.critical_device})" if stats.critical_device is not None else "")),
         ("why", stats.why),
         ("chip", f"{(facts['peak_flops'] or 0) / 1e12:.4g} TFLOP/s, HBM {(facts['hbm_bandwidth_Bps'] or 0) / 1e9:.4g} GB/s" + _at(facts)),
-        *([("HBM per device", stats.memory["note"] + f" (peak at {stats.memory['peak_at']})")] if stats.memory.get("fits") is False else []),
+        *([("HBM per device", peak_line(stats.memory))] if stats.memory else []),
         ("verified", f"{stats.verified}: {stats.verification}"),
     ]
     for label, value in rows:

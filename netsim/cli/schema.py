@@ -308,8 +308,17 @@ PROGRAM = {
                     "capacity_bytes": _t(["integer", "null"], "one device's HBM capacity"),
                     "fits": _t(["boolean", "null"], "whether the peak fits (null: capacity unknown)"),
                     "note": _t("string", "e.g. does not fit: 34.4 GB on a 16 GB chip"),
+                    "parameter_bytes": _t("integer", "an HLO module's parameters (held for the whole run)"),
+                    "output_bytes": _t("integer", "an HLO module's outputs (each from its definition to the end)"),
+                    "temporary_bytes": _t("integer", "an HLO module's temporaries live at the peak"),
+                    "order": _t("string", "an HLO module's instruction order: scheduled (the compiler's) or written"),
+                    "items": _list(
+                        _obj({"name": _t("string", "the array, or the instruction defining the buffer (60 characters at most)"), "bytes": _INT, "kind": _STR}),
+                        "what is held at the peak, the largest first",
+                    ),
                 },
-                description="per device (every device holds shards of the same shapes)",
+                required=["peak_bytes", "peak_at", "capacity_bytes", "fits", "note", "items"],
+                description="per device (every device holds shards of the same shapes): a program's arrays, or an HLO module's buffers",
             ),
             "checks": {
                 "type": "object",

@@ -37,7 +37,13 @@ from netsim.run import check_engine, resolve_topology
 from netsim.scenario.errors import ScenarioError
 from netsim.version import __version__
 
-__all__ = ["HloRun", "run_hlo", "run_hlo_program"]
+__all__ = ["TPU_SOURCE_DTYPES", "HloRun", "run_hlo", "run_hlo_program"]
+
+TPU_SOURCE_DTYPES = (
+    "source times a module XLA's CPU compiler upcast to f32 at its arguments' dtype; this one was compiled by the TPU compiler, "
+    "whose dtypes are those the TPU runs: leave dtypes out (compiled)"
+)
+"""Why ``dtypes: source`` is refused for a TPU-compiled module (its f32 arrays are real: halving them would be wrong)."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,8 @@ class HloRun(ProgramRun):
     """Whose algorithms played the collectives: ``compiler`` (the TPU compiler's, where the module names them) or ``netsim``."""
     other_times: dict[str, float] | None = None
     """Per collective instruction, its time with netsim's own algorithms when the compiler's played (None when not compared)."""
+    memory: Any = None
+    """The HBM one device holds at the module's peak (:class:`~netsim.programs.hlo.memory.ModuleMemory`; None when not known)."""
 
 
 def run_hlo(
@@ -145,6 +153,8 @@ def run_hlo(
         device_map = load_device_map(module, program.devices, topo.name) if isinstance(module, (str, Path)) else default_device_map(program.devices, topo.name)
     if dtypes not in ("compiled", "source"):
         raise ValueError(f"dtypes must be 'compiled' or 'source', got {dtypes!r}")
+    if dtypes == "source" and (program.tpu_layouts or device_map.compiler.get("platform") == "tpu"):
+        raise ScenarioError(source, "dtypes", TPU_SOURCE_DTYPES)
     if topo.n_devices >= RETURN_FREED_MIN_DEVICES:
         return_freed_memory()
     wanted = source_dtype(list(program.parameter_dtypes)) if dtypes == "source" else None
@@ -157,7 +167,7 @@ def run_hlo(
     if compare and named and chosen == "compiler":
         other = _run_loops(program, functools.partial(play, algorithm="netsim"), source, unroll)
         times = {c["hlo_name"]: c["time_s"] for c in collectives(other)}
-    return dataclasses.replace(result, program=dataclasses.replace(result.program, other_times=times, dtypes=timed))
+    return dataclasses.replace(result, program=dataclasses.replace(result.program, other_times=times, dtypes=timed, memory=program.memory))
 
 
 def _run_loops(program: HloProgram, play: Callable[[HloProgram], Result], source: str, unroll: bool) -> Result:
@@ -260,4 +270,9 @@ def run_hlo_program(program: str | Path | HloProgramFile, engine: str | None = N
     if not isinstance(loaded, HloProgramFile):
         raise ValueError(f"{program}: not an HLO program file (it has no hlo: field); run it with netsim.run_program")
     options = {"clock_hz": loaded.clock_hz, "engine": engine or loaded.engine, "name": loaded.name, "algorithm": loaded.algorithm, "dtypes": loaded.dtypes}
-    return run_hlo(loaded.hlo_path, loaded.topology_obj, compare=compare, **options)
+    try:
+        return run_hlo(loaded.hlo_path, loaded.topology_obj, compare=compare, **options)
+    except ScenarioError as error:
+        if error.field == "dtypes":  # the program file's field, not the module's
+            raise ScenarioError(loaded.source, "dtypes", error.problem) from None
+        raise

@@ -17,13 +17,34 @@ from dataclasses import dataclass, field
 from netsim.programs.hlo.debug_tables import DEBUG_TABLES, strip_debug_tables
 from netsim.programs.hlo.shapes import Shape, read_shape
 
-__all__ = ["Computation", "HloSyntaxError", "Instruction", "Module", "parse_module", "split_top_level", "strip_debug_tables"]
+__all__ = ["Computation", "HloSyntaxError", "Instruction", "Module", "memory_spaces", "parse_module", "split_top_level", "strip_debug_tables"]
 
 _NAME = r"%?([A-Za-z0-9_.\-]+)"
 _INSTRUCTION = re.compile(r"\s*(ROOT\s+)?" + _NAME + r"\s*=\s*")
 _OPCODE = re.compile(r"\s*([a-z][a-z0-9\-_]*)\(")
 _COMPUTATION = re.compile(r"(ENTRY\s+)?" + _NAME + r"\s*(\(.*\))?\s*(->.*)?\{\s*$")
 _OPERAND = re.compile(_NAME + r"$")
+_LEAF_LAYOUT = re.compile(r"[a-z][a-z0-9]*\[[^\]]*\](\{[^{}]*\})?")
+_SPACE = re.compile(r"S\((\d+)\)")
+
+
+def memory_spaces(shape_text: str) -> tuple[int, ...]:
+    """Per array of a shape as written, the memory space its layout names (0 when none); empty when none names one.
+
+    Examples
+    --------
+    >>> memory_spaces("(bf16[8,128]{1,0:T(8,128)(2,1)S(1)}, f32[4]{0}, u32[])")
+    (1, 0, 0)
+    >>> memory_spaces("f32[4]{0}")
+    ()
+    """
+    if "S(" not in shape_text:
+        return ()
+    spaces = []
+    for leaf in _LEAF_LAYOUT.finditer(shape_text):
+        found = _SPACE.search(leaf.group(1) or "")
+        spaces.append(int(found.group(1)) if found else 0)
+    return tuple(spaces)
 
 
 class HloSyntaxError(ValueError):
@@ -47,6 +68,9 @@ class Instruction:
     root: bool = False
     literal: str = ""
     """The text between the parentheses of a ``constant`` or ``parameter``."""
+    memory_spaces: tuple[int, ...] = ()
+    """Per array of the result (tuples flattened), the memory space its layout names (``S(1)``: the TPU's
+    on-chip memory); empty when no layout names one (every array in HBM, space 0)."""
 
 
 @dataclass
@@ -191,15 +215,16 @@ def parse_instruction(text: str, line: int) -> Instruction:
     except ValueError as error:
         raise HloSyntaxError(line, str(error)) from None
     name, op = head.group(2), opcode.group(1)
+    spaces = memory_spaces(text[head.end() : index])
     if op in ("constant", "parameter"):
-        return Instruction(name, op, shape, (), attrs, line, bool(head.group(1)), inside.strip())
+        return Instruction(name, op, shape, (), attrs, line, bool(head.group(1)), inside.strip(), spaces)
     operands = []
     for operand in split_top_level(inside):
         found = _OPERAND.search(operand.strip())
         if found is None:
             raise HloSyntaxError(line, f"operand {operand!r} of {name} is not a name such as %x")
         operands.append(found.group(1))
-    return Instruction(name, op, shape, tuple(operands), attrs, line, bool(head.group(1)))
+    return Instruction(name, op, shape, tuple(operands), attrs, line, bool(head.group(1)), memory_spaces=spaces)
 
 
 def _closing_attributes(text: str, line: int) -> dict[str, str]:

@@ -1,0 +1,197 @@
+"""HBM of an HLO module as the TPU allocates it: hand-written modules whose peak is known by hand arithmetic.
+# ruff: noqa: E501  (HLO instructions are written on one line each, as XLA prints them)
+
+Parameters are held for the whole run, outputs from their definition to the end, and every
+other buffer from the instruction that defines it to its last reader; aliases (tuple,
+get-tuple-element, bitcast, in-place dynamic-update-slice, a loop's state) add nothing.
+"""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+
+from netsim.cli.main import app
+from netsim.cli.schema import schema
+from netsim.programs.hlo import hlo_from_text
+from netsim.programs.hlo.memory import NAME_CHARS, module_memory
+from netsim.programs.hlo.text import parse_module
+
+runner = CliRunner()
+GiB = 2**30
+
+ADD = """%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+"""
+
+PARAMETER_20_GIB = f"""HloModule big, is_scheduled=true, num_partitions=4
+{ADD}
+ENTRY %main (w: bf16[10240,1048576], x: f32[256]) -> f32[256] {{
+  %w = bf16[10240,1048576]{{1,0}} parameter(0)
+  %x = f32[256]{{0}} parameter(1)
+  ROOT %ar = f32[256]{{0}} all-reduce(%x), channel_id=1, replica_groups={{{{0,1,2,3}}}}, use_global_device_ids=true, to_apply=%add
+}}
+"""
+
+# a loop carrying a 32 GiB f32 accumulator; its body makes a 32 GiB temporary each trip
+N = 8 * GiB  # f32 elements: 32 GiB
+LOOP_32_GIB = f"""HloModule loop, is_scheduled=true, num_partitions=2
+{ADD}
+%cond (s: (s32[], f32[{N}])) -> pred[] {{
+  %s = (s32[], f32[{N}]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(4)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}}
+%body (s: (s32[], f32[{N}])) -> (s32[], f32[{N}]) {{
+  %s = (s32[], f32[{N}]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %acc = f32[{N}] get-tuple-element(%s), index=1
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  %f = f32[] convert(%i)
+  %spread = f32[{N}] broadcast(%f), dimensions={{}}
+  %sum = f32[{N}] add(%acc, %spread)
+  ROOT %t = (s32[], f32[{N}]) tuple(%next, %sum)
+}}
+ENTRY %main (x: f32[]) -> f32[] {{
+  %x = f32[] parameter(0)
+  %zero = s32[] constant(0)
+  %init = f32[{N}] broadcast(%x), dimensions={{}}
+  %start = (s32[], f32[{N}]) tuple(%zero, %init)
+  %w = (s32[], f32[{N}]) while(%start), condition=%cond, body=%body
+  %out = f32[{N}] get-tuple-element(%w), index=1
+  %zero_f = f32[] constant(0)
+  ROOT %total = f32[] reduce(%out, %zero_f), dimensions={{0}}, to_apply=%add
+}}
+"""
+
+IN_PLACE = """HloModule dus, is_scheduled=true
+ENTRY %main (buffer: f32[1048576], update: f32[1024], at: s32[]) -> f32[1048576] {
+  %buffer = f32[1048576]{0} parameter(0)
+  %update = f32[1024]{0} parameter(1)
+  %at = s32[] parameter(2)
+  %fresh = f32[1048576]{0} copy(%buffer)
+  %written = f32[1048576]{0} dynamic-update-slice(%fresh, %update, %at)
+  %again = f32[1048576]{0} dynamic-update-slice(%written, %update, %at)
+  ROOT %out = f32[1048576]{0} bitcast(%again)
+}
+"""
+
+TEMPORARIES_DIE = """HloModule chain, is_scheduled=true
+ENTRY %main (p: f32[262144]) -> f32[262144] {
+  %p = f32[262144]{0} parameter(0)
+  %a = f32[262144]{0} exponential(%p)
+  %b = f32[262144]{0} negate(%a)
+  %c = f32[262144]{0} abs(%b)
+  %d = f32[262144]{0} sine(%c)
+  ROOT %e = f32[262144]{0} add(%d, %p)
+}
+"""
+
+ASYNC_AND_SPACES = """HloModule async, is_scheduled=true, num_partitions=4
+ENTRY %main (p: bf16[1024,1024]) -> bf16[4096,1024] {
+  %p = bf16[1024,1024]{1,0:T(8,128)(2,1)} parameter(0)
+  %q = bf16[1024,1024]{1,0:T(8,128)(2,1)} negate(%p)
+  %ags = (bf16[1024,1024]{1,0:T(8,128)(2,1)}, bf16[4096,1024]{1,0:T(8,128)(2,1)}) all-gather-start(%q), channel_id=1, replica_groups={{0,1,2,3}}, dimensions={0}, use_global_device_ids=true
+  %vmem = bf16[1024,1024]{1,0:T(8,128)(2,1)S(1)} exponential(%p)
+  %side = bf16[8192,1024]{1,0:T(8,128)(2,1)} broadcast(%vmem), dimensions={0,1}
+  %agd = bf16[4096,1024]{1,0:T(8,128)(2,1)} all-gather-done(%ags)
+  ROOT %out = bf16[4096,1024]{1,0:T(8,128)(2,1)} copy(%agd)
+}
+"""
+
+DONATED = """HloModule donated, is_scheduled=true, input_output_alias={ {}: (0, {}, may-alias) }
+ENTRY %main (w: f32[1048576], g: f32[1048576]) -> f32[1048576] {
+  %w = f32[1048576]{0} parameter(0)
+  %g = f32[1048576]{0} parameter(1)
+  ROOT %new = f32[1048576]{0} subtract(%w, %g)
+}
+"""
+
+
+def _memory(text: str):
+    return module_memory(parse_module(text))
+
+
+def test_a_20_gib_parameter_is_counted_and_does_not_fit_on_v5e(tmp_path):
+    m = _memory(PARAMETER_20_GIB)
+    assert m.parameter_bytes == 10240 * 1048576 * 2 + 256 * 4 == 20 * GiB + 1024
+    assert m.peak_bytes == 20 * GiB + 1024 + 1024  # and the all-reduce's output
+    assert m.items[0] == ("w", 20 * GiB, "parameter")
+    module = tmp_path / "big.txt"
+    module.write_text(PARAMETER_20_GIB)
+    refused = runner.invoke(app, ["program", "--hlo", str(module), "--topology", "tpu-v5e:2x2", "--require-fit"])
+    assert refused.exit_code == 2
+    assert refused.output.strip() == f"error: {module}: does not fit: 21.5 GB on a 16 GB chip (--require-fit)"  # before: fits: 1.02e-05 GB
+    shown = runner.invoke(app, ["program", "--hlo", str(module), "--topology", "tpu-v5e:2x2", "--json"])
+    memory = json.loads(shown.output)["memory"]
+    assert (memory["fits"], memory["peak_bytes"], memory["parameter_bytes"]) == (False, 20 * GiB + 2048, 20 * GiB + 1024)
+    assert memory["items"][0] == {"name": "w", "bytes": 20 * GiB, "kind": "parameter"}
+    jsonschema.validate(json.loads(shown.output), schema("program"))
+
+
+def test_a_loop_carrying_a_32_gib_accumulator_holds_it_and_its_bodys_temporary_at_once():
+    m = _memory(LOOP_32_GIB)
+    # the state (init's buffer and the s32 counter zero, carried in place) + the body's 32 GiB broadcast and its f32 f, at the loop
+    assert m.temporary_bytes == 32 * GiB + 4 + 32 * GiB + 4
+    assert m.peak_bytes == 4 + m.temporary_bytes  # the parameter x; the output total is not yet born
+    assert m.peak_at == "w"
+    assert ("init", 32 * GiB, "temporary") in m.items and ("spread", 32 * GiB, "temporary in w") in m.items
+
+
+def test_dynamic_update_slice_writes_in_place_into_its_operand():
+    m = _memory(IN_PLACE)
+    # fresh is the one new buffer: both updates and the bitcast are that buffer, which is the output
+    assert m.temporary_bytes == 0
+    assert m.output_bytes == 4 * 1048576
+    assert m.peak_bytes == 4 * 1048576 + 4 * 1024 + 4 + 4 * 1048576
+    assert [kind for name, _, kind in m.items if name == "fresh"] == ["output"]
+
+
+def test_temporaries_die_after_their_last_reader():
+    m = _memory(TEMPORARIES_DIE)
+    one = 4 * 262144
+    # at most two of a, b, c, d live at once (each read only by the next); the output e is born as d dies
+    assert m.temporary_bytes == 2 * one
+    assert m.peak_bytes == one + 2 * one  # p, and two temporaries (e is not yet born)
+    assert m.peak_at == "b"
+
+
+def test_an_async_pair_keeps_both_buffers_and_other_memory_spaces_are_not_hbm():
+    m = _memory(ASYNC_AND_SPACES)
+    p, gathered, side = 1024 * 1024 * 2, 4096 * 1024 * 2, 8192 * 1024 * 2
+    # at side: q (the start's operand, kept to the done), the gathered result, side itself; vmem is in S(1), not HBM
+    assert (m.peak_at, m.temporary_bytes) == ("side", p + gathered + side)
+    assert m.peak_bytes == p + p + gathered + side
+    assert {name for name, _, _ in m.items} == {"p", "q", "ags", "side"}
+
+
+def test_an_output_donated_to_a_parameter_is_that_parameter():
+    m = _memory(DONATED)
+    assert (m.output_bytes, m.temporary_bytes, m.peak_bytes) == (0, 0, 2 * 4 * 1048576)
+
+
+def test_names_in_the_peak_are_cut_to_about_60_characters():
+    long = "x" * 5000
+    m = _memory(TEMPORARIES_DIE.replace("%a", "%" + long))
+    assert max(len(name) for name, _, _ in m.items) == NAME_CHARS
+    assert m.peak_at == "b"
+
+
+def test_the_memory_travels_with_the_module_through_hlo_from_text():
+    program = hlo_from_text(LOOP_32_GIB)
+    assert program.memory.peak_bytes == 64 * GiB + 12
+    assert not program.tpu_layouts and hlo_from_text(ASYNC_AND_SPACES).tpu_layouts is False  # (no entry_computation_layout)
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_the_order_is_said(ordered):
+    text = TEMPORARIES_DIE if ordered else TEMPORARIES_DIE.replace(", is_scheduled=true", "")
+    assert _memory(text).order == ("scheduled" if ordered else "written")
