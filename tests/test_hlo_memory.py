@@ -1,5 +1,5 @@
-"""HBM of an HLO module as the TPU allocates it: hand-written modules whose peak is known by hand arithmetic.
 # ruff: noqa: E501  (HLO instructions are written on one line each, as XLA prints them)
+"""HBM of an HLO module as the TPU allocates it: hand-written modules whose peak is known by hand arithmetic.
 
 Parameters are held for the whole run, outputs from their definition to the end, and every
 other buffer from the instruction that defines it to its last reader; aliases (tuple,
