@@ -8,10 +8,14 @@ get-tuple-element, bitcast, in-place dynamic-update-slice, a loop's state) add n
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
+from pathlib import Path
 
 import jsonschema
 import pytest
+from conftest import ROOT
 from typer.testing import CliRunner
 
 from netsim.cli.main import app
@@ -195,3 +199,49 @@ def test_the_memory_travels_with_the_module_through_hlo_from_text():
 def test_the_order_is_said(ordered):
     text = TEMPORARIES_DIE if ordered else TEMPORARIES_DIE.replace(", is_scheduled=true", "")
     assert _memory(text).order == ("scheduled" if ordered else "written")
+
+
+# ---- against the TPU compiler's own figures (compiled.memory_analysis(), libtpu 0.0.42.1) ----------------
+
+FIGURES = ROOT / "scenarios" / "programs" / "hlo" / "tpu" / "memory_analysis.json"
+RECORDED = json.loads(FIGURES.read_text())["modules"]
+
+
+def _module_of(key: str) -> Path:
+    folder, name = key.split("/")
+    return ROOT / "tests" / "hlo" / "memory" / f"{name}.txt" if folder == "v5e_2x2" else FIGURES.parent / folder / f"{name}.txt"
+
+
+@pytest.mark.parametrize("key", sorted(RECORDED))
+def test_the_peak_is_within_10_percent_of_the_tpu_compilers_memory_analysis(key):
+    # hbm = argument + output + temp - alias bytes per device, recorded by scripts/tpu_memory_figures.py
+    peak = module_memory(parse_module(_module_of(key).read_text())).peak_bytes
+    assert abs(peak - RECORDED[key]["hbm"]) <= 0.10 * RECORDED[key]["hbm"]
+
+
+def test_the_recorded_figures_cover_every_bundled_tpu_module_and_add_up():
+    bundled = {f"{p.parent.name}/{p.stem}" for p in FIGURES.parent.glob("*/*.txt")}
+    assert bundled <= set(RECORDED)
+    for figures in RECORDED.values():
+        assert figures["hbm"] == figures["argument"] + figures["output"] + figures["temp"] - figures["alias"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None, reason="needs libtpu (the tpu extra)")
+def test_the_peak_is_within_10_percent_of_memory_analysis_compiled_now(monkeypatch):
+    monkeypatch.setenv("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+    import jax
+    import numpy as np
+    from jax.experimental import topologies
+    from jax.sharding import AxisType, Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import tpu_memory_figures
+
+    topology = topologies.get_topology_desc(platform="tpu", topology_name="v5e:2x2", chip_config_name="default")
+    mesh = Mesh(np.array(topology.devices).reshape(2, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+    for name, (f, shapes, options) in tpu_memory_figures.programs().items():
+        args = [jax.ShapeDtypeStruct(s, dtype, sharding=NamedSharding(mesh, P(*spec))) for s, spec, dtype in shapes]
+        compiled = jax.jit(f, **options).lower(*args).compile()
+        hbm = tpu_memory_figures.figures(compiled)["hbm"]
+        assert abs(module_memory(parse_module(compiled.as_text())).peak_bytes - hbm) <= 0.10 * hbm, name
