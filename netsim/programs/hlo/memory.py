@@ -209,7 +209,8 @@ class _Pass:
                     made = [b for leaf_buffers in operands for b in leaf_buffers]
                 elif op == "get-tuple-element":
                     source = by_name.get(instruction.operands[0]) if instruction.operands else None
-                    span = _element_span(source.shape, int(instruction.attrs.get("index", "0"))) if source is not None else slice(0, 0)
+                    index = instruction.attrs.get("index", "0").strip()
+                    span = _element_span(source.shape, int(index) if index.isdigit() else -1) if source is not None else slice(0, 0)
                     made = (operands[0] if operands else [])[span]
                 else:
                     made = list(operands[0]) if operands else []
