@@ -177,6 +177,19 @@ def test_an_async_pair_keeps_both_buffers_and_other_memory_spaces_are_not_hbm():
     assert {name for name, _, _ in m.items} == {"p", "q", "ags", "side"}
 
 
+def test_arrays_with_tpu_tiles_take_whole_tiles():
+    text = """HloModule tiles, is_scheduled=true
+ENTRY %main (x: bf16[1,1024]) -> bf16[1,1024] {
+  %x = bf16[1,1024]{1,0:T(2,128)(2,1)} parameter(0)
+  %i = s32[]{:T(128)} constant(0)
+  ROOT %y = bf16[1,1024]{1,0:T(2,128)(2,1)} dynamic-update-slice(%x, %x, %i, %i)
+}
+"""
+    m = _memory(text)
+    # bf16[1,1024] padded to [2,1024] (4 KiB: libtpu's argument_size for v5p's MLP input); the scalar to 128 s32
+    assert (m.parameter_bytes, m.output_bytes, m.peak_bytes) == (2 * 1024 * 2, 0, 4096 + 512)
+
+
 def test_an_output_donated_to_a_parameter_is_that_parameter():
     m = _memory(DONATED)
     assert (m.output_bytes, m.temporary_bytes, m.peak_bytes) == (0, 0, 2 * 4 * 1048576)

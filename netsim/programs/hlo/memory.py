@@ -23,21 +23,23 @@ A liveness pass over the module in its written order (the schedule, when the hea
 
 Only HBM counts: an array whose layout names another memory space (``S(1)``, the TPU's
 on-chip memory; ``S(5)``, the host) is left out. Shapes are one device's (a partitioned
-module's). Buffers are counted at their bytes, without the padding of TPU tiles or the
-fragmentation of the compiler's heap: XLA's ``compiled.memory_analysis()`` (argument +
+module's). An array whose layout has TPU tiles (``T(8,128)``) is counted padded to whole
+tiles (:func:`tiled_bytes`), as the TPU stores it; the fragmentation of the compiler's heap
+and its scratch space are not in the text: XLA's ``compiled.memory_analysis()`` (argument +
 output + temporary - alias bytes) is the figure this estimates.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from netsim.programs.hlo.shapes import Shape, TupleShape, leaves
+from netsim.programs.hlo.shapes import DTYPE_BITS, Array, Shape, TupleShape, leaves
 from netsim.programs.hlo.text import Computation, Instruction, Module
 
-__all__ = ["ALIASES", "ModuleMemory", "memory_dict", "module_memory"]
+__all__ = ["ALIASES", "ModuleMemory", "memory_dict", "memory_space", "module_memory", "tiled_bytes"]
 
 ALIASES = frozenset({"tuple", "get-tuple-element", "bitcast", "optimization-barrier", "add-dependency", "domain"})
 """Opcodes that define no buffer of their own: their result names their operands' buffers."""
@@ -45,6 +47,8 @@ ALIASES = frozenset({"tuple", "get-tuple-element", "bitcast", "optimization-barr
 NAME_CHARS = 60
 """How much of an instruction's name an item of the peak keeps."""
 
+_SPACE = re.compile(r"S\((\d+)\)")
+_TILE = re.compile(r"T\(([\d,\s]+)\)")
 _OUTPUT_ALIAS = re.compile(r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}")
 _CALLS = ("body", "condition", "to_apply", "calls", "true_computation", "false_computation")
 
@@ -81,17 +85,58 @@ class _Buffers:
     def new(self, instruction: Instruction, kind: str, skip: frozenset[int] = frozenset()) -> list[int]:
         """One new buffer per array of ``instruction``'s result (None where ``skip`` holds the leaf: filled by the caller)."""
         made = []
-        spaces = instruction.memory_spaces
+        layouts = instruction.layouts
         for k, leaf in enumerate(leaves(instruction.shape)):
             if k in skip:
                 made.append(-1)
                 continue
-            in_hbm = not spaces or k >= len(spaces) or spaces[k] == 0
-            self.size.append(leaf.nbytes if in_hbm else 0)
+            layout = layouts[k] if k < len(layouts) else ""
+            self.size.append(tiled_bytes(leaf, layout) if memory_space(layout) == 0 else 0)
             self.owner.append(instruction.name)
             self.kind.append(kind)
             made.append(len(self.size) - 1)
         return made
+
+
+def memory_space(layout: str) -> int:
+    """The memory space a layout names (``S(1)``), 0 (HBM) when none.
+
+    Examples
+    --------
+    >>> memory_space("1,0:T(8,128)(2,1)S(1)"), memory_space("1,0:T(8,128)(2,1)"), memory_space("")
+    (1, 0, 0)
+    """
+    found = _SPACE.search(layout.partition(":")[2])
+    return int(found.group(1)) if found else 0
+
+
+def tiled_bytes(array: Array, layout: str) -> int:
+    """Bytes ``array`` takes with the layout's first tile (``T(8,128)``): its most minor dims padded to whole tiles.
+
+    The tile covers the last dims in the layout's order (``minor_to_major`` read backwards);
+    an array of fewer dims is padded with leading dims of 1. Without a tile, its plain bytes.
+
+    Examples
+    --------
+    >>> from netsim.programs.hlo.shapes import parse_shape
+    >>> tiled_bytes(parse_shape("bf16[1,1024]"), "1,0:T(2,128)(2,1)"), tiled_bytes(parse_shape("s32[]"), ":T(128)")
+    (4096, 512)
+    >>> tiled_bytes(parse_shape("f32[3,200]"), "0,1:T(8,128)"), tiled_bytes(parse_shape("f32[3,200]"), "1,0")  # [200, 3 -> 128] as stored
+    (102400, 2400)
+    """
+    order, _, rest = layout.partition(":")
+    tile = _TILE.search(rest)
+    if tile is None:
+        return array.nbytes
+    sizes = [int(t) for t in tile.group(1).split(",") if t.strip()]
+    minor_to_major = [int(d) for d in order.split(",") if d.strip().isdigit()]
+    if sorted(minor_to_major) != list(range(len(array.dims))):
+        minor_to_major = list(reversed(range(len(array.dims))))
+    physical = [array.dims[d] for d in reversed(minor_to_major)]
+    physical = [1] * (len(sizes) - len(physical)) + physical
+    cut = len(physical) - len(sizes)
+    padded = physical[:cut] + [-(-dim // size) * size if size > 0 else dim for dim, size in zip(physical[cut:], sizes, strict=True)]
+    return -(-math.prod(padded) * DTYPE_BITS[array.dtype] // 8)
 
 
 def _element_span(shape: Shape, index: int) -> slice:
