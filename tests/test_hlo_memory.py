@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -143,10 +145,10 @@ def test_a_20_gib_parameter_is_counted_and_does_not_fit_on_v5e(tmp_path):
 
 def test_a_loop_carrying_a_32_gib_accumulator_holds_it_and_its_bodys_temporary_at_once():
     m = _memory(LOOP_32_GIB)
-    # the state (init's buffer and the s32 counter zero, carried in place) + the body's 32 GiB broadcast and its f32 f, at the loop
-    assert m.temporary_bytes == 32 * GiB + 4 + 32 * GiB + 4
-    assert m.peak_bytes == 4 + m.temporary_bytes  # the parameter x; the output total is not yet born
-    assert m.peak_at == "w"
+    # the state (init's buffer, carried in place) + the body's 32 GiB broadcast and its f32 f, at the loop
+    assert m.temporary_bytes == 32 * GiB + 32 * GiB + 4
+    assert m.peak_bytes == m.live_bytes == 4 + 4 * 4 + m.temporary_bytes  # the parameter x, four s32/f32 constants; total not yet born
+    assert m.peak_at == "spread (in w)"
     assert ("init", 32 * GiB, "temporary") in m.items and ("spread", 32 * GiB, "temporary in w") in m.items
 
 
@@ -204,7 +206,7 @@ def test_names_in_the_peak_are_cut_to_about_60_characters():
 
 def test_the_memory_travels_with_the_module_through_hlo_from_text():
     program = hlo_from_text(LOOP_32_GIB)
-    assert program.memory.peak_bytes == 64 * GiB + 12
+    assert program.memory.peak_bytes == 64 * GiB + 24
     assert not program.tpu_layouts and hlo_from_text(ASYNC_AND_SPACES).tpu_layouts is False  # (no entry_computation_layout)
 
 
@@ -225,36 +227,41 @@ def _module_of(key: str) -> Path:
     return ROOT / "tests" / "hlo" / "memory" / f"{name}.txt" if folder == "v5e_2x2" else FIGURES.parent / folder / f"{name}.txt"
 
 
+SMALL = 64 * 2**10
+"""Allocations of a few KiB the module text does not show (thread-local scratch): a bound for the smallest modules."""
+
+
 @pytest.mark.parametrize("key", sorted(RECORDED))
-def test_the_peak_is_within_10_percent_of_the_tpu_compilers_memory_analysis(key):
-    # hbm = argument + output + temp - alias bytes per device, recorded by scripts/tpu_memory_figures.py
+def test_the_peak_is_within_10_percent_of_the_hbm_the_tpu_compiler_allocates(key):
+    # hbm: the compiler's HBM allocations (its buffer assignment), recorded by scripts/tpu_memory_figures.py
     peak = module_memory(parse_module(_module_of(key).read_text())).peak_bytes
-    assert abs(peak - RECORDED[key]["hbm"]) <= 0.10 * RECORDED[key]["hbm"]
+    assert abs(peak - RECORDED[key]["hbm"]) <= max(0.10 * RECORDED[key]["hbm"], SMALL)
 
 
 def test_the_recorded_figures_cover_every_bundled_tpu_module_and_add_up():
     bundled = {f"{p.parent.name}/{p.stem}" for p in FIGURES.parent.glob("*/*.txt")}
     assert bundled <= set(RECORDED)
     for figures in RECORDED.values():
-        assert figures["hbm"] == figures["argument"] + figures["output"] + figures["temp"] - figures["alias"]
+        assert figures["memory_analysis"] == figures["argument"] + figures["output"] + figures["temp"] - figures["alias"]
+    # memory_analysis' temp adds the on-chip scratch (VMEM) the compiler preallocates to the HBM heap: 10 MiB more here
+    step = RECORDED["v5e_2x2/transformer_step"]
+    assert step["memory_analysis"] - step["hbm"] > 10 * 2**20
+
+
+def test_a_remat_training_steps_peak_is_within_5_percent_of_the_hbm_allocated():
+    # a scan over 4 remat'd decoder layers, fwd + bwd + update, FSDP: temporaries in loops, async copies, donated weights
+    m = module_memory(parse_module(_module_of("v5e_2x2/transformer_step").read_text()))
+    assert m.peak_bytes >= m.live_bytes and m.peak_at.endswith(")")  # inside a loop
+    assert abs(m.peak_bytes - RECORDED["v5e_2x2/transformer_step"]["hbm"]) <= 0.05 * RECORDED["v5e_2x2/transformer_step"]["hbm"]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("libtpu") is None, reason="needs libtpu (the tpu extra)")
-def test_the_peak_is_within_10_percent_of_memory_analysis_compiled_now(monkeypatch):
-    monkeypatch.setenv("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
-    import jax
-    import numpy as np
-    from jax.experimental import topologies
-    from jax.sharding import AxisType, Mesh, NamedSharding
-    from jax.sharding import PartitionSpec as P
-
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import tpu_memory_figures
-
-    topology = topologies.get_topology_desc(platform="tpu", topology_name="v5e:2x2", chip_config_name="default")
-    mesh = Mesh(np.array(topology.devices).reshape(2, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
-    for name, (f, shapes, options) in tpu_memory_figures.programs().items():
-        args = [jax.ShapeDtypeStruct(s, dtype, sharding=NamedSharding(mesh, P(*spec))) for s, spec, dtype in shapes]
-        compiled = jax.jit(f, **options).lower(*args).compile()
-        hbm = tpu_memory_figures.figures(compiled)["hbm"]
-        assert abs(module_memory(parse_module(compiled.as_text())).peak_bytes - hbm) <= 0.10 * hbm, name
+def test_the_peak_is_within_10_percent_of_the_hbm_allocated_compiled_now(tmp_path):
+    env = {**os.environ, "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}
+    script = ROOT / "scripts" / "tpu_memory_figures.py"
+    subprocess.run([sys.executable, str(script), "--programs-only", "--out", str(tmp_path)], check=True, env=env, capture_output=True, timeout=1800)
+    recorded = json.loads((tmp_path / "memory_analysis.json").read_text())["modules"]
+    assert len(recorded) == 7
+    for key, figures in recorded.items():
+        peak = module_memory(parse_module((tmp_path / f"{key.split('/')[1]}.txt").read_text())).peak_bytes
+        assert abs(peak - figures["hbm"]) <= max(0.10 * figures["hbm"], SMALL), key

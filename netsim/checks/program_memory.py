@@ -117,11 +117,18 @@ def module_fit(memory: Any, capacity_bytes: int | None) -> dict[str, Any]:
     """The memory entry of an HLO module's run, from its liveness pass (:class:`netsim.programs.hlo.memory.ModuleMemory`).
 
     Besides :func:`memory_fit`'s keys: ``parameter_bytes``, ``output_bytes`` (all the outputs),
-    ``temporary_bytes`` (live at the peak) and ``order`` (``scheduled``: the compiler's
-    schedule; ``written``: the order of the text).
+    ``temporary_bytes`` (live at the peak), ``live_bytes`` (the most bytes live at once;
+    ``peak_bytes`` adds the gaps of the compiler's heap) and ``order`` (``scheduled``: the
+    compiler's schedule; ``written``: the order of the text).
     """
     items = [{"name": n, "bytes": b, "kind": k} for n, b, k in memory.items]
-    parts = {"parameter_bytes": memory.parameter_bytes, "output_bytes": memory.output_bytes, "temporary_bytes": memory.temporary_bytes, "order": memory.order}
+    parts = {
+        "parameter_bytes": memory.parameter_bytes,
+        "output_bytes": memory.output_bytes,
+        "temporary_bytes": memory.temporary_bytes,
+        "live_bytes": memory.live_bytes,
+        "order": memory.order,
+    }
     return memory_fit(memory.peak_bytes, memory.peak_at, capacity_bytes, items, **parts)
 
 

@@ -311,6 +311,7 @@ PROGRAM = {
                     "parameter_bytes": _t("integer", "an HLO module's parameters (held for the whole run)"),
                     "output_bytes": _t("integer", "an HLO module's outputs (each from its definition to the end)"),
                     "temporary_bytes": _t("integer", "an HLO module's temporaries live at the peak"),
+                    "live_bytes": _t("integer", "an HLO module's most bytes live at once (peak_bytes adds the gaps of the compiler's heap)"),
                     "order": _t("string", "an HLO module's instruction order: scheduled (the compiler's) or written"),
                     "items": _list(
                         _obj({"name": _t("string", "the array, or the instruction defining the buffer (60 characters at most)"), "bytes": _INT, "kind": _STR}),

@@ -15,11 +15,18 @@ A liveness pass over the module in its written order (the schedule, when the hea
 - an asynchronous ``*-start`` returns its operands' buffers beside its result's (a
   ``copy-start`` its destination's), and its ``*-done`` names the result: both stay
   alive from the start to the last reader of the done;
-- the ENTRY computation's parameters are held for the whole run (the caller's buffers),
+- the ENTRY computation's parameters are held for the whole run (the caller's buffers), and
+  so is every constant (XLA gives constants their own allocations),
   its outputs from the instruction that defines them to the end (a temporary that dies
   before an output is born may use its place, as XLA's buffer assignment lets it); an
   output the header's ``input_output_alias`` puts in a parameter (a donated argument)
   is that parameter's buffer.
+
+Every computation a loop, call or branch runs is walked where it runs, so that every buffer
+has its live range on one timeline. The bytes live at once peak somewhere on it; the TPU
+allocates more: XLA packs the temporaries and outputs into one heap, largest first, and the
+gaps left between them count (:func:`~netsim.programs.hlo.heap.best_fit_heap`). The peak
+reported is the parameters and that heap.
 
 Only HBM counts: an array whose layout names another memory space (``S(1)``, the TPU's
 on-chip memory; ``S(5)``, the host) is left out. Shapes are one device's (a partitioned
@@ -34,12 +41,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
+from netsim.programs.hlo.heap import best_fit_heap
 from netsim.programs.hlo.shapes import DTYPE_BITS, Array, Shape, TupleShape, leaves
 from netsim.programs.hlo.text import Computation, Instruction, Module
 
-__all__ = ["ALIASES", "ModuleMemory", "memory_dict", "memory_space", "module_memory", "tiled_bytes"]
+__all__ = ["ALIASES", "ModuleMemory", "memory_space", "module_memory", "tiled_bytes"]
 
 ALIASES = frozenset({"tuple", "get-tuple-element", "bitcast", "optimization-barrier", "add-dependency", "domain"})
 """Opcodes that define no buffer of their own: their result names their operands' buffers."""
@@ -50,19 +57,21 @@ NAME_CHARS = 60
 _SPACE = re.compile(r"S\((\d+)\)")
 _TILE = re.compile(r"T\(([\d,\s]+)\)")
 _OUTPUT_ALIAS = re.compile(r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}")
-_CALLS = ("body", "condition", "to_apply", "calls", "true_computation", "false_computation")
 
 
 @dataclass(frozen=True)
 class ModuleMemory:
     """A module's HBM per device at its peak (bytes), and the buffers that make it.
 
-    ``peak_bytes`` is the parameters, the outputs already defined and the temporaries
-    (``temporary_bytes``) live at the peak instruction ``peak_at``; ``output_bytes`` all
-    the outputs. ``items`` lists ``(name, bytes, kind)`` of every buffer held at the peak, the largest
-    first; ``kind`` is ``parameter``, ``output``, ``temporary`` or ``temporary in
-    COMPUTATION`` (inside a loop's body, say). ``order`` says whether the instructions'
-    order was the compiler's schedule or only the order written.
+    ``live_bytes`` is the most bytes live at once: the parameters, the outputs already
+    defined and the temporaries (``temporary_bytes``) live at the instruction ``peak_at``.
+    ``peak_bytes`` is what the TPU allocates: the parameters and the heap that holds every
+    other buffer where XLA's heap simulator would put it (:mod:`netsim.programs.hlo.heap`),
+    its gaps included. ``output_bytes`` is all the outputs. ``items`` lists ``(name, bytes,
+    kind)`` of every buffer live at ``peak_at``, the largest first; ``kind`` is
+    ``parameter``, ``output``, ``temporary`` or ``temporary in INSTRUCTION`` (inside a
+    loop's body, say). ``order`` says whether the instructions' order was the compiler's
+    schedule or only the order written.
     """
 
     peak_bytes: int
@@ -72,6 +81,8 @@ class ModuleMemory:
     peak_at: str
     items: tuple[tuple[str, int, str], ...] = field(default=())
     order: str = "scheduled"
+    live_bytes: int = 0
+    """The most bytes live at once (parameters, outputs defined, temporaries): ``peak_bytes`` without the heap's gaps."""
 
 
 @dataclass
@@ -201,54 +212,51 @@ def _outputs_in_parameters(module: Module, root: Instruction) -> set[int]:
     return found
 
 
-@dataclass
-class _Peak:
-    """A computation's peak of temporaries: bytes, the instruction at it, and the buffers held there."""
-
-    nbytes: int
-    at: str
-    items: list[tuple[str, int, str]]
-
-
 class _Pass:
-    """The liveness pass over one module (each called computation's peak computed once)."""
+    """The liveness pass over one module: every computation a loop, call or branch runs walked where it runs,
+    so that each buffer has a live range on one timeline (as XLA's heap simulator sees the module)."""
 
     def __init__(self, module: Module) -> None:
         self.module = module
-        self.peaks: dict[str, _Peak] = {}
-        self.entry_facts: tuple[list[int], list[int], _Buffers] | None = None
+        self.buffers = _Buffers()
+        self.born: dict[int, int] = {}
+        self.last: dict[int, int] = {}
+        self.kept: set[int] = set()  # parameters, and what a loop's body returns (the loop's state)
+        self.parameters: list[int] = []
+        self.constants: list[int] = []
+        self.outputs: list[int] = []
+        self.at: list[str] = []  # per time, the instruction (and the loop or call it runs in)
+        self.depth = 0
 
-    def nested(self, instruction: Instruction) -> _Peak | None:
-        """The largest peak of the computations ``instruction`` runs (a loop's body and condition, a call's, a branch's)."""
-        if instruction.opcode == "fusion" or instruction.opcode not in ("while", "call", "conditional", "async-start"):
-            return None
-        names = [instruction.attrs.get(key) for key in _CALLS]
+    def _callees(self, instruction: Instruction) -> list[Computation]:
+        if instruction.opcode not in ("while", "call", "conditional", "async-start"):
+            return []
+        names = [instruction.attrs.get(key) for key in ("condition", "body", "to_apply", "calls", "true_computation", "false_computation")]
         branches = instruction.attrs.get("branch_computations", "")
         names += [n.strip() for n in branches.strip("{}").split(",") if n.strip()]
-        found = [self.computation(c) for c in (_callee(self.module, n) for n in names) if c is not None]
-        return max(found, key=lambda p: p.nbytes, default=None)
+        return [c for c in (_callee(self.module, n) for n in names) if c is not None]
 
-    def computation(self, computation: Computation) -> _Peak:
-        if computation.name not in self.peaks:
-            self.peaks[computation.name] = _Peak(0, "", [])  # (a computation that called itself: counted once)
-            self.peaks[computation.name] = self.walk(computation, entry=False)
-        return self.peaks[computation.name]
-
-    def walk(self, computation: Computation, entry: bool) -> _Peak:
-        """The peak of the temporaries over ``computation``'s instructions, in order."""
-        buffers = _Buffers()
-        held: dict[str, list[int]] = {}
-        born: dict[int, int] = {}
-        last: dict[int, int] = {}
-        inside: list[_Peak | None] = []
-        parameters: list[int] = []
+    def walk(self, computation: Computation, arguments: list[list[int]] | None, where: str) -> list[int]:
+        """Walk ``computation`` (its parameters are ``arguments``' buffers; None: the ENTRY's own); the buffers of its root."""
+        buffers, held = self.buffers, {}
+        kind = f"temporary in {where}" if where else "temporary"
         by_name = computation.by_name()
-        for i, instruction in enumerate(computation.instructions):
+        for instruction in computation.instructions:
             op = instruction.opcode
             operands = [held.get(name, []) for name in instruction.operands]
             if op == "parameter":
-                made = buffers.new(instruction, "parameter")
-                parameters += made
+                number = instruction.literal.strip()
+                if arguments is None:
+                    made = buffers.new(instruction, "parameter")
+                    self.parameters += made
+                    self.kept.update(made)
+                else:
+                    k = int(number) if number.isdigit() else 0
+                    made = list(arguments[k]) if k < len(arguments) else []
+            elif op == "constant":  # XLA gives constants their own allocations, held for the whole run
+                made = buffers.new(instruction, "constant")
+                self.constants += made
+                self.kept.update(made)
             elif op in ALIASES:
                 if op == "tuple":
                     made = [b for leaf_buffers in operands for b in leaf_buffers]
@@ -260,78 +268,73 @@ class _Pass:
                 else:
                     made = list(operands[0]) if operands else []
             elif op == "while":
-                made = list(operands[0]) if operands else []
-            elif op in ("copy-done", "async-done", "recv-done") or op.endswith("-done"):
+                state = list(operands[0]) if operands else []
+                for callee in self._callees(instruction):
+                    returned = self.walk(callee, [state], where or _cut(instruction.name))
+                    self.kept.update(b for b in returned if b not in state)  # the body's result is the state, in place
+                made = state
+            elif op in ("call", "conditional", "async-start") and self._callees(instruction):
+                results = []
+                callees = self._callees(instruction)
+                for number, callee in enumerate(callees):
+                    given = operands if op != "conditional" else operands[number + 1 : number + 2] or operands[1:]
+                    results.append(self.walk(callee, given, where or _cut(instruction.name)))
+                if op == "call" and len(callees) == 1:
+                    made = results[0]  # the call's result is its computation's root
+                else:
+                    for returned in results:
+                        self.kept.update(returned)  # each branch writes into the conditional's result
+                    made = buffers.new(instruction, kind)
+            elif op.endswith("-done"):
                 source = by_name.get(instruction.operands[0]) if instruction.operands else None
                 whole = operands[0] if operands else []
                 if source is None or not isinstance(source.shape, TupleShape):
                     made = list(whole)
                 else:
                     made = whole[_element_span(source.shape, 0 if op in ("copy-done", "recv-done") else 1)]
-                made += buffers.new(instruction, "temporary")[len(made) :]  # (a done's token)
-            elif (op.endswith("-start") or op == "copy-start") and isinstance(instruction.shape, TupleShape):
-                first = 1 if op == "copy-start" else 0
-                span = _element_span(instruction.shape, first)
+                made += buffers.new(instruction, kind)[len(made) :]  # (a done's token)
+            elif op.endswith("-start") and isinstance(instruction.shape, TupleShape):
+                span = _element_span(instruction.shape, 1 if op == "copy-start" else 0)
                 given = [b for leaf_buffers in operands for b in leaf_buffers]
                 if span.stop - span.start == len(given):  # the operands' own buffers, carried along
-                    made = buffers.new(instruction, "temporary", frozenset(range(span.start, span.stop)))
+                    made = buffers.new(instruction, kind, frozenset(range(span.start, span.stop)))
                     made[span] = given
                 else:
-                    made = buffers.new(instruction, "temporary")
+                    made = buffers.new(instruction, kind)
             else:
                 in_place = {k: o for k, o in _in_place_operands(self.module, instruction).items() if o < len(operands) and operands[o]}
-                made = buffers.new(instruction, "temporary", frozenset(in_place))
+                made = buffers.new(instruction, kind, frozenset(in_place))
                 for leaf, operand in in_place.items():
                     given = operands[operand]
                     made[leaf] = given[min(leaf, len(given) - 1)]
+            now = len(self.at)
+            self.at.append(_cut(instruction.name) + (f" (in {where})" if where else ""))
             held[instruction.name] = made
             for b in made:
-                born.setdefault(b, i)
+                self.born.setdefault(b, now)
             if op not in ALIASES:
                 for leaf_buffers in operands:
                     for b in leaf_buffers:
-                        last[b] = i
-            inside.append(self.nested(instruction))
-        root = computation.root
-        kept = set(parameters)  # (the caller's buffers, held outside this computation's temporaries)
-        at_root = held.get(root.name, [])
-        if entry:  # outputs: from their definition to the end (an output the header puts in a parameter is that parameter)
-            in_parameters = _outputs_in_parameters(self.module, root)
-            outputs = sorted({b for k, b in enumerate(at_root) if b not in kept and k not in in_parameters})
-            for b in outputs:
-                buffers.kind[b] = "output"
-                last[b] = len(computation.instructions) - 1
-            self.entry_facts = (sorted(set(parameters)), outputs, buffers)
-            kept |= {b for k, b in enumerate(at_root) if k in in_parameters}
-        else:  # the caller's buffers too: a loop's state, a call's result
-            kept |= set(at_root)
-        return self._peak(computation, buffers, born, last, inside, kept)
+                        self.last[b] = now
+        return held.get(computation.root.name, [])
 
-    @staticmethod
-    def _peak(computation: Computation, buffers: _Buffers, born: dict[int, int], last: dict[int, int], inside: list[_Peak | None], kept: set[int]) -> _Peak:
-        n = len(computation.instructions)
-        change = [0] * (n + 1)
-        for b, start in born.items():
-            if b in kept or not buffers.size[b]:
-                continue
-            change[start] += buffers.size[b]
-            change[max(start, last.get(b, start)) + 1] -= buffers.size[b]
-        live, best, at = 0, -1, 0
-        for i in range(n):
-            live += change[i]
-            total = live + (inside[i].nbytes if inside[i] is not None else 0)
-            if total > best:
-                best, at = total, i
-        items = [
-            (buffers.owner[b], buffers.size[b], buffers.kind[b])
-            for b, start in born.items()
-            if b not in kept and buffers.size[b] and start <= at <= max(start, last.get(b, start))
-        ]
-        nested = inside[at] if n else None
-        if nested is not None:
-            where = computation.instructions[at].name
-            items += [(name, size, kind if kind.startswith("temporary in") else f"temporary in {where}") for name, size, kind in nested.items]
-        return _Peak(max(best, 0), computation.instructions[at].name if n else "", items)
+    def entry(self) -> None:
+        """Walk the ENTRY computation; its outputs live from their definition to the end."""
+        root = self.module.entry.root
+        at_root = self.walk(self.module.entry, None, "")
+        in_parameters = _outputs_in_parameters(self.module, root)
+        self.outputs = sorted({b for k, b in enumerate(at_root) if b not in self.kept and k not in in_parameters})
+        self.kept.update(b for k, b in enumerate(at_root) if k in in_parameters)
+        for b in self.outputs:
+            self.buffers.kind[b] = "output"
+            self.last[b] = len(self.at) - 1
+
+    def ranges(self) -> tuple[list[int], list[int], list[int], list[int]]:
+        """The buffers the heap holds (not the parameters' or the loops' state written back): ids, sizes, starts, ends."""
+        ids = [b for b in self.born if b not in self.kept and self.buffers.size[b]]
+        starts = [self.born[b] for b in ids]
+        ends = [max(self.born[b], self.last.get(b, self.born[b])) for b in ids]
+        return ids, [self.buffers.size[b] for b in ids], starts, ends
 
 
 def _cut(name: str) -> str:
@@ -351,34 +354,37 @@ def module_memory(module: Module) -> ModuleMemory:
     ...   %b = f32[1024]{0} negate(%a)
     ...   ROOT %c = f32[1024]{0} add(%b, %p)
     ... }'''))
-    >>> m.parameter_bytes, m.output_bytes, m.temporary_bytes, m.peak_bytes, m.peak_at  # a and b live at b; c not yet
-    (4096, 4096, 8192, 12288, 'b')
+    >>> m.parameter_bytes, m.output_bytes, m.temporary_bytes, m.live_bytes, m.peak_bytes, m.peak_at  # a and b live at b; c not yet
+    (4096, 4096, 8192, 12288, 12288, 'b')
     """
     walk = _Pass(module)
-    peak = walk.walk(module.entry, entry=True)
-    assert walk.entry_facts is not None
-    parameters, outputs, buffers = walk.entry_facts
-    parameter_bytes = sum(buffers.size[b] for b in parameters)
-    held = [(buffers.owner[b], buffers.size[b], "parameter") for b in parameters if buffers.size[b]]
-    items = sorted(((_cut(name), size, kind) for name, size, kind in held + peak.items), key=lambda item: -item[1])
-    outputs_at_peak = sum(size for _, size, kind in peak.items if kind == "output")
+    walk.entry()
+    buffers = walk.buffers
+    ids, sizes, starts, ends = walk.ranges()
+    n = len(walk.at)
+    change = [0] * (n + 1)
+    for size, start, end in zip(sizes, starts, ends, strict=True):
+        change[start] += size
+        change[end + 1] -= size
+    live, best, at = 0, 0, 0
+    for t in range(n):
+        live += change[t]
+        if live > best:
+            best, at = live, t
+    parameter_bytes = sum(buffers.size[b] for b in walk.parameters)
+    constant_bytes = sum(buffers.size[b] for b in walk.constants)
+    held = [(buffers.owner[b], buffers.size[b], buffers.kind[b]) for b in walk.parameters + walk.constants if buffers.size[b]]
+    held += [(buffers.owner[b], size, buffers.kind[b]) for b, size, start, end in zip(ids, sizes, starts, ends, strict=True) if start <= at <= end]
+    items = sorted(((_cut(name), size, kind) for name, size, kind in held), key=lambda item: -item[1])
+    outputs_at_peak = sum(size for b, size, start, end in zip(ids, sizes, starts, ends, strict=True) if b in set(walk.outputs) and start <= at <= end)
+    heap = best_fit_heap(sizes, starts, ends)
     return ModuleMemory(
-        parameter_bytes + peak.nbytes,
+        parameter_bytes + constant_bytes + max(heap, best),
         parameter_bytes,
-        sum(buffers.size[b] for b in outputs),
-        peak.nbytes - outputs_at_peak,
-        _cut(peak.at),
+        sum(buffers.size[b] for b in walk.outputs),
+        best - outputs_at_peak,
+        walk.at[at] if n else "",
         tuple(items),
         "scheduled" if module.is_scheduled else "written",
+        parameter_bytes + constant_bytes + best,
     )
-
-
-def memory_dict(memory: Any) -> dict[str, Any]:
-    """A :class:`ModuleMemory` as plain data, its items as ``{"name", "bytes", "kind"}``."""
-    return {
-        "peak_bytes": memory.peak_bytes,
-        "parameter_bytes": memory.parameter_bytes,
-        "output_bytes": memory.output_bytes,
-        "temporary_bytes": memory.temporary_bytes,
-        "items": [{"name": n, "bytes": b, "kind": k} for n, b, k in memory.items],
-    }
