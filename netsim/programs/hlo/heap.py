@@ -2,9 +2,9 @@
 
 XLA gives a program's temporaries one allocation and places each buffer at an offset in it
 with a heap simulator: ``GlobalDecreasingSizeBestFitHeap`` (openxla/xla,
-``xla/service/heap_simulator/heap_simulator.cc``) takes the buffers largest first and puts
-each in the smallest free gap, among the buffers whose live ranges overlap its own, that
-holds it, else on top of them. Two buffers that are never live at once may share bytes, but
+``xla/service/heap_simulator/heap_simulator.cc``) takes the buffers largest first (or
+longest-lived first: it keeps the better of the two) and puts each in the smallest free
+gap, among the buffers whose live ranges overlap its own, that holds it, else on top of them. Two buffers that are never live at once may share bytes, but
 gaps left between buffers of different sizes make the heap larger than the most bytes ever
 live at once: that is the compiler's ``temp_size_in_bytes``.
 """
@@ -19,6 +19,10 @@ __all__ = ["best_fit_heap"]
 def best_fit_heap(sizes: list[int], starts: list[int], ends: list[int]) -> int:
     """The size of the heap that holds every buffer ``k`` (``sizes[k]`` bytes, live from ``starts[k]`` to ``ends[k]``, inclusive).
 
+    The smaller of two packings, as XLA's ``ChooseBestHeapAlgorithm`` keeps: buffers taken
+    largest first (the longest-lived first among equals), or longest-lived first (the
+    largest first among equals).
+
     Examples
     --------
     Two buffers live at once take both their sizes; one that dies first leaves its place to a later one:
@@ -31,7 +35,13 @@ def best_fit_heap(sizes: list[int], starts: list[int], ends: list[int]) -> int:
     >>> best_fit_heap([8, 5, 3, 2], [0, 1, 1, 2], [0, 1, 1, 2])
     8
     """
-    order = sorted(range(len(sizes)), key=lambda k: (-sizes[k], starts[k] - ends[k], k))
+    spatial = sorted(range(len(sizes)), key=lambda k: (-sizes[k], starts[k] - ends[k], k))
+    temporal = sorted(range(len(sizes)), key=lambda k: (starts[k] - ends[k], -sizes[k], k))
+    return min(_packed(order, sizes, starts, ends) for order in (spatial, temporal))
+
+
+def _packed(order: list[int], sizes: list[int], starts: list[int], ends: list[int]) -> int:
+    """The heap's size when the buffers are placed in ``order``, each in the smallest gap that holds it."""
     offsets = np.zeros(len(sizes), np.int64)
     placed = np.zeros(len(sizes), bool)
     size_of, start_of, end_of = np.asarray(sizes, np.int64), np.asarray(starts, np.int64), np.asarray(ends, np.int64)

@@ -51,6 +51,10 @@ __all__ = ["ALIASES", "ModuleMemory", "memory_space", "module_memory", "tiled_by
 ALIASES = frozenset({"tuple", "get-tuple-element", "bitcast", "optimization-barrier", "add-dependency", "domain"})
 """Opcodes that define no buffer of their own: their result names their operands' buffers."""
 
+MAX_PACKED = 5_000
+"""The most heap buffers packed (each placement looks at every buffer placed: about a second at this many); past it,
+the heap is taken as the bytes live at once, the gaps between buffers left out."""
+
 NAME_CHARS = 60
 """How much of an instruction's name an item of the peak keeps."""
 
@@ -377,7 +381,7 @@ def module_memory(module: Module) -> ModuleMemory:
     held += [(buffers.owner[b], size, buffers.kind[b]) for b, size, start, end in zip(ids, sizes, starts, ends, strict=True) if start <= at <= end]
     items = sorted(((_cut(name), size, kind) for name, size, kind in held), key=lambda item: -item[1])
     outputs_at_peak = sum(size for b, size, start, end in zip(ids, sizes, starts, ends, strict=True) if b in set(walk.outputs) and start <= at <= end)
-    heap = best_fit_heap(sizes, starts, ends)
+    heap = best_fit_heap(sizes, starts, ends) if len(ids) <= MAX_PACKED else best
     return ModuleMemory(
         parameter_bytes + constant_bytes + max(heap, best),
         parameter_bytes,
