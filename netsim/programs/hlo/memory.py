@@ -1,4 +1,4 @@
-"""The HBM one device of a module holds at its peak: parameters, outputs and the temporaries live at once.
+"""The HBM one device of a module holds: parameters, constants, and a heap of its outputs and temporaries.
 
 A liveness pass over the module in its written order (the schedule, when the header says
 ``is_scheduled=true``), buffer by buffer, as XLA's buffer assignment allocates them:
@@ -9,31 +9,30 @@ A liveness pass over the module in its written order (the schedule, when the hea
   buffer: they name their operands' buffers; ``dynamic-update-slice`` (and a fusion whose
   root is one, or an instruction with ``output_to_operand_aliasing``) writes in place into
   its operand's buffer;
-- a ``while`` loop's state is its operand's buffers, carried across the loop (in place);
-  the temporaries of its body (and condition) peak inside it, on top of what the caller
-  holds at the loop; a ``call`` or ``conditional`` the same with its computations;
+- a ``while`` loop's state is its operand's buffers, carried across the loop in place (what
+  the body returns is that state); a ``call``'s result is its computation's root; each
+  branch of a ``conditional`` writes into the conditional's result;
 - an asynchronous ``*-start`` returns its operands' buffers beside its result's (a
   ``copy-start`` its destination's), and its ``*-done`` names the result: both stay
   alive from the start to the last reader of the done;
-- the ENTRY computation's parameters are held for the whole run (the caller's buffers), and
-  so is every constant (XLA gives constants their own allocations),
-  its outputs from the instruction that defines them to the end (a temporary that dies
-  before an output is born may use its place, as XLA's buffer assignment lets it); an
-  output the header's ``input_output_alias`` puts in a parameter (a donated argument)
-  is that parameter's buffer.
+- the ENTRY computation's parameters and every constant are held for the whole run (XLA
+  gives them their own allocations); its outputs from the instruction that defines them
+  to the end (a temporary that dies before an output is born may use its place); an
+  output the header's ``input_output_alias`` puts in a parameter (a donated argument) is
+  that parameter's buffer.
 
 Every computation a loop, call or branch runs is walked where it runs, so that every buffer
 has its live range on one timeline. The bytes live at once peak somewhere on it; the TPU
-allocates more: XLA packs the temporaries and outputs into one heap, largest first, and the
-gaps left between them count (:func:`~netsim.programs.hlo.heap.best_fit_heap`). The peak
-reported is the parameters and that heap.
+allocates a little more: XLA packs the outputs and temporaries into one heap and the gaps
+left between them count (:func:`~netsim.programs.hlo.heap.best_fit_heap`). The peak
+reported is the parameters, the constants and that heap.
 
 Only HBM counts: an array whose layout names another memory space (``S(1)``, the TPU's
 on-chip memory; ``S(5)``, the host) is left out. Shapes are one device's (a partitioned
 module's). An array whose layout has TPU tiles (``T(8,128)``) is counted padded to whole
-tiles (:func:`tiled_bytes`), as the TPU stores it; the fragmentation of the compiler's heap
-and its scratch space are not in the text: XLA's ``compiled.memory_analysis()`` (argument +
-output + temporary - alias bytes) is the figure this estimates.
+tiles (:func:`tiled_bytes`), as the TPU stores it. The figure this estimates is the HBM
+the compiler allocates (its buffer assignment); ``compiled.memory_analysis()``'s
+temporary bytes also count the on-chip scratch the compiler preallocates.
 """
 
 from __future__ import annotations
@@ -67,14 +66,14 @@ _OUTPUT_ALIAS = re.compile(r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\
 class ModuleMemory:
     """A module's HBM per device at its peak (bytes), and the buffers that make it.
 
-    ``live_bytes`` is the most bytes live at once: the parameters, the outputs already
-    defined and the temporaries (``temporary_bytes``) live at the instruction ``peak_at``.
-    ``peak_bytes`` is what the TPU allocates: the parameters and the heap that holds every
-    other buffer where XLA's heap simulator would put it (:mod:`netsim.programs.hlo.heap`),
-    its gaps included. ``output_bytes`` is all the outputs. ``items`` lists ``(name, bytes,
-    kind)`` of every buffer live at ``peak_at``, the largest first; ``kind`` is
-    ``parameter``, ``output``, ``temporary`` or ``temporary in INSTRUCTION`` (inside a
-    loop's body, say). ``order`` says whether the instructions' order was the compiler's
+    ``live_bytes`` is the most bytes live at once: the parameters, the constants, the
+    outputs already defined and the temporaries (``temporary_bytes``) live at the
+    instruction ``peak_at``. ``peak_bytes`` is what the TPU allocates: the parameters, the
+    constants and the heap that holds every other buffer where XLA's heap simulator would
+    put it (:mod:`netsim.programs.hlo.heap`), its gaps included. ``output_bytes`` is all the
+    outputs. ``items`` lists ``(name, bytes, kind)`` of every buffer live at ``peak_at``, the
+    largest first; ``kind`` is ``parameter``, ``constant``, ``output``, ``temporary`` or
+    ``temporary in INSTRUCTION`` (inside a loop's body, say). ``order`` says whether the instructions' order was the compiler's
     schedule or only the order written.
     """
 
@@ -86,7 +85,7 @@ class ModuleMemory:
     items: tuple[tuple[str, int, str], ...] = field(default=())
     order: str = "scheduled"
     live_bytes: int = 0
-    """The most bytes live at once (parameters, outputs defined, temporaries): ``peak_bytes`` without the heap's gaps."""
+    """The most bytes live at once: ``peak_bytes`` without the heap's gaps."""
 
 
 @dataclass
