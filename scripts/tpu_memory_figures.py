@@ -134,6 +134,7 @@ def figures(compiled, hbm: int | None) -> dict[str, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--programs-only", action="store_true", help="only the small programs, not the bundled modules")
+    parser.add_argument("--program", action="append", help="only this small program (repeatable; with --programs-only)")
     parser.add_argument("--out", default=None, help="a folder for the figures and the programs' text (default: where the tests read them)")
     options = parser.parse_args()
     out = Path(options.out) if options.out else None
@@ -164,9 +165,11 @@ def main() -> None:
     topology = topologies.get_topology_desc(platform="tpu", topology_name="v5e:2x2", chip_config_name="default")
     mesh = Mesh(np.array(topology.devices).reshape(2, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
     programs_dir.mkdir(parents=True, exist_ok=True)
-    for program_name, (f, shapes, options) in programs().items():
+    for program_name, (f, shapes, jit_options) in programs().items():
+        if options.program and program_name not in options.program:
+            continue
         before = set(dump.glob("*"))
-        compiled = jax.jit(f, **options).lower(*arguments(shapes, mesh)).compile()
+        compiled = jax.jit(f, **jit_options).lower(*arguments(shapes, mesh)).compile()
         (programs_dir / f"{program_name}.txt").write_text(modules.clean(compiled.as_text()))
         recorded[f"v5e_2x2/{program_name}"] = figures(compiled, hbm_allocated(dump, before))
         print("v5e_2x2", program_name, recorded[f"v5e_2x2/{program_name}"])

@@ -56,14 +56,17 @@ def run_or_exit(
     topology: str | None = None,
     clock_hz: float | None = None,
     calibration: str | None = None,
+    require_fit: bool = False,
 ) -> Result:
-    """Run a program file (or an HLO module on a slice), or exit with one line (2 for a user's mistake, 3 for a bug in netsim)."""
+    """Run a program file (or an HLO module on a slice), or exit with one line (2 for a user's mistake, 3 for a bug in netsim).
+
+    ``require_fit``: an HLO module whose HBM peak exceeds a chip's is refused before it plays."""
     from netsim.checks.memory import memory_advice
     from netsim.cli.hlo import run_any  # the HLO and program packages: imported when a program runs
     from netsim.engine import EngineError
 
     try:
-        return run_any(file, hlo, topology, clock_hz, data, engine, calibration)
+        return run_any(file, hlo, topology, clock_hz, data, engine, calibration, require_fit)
     except EngineError as error:
         raise _fail(f"internal error in netsim while running {file}: {error}", INTERNAL_ERROR) from None
     except MemoryError:
@@ -105,7 +108,7 @@ def program(
             check_file("--trace", trace, inputs=[file])
     except ValueError as error:
         raise _fail(str(error), USER_ERROR) from None
-    result = run_or_exit(file, data, engine, hlo=hlo, topology=topology, clock_hz=clock_hz, calibration=calibration)
+    result = run_or_exit(file, data, engine, hlo=hlo, topology=topology, clock_hz=clock_hz, calibration=calibration, require_fit=require_fit)
     stats = program_stats(result)
     if require_fit and stats.memory.get("fits") is False:
         raise _fail(f"{file or hlo}: {stats.memory['note']} (--require-fit)", USER_ERROR)

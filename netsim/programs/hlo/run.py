@@ -21,6 +21,7 @@ from typing import Any
 
 from netsim.analysis.hlo_stats import collectives
 from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, MemoryLimitError, check_memory, return_freed_memory
+from netsim.checks.program_memory import fit_note
 from netsim.network.topology import Topology
 from netsim.programs.hlo import HloProgram, load_hlo
 from netsim.programs.hlo.devices import CPU_CAVEAT, DeviceMap, default_device_map, load_device_map
@@ -83,6 +84,7 @@ def run_hlo(
     algorithm: str | None = None,
     compare: bool = True,
     dtypes: str = "compiled",
+    require_fit: bool = False,
 ) -> Result:
     """Simulate the HLO module ``module`` (a text file, or already read) on ``topology``, timing only.
 
@@ -122,6 +124,9 @@ def run_hlo(
         ``source``: time f32 collectives and dots at the narrowest floating dtype of the
         module's parameters (:func:`~netsim.programs.hlo.dtypes.at_source_dtype`), for a
         module the CPU compiler upcast.
+    require_fit : bool, default False
+        Refuse, before playing it, a module whose HBM peak per device
+        (:mod:`netsim.programs.hlo.memory`) exceeds the chip's HBM.
 
     Returns
     -------
@@ -155,6 +160,9 @@ def run_hlo(
         raise ValueError(f"dtypes must be 'compiled' or 'source', got {dtypes!r}")
     if dtypes == "source" and (program.tpu_layouts or device_map.compiler.get("platform") == "tpu"):
         raise ScenarioError(source, "dtypes", TPU_SOURCE_DTYPES)
+    capacity = topo.device(0).get("hbm_capacity_bytes")
+    if require_fit and program.memory is not None and capacity is not None and program.memory.peak_bytes > capacity:
+        raise ScenarioError(source, "require_fit", fit_note(program.memory.peak_bytes, capacity))
     if topo.n_devices >= RETURN_FREED_MIN_DEVICES:
         return_freed_memory()
     wanted = source_dtype(list(program.parameter_dtypes)) if dtypes == "source" else None
@@ -271,8 +279,8 @@ def run_hlo_program(program: str | Path | HloProgramFile, engine: str | None = N
         raise ValueError(f"{program}: not an HLO program file (it has no hlo: field); run it with netsim.run_program")
     options = {"clock_hz": loaded.clock_hz, "engine": engine or loaded.engine, "name": loaded.name, "algorithm": loaded.algorithm, "dtypes": loaded.dtypes}
     try:
-        return run_hlo(loaded.hlo_path, loaded.topology_obj, compare=compare, **options)
+        return run_hlo(loaded.hlo_path, loaded.topology_obj, compare=compare, require_fit=loaded.require_fit, **options)
     except ScenarioError as error:
-        if error.field == "dtypes":  # the program file's field, not the module's
-            raise ScenarioError(loaded.source, "dtypes", error.problem) from None
+        if error.field in ("dtypes", "require_fit"):  # the program file's field, not the module's
+            raise ScenarioError(loaded.source, error.field, error.problem) from None
         raise
