@@ -30,7 +30,7 @@ import numpy as np
 from netsim.analysis.op_estimates import link_sharing, op_estimate, op_why
 from netsim.analysis.program_times import program_times
 from netsim.analysis.why import _t
-from netsim.checks.program_memory import device_memory
+from netsim.checks.program_memory import device_memory, module_fit
 from netsim.network.calibration import in_force
 
 if TYPE_CHECKING:
@@ -220,8 +220,16 @@ def program_stats(result: Result) -> ProgramStats:
         ops,
         checks,
         _devices(result.n_devices, busy, playback.links),
-        device_memory(lowered.program, lowered.arrays, lowered.mesh.shape, facts["hbm_capacity_bytes"]),
+        _memory(run, lowered, facts["hbm_capacity_bytes"]),
     )
+
+
+def _memory(run: Any, lowered: Any, capacity: int | None) -> dict[str, Any]:
+    """One device's HBM at its peak: an HLO module's buffers (its liveness pass), else the program's arrays."""
+    module = getattr(run, "memory", None)
+    if module is not None:
+        return module_fit(module, capacity)
+    return device_memory(lowered.program, lowered.arrays, lowered.mesh.shape, capacity)
 
 
 def _devices(n: int, busy: dict[int, float], links: dict[Any, Any]) -> list[dict[str, float]]:

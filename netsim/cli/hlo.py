@@ -19,13 +19,24 @@ SHOWN = 12
 
 
 def run_any(
-    file: str | None, hlo: str | None, topology: str | None, clock_hz: float | None, data: str | None, engine: str | None, calibration: str | None = None
+    file: str | None,
+    hlo: str | None,
+    topology: str | None,
+    clock_hz: float | None,
+    data: str | None,
+    engine: str | None,
+    calibration: str | None = None,
+    require_fit: bool = False,
 ) -> Any:
-    """Run a program file of either kind, or an HLO module on a slice (``calibration``: the file's unless given)."""
+    """Run a program file of either kind, or an HLO module on a slice (``calibration``: the file's unless given).
+
+    ``require_fit``: refuse an HLO module whose HBM peak exceeds a chip's before it plays.
+    """
     from netsim.network.calibration import calibrate, check_calibration
     from netsim.programs.hlo.files import HloProgramFile, load_any_program  # (here: `netsim run` need not import them)
     from netsim.programs.hlo.run import run_hlo, run_hlo_program
     from netsim.programs.run import run_program
+    from netsim.scenario import ScenarioError
 
     if calibration is not None:
         check_calibration(calibration)
@@ -36,7 +47,12 @@ def run_any(
             raise ValueError(f"--hlo {hlo}: say which slice it runs on, e.g. --topology tpu-v5e:4x4")
         where = _slice(topology)
         where = calibrate(where, calibration) if calibration is not None else where
-        return run_hlo(hlo, where, clock_hz=clock_hz, engine=engine or "auto")
+        try:
+            return run_hlo(hlo, where, clock_hz=clock_hz, engine=engine or "auto", require_fit=require_fit)
+        except ScenarioError as error:
+            if error.field == "require_fit":
+                raise ValueError(f"{hlo}: {error.problem} (--require-fit)") from None
+            raise
     if file is None:
         raise ValueError("give a program file, e.g. scenarios/programs/allgather_matmul.yaml, or --hlo MODULE --topology SLICE")
     if topology is not None or clock_hz is not None:
@@ -47,7 +63,10 @@ def run_any(
             raise ValueError(f"{file}: an HLO module runs timing only (--data none)")
         if calibration is not None:
             where = calibrate(loaded.topology_obj, calibration)
-            return run_hlo(loaded.hlo_path, where, clock_hz=loaded.clock_hz, engine=engine or loaded.engine, name=loaded.name)
+            fit = require_fit or loaded.require_fit
+            return run_hlo(loaded.hlo_path, where, clock_hz=loaded.clock_hz, engine=engine or loaded.engine, name=loaded.name, require_fit=fit)
+        if require_fit and not loaded.require_fit:
+            loaded = loaded.model_copy(update={"require_fit": True})
         return run_hlo_program(loaded, engine=engine)
     return run_program(loaded.with_calibration(calibration) if calibration is not None else loaded, data=data, engine=engine)
 
@@ -143,6 +162,7 @@ def _compute_from(summary: dict) -> str:
 def print_hlo(result: Any, stats: ProgramStats) -> None:
     """The run's summary, its collectives (slowest first) and what is not modelled."""
     from netsim.analysis.hlo_stats import hlo_summary
+    from netsim.checks.program_memory import peak_line
     from netsim.cli.terms import calibration_rows
 
     full = hlo_summary(result, stats)
@@ -168,6 +188,7 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
         ("why", stats.why),
         ("chip", _chip(facts)),
         ("compute from", _compute_from(summary)),
+        *([("HBM per device", peak_line(stats.memory))] if stats.memory else []),
         ("bytes per mesh axis", ", ".join(f"{axes}: {_size(b)}" for axes, b in summary["axis_bytes"].items()) or "-"),
         ("not modelled", f"{len(unmodelled)} instruction(s), listed below" if unmodelled else "nothing: every instruction is timed"),
         *(("loop extended", line) for line in (summary["loops_extended"] and result.program.extension.describe()) or ()),

@@ -56,14 +56,17 @@ def run_or_exit(
     topology: str | None = None,
     clock_hz: float | None = None,
     calibration: str | None = None,
+    require_fit: bool = False,
 ) -> Result:
-    """Run a program file (or an HLO module on a slice), or exit with one line (2 for a user's mistake, 3 for a bug in netsim)."""
+    """Run a program file (or an HLO module on a slice), or exit with one line (2 for a user's mistake, 3 for a bug in netsim).
+
+    ``require_fit``: an HLO module whose HBM peak exceeds a chip's is refused before it plays."""
     from netsim.checks.memory import memory_advice
     from netsim.cli.hlo import run_any  # the HLO and program packages: imported when a program runs
     from netsim.engine import EngineError
 
     try:
-        return run_any(file, hlo, topology, clock_hz, data, engine, calibration)
+        return run_any(file, hlo, topology, clock_hz, data, engine, calibration, require_fit)
     except EngineError as error:
         raise _fail(f"internal error in netsim while running {file}: {error}", INTERNAL_ERROR) from None
     except MemoryError:
@@ -107,7 +110,7 @@ def program(
             check_file("--trace", trace, inputs=[file])
     except ValueError as error:
         raise _fail(str(error), USER_ERROR) from None
-    result = run_or_exit(file, data, engine, hlo=hlo, topology=topology, clock_hz=clock_hz, calibration=calibration)
+    result = run_or_exit(file, data, engine, hlo=hlo, topology=topology, clock_hz=clock_hz, calibration=calibration, require_fit=require_fit)
     stats = program_stats(result)
     if require_fit and stats.memory.get("fits") is False:
         raise _fail(f"{file or hlo}: {stats.memory['note']} (--require-fit)", USER_ERROR)
@@ -139,6 +142,7 @@ def _at(facts: dict) -> str:
 def _print(stats: ProgramStats, calibration: list[tuple[str, str]]) -> None:
     from rich.table import Table
 
+    from netsim.checks.program_memory import peak_line
     from netsim.cli.console import wrap_prose
     from netsim.cli.program_table import op_lines, ops_table
 
@@ -155,7 +159,7 @@ def _print(stats: ProgramStats, calibration: list[tuple[str, str]]) -> None:
         ("exposed communication", _time(stats.exposed_communication_s) + (f" (device {stats.critical_device})" if stats.critical_device is not None else "")),
         ("why", stats.why),
         ("chip", f"{(facts['peak_flops'] or 0) / 1e12:.4g} TFLOP/s, HBM {(facts['hbm_bandwidth_Bps'] or 0) / 1e9:.4g} GB/s" + _at(facts)),
-        *([("HBM per device", stats.memory["note"] + f" (peak at {stats.memory['peak_at']})")] if stats.memory.get("fits") is False else []),
+        *([("HBM per device", peak_line(stats.memory))] if stats.memory else []),
         *calibration,
         ("verified", f"{stats.verified}: {stats.verification}"),
     ]

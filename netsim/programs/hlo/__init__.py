@@ -22,6 +22,8 @@ are not modelled; then simulates it on a slice. A module per job, in the data's 
   compiler writes none).
 - :mod:`~netsim.programs.hlo.flatten`: the module walked into steps
   (:func:`hlo_from_text` and :func:`load_hlo`, here, put the above together).
+- :mod:`~netsim.programs.hlo.memory`: the HBM one device holds at the module's peak
+  (parameters, outputs, live temporaries), by a liveness pass over the module.
 - :mod:`~netsim.programs.hlo.dtypes`: a CPU module timed at its arguments' dtype (``dtypes: source``).
 - :mod:`~netsim.programs.hlo.strategies`: the TPU compiler's collective algorithms, read,
   and how ``algorithm: compiler`` plays them.
@@ -52,6 +54,7 @@ from pathlib import Path
 
 from netsim.programs.hlo.flatten import flatten
 from netsim.programs.hlo.loops import check_steps, long_loops
+from netsim.programs.hlo.memory import module_memory
 from netsim.programs.hlo.ops import COLLECTIVES, Collective, Compute, HloProgram, Step, Unmodelled
 from netsim.programs.hlo.text import HloSyntaxError, parse_module
 from netsim.programs.hlo.validate import check_module, cut_long_words
@@ -102,6 +105,8 @@ def hlo_from_text(text: str, source: str = "<hlo>") -> HloProgram:
         raise ScenarioError(source, f"line {error.line}", cut_long_words(error.problem)) from None
     if loops:
         program.long_loops, program.parsed = loops, module
+    program.memory = module_memory(module)
+    program.tpu_layouts = ":T(" in module.attrs.get("entry_computation_layout", "")
     return program
 
 

@@ -55,6 +55,9 @@ class DeviceMap:
         The file it was read from, ``"row-major"``, or the TPU's own order it follows.
     compiler : dict of str to str
         What compiled the module, when its device map says (``platform``, ``libtpu``, ...).
+    slices : tuple of int
+        Per device id, the slice it is on (JAX's ``slice_index``) when the module runs on
+        several slices; empty: ids fill the slices in order, one slice's chips after another's.
     """
 
     coords: tuple[tuple[int, ...] | None, ...]
@@ -62,14 +65,18 @@ class DeviceMap:
     mesh: dict[str, int]
     source: str
     compiler: dict[str, str] = field(default_factory=dict)
+    slices: tuple[int, ...] = ()
 
     @property
     def row_major(self) -> bool:
         """Whether ids are laid row-major over the slice (no coordinates known)."""
         return all(c is None for c in self.coords)
 
-    def nodes(self, topology_dims: tuple[int, ...], n_nodes: int) -> list[int]:
-        """Per device id, the topology node (row-major index of its coordinates) it runs on.
+    def nodes(self, topology_dims: tuple[int, ...], n_nodes: int, n_slices: int = 1) -> list[int]:
+        """Per device id, the topology node it runs on: the row-major index of its coordinates (in its slice, after the slices before it).
+
+        ``topology_dims`` of a topology of ``n_slices > 1`` slices starts with the slices
+        (:mod:`netsim.network.slices`); the coordinates are then those in one slice.
 
         Raises
         ------
@@ -80,6 +87,8 @@ class DeviceMap:
         --------
         >>> DeviceMap(((1, 0, 0), (0, 0, 0)), (0, 0), {}, "m.devices.json").nodes((2, 1), 2)
         [1, 0]
+        >>> DeviceMap(((1, 0), (0, 0), (1, 0), (0, 0)), (0,) * 4, {}, "m.devices.json").nodes((2, 2, 1), 4, n_slices=2)
+        [1, 0, 3, 2]
         """
         n = len(self.coords)
         if n != n_nodes:
@@ -88,21 +97,29 @@ class DeviceMap:
             return list(range(n))
         if any(c is None for c in self.coords):
             raise ValueError(f"{self.source}: some devices have coordinates and some do not; give all or none")
-        cores_axis = any(self.cores) and all(c is not None and len(c) < len(topology_dims) for c in self.coords)
+        dims = topology_dims[1:] if n_slices > 1 else topology_dims
+        per_slice = n // n_slices
+        slices = self.slices or tuple(device // per_slice for device in range(n))
+        if any(not 0 <= s < n_slices for s in slices):
+            bad = next(s for s in slices if not 0 <= s < n_slices)
+            raise ValueError(f"{self.source}: a device on slice {bad}, but the topology has {n_slices} slice(s)")
+        cores_axis = any(self.cores) and all(c is not None and len(c) < len(dims) for c in self.coords)
         if any(self.cores) and not cores_axis:
             raise ValueError(f"{self.source}: devices on a second core of a chip (core_on_chip > 0) need a slice with two devices per chip (tpu7x)")
+        written_for = f" (it was written for {self.compiler['topology']})" if self.compiler.get("topology") else ""
         nodes = []
         for device, coord in enumerate(self.coords):
             assert coord is not None
             if cores_axis:  # the chip's coordinates, then its core: the last axis of a two-device-per-chip slice
-                coord = (*coord, *[0] * (len(topology_dims) - 1 - len(coord)), self.cores[device])
-            extra = coord[len(topology_dims) :]
-            place = coord[: len(topology_dims)]
-            if any(extra) or len(place) != len(topology_dims) or any(not 0 <= c < d for c, d in zip(place, topology_dims, strict=True)):
-                raise ValueError(f"{self.source}: device {device} at {list(coord)} is outside the slice {'x'.join(map(str, topology_dims))}")
-            nodes.append(sum(c * math.prod(topology_dims[i + 1 :]) for i, c in enumerate(place)))
+                coord = (*coord, *[0] * (len(dims) - 1 - len(coord)), self.cores[device])
+            extra = coord[len(dims) :]
+            place = coord[: len(dims)]
+            if any(extra) or len(place) != len(dims) or any(not 0 <= c < d for c, d in zip(place, dims, strict=True)):
+                where = f"a slice {'x'.join(map(str, dims))} of {n_slices}" if n_slices > 1 else f"the slice {'x'.join(map(str, dims))}"
+                raise ValueError(f"{self.source}: device {device} at {list(coord)} is outside {where}{written_for}")
+            nodes.append(slices[device] * per_slice + sum(c * math.prod(dims[i + 1 :]) for i, c in enumerate(place)))
         if len(set(nodes)) != n:
-            raise ValueError(f"{self.source}: two devices have the same coordinates")
+            raise ValueError(f"{self.source}: two devices have the same coordinates" + (" and slice" if n_slices > 1 else ""))
         return nodes
 
 
@@ -131,15 +148,19 @@ def default_device_map(n_devices: int, topology_name: str = "") -> DeviceMap:
     >>> default_device_map(4, "tpu-v5e:2x2x2slices").coords  # one slice's module on several slices: the slice's own order
     ((0, 0), (1, 0), (0, 1), (1, 1))
     """
-    split = split_slices_name(topology_name)
-    if split is not None:  # several slices: a module of one slice's devices (compiled for several) takes that slice's order
-        topology_name = split[0]
-    if is_slice_name(topology_name) and topology_name.partition(":")[0] in GENERATIONS:
-        generation, dims = parse_slice(topology_name)
+    several = split_slices_name(topology_name) if is_slice_name(topology_name) else None
+    one, n_slices = several or (topology_name, 1)
+    if is_slice_name(one) and one.partition(":")[0] in GENERATIONS:
+        generation, dims = parse_slice(one)
         order = tpu_device_order(dims, generation.devices_per_chip)
+        if len(order) == n_devices:  # one slice's module (compiled for one, or for several and played on each): that slice's order
+            n_slices = 1
+        order = order * n_slices
         if len(order) == n_devices:
-            source = f"the TPU's own device order for {topology_name} (hosts of 2x2 chips, x first)"
-            return DeviceMap(tuple(c for c, _ in order), tuple(core for _, core in order), {}, source)
+            slices = tuple(i // (n_devices // n_slices) for i in range(n_devices)) if n_slices > 1 else ()
+            each = " in each slice, one slice after another" if n_slices > 1 else ""
+            source = f"the TPU's own device order for {topology_name} (hosts of 2x2 chips, x first{each})"
+            return DeviceMap(tuple(c for c, _ in order), tuple(core for _, core in order), {}, source, slices=slices)
     return DeviceMap((None,) * n_devices, (0,) * n_devices, {}, "row-major")
 
 
@@ -193,6 +214,7 @@ def device_map_from_data(data: Any, n_devices: int, source: str = "<device map>"
         raise ScenarioError(source, "compiler", f'expected names and versions such as {{"platform": "tpu", "libtpu": "0.0.42.1"}}, got {compiler!r}')
     coords: dict[int, tuple[int, ...] | None] = {}
     cores: dict[int, int] = {}
+    slices: dict[int, int] = {}
     platforms: set[object] = set()
     for i, entry in enumerate(data["devices"]):
         where = f"devices[{i}]"
@@ -207,6 +229,11 @@ def device_map_from_data(data: Any, n_devices: int, source: str = "<device map>"
         core = entry.get("core_on_chip", 0)
         if not isinstance(core, int) or isinstance(core, bool) or core < 0:
             raise ScenarioError(source, f"{where}.core_on_chip", f"expected a non-negative int, got {core!r}")
+        if "slice_index" in entry:
+            index = entry["slice_index"]
+            if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+                raise ScenarioError(source, f"{where}.slice_index", f"expected the slice the device is on, a non-negative int, got {index!r}")
+            slices[device] = index
         platforms.add(entry.get("platform"))
         coords[device] = tuple(value) if value is not None else None
         cores[device] = core
@@ -219,4 +246,7 @@ def device_map_from_data(data: Any, n_devices: int, source: str = "<device map>"
         raise ScenarioError(source, "mesh", f"the axes {mesh} make {math.prod(mesh.values())} devices, the module has {n_devices}")
     if not compiler and platforms == {"cpu"}:  # written by export() from a mesh of CPU devices
         compiler = {"platform": "cpu"}
-    return DeviceMap(tuple(coords[i] for i in range(n_devices)), tuple(cores[i] for i in range(n_devices)), dict(mesh), source, dict(compiler))
+    if slices and len(slices) != n_devices:
+        raise ScenarioError(source, "devices", f"slice_index is given for {len(slices)} of the {n_devices} devices; give it for all or none")
+    in_slices = tuple(slices[i] for i in range(n_devices)) if slices else ()
+    return DeviceMap(tuple(coords[i] for i in range(n_devices)), tuple(cores[i] for i in range(n_devices)), dict(mesh), source, dict(compiler), in_slices)

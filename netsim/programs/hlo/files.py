@@ -13,6 +13,7 @@ A program file may name an HLO module instead of arrays and ops::
     dtypes: source                 # optional: compiled (default) or source: a CPU module's f32
                                    # collectives and dots timed at its parameters' dtype (bf16)
     engine: auto
+    require_fit: false             # true: refuse, before it plays, a module whose HBM peak exceeds a chip's
     expected: {time_s: 2.3e-4}     # what a bundled file is known to take (tests check it)
 
 Such a file runs timing only. :func:`load_any_program` reads either kind of program file.
@@ -51,6 +52,7 @@ class HloProgramFile(Strict):
     dtypes: Literal["compiled", "source"] = "compiled"
     engine: Literal["auto", "processes", "fast"] = "auto"
     calibration: Literal["nominal", "calibrated"] = "nominal"
+    require_fit: bool = False
     expected: ExpectedSpec | None = None
     source: str = Field("<program>", exclude=True)
     base_dir: Path | None = Field(None, exclude=True)

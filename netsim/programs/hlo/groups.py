@@ -26,6 +26,7 @@ import re
 import numpy as np
 
 from netsim.programs.hlo.text import split_top_level
+from netsim.scenario.topology_spec import MAX_DEVICES
 
 __all__ = ["global_groups", "group_mode", "parse_pairs", "parse_replica_groups"]
 
@@ -39,8 +40,18 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in text.replace(" ", "").split(",") if x]
 
 
+def _no_more_than_devices(dims: list[int], written: str) -> int:
+    """How many ids ``dims`` hold, refused past :data:`~netsim.scenario.topology_spec.MAX_DEVICES` (before NumPy sets them out)."""
+    total = 1
+    for dim in dims:
+        total *= dim
+    if total > MAX_DEVICES:
+        raise ValueError(f"{written} names {total} device ids, more than the {MAX_DEVICES} devices a module may have")
+    return total
+
+
 def _iota(dims: list[int], perm: list[int] | None) -> np.ndarray:
-    ids = np.arange(int(np.prod(dims))).reshape(dims)
+    ids = np.arange(_no_more_than_devices(dims, f"[{','.join(map(str, dims))}]")).reshape(dims)
     if perm is not None:
         if sorted(perm) != list(range(len(dims))):
             raise ValueError(f"T({','.join(map(str, perm))}) is not a permutation of the {len(dims)} dims {dims}")
@@ -60,15 +71,26 @@ def _lists(text: str) -> list[list[int]]:
     return groups
 
 
-def _mesh(axes_text: str, device_ids: str | None, grouped_text: str) -> list[list[int]]:
+def _mesh_axes(axes_text: str) -> tuple[list[str], list[int]]:
+    """The names and sizes of ``'x'=2,'y'=4``: each named once, each of at least one device."""
     names, sizes = [], []
     for part in split_top_level(axes_text):
         name, sep, size = part.rpartition("=")
         if not sep or not size.strip().isdigit():
             raise ValueError(f"expected a mesh axis such as 'x'=4, got {part!r}")
-        names.append(name.strip().strip("'\""))
+        name = name.strip().strip("'\"")
+        if int(size) < 1:
+            raise ValueError(f"mesh axis {part.strip()} has no device; every axis has a size of at least 1")
+        if name in names:
+            raise ValueError(f"mesh axis {name!r} is named twice in mesh[{axes_text}]")
+        names.append(name)
         sizes.append(int(size))
-    total = int(np.prod(sizes))
+    return names, sizes
+
+
+def _mesh(axes_text: str, device_ids: str | None, grouped_text: str) -> list[list[int]]:
+    names, sizes = _mesh_axes(axes_text)
+    total = _no_more_than_devices(sizes, f"mesh[{axes_text}]")
     if device_ids is None:
         ids = np.arange(total)
     elif (tile := _TILE_IOTA.match(device_ids.strip())) is not None:
@@ -78,6 +100,7 @@ def _mesh(axes_text: str, device_ids: str | None, grouped_text: str) -> list[lis
     if ids.size != total or sorted(ids.tolist()) != list(range(total)):
         raise ValueError(f"device_ids must be a permutation of 0..{total - 1} for the mesh {dict(zip(names, sizes, strict=True))}")
     # Split every axis into the pieces its sub-axes name, then group the named pieces.
+    # An axis (or sub-axis) of size 1 is no piece: it groups nothing.
     cuts: dict[int, set[int]] = {i: {1, size} for i, size in enumerate(sizes)}
     grouped: list[tuple[int, int, int]] = []
     for part in split_top_level(grouped_text):
@@ -86,6 +109,8 @@ def _mesh(axes_text: str, device_ids: str | None, grouped_text: str) -> list[lis
             raise ValueError(f"unknown mesh axis {part!r}; the mesh has {', '.join(names)}")
         index = names.index(axis.group(1))
         pre, size = (int(axis.group(2)), int(axis.group(3))) if axis.group(2) else (1, sizes[index])
+        if pre < 1 or size < 1:
+            raise ValueError(f"sub-axis {part.strip()} has a pre-size or size of 0; both are at least 1")
         if sizes[index] % (pre * size):
             raise ValueError(f"sub-axis {part!r} does not divide the axis of size {sizes[index]}")
         cuts[index] |= {pre, pre * size}
@@ -96,7 +121,13 @@ def _mesh(axes_text: str, device_ids: str | None, grouped_text: str) -> list[lis
         for low, high in itertools.pairwise(points):
             pieces.append((index, low, high // low))
     array = ids.reshape([p[2] for p in pieces]) if pieces else ids
-    chosen = [pieces.index(g) for g in grouped]
+    chosen: list[int] = []
+    for index, pre, size in grouped:  # the pieces a (sub-)axis spans, in order
+        for k, (axis, low, _) in enumerate(pieces):
+            if axis == index and pre <= low < pre * size:
+                if k in chosen:
+                    raise ValueError(f"mesh axes {{{grouped_text.strip()}}} name part of an axis twice")
+                chosen.append(k)
     order = [i for i in range(len(pieces)) if i not in chosen] + chosen
     group_size = int(np.prod([pieces[i][2] for i in chosen])) if chosen else 1
     return array.transpose(order).reshape(-1, group_size).tolist()
@@ -118,6 +149,8 @@ def parse_replica_groups(text: str) -> list[list[int]]:
     [[0, 4], [1, 5], [2, 6], [3, 7]]
     >>> parse_replica_groups("mesh['x'=2,'y'=4] {'x'}")
     [[0, 4], [1, 5], [2, 6], [3, 7]]
+    >>> parse_replica_groups("mesh['x'=4,'y'=1] {'x','y'}")  # an axis of size 1 groups nothing
+    [[0, 1, 2, 3]]
     """
     value = text.strip()
     if value.startswith("{"):

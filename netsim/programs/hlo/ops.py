@@ -132,6 +132,10 @@ class HloProgram:
     parsed: Any = field(default=None, repr=False)
     parameter_dtypes: tuple[str, ...] = ()
     """The element types of the ENTRY computation's parameters (the program's arguments), in order."""
+    memory: Any = field(default=None, repr=False)
+    """The HBM one device holds at the module's peak (:func:`netsim.programs.hlo.memory.module_memory`), when read from text."""
+    tpu_layouts: bool = False
+    """Whether the module's layouts are the TPU's (tiles such as ``T(8,128)``): the TPU compiler wrote it."""
 
     @property
     def collectives(self) -> list[Step]:

@@ -84,6 +84,13 @@ def read_collective(
         if "source_target_pairs" not in attrs:
             raise ValueError("a collective-permute needs source_target_pairs={{a,b},...}")
         pairs = parse_pairs(attrs["source_target_pairs"])
+        for end, what, verb in ((0, "source", "send from"), (1, "target", "send to")):
+            first: dict[int, tuple[int, int]] = {}
+            for pair in pairs:
+                if pair[end] in first:
+                    a, b = first[pair[end]], pair
+                    raise ValueError(f"source_target_pairs repeat the {what} {pair[end]}: {{{a[0]},{a[1]}}} and {{{b[0]},{b[1]}}} both {verb} it")
+                first[pair[end]] = pair
         total = replicas * partitions
         if mode == "partition":
             pairs = [(r * partitions + s, r * partitions + t) for r in range(replicas) for s, t in pairs]

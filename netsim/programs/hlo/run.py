@@ -21,6 +21,7 @@ from typing import Any
 
 from netsim.analysis.hlo_stats import collectives
 from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, MemoryLimitError, check_memory, return_freed_memory
+from netsim.checks.program_memory import fit_note
 from netsim.network.topology import Topology
 from netsim.programs.hlo import HloProgram, load_hlo
 from netsim.programs.hlo.devices import CPU_CAVEAT, DeviceMap, default_device_map, load_device_map
@@ -38,7 +39,13 @@ from netsim.run import check_engine, resolve_topology
 from netsim.scenario.errors import ScenarioError
 from netsim.version import __version__
 
-__all__ = ["HloRun", "run_hlo", "run_hlo_program"]
+__all__ = ["TPU_SOURCE_DTYPES", "HloRun", "run_hlo", "run_hlo_program"]
+
+TPU_SOURCE_DTYPES = (
+    "source times a module XLA's CPU compiler upcast to f32 at its arguments' dtype; this one was compiled by the TPU compiler, "
+    "whose dtypes are those the TPU runs: leave dtypes out (compiled)"
+)
+"""Why ``dtypes: source`` is refused for a TPU-compiled module (its f32 arrays are real: halving them would be wrong)."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,9 @@ class HloRun(ProgramRun):
         timed = f"algorithms: {self.algorithm}; dtypes timed: {self.dtypes}"
         return (f"compiled by: {self.compiler or 'not said'}", f"placement: {placed}", f"module: {held}", timed)
 
+    memory: Any = None
+    """The HBM one device holds at the module's peak (:class:`~netsim.programs.hlo.memory.ModuleMemory`; None when not known)."""
+
 
 def run_hlo(
     module: str | Path | HloProgram,
@@ -95,6 +105,7 @@ def run_hlo(
     algorithm: str | None = None,
     compare: bool = True,
     dtypes: str = "compiled",
+    require_fit: bool = False,
 ) -> Result:
     """Simulate the HLO module ``module`` (a text file, or already read) on ``topology``, timing only.
 
@@ -134,6 +145,9 @@ def run_hlo(
         ``source``: time f32 collectives and dots at the narrowest floating dtype of the
         module's parameters (:func:`~netsim.programs.hlo.dtypes.at_source_dtype`), for a
         module the CPU compiler upcast.
+    require_fit : bool, default False
+        Refuse, before playing it, a module whose HBM peak per device
+        (:mod:`netsim.programs.hlo.memory`) exceeds the chip's HBM.
 
     Returns
     -------
@@ -165,6 +179,11 @@ def run_hlo(
         device_map = load_device_map(module, program.devices, topo.name) if isinstance(module, (str, Path)) else default_device_map(program.devices, topo.name)
     if dtypes not in ("compiled", "source"):
         raise ValueError(f"dtypes must be 'compiled' or 'source', got {dtypes!r}")
+    if dtypes == "source" and (program.tpu_layouts or device_map.compiler.get("platform") == "tpu"):
+        raise ScenarioError(source, "dtypes", TPU_SOURCE_DTYPES)
+    capacity = topo.device(0).get("hbm_capacity_bytes")
+    if require_fit and program.memory is not None and capacity is not None and program.memory.peak_bytes > capacity:
+        raise ScenarioError(source, "require_fit", fit_note(program.memory.peak_bytes, capacity))
     if topo.n_devices >= RETURN_FREED_MIN_DEVICES:
         return_freed_memory()
     wanted = source_dtype(list(program.parameter_dtypes)) if dtypes == "source" else None
@@ -178,7 +197,7 @@ def run_hlo(
         other = _run_loops(program, functools.partial(play, algorithm="netsim"), source, unroll)
         times = {c["hlo_name"]: c["time_s"] for c in collectives(other)}
     text = Path(module).read_text(encoding="utf-8") if isinstance(module, (str, Path)) else result.program.module_text
-    return dataclasses.replace(result, program=dataclasses.replace(result.program, other_times=times, dtypes=timed, module_text=text))
+    return dataclasses.replace(result, program=dataclasses.replace(result.program, other_times=times, dtypes=timed, module_text=text, memory=program.memory))
 
 
 def _run_loops(program: HloProgram, play: Callable[[HloProgram], Result], source: str, unroll: bool) -> Result:
@@ -287,4 +306,9 @@ def run_hlo_program(program: str | Path | HloProgramFile, engine: str | None = N
     if not isinstance(loaded, HloProgramFile):
         raise ValueError(f"{program}: not an HLO program file (it has no hlo: field); run it with netsim.run_program")
     options = {"clock_hz": loaded.clock_hz, "engine": engine or loaded.engine, "name": loaded.name, "algorithm": loaded.algorithm, "dtypes": loaded.dtypes}
-    return run_hlo(loaded.hlo_path, loaded.topology_obj, compare=compare, **options)
+    try:
+        return run_hlo(loaded.hlo_path, loaded.topology_obj, compare=compare, require_fit=loaded.require_fit, **options)
+    except ScenarioError as error:
+        if error.field in ("dtypes", "require_fit"):  # the program file's field, not the module's
+            raise ScenarioError(loaded.source, error.field, error.problem) from None
+        raise

@@ -17,13 +17,30 @@ from dataclasses import dataclass, field
 from netsim.programs.hlo.debug_tables import DEBUG_TABLES, strip_debug_tables
 from netsim.programs.hlo.shapes import Shape, read_shape
 
-__all__ = ["Computation", "HloSyntaxError", "Instruction", "Module", "parse_module", "split_top_level", "strip_debug_tables"]
+__all__ = ["Computation", "HloSyntaxError", "Instruction", "Module", "leaf_layouts", "parse_module", "split_top_level", "strip_debug_tables"]
 
 _NAME = r"%?([A-Za-z0-9_.\-]+)"
 _INSTRUCTION = re.compile(r"\s*(ROOT\s+)?" + _NAME + r"\s*=\s*")
 _OPCODE = re.compile(r"\s*([a-z][a-z0-9\-_]*)\(")
 _COMPUTATION = re.compile(r"(ENTRY\s+)?" + _NAME + r"\s*(\(.*\))?\s*(->.*)?\{\s*$")
 _OPERAND = re.compile(_NAME + r"$")
+_LEAF_LAYOUT = re.compile(r"[a-z][a-z0-9]*\[[^\]]*\](?:\{([^{}]*)\})?")
+
+
+def leaf_layouts(shape_text: str) -> tuple[str, ...]:
+    """Per array of a shape as written, its layout (the text in its braces, ``""`` when none); empty when no layout
+    carries tiles or a memory space (what follows a colon: ``T(8,128)``, ``S(1)``), as on CPU.
+
+    Examples
+    --------
+    >>> leaf_layouts("(bf16[8,128]{1,0:T(8,128)(2,1)S(1)}, f32[4], u32[]{:S(2)})")
+    ('1,0:T(8,128)(2,1)S(1)', '', ':S(2)')
+    >>> leaf_layouts("f32[4,2]{1,0}")
+    ()
+    """
+    if ":" not in shape_text:
+        return ()
+    return tuple(leaf.group(1) or "" for leaf in _LEAF_LAYOUT.finditer(shape_text))
 
 
 class HloSyntaxError(ValueError):
@@ -47,6 +64,9 @@ class Instruction:
     root: bool = False
     literal: str = ""
     """The text between the parentheses of a ``constant`` or ``parameter``."""
+    layouts: tuple[str, ...] = ()
+    """Per array of the result (tuples flattened), its layout as written (:func:`leaf_layouts`): the TPU's
+    tiles and memory space; empty when no layout carries them."""
 
 
 @dataclass
@@ -191,15 +211,16 @@ def parse_instruction(text: str, line: int) -> Instruction:
     except ValueError as error:
         raise HloSyntaxError(line, str(error)) from None
     name, op = head.group(2), opcode.group(1)
+    layouts = leaf_layouts(text[head.end() : index])
     if op in ("constant", "parameter"):
-        return Instruction(name, op, shape, (), attrs, line, bool(head.group(1)), inside.strip())
+        return Instruction(name, op, shape, (), attrs, line, bool(head.group(1)), inside.strip(), layouts)
     operands = []
     for operand in split_top_level(inside):
         found = _OPERAND.search(operand.strip())
         if found is None:
             raise HloSyntaxError(line, f"operand {operand!r} of {name} is not a name such as %x")
         operands.append(found.group(1))
-    return Instruction(name, op, shape, tuple(operands), attrs, line, bool(head.group(1)))
+    return Instruction(name, op, shape, tuple(operands), attrs, line, bool(head.group(1)), layouts=layouts)
 
 
 def _closing_attributes(text: str, line: int) -> dict[str, str]:

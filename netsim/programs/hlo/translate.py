@@ -196,7 +196,7 @@ def translate(
     ('all_gather', ('ag:in',), ('ici0', 'ici1'), (256,))
     """
     n = topology.n_devices
-    nodes = device_map.nodes(tuple(topology.dims), n)
+    nodes = device_map.nodes(tuple(topology.dims), n, getattr(topology, "n_slices", 1))
     meshes = []
     if device_map.mesh:
         meshes.append(Mesh(device_map.mesh, topology, devices=nodes))

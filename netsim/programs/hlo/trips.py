@@ -12,8 +12,6 @@ then timed once, and the report says so).
 
 from __future__ import annotations
 
-import math
-
 from netsim.programs.hlo.text import Computation, Instruction, Module
 
 __all__ = ["inferred_trip_count"]
@@ -125,10 +123,10 @@ def inferred_trip_count(module: Module, loop: Instruction, caller: Computation) 
     start, step = _integer(_follow(start_tuple.operands[k], by_name)), _step(body, k)
     if start is None or not step:
         return None
-    if direction in ("LT", "LE") and step > 0:
-        return max(0, math.ceil((limit - start + (direction == "LE")) / step))
+    if direction in ("LT", "LE") and step > 0:  # whole numbers throughout: no float rounds a count past 2**53
+        return max(0, -(-(limit - start + (direction == "LE")) // step))
     if direction in ("GT", "GE") and step < 0:
-        return max(0, math.ceil((start - limit + (direction == "GE")) / -step))
+        return max(0, -(-(start - limit + (direction == "GE")) // -step))
     if direction == "NE" and (limit - start) % step == 0 and (limit - start) // step >= 0:
         return (limit - start) // step
     return None
