@@ -1,10 +1,6 @@
-"""The work of HLO compute instructions: FLOPs of dots and convolutions, bytes touched, cycles.
+"""The work of HLO compute instructions besides FLOPs (:mod:`netsim.programs.hlo.flops`): bytes touched, cycles.
 
-A ``dot`` does ``2 * prod(result dims) * prod(contracting dims)`` FLOPs (one multiply and
-one add per product). A ``convolution`` does ``2 * prod(result dims) * (kernel elements /
-output features)``: every output element is a dot over the kernel's spatial window and its
-input features (already divided by ``feature_group_count`` in the kernel's shape). A
-``fusion`` (or ``call``) does what its called computation does. The bytes an instruction
+The bytes an instruction
 touches in HBM are its operands read once and its result written once (a
 ``dynamic-update-slice`` writes in place: the update, read and written). On TPU, compiled
 fusions may carry the compiler's own ``estimated_cycles`` in their ``backend_config``.
@@ -13,13 +9,12 @@ fusions may carry the compiler's own ``estimated_cycles`` in their ``backend_con
 from __future__ import annotations
 
 import json
-import math
 import re
 
-from netsim.programs.hlo.shapes import Array, leaves, nbytes
-from netsim.programs.hlo.text import Computation, Instruction, Module
+from netsim.programs.hlo.shapes import leaves, nbytes
+from netsim.programs.hlo.text import Instruction
 
-__all__ = ["backend_config", "computation_flops", "config_value", "instruction_bytes", "instruction_flops"]
+__all__ = ["backend_config", "config_value", "instruction_bytes"]
 
 _DIMS = re.compile(r"\{([\d,\s]*)\}")
 
@@ -67,49 +62,6 @@ def _dim_list(text: str | None) -> list[int]:
     if match is None:
         raise ValueError(f"expected dims such as {{1}}, got {text!r}")
     return [int(x) for x in match.group(1).replace(" ", "").split(",") if x]
-
-
-def _array(shape: object, what: str) -> Array:
-    if not isinstance(shape, Array):
-        raise ValueError(f"{what} must be an array, got the tuple {shape}")
-    return shape
-
-
-def instruction_flops(instruction: Instruction, shapes: dict[str, object], module: Module) -> int:
-    """FLOPs of one instruction: dots, convolutions and what fusions and calls hold; 0 otherwise.
-
-    ``shapes`` maps operand names to their shapes in the instruction's computation.
-    """
-    op = instruction.opcode
-    if op == "dot":
-        lhs = _array(shapes[instruction.operands[0]], "a dot's left operand")
-        contracting = _dim_list(instruction.attrs.get("lhs_contracting_dims"))
-        if any(d >= len(lhs.dims) for d in contracting):
-            raise ValueError(f"lhs_contracting_dims {contracting} out of range for {lhs}")
-        result = _array(instruction.shape, "a dot's result")
-        return 2 * result.elements * math.prod(lhs.dims[d] for d in contracting)
-    if op == "convolution":
-        kernel = _array(shapes[instruction.operands[1]], "a convolution's kernel")
-        labels = instruction.attrs.get("dim_labels", "")
-        kernel_labels = labels.partition("_")[2].partition("->")[0]
-        if len(kernel_labels) != len(kernel.dims) or "o" not in kernel_labels:
-            raise ValueError(f"dim_labels={labels!r} does not match the kernel {kernel}")
-        outputs = kernel.dims[kernel_labels.index("o")]
-        result = _array(instruction.shape, "a convolution's result")
-        return 2 * result.elements * (kernel.elements // outputs)
-    called = instruction.attrs.get("calls") or (instruction.attrs.get("to_apply") if op == "call" else None)
-    if op in ("fusion", "call") and called:
-        return computation_flops(module, called.lstrip("%"))
-    return 0
-
-
-def computation_flops(module: Module, name: str) -> int:
-    """FLOPs of every dot and convolution in a computation (fusions inside it included)."""
-    computation: Computation | None = module.computations.get(name)
-    if computation is None:
-        raise ValueError(f"calls a computation {name!r} that the module does not define")
-    shapes = {i.name: i.shape for i in computation.instructions}
-    return sum(instruction_flops(i, shapes, module) for i in computation.instructions)
 
 
 def instruction_bytes(instruction: Instruction, shapes: dict[str, object]) -> int:

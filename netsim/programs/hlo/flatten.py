@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from netsim.programs.hlo.compute import config_value, instruction_bytes, instruction_flops
+from netsim.programs.hlo.compute import config_value, instruction_bytes
+from netsim.programs.hlo.flops import instruction_flops
 from netsim.programs.hlo.loops import loop_trips, trip_count
 from netsim.programs.hlo.opcodes import OPCODES
 from netsim.programs.hlo.ops import Collective, Compute, HloProgram, Step, Unmodelled
