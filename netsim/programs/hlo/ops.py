@@ -70,7 +70,13 @@ class Collective:
 
 @dataclass(frozen=True)
 class Compute:
-    """Work on each device's compute unit: FLOPs, HBM bytes and the compiler's cycles if given."""
+    """Work on each device's compute unit (or its DMA engine): FLOPs, HBM bytes and the compiler's cycles if given.
+
+    ``flops`` are counted as XLA's cost analysis counts them (:mod:`netsim.programs.hlo.flops`);
+    ``matmuls`` are the dots and convolutions among them as ``(B, M, N, K)``, which the
+    MXU times (:mod:`netsim.programs.hlo.mxu`). ``unit="dma"``: a copy (``copy-start``, a
+    host transfer) on the device's DMA engine, ``nbytes`` its real size.
+    """
 
     name: str
     opcode: str
@@ -78,6 +84,8 @@ class Compute:
     nbytes: int
     estimated_cycles: int | None = None
     line: int = 0
+    matmuls: tuple[tuple[int, int, int, int], ...] = ()
+    unit: str = "compute"
 
 
 @dataclass(frozen=True)
