@@ -76,9 +76,10 @@ def is_hlo(result: Any) -> bool:
 def hlo_json(result: Any, stats: ProgramStats) -> str:
     """The run as one JSON object: the program totals, ``collectives`` and the module's facts."""
     from netsim.analysis.hlo_stats import hlo_summary
+    from netsim.analysis.step_report import step_report
 
     summary = hlo_summary(result, stats)
-    return json.dumps({**summary, "estimate": estimate_of(result)}, indent=2)
+    return json.dumps({**summary, "step": step_report(result).to_dict(), "estimate": estimate_of(result)}, indent=2)
 
 
 def estimate_of(result: Any) -> dict[str, int]:
@@ -173,6 +174,7 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
     for label, value in rows:
         table.add_row(label, value)
     console.print(table)
+    console.print(result.report().table(), markup=False, soft_wrap=True)
     entries = full["collectives"]
     more = f" (first {SHOWN} of {len(entries)}; all with --json)" if len(entries) > SHOWN else ""
     compiler = summary["algorithms"] == "compiler"

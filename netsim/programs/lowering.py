@@ -212,9 +212,7 @@ class _Builder:
             self.kept[id(table)] = found
         return found[1]
 
-    def add_compute(
-        self, device: int, flops: float, nbytes: float, seconds: float | None, deps: Any, name: str, join: bool = False, eff: float = 1, unit: int = 0
-    ) -> int:
+    def add_compute(self, device: int, flops: float, nbytes: float, seconds: float | None, deps: Any, name: str, join=False, eff=1.0, unit=0) -> int:
         self.computes.append((device, seconds, flops, nbytes, deps, name, join, eff, unit))
         return -len(self.computes)
 

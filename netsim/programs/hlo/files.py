@@ -13,6 +13,9 @@ A program file may name an HLO module instead of arrays and ops::
     dtypes: source                 # optional: compiled (default) or source: a CPU module's f32
                                    # collectives and dots timed at its parameters' dtype (bf16)
     engine: auto
+    model: {params: 1.6e10, layers: 48, heads: 40, head_dim: 128, seq: 2048, per_device_batch: 6}
+                                   # optional: the transformer's shape; the step report then counts
+                                   # FLOPs by MaxText's formula and gives tokens/s
     expected: {time_s: 2.3e-4}     # what a bundled file is known to take (tests check it)
 
 Such a file runs timing only. :func:`load_any_program` reads either kind of program file.
@@ -35,7 +38,18 @@ from netsim.scenario.models import ExpectedSpec
 from netsim.scenario.topology_spec import DeviceSpec, TopologySpec
 from netsim.scenario.yaml_files import read_yaml, validate
 
-__all__ = ["HloProgramFile", "hlo_program_from_data", "load_any_program"]
+__all__ = ["HloProgramFile", "ModelSpec", "hlo_program_from_data", "load_any_program"]
+
+
+class ModelSpec(Strict):
+    """``model:``: the transformer's shape, for the step report's MaxText FLOP formula and tokens/s."""
+
+    params: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+    layers: Annotated[int, Field(gt=0)]
+    heads: Annotated[int, Field(gt=0)]
+    head_dim: Annotated[int, Field(gt=0)]
+    seq: Annotated[int, Field(gt=0)]
+    per_device_batch: Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
 class HloProgramFile(Strict):
@@ -51,6 +65,7 @@ class HloProgramFile(Strict):
     dtypes: Literal["compiled", "source"] = "compiled"
     engine: Literal["auto", "processes", "fast"] = "auto"
     calibration: Literal["nominal", "calibrated"] = "nominal"
+    model: ModelSpec | None = None
     expected: ExpectedSpec | None = None
     source: str = Field("<program>", exclude=True)
     base_dir: Path | None = Field(None, exclude=True)

@@ -134,6 +134,10 @@ class HloProgram:
     parsed: Any = field(default=None, repr=False)
     parameter_dtypes: tuple[str, ...] = ()
     """The element types of the ENTRY computation's parameters (the program's arguments), in order."""
+    text: str = field(default="", repr=False)
+    """The module's text, as it was read."""
+    flops: int | None = None
+    """Its compute FLOPs per device as XLA's cost analysis counts them, each loop by its trips (:func:`~netsim.programs.hlo.flops.module_flops`)."""
 
     @property
     def collectives(self) -> list[Step]:

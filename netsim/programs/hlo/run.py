@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from netsim.analysis.hlo_stats import collectives
+from netsim.analysis.step_report import maxtext_flops, step_report
 from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, MemoryLimitError, check_memory, return_freed_memory
 from netsim.network.topology import Topology
 from netsim.programs.hlo import HloProgram, load_hlo
@@ -61,6 +62,22 @@ class HloRun(ProgramRun):
     """Whose algorithms played the collectives: ``compiler`` (the TPU compiler's, where the module names them) or ``netsim``."""
     other_times: dict[str, float] | None = None
     """Per collective instruction, its time with netsim's own algorithms when the compiler's played (None when not compared)."""
+    model: dict[str, float] | None = None
+    """The transformer's shape the step report takes MaxText's FLOP formula from (:data:`~netsim.analysis.step_report.MODEL_FIELDS`), if given."""
+
+    @property
+    def flops(self) -> float | None:
+        """The module's FLOPs per device as XLA's cost analysis counts them, each loop by its trips (:func:`~netsim.programs.hlo.flops.module_flops`)."""
+        return None if self.module is None else self.module.flops
+
+    @property
+    def module_text(self) -> str:
+        """The module's text, as it was read."""
+        return "" if self.module is None else self.module.text
+
+    def report_of(self, result: Result, model: dict[str, float] | None = None) -> Any:
+        """The step report of ``result`` (whose ``program`` this is): :func:`netsim.analysis.step_report.step_report`."""
+        return step_report(result, model)
 
 
 def run_hlo(
@@ -75,6 +92,7 @@ def run_hlo(
     algorithm: str | None = None,
     compare: bool = True,
     dtypes: str = "compiled",
+    model: dict[str, float] | None = None,
 ) -> Result:
     """Simulate the HLO module ``module`` (a text file, or already read) on ``topology``, timing only.
 
@@ -114,6 +132,10 @@ def run_hlo(
         ``source``: time f32 collectives and dots at the narrowest floating dtype of the
         module's parameters (:func:`~netsim.programs.hlo.dtypes.at_source_dtype`), for a
         module the CPU compiler upcast.
+    model : dict, optional
+        The transformer's shape (``params``, ``layers``, ``heads``, ``head_dim``, ``seq``,
+        ``per_device_batch``): the step report (``result.report()``) then counts FLOPs by
+        MaxText's formula and gives tokens/s (:mod:`netsim.analysis.step_report`).
 
     Returns
     -------
@@ -145,6 +167,8 @@ def run_hlo(
         device_map = load_device_map(module, program.devices, topo.name) if isinstance(module, (str, Path)) else default_device_map(program.devices, topo.name)
     if dtypes not in ("compiled", "source"):
         raise ValueError(f"dtypes must be 'compiled' or 'source', got {dtypes!r}")
+    if model is not None:
+        maxtext_flops(model)  # checks its fields
     if topo.n_devices >= RETURN_FREED_MIN_DEVICES:
         return_freed_memory()
     wanted = source_dtype(list(program.parameter_dtypes)) if dtypes == "source" else None
@@ -157,7 +181,8 @@ def run_hlo(
     if compare and named and chosen == "compiler":
         other = _run_loops(program, functools.partial(play, algorithm="netsim"), source, unroll)
         times = {c["hlo_name"]: c["time_s"] for c in collectives(other)}
-    return dataclasses.replace(result, program=dataclasses.replace(result.program, other_times=times, dtypes=timed))
+    module = dataclasses.replace(result.program.module, text=program.text, flops=program.flops)  # (a loop's runs are flattened afresh)
+    return dataclasses.replace(result, program=dataclasses.replace(result.program, module=module, other_times=times, dtypes=timed, model=model))
 
 
 def _run_loops(program: HloProgram, play: Callable[[HloProgram], Result], source: str, unroll: bool) -> Result:
@@ -260,4 +285,5 @@ def run_hlo_program(program: str | Path | HloProgramFile, engine: str | None = N
     if not isinstance(loaded, HloProgramFile):
         raise ValueError(f"{program}: not an HLO program file (it has no hlo: field); run it with netsim.run_program")
     options = {"clock_hz": loaded.clock_hz, "engine": engine or loaded.engine, "name": loaded.name, "algorithm": loaded.algorithm, "dtypes": loaded.dtypes}
+    options["model"] = loaded.model.model_dump() if loaded.model is not None else None
     return run_hlo(loaded.hlo_path, loaded.topology_obj, compare=compare, **options)
