@@ -45,10 +45,8 @@ MAX_CHUNK_TABLE = 1 << 25
 
 def _plays_compute(computes: Sequence[Any]) -> bool:
     """Whether the compiled loop can play these compute steps: none computes values (a Python
-    function the loop cannot call), and all run on their device's compute unit (the loop has one
-    unit per device; steps on a DMA engine play on the Python player, same numbers).
-    (A join that waits for nothing never gets here: ``play`` refuses it.)"""
-    return all((getattr(c, "fn", None) is None or getattr(c, "output", None) is None) and not getattr(c, "unit", 0) for c in computes)
+    function the loop cannot call). (A join that waits for nothing never gets here: ``play`` refuses it.)"""
+    return all(getattr(c, "fn", None) is None or getattr(c, "output", None) is None for c in computes)
 
 
 def _kernel() -> Any:
@@ -160,7 +158,7 @@ class CompiledPlayer(CompiledRun):
             units,
             None,
         )
-        n_reduced = self._keep(counts, taken, expected + steps.taken_in(n_devices), missing, n_devices, units[3:] if units else ())
+        n_reduced = self._keep(counts, taken, expected + steps.taken_in(n_devices), missing, n_devices, units[3:6] if units else ())
         self.buffers: list[dict] = []
         if self.status:
             return

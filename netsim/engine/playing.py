@@ -178,7 +178,7 @@ def play(
             late = sum(1 for s in start_s if s > 0)
             # The process model's events less each process's start, each device's end and the late devices' timeouts:
             # the events the fast player handles as actions.
-            actions = run.events - len(run.links) - 2 * n_devices - late
+            actions = run.events - len(run.links) - n_devices - len(run.units) - late
             unit_queues = [unit.max_queue for unit in run.units]
         if waiting:
             stuck = [int(i) for i, left in enumerate(run.missing) if left]
