@@ -143,6 +143,22 @@ NOT_CALLS = {
     "jax.shard_map(body, mesh=mesh, ...)": "JAX's own API",
     "mesh_utils.create_hybrid_device_mesh(mesh_shape, dcn_mesh_shape)": "JAX's own API, which netsim's hybrid_mesh follows",
     'netsim.from_jax(f, *args, topology="tpu-v5e:4x4")': "run by docs/programs.md's from_jax block (JAX needs its device count set first)",
+    'compiled.cost_analysis()["flops"]': "JAX's own API, which needs libtpu (run by scripts/hlo_flops_libtpu.py; tests/test_hlo_flops.py compares)",
+    'cost_analysis()["flops"]': "JAX's own API, as above",
+    "result.report()": "run by docs/hlo.md's step-report block",
+    "netsim.report(result)": "run by docs/hlo.md's step-report block",
+    "run_hlo(..., model={...})": (
+        "from netsim.programs.hlo.run import run_hlo\n"
+        "shape = {'params': 1e9, 'layers': 2, 'heads': 8, 'head_dim': 128, 'seq': 2048, 'per_device_batch': 4}\n"
+        "r = run_hlo('scenarios/programs/hlo/tpu/v5e_4x4/mlp.txt', 'tpu-v5e:4x4', model=shape)\n"
+        "assert r.report().flops_source.startswith(\"MaxText's formula\") and r.report().tokens_per_s > 0"
+    ),
+    "netsim.report(result, model={...})": (
+        "from netsim.programs.hlo.run import run_hlo\n"
+        "shape = {'params': 1e9, 'layers': 2, 'heads': 8, 'head_dim': 128, 'seq': 2048, 'per_device_batch': 4}\n"
+        "step = netsim.report(run_hlo('scenarios/programs/hlo/tpu/v5e_4x4/mlp.txt', 'tpu-v5e:4x4'), model=shape)\n"
+        "assert step.flops_per_device == 6 * 1e9 * 2048 * 4 + 12 * 8 * 2 * 128 * 2048**2 * 4  # MaxText's formula"
+    ),
 }
 
 STUDY = {

@@ -73,3 +73,16 @@ def test_a_program_file_result_has_no_step_report_method_but_netsim_report_reads
     step = netsim.report(r)
     parts = step.compute_mxu_s + step.compute_hbm_s + step.communication_exposed_s + step.dma_exposed_s + step.idle_s
     assert parts == pytest.approx(step.played_s, rel=1e-12)
+
+
+def test_an_hlo_program_file_gives_the_model_shape(tmp_path):
+    (tmp_path / "mlp.txt").write_text(MLP)
+    shape = ", ".join(f"{k}: {v:g}" for k, v in MODEL.items())
+    (tmp_path / "mlp.yaml").write_text(f"name: mlp\nhlo: mlp.txt\ntopology: tpu-v5e:2x2\nmodel: {{{shape}}}\n")
+    from netsim.programs.hlo.run import run_hlo_program
+
+    step = run_hlo_program(tmp_path / "mlp.yaml").report()
+    assert step.flops_per_device == 6 * 2e9 * 2048 * 2 + 12 * 16 * 4 * 128 * 2048**2 * 2
+    (tmp_path / "bad.yaml").write_text("name: mlp\nhlo: mlp.txt\ntopology: tpu-v5e:2x2\nmodel: {params: 1e9}\n")
+    with pytest.raises(netsim.ScenarioError, match=r"bad\.yaml: model\.layers"):
+        run_hlo_program(tmp_path / "bad.yaml")

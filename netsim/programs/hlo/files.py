@@ -44,12 +44,12 @@ __all__ = ["HloProgramFile", "ModelSpec", "hlo_program_from_data", "load_any_pro
 class ModelSpec(Strict):
     """``model:``: the transformer's shape, for the step report's MaxText FLOP formula and tokens/s."""
 
-    params: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+    params: Annotated[float, Field(gt=0, allow_inf_nan=False, strict=False)]  # (YAML reads 16e9 as a string: taken as the number)
     layers: Annotated[int, Field(gt=0)]
     heads: Annotated[int, Field(gt=0)]
     head_dim: Annotated[int, Field(gt=0)]
     seq: Annotated[int, Field(gt=0)]
-    per_device_batch: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+    per_device_batch: Annotated[float, Field(gt=0, allow_inf_nan=False, strict=False)]
 
 
 class HloProgramFile(Strict):
