@@ -167,7 +167,8 @@ class _Walk:
         if op == "custom-call":
             self.note(ins, f"custom-call {ins.attrs.get('custom_call_target', '?')}: FLOPs unknown, timed by the bytes it touches")
         work = matmuls(ins, shapes, self.module)
-        step = self.add(Compute(ins.name, op, flops, instruction_bytes(ins, shapes), int(float(cycles)) if cycles is not None else None, ins.line, work), reads)
+        nbytes = instruction_bytes(ins, shapes, self.module)
+        step = self.add(Compute(ins.name, op, flops, nbytes, int(float(cycles)) if cycles is not None else None, ins.line, work), reads)
         self.stream = frozenset({step})
         return frozenset({step})
 
