@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from netsim.programs.hlo.shapes import leaves, nbytes
+from netsim.programs.hlo.shapes import leaves
 from netsim.programs.hlo.text import Computation, Instruction, Module
 
 __all__ = ["backend_config", "config_value", "instruction_bytes"]
@@ -65,11 +65,16 @@ def _dim_list(text: str | None) -> list[int]:
 
 
 def _size(shape: object) -> int:
-    return sum(leaf.nbytes for leaf in leaves(shape))  # type: ignore[arg-type]
+    """Bytes of a shape's arrays in HBM (memory space 0): those the compiler put in on-chip memory move no HBM bytes."""
+    return sum(leaf.nbytes for leaf in leaves(shape) if leaf.memory_space == 0)  # type: ignore[arg-type]
 
 
 def instruction_bytes(instruction: Instruction, shapes: dict[str, object], module: Module | None = None) -> int:
     """HBM bytes an instruction touches: operands read once, the result written once, as XLA's cost analysis counts them.
+
+    Only arrays in HBM count: an operand or result whose layout puts it in another memory
+    space (``S(1)``, the on-chip memory XLA's memory space assignment prefetches into)
+    moves no HBM bytes (``HloCostAnalysis::GetBytesRead`` filters by memory space alike).
 
     A ``dynamic-update-slice`` updates its buffer in place: twice its update's bytes, and
     its indices; a ``slice`` or ``dynamic-slice`` reads only what it takes. A ``fusion``
@@ -103,13 +108,13 @@ def instruction_bytes(instruction: Instruction, shapes: dict[str, object], modul
     if op == "dynamic-update-slice" and len(instruction.operands) > 2:
         return 2 * _size(shapes[instruction.operands[1]]) + sum(_size(shapes[name]) for name in instruction.operands[2:])
     if op == "dynamic-slice" and instruction.operands:
-        return 2 * nbytes(instruction.shape) + sum(_size(shapes[name]) for name in instruction.operands[1:])
+        return 2 * _size(instruction.shape) + sum(_size(shapes[name]) for name in instruction.operands[1:])
     if op == "slice":
-        return 2 * nbytes(instruction.shape)
+        return 2 * _size(instruction.shape)
     called = instruction.attrs.get("calls") if op == "fusion" else None
     computation = module.computations.get(called.lstrip("%")) if module is not None and called else None
     if computation is None:
-        return sum(_size(shapes[name]) for name in instruction.operands) + nbytes(instruction.shape)
+        return sum(_size(shapes[name]) for name in instruction.operands) + _size(instruction.shape)
     return _fusion_read(computation, module) + _fusion_written(instruction, computation)  # type: ignore[arg-type]
 
 
@@ -120,7 +125,7 @@ def _fusion_written(fusion: Instruction, computation: Computation) -> int:
     if root.opcode == "tuple":
         parts = [by_name[name] for name in root.operands]
         return sum(_size(by_name[p.operands[1]].shape) if p.opcode == "dynamic-update-slice" else _size(p.shape) for p in parts)
-    return nbytes(fusion.shape)
+    return _size(fusion.shape)
 
 
 def _users(computation: Computation) -> dict[str, list[Instruction]]:
@@ -148,7 +153,7 @@ def _parameter_read(parameter: Instruction, users: dict[str, list[Instruction]],
             params = {int(p.literal): p for p in inner.instructions if p.opcode == "parameter"}
             size += sum(_parameter_read(params[k], inner_users, module) for k, name in enumerate(user.operands) if name == parameter.name and k in params)
         elif op == "slice" or (op == "dynamic-slice" and user.operands[0] == parameter.name):
-            size += nbytes(user.shape)
+            size += _size(user.shape)
         elif op in ("broadcast", "reshape"):
             size += whole
         elif op == "dynamic-update-slice" and user.operands[0] == parameter.name:

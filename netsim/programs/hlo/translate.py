@@ -222,6 +222,8 @@ def translate(
         if isinstance(step.op, Compute):
             seconds = _seconds(step.op, clock_hz)
             mxu = padded_flops(step.op.matmuls, tile) + (step.op.flops if step.op.opcode == "custom-call" else 0)
+            if seconds is None and mxu <= 0 and step.op.nbytes <= 0:  # vector work on on-chip memory only: no MXU, no HBM time
+                seconds = 0.0
             missing = [name for name, amount in (("peak_flops", mxu), ("hbm_bandwidth", step.op.nbytes)) if amount > 0 and not rates[name]]
             flops, nbytes, note = float(mxu), float(step.op.nbytes), ""
             if seconds is None and missing == ["peak_flops"] and rates["hbm_bandwidth"]:
