@@ -145,6 +145,7 @@ NOT_CALLS = {
     'netsim.from_jax(f, *args, topology="tpu-v5e:4x4")': "run by docs/programs.md's from_jax block (JAX needs its device count set first)",
     'compiled.cost_analysis()["flops"]': "JAX's own API, which needs libtpu (run by scripts/hlo_flops_libtpu.py; tests/test_hlo_flops.py compares)",
     'cost_analysis()["flops"]': "JAX's own API, as above",
+    "S(1)": "a memory space as HLO layouts write it, not a call (tests/test_hlo_bytes.py checks its bytes are not HBM bytes)",
     "result.report()": "run by docs/hlo.md's step-report block",
     "netsim.report(result)": "run by docs/hlo.md's step-report block",
     "run_hlo(..., model={...})": (
