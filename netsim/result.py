@@ -226,6 +226,13 @@ class Result:
         It delegates to the run's own ``program`` (an HLO run knows its report); this
         module imports no analysis. ``model``: the transformer's shape, for MaxText's FLOP
         formula (see :mod:`netsim.analysis.step_report`).
+
+        Examples
+        --------
+        >>> from netsim.programs.hlo.run import run_hlo
+        >>> step = run_hlo("scenarios/programs/hlo/tpu/v5e_4x4/mlp.txt", "tpu-v5e:4x4").report()
+        >>> step.critical_device, step.dma_s > 0, str(step).splitlines()[1].split()[:2]
+        (0, True, ['step', 'time'])
         """
         run = self.program
         if run is None or not hasattr(run, "report_of"):
