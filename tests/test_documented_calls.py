@@ -152,7 +152,7 @@ NOT_CALLS = {
         "from netsim.programs.hlo.run import run_hlo\n"
         "shape = {'params': 1e9, 'layers': 2, 'heads': 8, 'head_dim': 128, 'seq': 2048, 'per_device_batch': 4}\n"
         "r = run_hlo('scenarios/programs/hlo/tpu/v5e_4x4/mlp.txt', 'tpu-v5e:4x4', model=shape)\n"
-        "assert r.report().flops_source.startswith(\"MaxText's formula\") and r.report().tokens_per_s > 0"
+        'assert r.report().flops_source.startswith("MaxText\'s formula") and r.report().tokens_per_s > 0'
     ),
     "netsim.report(result, model={...})": (
         "from netsim.programs.hlo.run import run_hlo\n"
