@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from netsim import mlx
     from netsim.algorithms import ALGORITHMS, Schedule, build_schedule
     from netsim.analysis.stats import run_stats as stats
+    from netsim.analysis.step_report import step_report as report
     from netsim.analysis.why import analyse
     from netsim.checks.errors import InvariantError
     from netsim.collectives import all_gather, all_to_all, ppermute, psum, psum_scatter, simulate
@@ -94,6 +95,8 @@ def __getattr__(name: str) -> Any:
     """A public name or a subpackage, imported on first use (then kept as an attribute)."""
     if name == "stats":
         value: Any = importlib.import_module("netsim.analysis.stats").run_stats
+    elif name == "report":
+        value = importlib.import_module("netsim.analysis.step_report").step_report
     elif name in _PUBLIC:
         value = getattr(importlib.import_module(_PUBLIC[name]), name)
         if name == "sweep":  # netsim.sweep.read_results(path), beside netsim.sweep(study)
@@ -154,6 +157,7 @@ __all__ = [
     "psum",
     "psum_scatter",
     "read_results",
+    "report",
     "ring",
     "run_program",
     "simulate",

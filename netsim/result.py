@@ -225,6 +225,25 @@ class Result:
             output = "timing only"
         return f"{', '.join(times)}, {output}, verified={self.verified}"
 
+    def report(self, model: dict[str, float] | None = None) -> Any:
+        """The step report of an HLO module's run, as ``netsim program`` prints it (``netsim.report(result)``).
+
+        It delegates to the run's own ``program`` (an HLO run knows its report); this
+        module imports no analysis. ``model``: the transformer's shape, for MaxText's FLOP
+        formula (see :mod:`netsim.analysis.step_report`).
+
+        Examples
+        --------
+        >>> from netsim.programs.hlo.run import run_hlo
+        >>> step = run_hlo("scenarios/programs/hlo/tpu/v5e_4x4/mlp.txt", "tpu-v5e:4x4").report()
+        >>> step.critical_device, step.dma_s > 0, str(step).splitlines()[1].split()[:2]
+        (0, True, ['step', 'time'])
+        """
+        run = self.program
+        if run is None or not hasattr(run, "report_of"):
+            raise ValueError("a step report is an HLO module's (run_hlo, netsim.from_jax, netsim program --hlo); for another program use netsim.report(result)")
+        return run.report_of(self, model)
+
     @property
     def compute_s(self) -> float | None:
         """Seconds of work of the busiest device's compute unit: 0 for a collective alone, None if the run did not say.

@@ -186,3 +186,30 @@ def test_the_compiled_waiting_order_is_the_stable_sort_of_the_waiter_keys(seed):
     keys = waiter_keys(ptr, idx, joins, n)
     expected = np.arange(steps) if keys is None else np.argsort(keys, kind="stable")
     assert waiting_order(ptr, idx, joins, n).tolist() == expected.tolist()
+
+
+DMA_SEEDS = [seed for seed in range(120) if sum(not c.join for c in random_case(seed, values=False, joins=True)[2]) >= 2][:60]
+
+
+def _with_dma(seed):
+    """A random timing-only case whose every other compute step (not a join) runs on its device's DMA engine."""
+    import dataclasses
+
+    case = list(random_case(seed, values=False, joins=True))
+    work = [j for j, c in enumerate(case[2]) if not c.join]
+    moved = set(work[::2])
+    case[2] = [dataclasses.replace(c, unit=1) if j in moved else c for j, c in enumerate(case[2])]
+    return tuple(case)
+
+
+@pytest.mark.parametrize("seed", DMA_SEEDS)
+def test_steps_on_the_dma_engine_play_the_same_on_every_player(seed, compiled_always, monkeypatch):
+    case = _with_dma(seed)
+    compiled = compiled_run(case, monkeypatch, compiled_always)
+    processes = played("processes", *case)
+    assert_same(compiled, processes)
+    assert compiled.dma_units == processes.dma_units and compiled.dma_units
+    monkeypatch.setattr(compiled_always, "MIN_TRANSFERS", 10**9)
+    python = played("fast", *case)
+    assert_same(compiled, python)
+    assert compiled.dma_units == python.dma_units

@@ -146,6 +146,23 @@ NOT_CALLS = {
     'jax.make_mesh((4, 4), ("data", "model"), devices=topology.devices)': "JAX's own API, which needs libtpu (run by tests/test_hlo_libtpu.py)",
     'netsim.programs.hlo.export.export(compiled, mesh, "step.txt")': "needs a compiled JAX function (run by tests/test_hlo_libtpu.py's export test)",
     "jax.experimental.topologies.get_topology_desc(..., num_slices=2)": "JAX's own API, which needs libtpu (run by scripts/make_tpu_hlo_modules.py)",
+    'compiled.cost_analysis()["flops"]': "JAX's own API, which needs libtpu (run by scripts/hlo_flops_libtpu.py; tests/test_hlo_flops.py compares)",
+    'cost_analysis()["flops"]': "JAX's own API, as above",
+    "S(1)": "a memory space as HLO layouts write it, not a call (tests/test_hlo_bytes.py checks its bytes are not HBM bytes)",
+    "result.report()": "run by docs/hlo.md's step-report block",
+    "netsim.report(result)": "run by docs/hlo.md's step-report block",
+    "run_hlo(..., model={...})": (
+        "from netsim.programs.hlo.run import run_hlo\n"
+        "shape = {'params': 1e9, 'layers': 2, 'heads': 8, 'head_dim': 128, 'seq': 2048, 'per_device_batch': 4}\n"
+        "r = run_hlo('scenarios/programs/hlo/tpu/v5e_4x4/mlp.txt', 'tpu-v5e:4x4', model=shape)\n"
+        'assert r.report().flops_source.startswith("MaxText\'s formula") and r.report().tokens_per_s > 0'
+    ),
+    "netsim.report(result, model={...})": (
+        "from netsim.programs.hlo.run import run_hlo\n"
+        "shape = {'params': 1e9, 'layers': 2, 'heads': 8, 'head_dim': 128, 'seq': 2048, 'per_device_batch': 4}\n"
+        "step = netsim.report(run_hlo('scenarios/programs/hlo/tpu/v5e_4x4/mlp.txt', 'tpu-v5e:4x4'), model=shape)\n"
+        "assert step.flops_per_device == 6 * 1e9 * 2048 * 4 + 12 * 8 * 2 * 128 * 2048**2 * 4  # MaxText's formula"
+    ),
 }
 
 STUDY = {

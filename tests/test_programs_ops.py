@@ -28,7 +28,7 @@ def test_each_member_has_the_base_fields_then_its_own():
     assert _fields(CollectiveOp) == [*BASE, "axes", "groups", "algorithm", "params"]
     assert _fields(Matmul) == [*BASE, "overlap", "algorithm", "efficiency"]
     assert _fields(Einsum) == [*BASE, "subscripts", "efficiency"]
-    assert _fields(Compute) == [*BASE, "flops", "bytes", "seconds", "efficiency"]
+    assert _fields(Compute) == [*BASE, "flops", "bytes", "seconds", "efficiency", "unit"]
     assert ModelOp is Op  # still importable where it was
 
 
@@ -94,8 +94,8 @@ def test_ppermute_takes_no_groups_nor_algorithm():
 @pytest.mark.parametrize(
     ("name", "fields", "message"),
     [
-        ("compute", {"axes": ("X",)}, "op 'c': axes: compute takes no axes; " + BESIDES + "bytes, efficiency, flops, seconds"),
-        ("compute", {"tiled": True}, "op 'c': tiled: compute takes no tiled; " + BESIDES + "bytes, efficiency, flops, seconds"),
+        ("compute", {"axes": ("X",)}, "op 'c': axes: compute takes no axes; " + BESIDES + "bytes, efficiency, flops, seconds, unit"),
+        ("compute", {"tiled": True}, "op 'c': tiled: compute takes no tiled; " + BESIDES + "bytes, efficiency, flops, seconds, unit"),
         ("matmul", {"subscripts": "ij,jk->ik"}, "op 'c': subscripts: matmul takes no subscripts; " + BESIDES + "algorithm, efficiency, overlap"),
         ("einsum", {"overlap": "collective"}, "op 'c': overlap: einsum takes no overlap; " + BESIDES + "efficiency, subscripts"),
         ("matmul", {"groups": ((0, 1),)}, "op 'c': groups: matmul takes no groups; " + BESIDES + "algorithm, efficiency, overlap"),

@@ -27,6 +27,11 @@ class Compute:
     "op B starts on device d once op A's inputs are there" is then one dependency
     per transfer of B (on the join) instead of one per arrival of A.
 
+    ``unit`` says which of the device's units serves it: 0 its compute unit, 1 its DMA
+    engine (copies between memories, prefetches), which works beside the compute unit,
+    one step at a time, in the order they became ready; a DMA step's time is its bytes
+    at the HBM bandwidth.
+
     When the step is done and ``fn`` is given, the device stores
     ``fn(*(its chunks under inputs))`` under ``output``: real values flow through
     compute as they do through the links.
@@ -50,3 +55,4 @@ class Compute:
     name: str = ""
     join: bool = False
     efficiency: float = 1.0
+    unit: int = 0

@@ -48,7 +48,8 @@ def _check_computes(a: _Arrays) -> None:
             when = f"from {started[j]:.9g} s to {ended[j]:.9g} s"
             raise InvariantError("compute", f"join #{j} was done {when}, not when its last dependency was ({last[j]:.9g} s)")
     work = np.flatnonzero(~joins)
-    device = np.asarray(columns["device"], np.int64)[work]
+    lane = np.asarray(columns["unit"], np.int64) if "unit" in columns else np.zeros(len(columns["device"]), np.int64)
+    device = (2 * np.asarray(columns["device"], np.int64) + lane)[work]  # each device's compute unit (2d) and DMA engine (2d + 1)
     by_start = np.lexsort((started[work], device))  # each unit's steps in the order they started
     order, same = work[by_start], device[by_start]
     overlap = (same[1:] == same[:-1]) & (ended[order[:-1]] > started[order[1:]] + _slack(ended[order[:-1]], started[order[1:]]))
@@ -56,5 +57,7 @@ def _check_computes(a: _Arrays) -> None:
         k = _first(overlap)
         j, i = int(order[k]), int(order[k + 1])
         raise InvariantError(
-            "compute", f"device {same[k]}'s compute unit ran step #{i} from {started[i]:.9g} s while step #{j} ran until {ended[j]:.9g} s (one step at a time)"
+            "compute",
+            f"device {same[k] // 2}'s {('compute unit', 'DMA engine')[same[k] % 2]} ran step #{i} from {started[i]:.9g} s"
+            f" while step #{j} ran until {ended[j]:.9g} s (one step at a time)",
         )

@@ -95,11 +95,12 @@ def is_hlo(result: Any) -> bool:
 def hlo_json(result: Any, stats: ProgramStats) -> str:
     """The run as one JSON object: the program totals, ``collectives`` and the module's facts."""
     from netsim.analysis.hlo_stats import hlo_summary
+    from netsim.analysis.step_report import step_report
     from netsim.network.calibration import calibration_record
 
     summary = hlo_summary(result, stats)
     calibration = {"calibration": calibration_record(result.topology_obj)} if result.topology_obj is not None else {}
-    return json.dumps({**summary, "estimate": estimate_of(result), **calibration}, indent=2)
+    return json.dumps({**summary, "step": step_report(result).to_dict(), "estimate": estimate_of(result), **calibration}, indent=2)
 
 
 def estimate_of(result: Any) -> dict[str, int]:
@@ -198,6 +199,7 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
     for label, value in rows:
         table.add_row(label, value)
     console.print(table)
+    console.print(result.report().table(), markup=False, soft_wrap=True)
     entries = full["collectives"]
     more = f" (first {SHOWN} of {len(entries)}; all with --json)" if len(entries) > SHOWN else ""
     compiler = summary["algorithms"] == "compiler"

@@ -296,6 +296,47 @@ _HLO = _obj(
     },
     description="an HLO module's facts (--hlo and hlo: files only)",
 )
+_STEP = _obj(
+    {
+        "name": _STR,
+        "topology": _STR,
+        "time_s": _t("number", "the step's simulated time"),
+        "played_s": _t("number", "the time of the run played (less than time_s when long loops were extended)"),
+        "flops_per_device": _t("number", "the step's FLOPs per device (see flops_source)"),
+        "flops_source": _t("string", "MaxText's formula (a model's shape was given) or the module's FLOPs as XLA counts them"),
+        "peak_flops": _NNUM,
+        "tflops_per_device": _t("number", "flops_per_device / time_s, in TFLOP/s"),
+        "mfu": _t(["number", "null"], "tflops_per_device over the chip's peak (a fraction)"),
+        "tokens_per_s": _t(["number", "null"], "the global batch's tokens per second (a model's shape given)"),
+        "compute_mxu_s": _t("number", "compute steps whose MXU time exceeds their HBM time, on the critical device"),
+        "compute_hbm_s": _t("number", "compute steps whose HBM time is the longer"),
+        "compute_given_s": _t("number", "compute steps with a given time (estimated cycles)"),
+        "communication_exposed_s": _t("number", "collectives in flight while the critical device does not compute"),
+        "communication_hidden_s": _t("number", "collectives in flight while it computes"),
+        "dma_s": _t("number", "its DMA engine's busy time (copies, prefetches)"),
+        "dma_exposed_s": _t("number", "DMA while neither compute nor communication runs"),
+        "idle_s": _t("number", "time with nothing running there"),
+        "critical_device": _t(["integer", "null"], "the device whose compute ends last"),
+        "matmul_efficiency": _t("number", "the fraction of peak FLOP/s the MXU time counts (1 under calibration: nominal)"),
+        "efficiency_source": _STR,
+        "instructions": _list(
+            _obj(
+                {
+                    "name": _STR,
+                    "runs": _INT,
+                    "time_s": _NUM,
+                    "bound": {"enum": ["MXU", "HBM", "given"]},
+                    "flops": _NUM,
+                    "bytes": _NUM,
+                    "mxu_s": _NUM,
+                    "hbm_s": _NUM,
+                }
+            ),
+            "the critical device's compute instructions, the longest first",
+        ),
+    },
+    description="the step report, as MaxText prints it (--hlo and hlo: files only)",
+)
 PROGRAM = {
     "$schema": _DIALECT,
     "title": "netsim program --json",
@@ -345,6 +386,7 @@ PROGRAM = {
             "collectives": _list(_HLO_COLLECTIVE, "an HLO module's collective instructions, slowest first (--hlo and hlo: files only)"),
             "hlo": _HLO,
             "calibration": _CALIBRATION,
+            "step": _STEP,
             "estimate": _obj(
                 {
                     "transfers": _INT,

@@ -158,7 +158,7 @@ class CompiledPlayer(CompiledRun):
             units,
             None,
         )
-        n_reduced = self._keep(counts, taken, expected + steps.taken_in(n_devices), missing, n_devices, units[3:] if units else ())
+        n_reduced = self._keep(counts, taken, expected + steps.taken_in(n_devices), missing, n_devices, units[3:6] if units else ())
         self.buffers: list[dict] = []
         if self.status:
             return

@@ -273,7 +273,7 @@ class BundledPlayer(CompiledRun):
             units,
             bundled,
         )
-        n_reduced = self._keep(counts, taken, expected + steps.taken_in(n_devices), missing, n_devices, units[3:] if units else ())
+        n_reduced = self._keep(counts, taken, expected + steps.taken_in(n_devices), missing, n_devices, units[3:6] if units else ())
         if self.status:
             return
         first_sum = n_start + n_slots

@@ -42,6 +42,8 @@ class ComputeSteps(NamedTuple):
     join: np.ndarray
     dep_ptr: np.ndarray
     dep_idx: np.ndarray
+    lane: np.ndarray | None = None
+    """Which of its device's units serves each step (0 the compute unit, 1 the DMA engine); None: all 0."""
 
     @classmethod
     def of(cls, computes: Sequence[Any], columns: dict[str, Any] | None, durations: Sequence[float]) -> ComputeSteps:
@@ -51,17 +53,21 @@ class ComputeSteps(NamedTuple):
             return cls(none, np.zeros(0, np.float64), np.zeros(0, np.bool_), np.zeros(1, np.int64), none)
         join = np.fromiter((bool(getattr(c, "join", False)) for c in computes), np.bool_, len(computes))
         ptr, idx = (np.asarray(columns[name], np.int64) for name in ("dep_ptr", "dep_idx"))
-        return cls(np.asarray(columns["device"], np.int64), np.asarray(durations, np.float64), join, ptr, idx)
+        lane = np.asarray(columns["unit"], np.int64) if "unit" in columns and np.any(columns["unit"]) else None
+        return cls(np.asarray(columns["device"], np.int64), np.asarray(durations, np.float64), join, ptr, idx, lane)
 
     def dependencies(self, columns: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
         """Every step's dependencies, transfers' (``columns``) then compute steps': ``dep_ptr``, ``dep_idx``."""
         return step_dependencies(columns, {"dep_ptr": self.dep_ptr, "dep_idx": self.dep_idx})
 
     def loop_arrays(self, n_devices: int) -> tuple[np.ndarray, ...]:
-        """What the loop takes (``computes``): device, duration, join, and room for when each step
-        started and ended and each unit's longest queue (:meth:`CompiledRun._keep` reads those three)."""
+        """What the loop takes (``computes``): device, duration, join, room for when each step
+        started and ended and each unit's longest queue (:meth:`CompiledRun._keep` reads those three),
+        and the unit that serves each step (device ``d``'s compute unit is ``d``, its DMA engine ``d + n_devices``)."""
         m = len(self.device)
-        return self.device, self.duration, self.join, np.full(m, np.nan), np.full(m, np.nan), np.zeros(n_devices, np.int64)
+        lanes = 1 if self.lane is None else int(self.lane.max()) + 1
+        unit = self.device if self.lane is None else self.device + n_devices * self.lane
+        return self.device, self.duration, self.join, np.full(m, np.nan), np.full(m, np.nan), np.zeros(n_devices * lanes, np.int64), unit
 
     def taken_in(self, n_devices: int) -> np.ndarray:
         """How many compute steps each device takes in when they are done (joins are not: they are done in passing)."""

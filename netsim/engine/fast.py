@@ -82,6 +82,11 @@ class FastPlayer:
         m = len(computes)
         self.computes = computes
         self.compute_device = compute_columns["device"].tolist() if m else []
+        n_devices = topology.n_devices
+        lanes = compute_columns["unit"] if m and "unit" in compute_columns else None
+        # the unit that serves each step: its device's compute unit (d), or another of its units (d + n_devices * unit)
+        self.compute_unit = (compute_columns["device"] + n_devices * lanes).tolist() if lanes is not None else self.compute_device
+        self.n_units = n_devices * (int(lanes.max()) + 1 if lanes is not None and len(lanes) else 1)
         self.duration = [float(t) for t in durations]
         n_devices = topology.n_devices
         self.n_devices = n_devices
@@ -160,7 +165,7 @@ class FastPlayer:
         self.max_queue = [0] * len(self.link_ids)
         self.started = [float("nan")] * m  # when each compute step started, ended
         self.ended = [float("nan")] * m
-        self.unit_max_queue = [0] * n_devices
+        self.unit_max_queue = [0] * self.n_units
         # transfer, link, start, end of every hop, as arrays: an array's append parses its argument
         # (more instructions than a list's), but keeps 4 to 8 bytes per value where a list keeps
         # a pointer and, for the end times, a float object: on big runs the memory costs more.
@@ -197,9 +202,10 @@ class FastPlayer:
         serve_base = n_devices + 2 * m
         forward_base, done_base = serve_base + n, serve_base + 2 * n
         device_of, duration, started, ended, unit_max_queue = self.compute_device, self.duration, self.started, self.ended, self.unit_max_queue
-        unit_queue: list[list[int]] = [[] for _ in range(n_devices)]
+        unit_of = self.compute_unit
+        unit_queue: list[list[int]] = [[] for _ in range(self.n_units)]
         finished: list[list[int]] = [[] for _ in range(n_devices)]  # compute steps done, not yet taken in
-        unit_state = [0] * n_devices  # as a link's state
+        unit_state = [0] * self.n_units  # as a link's state
         record_transfer, record_link, record_start, record_end = (c.append for c in self.record)
         pending: dict[float, list[int]] = {}  # instant -> actions due then, in the order scheduled
         times: list[float] = []  # the instants of pending, as a heap
@@ -235,20 +241,20 @@ class FastPlayer:
                     if m and c >= start_base:  # a compute unit starts a step, or is done with one
                         if c < finish_base:
                             j = c - start_base
-                            d = device_of[j]
+                            u = unit_of[j]
                         else:
                             j = c - finish_base
-                            d = device_of[j]
+                            d, u = device_of[j], unit_of[j]
                             finished[d].append(j)
                             if awake[d]:
                                 awake[d] = False
                                 batch.append(~d)
-                            waiting = unit_queue[d]
+                            waiting = unit_queue[u]
                             if not waiting:
-                                unit_state[d] = 0
+                                unit_state[u] = 0
                                 continue
                             j = waiting.pop(0)
-                        unit_state[d] = 2
+                        unit_state[u] = 2
                         started[j] = now
                         when = ended[j] = now + duration[j]
                         due = pending.get(when)
@@ -322,15 +328,16 @@ class FastPlayer:
                         if starting:
                             sending = [i for i in sending if i < n]
                             for j in starting:  # as a link takes messages
-                                if unit_state[c]:
-                                    waiting = unit_queue[c]
+                                u = unit_of[j]
+                                if unit_state[u]:
+                                    waiting = unit_queue[u]
                                     waiting.append(j)
-                                    if len(waiting) + (unit_state[c] == 1) > unit_max_queue[c]:
-                                        unit_max_queue[c] = len(waiting) + (unit_state[c] == 1)
+                                    if len(waiting) + (unit_state[u] == 1) > unit_max_queue[u]:
+                                        unit_max_queue[u] = len(waiting) + (unit_state[u] == 1)
                                 else:
-                                    unit_state[c] = 1
-                                    if not unit_max_queue[c]:
-                                        unit_max_queue[c] = 1
+                                    unit_state[u] = 1
+                                    if not unit_max_queue[u]:
+                                        unit_max_queue[u] = 1
                                     batch.append(~(start_base + j))
                     else:
                         awake[c] = True

@@ -102,7 +102,7 @@ def play_kernel(
     if computes is None:
         m = 0
     else:
-        unit_device, duration, is_join, started, ended, unit_max_queue = computes
+        unit_device, duration, is_join, started, ended, unit_max_queue, unit_of = computes
         m = len(unit_device)
     if bundles is None:
         made_parts = np.zeros(0, np.int32)
@@ -137,7 +137,8 @@ def play_kernel(
     if computes is not None:  # per device: its ready and finished compute steps; its unit's state and queue, as a link's
         c_ready = (np.full(n_devices, -1, np.int64), np.full(n_devices, -1, np.int64))
         finished = (np.full(n_devices, -1, np.int64), np.full(n_devices, -1, np.int64))
-        unit = (np.zeros(n_devices, np.int8), np.full(n_devices, -1, np.int64), np.full(n_devices, -1, np.int64), np.zeros(n_devices, np.int64))
+        n_units = len(unit_max_queue)  # each device's compute unit (d), then its DMA engine (d + n_devices) if any step is one's
+        unit = (np.zeros(n_units, np.int8), np.full(n_units, -1, np.int64), np.full(n_units, -1, np.int64), np.zeros(n_units, np.int64))
         ready = (ready_head, ready_tail)
         stack = np.zeros((m + 1, 2), np.int64)  # joins done within joins (see count_off)
 
@@ -147,7 +148,7 @@ def play_kernel(
     # are allocated once, not filled: never-used entries are taken in order (n_new_*), freed ones from
     # a stack (free_*), so pages a run never reaches are never touched. (Arrays bound once also keep
     # the loop free of reference counting.)
-    bound = n + n_links + 2 * n_devices + 1
+    bound = n + n_links + 2 * n_devices + 1 + (len(computes[5]) - n_devices if computes is not None else 0)
     b_time = np.empty(bound, np.float64)
     b_head = np.empty(bound, np.int64)
     b_tail = np.empty(bound, np.int64)
@@ -344,10 +345,11 @@ def play_kernel(
                 c_ready[1][c] = -1
                 while k >= 0:
                     following = after[k]
-                    if unit[0][c]:
-                        wait(c, k, unit[1], unit[2], after, unit[3], unit[0], unit_max_queue)
+                    u = unit_of[k - n]
+                    if unit[0][u]:
+                        wait(u, k, unit[1], unit[2], after, unit[3], unit[0], unit_max_queue)
                     else:  # idle: it starts the step once the actions due now are done
-                        occupy(c, unit[0], unit_max_queue)
+                        occupy(u, unit[0], unit_max_queue)
                         if n_free_a:
                             n_free_a -= 1
                             fresh = free_a[n_free_a]
@@ -427,7 +429,8 @@ def play_kernel(
         else:  # a link is done with a message: the next one, or idle (or a compute unit acts)
             link = c - done_base
             if computes is not None and link >= n_links:  # a compute unit starts a step, or is done with one
-                n_pend = unit_acts(link - n_links, now, n, unit_device, duration, started, ended, unit, finished, after, awake, pend_t, pend_a, unit_base)
+                acting = link - n_links
+                n_pend = unit_acts(acting, now, n, unit_device, unit_of, duration, started, ended, unit, finished, after, awake, pend_t, pend_a, unit_base)
                 continue
             i = q_head[link]  # (written out: as a call, served() made the ring's loop 1.6x slower)
             if i < 0:

@@ -240,11 +240,11 @@ def count_off(step, c, now, n, wait_ptr, wait_idx, missing, after, ready, comput
 
 
 @njit(cache=True)
-def unit_acts(j, now, n, device, duration, started, ended, unit, finished, after, awake, pend_t, pend_a, unit_base):
+def unit_acts(j, now, n, device, unit_of, duration, started, ended, unit, finished, after, awake, pend_t, pend_a, unit_base):
     """A compute unit acts: it starts compute step ``j`` (``j < m``), or is done with step ``j - m``
     (its device takes it in when it wakes) and starts the next in its queue, or goes idle.
 
-    ``unit`` is (state, queue heads, tails, lengths) per device, ``finished`` (heads, tails) of the
+    ``unit`` is (state, queue heads, tails, lengths) per unit (``unit_of[j]`` serves step ``j``), ``finished`` (heads, tails) of the
     steps done and not yet taken in. What it schedules goes to ``pend_t``/``pend_a``; returns how
     many (a finished step is action ``~(unit_base + m + j)``).
     """
@@ -253,19 +253,19 @@ def unit_acts(j, now, n, device, duration, started, ended, unit, finished, after
     n_pend = 0
     if j >= m:  # done with step j: its device takes it in, and the unit serves the next or goes idle
         j -= m
-        d = device[j]
+        d, u = device[j], unit_of[j]
         append(finished[0], finished[1], after, d, n + j)
         if awake[d]:
             awake[d] = False
             pend_t[0] = now
             pend_a[0] = ~d
             n_pend = 1
-        k = served(d, unit[1], unit[2], after, unit[3])
+        k = served(u, unit[1], unit[2], after, unit[3])
         if k < 0:
-            state[d] = 0
+            state[u] = 0
             return n_pend
         j = k - n
-    state[device[j]] = 2
+    state[unit_of[j]] = 2
     started[j] = now
     ended[j] = now + duration[j]
     pend_t[n_pend] = ended[j]

@@ -138,6 +138,8 @@ class Playback:
         When each compute step started and ended (empty if the schedule has none).
     compute_units : dict
         :class:`ComputeStats` for every device that computed.
+    dma_units : dict
+        :class:`ComputeStats` of every device's DMA engine that moved data (steps with ``unit=1``).
     engine : str
         Which engine played the run: ``"processes"`` (the model as SimPy
         processes, :mod:`netsim.engine.processes`) or ``"fast"`` (the fast player,
@@ -158,3 +160,4 @@ class Playback:
     computes: ComputeRecord = field(default_factory=lambda: ComputeRecord(np.zeros(0), np.zeros(0)))
     compute_units: dict[int, ComputeStats] = field(default_factory=dict)
     engine: str = "fast"
+    dma_units: dict[int, ComputeStats] = field(default_factory=dict)

@@ -178,7 +178,7 @@ def play(
             late = sum(1 for s in start_s if s > 0)
             # The process model's events less each process's start, each device's end and the late devices' timeouts:
             # the events the fast player handles as actions.
-            actions = run.events - len(run.links) - 2 * n_devices - late
+            actions = run.events - len(run.links) - n_devices - len(run.units) - late
             unit_queues = [unit.max_queue for unit in run.units]
         if waiting:
             stuck = [int(i) for i, left in enumerate(run.missing) if left]
@@ -197,16 +197,17 @@ def play(
             actions=actions,
             bundles=run.bundles,
             computes=ComputeRecord(started, ended),
-            compute_units=_unit_stats(devices, started, ended, unit_queues, computed["join"]),
+            compute_units=_unit_stats(devices, started, ended, unit_queues, computed["join"] | (computed["unit"] != 0)),
             engine=engine,
+            dma_units=_unit_stats(devices, started, ended, unit_queues[n_devices:], computed["unit"] != 1),
         )
         del run  # its per-transfer lists go now: the collector, back on, need not walk them
     return playback
 
 
-def _unit_stats(devices: list[int], started: np.ndarray, ended: np.ndarray, max_queue: Sequence[int], joins: np.ndarray) -> dict[int, ComputeStats]:
-    """What each device's compute unit did, for the devices that computed (in device order); joins are no unit's work."""
-    work = ~joins
+def _unit_stats(devices: list[int], started: np.ndarray, ended: np.ndarray, max_queue: Sequence[int], others: np.ndarray) -> dict[int, ComputeStats]:
+    """What one unit of each device did, for the devices it worked on (in device order); ``others`` are no work of that unit (joins, other units' steps)."""
+    work = ~others
     if not work.any():
         return {}
     device = np.asarray(devices, np.int64)[work]

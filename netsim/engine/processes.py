@@ -329,7 +329,7 @@ class Device:
         ready, self.ready = self.ready, []
         for step in ready:
             if step >= model.n_transfers:
-                model.units[self.index].put(step - model.n_transfers)
+                model.units[model.unit_of[step - model.n_transfers]].put(step - model.n_transfers)
         for step in ready:
             if step >= model.n_transfers:
                 continue
@@ -401,7 +401,11 @@ class Model:
                 self.waiters[d].append(step)
         link_rates = zip(links.bandwidth_Bps.tolist(), links.latency_s.tolist(), strict=True)
         self.links = [link_class(self, k, bandwidth, latency) for k, (bandwidth, latency) in enumerate(link_rates)]
-        self.units = [compute_class(self, d, *rates[d]) for d in range(len(buffers))]
+        lanes = compute_columns.get("unit")
+        n_lanes = int(lanes.max()) + 1 if lanes is not None and len(lanes) else 1
+        # a device's units: its compute unit (number d), then any others (DMA: d + n_devices), each serving its steps in order
+        self.unit_of = (compute_columns["device"] + len(buffers) * lanes).tolist() if lanes is not None else compute_columns["device"].tolist()
+        self.units = [compute_class(self, u % len(buffers), *rates[u % len(buffers)]) for u in range(len(buffers) * n_lanes)]
         self.devices = [Device(self, d, dict(buffers[d]), float(start_s[d])) for d in range(len(buffers))]
         src, device = columns["src"].tolist(), compute_columns["device"].tolist()
         for step in range(n + m):

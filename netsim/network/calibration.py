@@ -11,7 +11,10 @@ show two more things, each a term of its own:
   :func:`netsim.engine.link_model.effective_bandwidth`).
 
 A third, the **compute efficiency** (``compute_efficiency``), is the fraction of the
-peak FLOP/s a large matmul reaches; it scales the roofline of compute steps.
+peak FLOP/s a large matmul reaches (the matmul efficiency): it scales the roofline of
+compute steps, and the MXU time of an HLO module's dots and convolutions
+(:mod:`netsim.programs.hlo.mxu`). :data:`CALIBRATIONS` is the one place it is set, per
+generation, each value with its source and the measurements it was derived from.
 
 ``calibration: calibrated`` applies a topology's values; ``nominal`` ignores them, so
 the scaling book's arithmetic and every closed form of the ideal model stay reachable
@@ -130,7 +133,8 @@ CALIBRATIONS: dict[str, Calibration] = {
     # 956.38 of a device's 1153.5 TFLOP/s peak.
     "tpu7x": Calibration(0.9993, 10.72e-6, 0.829, f"{IRONWOOD_GUIDE}; {IRONWOOD_GEMM}", ("tpu7x 2x2x1 1 MiB", "tpu7x 2x2x1 64 MiB")),
     # v5e: link efficiency, the book's "about 95% of the peak claimed bandwidth" on an 8x16 slice;
-    # fixed cost, what the book's ~8 us for 32 kB shards on a line of 4 leaves over the model at 95 %.
+    # fixed cost, what the book's ~8 us for 32 kB shards on a line of 4 leaves over the model at 95 %;
+    # matmul efficiency (compute_efficiency): none measured yet, 1.0 (the ideal MXU).
     "tpu-v5e": Calibration(0.95, 3.47e-6, 1.0, SCALING_BOOK_SHARDING, ("tpu-v5e 8x16 10 MB", "tpu-v5e 8x4 32 kB")),
 }
 

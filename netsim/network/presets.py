@@ -95,7 +95,7 @@ from netsim.network.dcn import DCN
 from netsim.network.slices import multislice, split_slices_name
 from netsim.network.topology import Topology, torus
 
-__all__ = ["GENERATIONS", "TPU7X_CHIP_LINK_BANDWIDTH_BPS", "TPU7X_CHIP_LINK_LATENCY_S", "Generation", "is_slice_name", "parse_slice", "tpu_slice"]
+__all__ = ["GENERATIONS", "TPU7X_CHIP_LINK_BANDWIDTH_BPS", "TPU7X_CHIP_LINK_LATENCY_S", "Generation", "is_slice_name", "mxu_tile", "parse_slice", "tpu_slice"]
 
 TPU7X_CHIP_LINK_BANDWIDTH_BPS = 90e9
 """ASSUMED, not cited: one-way bandwidth of the link between a TPU7x chip's two devices.
@@ -152,6 +152,9 @@ class Generation:
         ``bandwidth_Bps`` is one core's lane (:mod:`netsim.network.chiplets`).
     chip_link_bandwidth_Bps, chip_link_latency_s : float or None
         The link between the two devices of a chip, when there are two.
+    mxu_tile : int or None
+        The side of the chip's matrix units (MXU), in elements: a matmul's contracting and
+        output-feature dims are padded to it (None: unknown, no padding).
     """
 
     name: str
@@ -168,6 +171,7 @@ class Generation:
     devices_per_chip: int = 1
     chip_link_bandwidth_Bps: float | None = None
     chip_link_latency_s: float | None = None
+    mxu_tile: int | None = None
 
     @property
     def device(self) -> dict[str, float | int]:
@@ -185,6 +189,12 @@ _CUBES = "every axis wraps when all axes are multiples of 4 (whole 4x4x4 cubes);
 _SIXTEEN = "an axis wraps only when it has 16 chips"
 _THIRTY_TWO = "an axis wraps only when it has 32 chips (the whole pod's axis)"
 
+# MXU side (mxu_tile): the Cloud TPU system architecture page (docs.cloud.google.com/tpu/docs/
+# system-architecture-tpu-vm, "TensorCores"): "An MXU is composed of either 256 x 256 (TPU v6e)
+# or 128 x 128 (TPU versions prior to v6e) multiply-accumulators in a systolic array".
+# TPU7x: ASSUMED as v6e's, 256 (no public figure found).
+MXU_128, MXU_256 = 128, 256
+
 # Chip figures (the last three numbers of each generation): the scaling book's TPU chapter
 # (jax-ml.github.io/scaling-book/tpus), table "TPU specs", per chip: bf16 FLOP/s, HBM bandwidth
 # in bytes/s, HBM capacity in GB (10**9 bytes, as the book and the Cloud TPU pages write it).
@@ -192,32 +202,32 @@ GENERATIONS: dict[str, Generation] = {
     # scaling book, TPU chapter: v4 ICI 4.5e10 B/s one way per link direction; 3D torus;
     # pod 16x16x16 = 4096 chips (Cloud TPU v4 docs); ~1 us per hop (the book).
     # Chip (book, "TPU specs", v4p): 2.75e14 bf16 FLOP/s, 1.2e12 B/s HBM, 32 GB HBM.
-    "tpu-v4": Generation("tpu-v4", 3, 45e9, 1e-6, 4096, None, _CUBES, _whole_cubes, 2.75e14, 1.2e12, 32 * 10**9),
+    "tpu-v4": Generation("tpu-v4", 3, 45e9, 1e-6, 4096, None, _CUBES, _whole_cubes, 2.75e14, 1.2e12, 32 * 10**9, mxu_tile=MXU_128),
     # scaling book: v5p 9e10 B/s one way (the Cloud docs' 1200 GB/s per chip suggests 100 GB/s
     # per port; we take the book's); 3D torus; pod 16x20x28 = 8960 chips (Cloud TPU v5p docs).
     # Chip (book, "TPU specs"): 4.59e14 bf16 FLOP/s, 2.8e12 B/s HBM, 96 GB HBM.
-    "tpu-v5p": Generation("tpu-v5p", 3, 90e9, 1e-6, 8960, None, _CUBES, _whole_cubes, 4.59e14, 2.8e12, 96 * 10**9),
+    "tpu-v5p": Generation("tpu-v5p", 3, 90e9, 1e-6, 8960, None, _CUBES, _whole_cubes, 4.59e14, 2.8e12, 96 * 10**9, mxu_tile=MXU_128),
     # scaling book: v5e 4.5e10 B/s one way (Cloud docs: 400 GB/s per chip over 4 ports = 50 GB/s
     # one way per port; we take the book's); 2D torus, wraparound only on an axis of 16; pod 16x16.
     # Chip (book, "TPU specs"): 1.97e14 bf16 FLOP/s, 8.1e11 B/s HBM, 16 GB HBM (the Cloud TPU v5e
     # page: 197 TFLOPs bf16, "16 GB, 819 GBps"; we take the book's 8.1e11).
-    "tpu-v5e": Generation("tpu-v5e", 2, 45e9, 1e-6, 256, 16, _SIXTEEN, _sixteen, 1.97e14, 8.1e11, 16 * 10**9),
+    "tpu-v5e": Generation("tpu-v5e", 2, 45e9, 1e-6, 256, 16, _SIXTEEN, _sixteen, 1.97e14, 8.1e11, 16 * 10**9, mxu_tile=MXU_128),
     # scaling book: v6e (Trillium) 9e10 B/s one way (Cloud docs: 800 GB/s per chip, 4 ports);
     # 2D torus, wraparound only on an axis of 16; pod 16x16.
     # Chip (book, "TPU specs"): 9.20e14 bf16 FLOP/s, 1.6e12 B/s HBM, 32 GB HBM (the Cloud TPU v6e
     # page: 918 TFLOPs bf16, 32 GB, 1600-1640 GBps; we take the book's).
-    "tpu-v6e": Generation("tpu-v6e", 2, 90e9, 1e-6, 256, 16, _SIXTEEN, _sixteen, 9.20e14, 1.6e12, 32 * 10**9),
+    "tpu-v6e": Generation("tpu-v6e", 2, 90e9, 1e-6, 256, 16, _SIXTEEN, _sixteen, 9.20e14, 1.6e12, 32 * 10**9, mxu_tile=MXU_256),
     # scaling book, TPU chapter, interconnect table: v3 1e11 B/s one way per link (2e11 bidi);
     # 2D torus; pod 32x32 = 1024 chips (the book's "TPU specs" table). The book gives the
     # wraparound rule only for v4/v5p and v5e/v6e; we take v5e's: an axis wraps only when it
     # spans the pod's whole axis (32). Chip ("TPU specs", v3): 1.4e14 bf16 FLOP/s, 9.0e11 B/s
     # HBM, 32 GB HBM.
-    "tpu-v3": Generation("tpu-v3", 2, 100e9, 1e-6, 1024, 32, _THIRTY_TWO, _thirty_two, 1.4e14, 9.0e11, 32 * 10**9),
+    "tpu-v3": Generation("tpu-v3", 2, 100e9, 1e-6, 1024, 32, _THIRTY_TWO, _thirty_two, 1.4e14, 9.0e11, 32 * 10**9, mxu_tile=MXU_128),
     # v2: the scaling book's profiling chapter times its example on one v2 link at 1.2e11 B/s
     # bidirectional, 6e10 one way; 2D torus, pod 16x16 = 256 chips (Cloud TPU v2 docs); wraparound
     # as v5e's (an axis of 16), by the same assumption as v3. The book gives no v2 chip figures,
     # so compute, HBM bandwidth and capacity are unknown (None): runs that need them say so.
-    "tpu-v2": Generation("tpu-v2", 2, 60e9, 1e-6, 256, 16, _SIXTEEN, _sixteen, None, None, None),
+    "tpu-v2": Generation("tpu-v2", 2, 60e9, 1e-6, 256, 16, _SIXTEEN, _sixteen, None, None, None, mxu_tile=MXU_128),
     # TPU7x (Ironwood), two devices per chip. Cited: 3D torus of 4x4x4 cubes with optical links,
     # wrapping as v4/v5p; 90 GB/s one way per chip-to-chip link (the scaling book's live
     # interconnect table); 9216 chips per pod, 2307 TFLOP/s bf16 and 192 GiB HBM per chip (Cloud
@@ -240,6 +250,7 @@ GENERATIONS: dict[str, Generation] = {
         devices_per_chip=2,
         chip_link_bandwidth_Bps=TPU7X_CHIP_LINK_BANDWIDTH_BPS,
         chip_link_latency_s=TPU7X_CHIP_LINK_LATENCY_S,
+        mxu_tile=MXU_256,
     ),
 }
 """The known TPU generations, by the name used before the colon."""
@@ -295,6 +306,17 @@ def parse_slice(name: str) -> tuple[Generation, tuple[int, ...]]:
     return generation, dims
 
 
+def mxu_tile(topology: Topology) -> int | None:
+    """The side of the matrix units of a TPU slice's chips (:attr:`Generation.mxu_tile`), None for other topologies.
+
+    Examples
+    --------
+    >>> mxu_tile(tpu_slice("tpu-v5e:2x2")), mxu_tile(tpu_slice("tpu-v6e:2x2"))
+    (128, 256)
+    """
+    return topology.graph.graph.get("mxu_tile")
+
+
 def tpu_slice(name: str) -> Topology:
     """The torus of a named TPU slice, e.g. ``tpu-v5e:8x16``.
 
@@ -346,6 +368,7 @@ def tpu_slice(name: str) -> Topology:
     generation, dims = parse_slice(name)
     topology = _links(generation, dims, name)
     topology.graph.graph["calibration_offered"] = CALIBRATIONS.get(generation.name, NOMINAL)  # applied only when a run asks
+    topology.graph.graph["mxu_tile"] = generation.mxu_tile
     return topology
 
 

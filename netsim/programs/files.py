@@ -16,6 +16,7 @@ A program file::
       # - {name: mm, op: matmul, in: [A, W], out: C, overlap: collective}   # a collective matmul
       # - {name: other, op: compute, flops: 1e12, bytes: 1 GB}              # or seconds: 10 us
       # a matmul, einsum or compute may say efficiency: 0.6 (the fraction of peak FLOP/s it reaches)
+      # a compute may say unit: dma (a copy on the device's DMA engine: beside compute, its bytes at HBM bandwidth)
       # every op may say after: [names] (start only once those are done on the device)
     data: values                   # or none: timing only
     seed: 0
@@ -130,6 +131,7 @@ class OpSpec(Strict):
     bytes: Annotated[float, _amount(units.parse_bytes)] | None = None
     seconds: Seconds | None = None
     efficiency: Annotated[float, Field(gt=0, le=1, strict=False)] | None = None
+    unit: Literal["compute", "dma"] | None = None
     after: Names = Field(default_factory=list)
     algorithm: str | None = None
 

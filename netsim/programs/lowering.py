@@ -159,7 +159,7 @@ class _Builder:
         self.n_transfers = 0
         self.steps = 0
         self.blocks = 0
-        self.computes: list[tuple[int, float | None, float, float, Sequence[int], str, bool, float]] = []
+        self.computes: list[tuple[int, float | None, float, float, Sequence[int], str, bool, float, int]] = []
         self.bundles: list[BundleTable] = []  # each bundled collective's bundles, their blocks renumbered
         self.plans: dict[Any, Schedule] = {}  # a collective's schedule, by what plans it: ops alike are planned once
         self.kept: dict[int, tuple[TransferTable, dict[str, np.ndarray]]] = {}  # its columns, converted once (see _kept)
@@ -212,8 +212,8 @@ class _Builder:
             self.kept[id(table)] = found
         return found[1]
 
-    def add_compute(self, device: int, flops: float, nbytes: float, seconds: float | None, deps: Any, name: str, join: bool = False, eff: float = 1) -> int:
-        self.computes.append((device, seconds, flops, nbytes, deps, name, join, eff))
+    def add_compute(self, device: int, flops: float, nbytes: float, seconds: float | None, deps: Any, name: str, join=False, eff=1.0, unit=0) -> int:
+        self.computes.append((device, seconds, flops, nbytes, deps, name, join, eff, unit))
         return -len(self.computes)
 
     def joined(self, device: int, steps: Sequence[int]) -> Sequence[int]:
@@ -244,8 +244,8 @@ class _Builder:
         # Compute step j is coded -(j + 1) until now, step n + j from now on. Dependencies are int arrays: a step
         # that waits for transfers only keeps the array of the arrivals it waits for (shared, not copied).
         computes = tuple(
-            ComputeStep(device=d, seconds=s, flops=f, bytes=b, deps=_numbered(deps, n), name=name, join=join, efficiency=e)
-            for d, s, f, b, deps, name, join, e in self.computes
+            ComputeStep(device=d, seconds=s, flops=f, bytes=b, deps=_numbered(deps, n), name=name, join=join, efficiency=e, unit=u)
+            for d, s, f, b, deps, name, join, e, u in self.computes
         )
         return Schedule("program", "program", ((*range(self.n_devices),),), 1, table, None, computes)
 
@@ -357,7 +357,8 @@ def lower(program: Program, mesh: Mesh) -> Lowered:
             case CollectiveOp():
                 record, after = _lower_collective(op, arrays[op.inputs[0]], mesh, build, before)
             case Compute():
-                steps = [build.add_compute(d, op.flops, op.bytes, op.seconds, before[d], op.name, eff=efficiency) for d in range(n)]
+                unit = 1 if op.unit == "dma" else 0
+                steps = [build.add_compute(d, op.flops, op.bytes, op.seconds, before[d], op.name, eff=efficiency, unit=unit) for d in range(n)]
                 record, after = LoweredOp(op, range(0), _span(steps), flops=op.flops, bytes=op.bytes, efficiency=efficiency), [(s,) for s in steps]
             case Matmul(overlap="collective"):
                 record, after = _lower_collective_matmul(op, [arrays[name] for name in op.inputs], arrays[op.output], mesh, build, before, efficiency)

@@ -140,10 +140,11 @@ class Op:
         Compute(name='work', op='compute', inputs=(), output=None, after=('g',), flops=0.0, bytes=0.0, seconds=1e-06, efficiency=None)
         >>> Op.of("shift", "ppermute", ("A",), "B", axes=("X",), perm=((0, 1), (1, 0))).params
         {'perm': ((0, 1), (1, 0))}
-        >>> Op.of("c", "compute", axes=("X",))
+        >>> Op.of("c", "compute", axes=("X",))  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        netsim.programs.ops.ProgramError: op 'c': axes: compute takes no axes; besides name, inputs, output and after it takes bytes, efficiency, flops, seconds
+        netsim.programs.ops.ProgramError: op 'c': axes: compute takes no axes; besides name, inputs, output and after it takes
+        bytes, efficiency, flops, seconds, unit
         >>> Op.of("b", "broadcast")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -327,7 +328,7 @@ class Einsum(Op):
 
 @dataclass(frozen=True)
 class Compute(Op):
-    """Any other work on each device's compute unit: it reads its inputs for order only and writes nothing.
+    """Any other work on each device's compute unit (or DMA engine): it reads its inputs for order only and writes nothing.
 
     Attributes
     ----------
@@ -338,6 +339,9 @@ class Compute(Op):
         Instead: how long it takes.
     efficiency : float or None
         The fraction of the peak FLOP/s it reaches (as for a matmul).
+    unit : {"compute", "dma"}
+        ``dma``: a copy on the device's DMA engine, beside its compute unit (one copy at
+        a time, its bytes at the HBM bandwidth).
 
     Examples
     --------
@@ -353,6 +357,11 @@ class Compute(Op):
     bytes: float = 0.0
     seconds: float | None = None
     efficiency: float | None = None
+    unit: str = field(default="compute", repr=False)
+
+    def __post_init__(self) -> None:
+        if self.unit not in ("compute", "dma"):
+            raise ProgramError(self.name, "unit", f"must be 'compute' or 'dma', got {self.unit!r}")
 
 
 COMPUTE_CLASSES: dict[str, type[Matmul] | type[Einsum] | type[Compute]] = {cls.KINDS[0]: cls for cls in (Matmul, Einsum, Compute)}

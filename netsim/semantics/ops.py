@@ -353,8 +353,8 @@ COMPUTE_OPS: Mapping[str, ComputeOp] = MappingProxyType(
             ComputeOp("einsum", "each device contracts its shards as subscripts say", {"subscripts": None, "efficiency": None}),
             ComputeOp(
                 "compute",
-                "any other work: flops and bytes timed by the roofline, or seconds",
-                {"flops": 0.0, "bytes": 0.0, "seconds": None, "efficiency": None},
+                "any other work: flops and bytes timed by the roofline, or seconds; on the compute unit or (unit: dma) the DMA engine",
+                {"flops": 0.0, "bytes": 0.0, "seconds": None, "efficiency": None, "unit": "compute"},
             ),
         )
     }

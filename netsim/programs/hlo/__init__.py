@@ -53,6 +53,7 @@ import stat
 from pathlib import Path
 
 from netsim.programs.hlo.flatten import flatten
+from netsim.programs.hlo.flops import module_flops
 from netsim.programs.hlo.loops import check_steps, long_loops
 from netsim.programs.hlo.memory import module_memory
 from netsim.programs.hlo.ops import COLLECTIVES, Collective, Compute, HloProgram, Step, Unmodelled
@@ -101,6 +102,7 @@ def hlo_from_text(text: str, source: str = "<hlo>") -> HloProgram:
         trips = {loop.line: 1 for loop in loops}
         check_steps(module, {loop.line: 3 for loop in loops}, loops)
         program = flatten(module, trips)
+        program.text, program.flops = text, _executed_flops(module)
     except HloSyntaxError as error:
         raise ScenarioError(source, f"line {error.line}", cut_long_words(error.problem)) from None
     if loops:
@@ -108,6 +110,14 @@ def hlo_from_text(text: str, source: str = "<hlo>") -> HloProgram:
     program.memory = module_memory(module)
     program.tpu_layouts = ":T(" in module.attrs.get("entry_computation_layout", "")
     return program
+
+
+def _executed_flops(module) -> int | None:
+    """The module's FLOPs per device, each loop by its trips; None where a computation the steps never reach is not understood."""
+    try:
+        return module_flops(module, "trips")
+    except (ValueError, KeyError):
+        return None
 
 
 def load_hlo(path: str | Path) -> HloProgram:

@@ -1,10 +1,6 @@
-"""The work of HLO compute instructions: FLOPs of dots and convolutions, bytes touched, cycles.
+"""The work of HLO compute instructions besides FLOPs (:mod:`netsim.programs.hlo.flops`): bytes touched, cycles.
 
-A ``dot`` does ``2 * prod(result dims) * prod(contracting dims)`` FLOPs (one multiply and
-one add per product). A ``convolution`` does ``2 * prod(result dims) * (kernel elements /
-output features)``: every output element is a dot over the kernel's spatial window and its
-input features (already divided by ``feature_group_count`` in the kernel's shape). A
-``fusion`` (or ``call``) does what its called computation does. The bytes an instruction
+The bytes an instruction
 touches in HBM are its operands read once and its result written once (a
 ``dynamic-update-slice`` writes in place: the update, read and written). On TPU, compiled
 fusions may carry the compiler's own ``estimated_cycles`` in their ``backend_config``.
@@ -13,13 +9,12 @@ fusions may carry the compiler's own ``estimated_cycles`` in their ``backend_con
 from __future__ import annotations
 
 import json
-import math
 import re
 
-from netsim.programs.hlo.shapes import Array, leaves, nbytes
+from netsim.programs.hlo.shapes import leaves
 from netsim.programs.hlo.text import Computation, Instruction, Module
 
-__all__ = ["backend_config", "computation_flops", "config_value", "instruction_bytes", "instruction_flops"]
+__all__ = ["backend_config", "config_value", "instruction_bytes"]
 
 _DIMS = re.compile(r"\{([\d,\s]*)\}")
 
@@ -69,55 +64,101 @@ def _dim_list(text: str | None) -> list[int]:
     return [int(x) for x in match.group(1).replace(" ", "").split(",") if x]
 
 
-def _array(shape: object, what: str) -> Array:
-    if not isinstance(shape, Array):
-        raise ValueError(f"{what} must be an array, got the tuple {shape}")
-    return shape
+def _size(shape: object) -> int:
+    """Bytes of a shape's arrays in HBM (memory space 0): those the compiler put in on-chip memory move no HBM bytes."""
+    return sum(leaf.nbytes for leaf in leaves(shape) if leaf.memory_space == 0)  # type: ignore[arg-type]
 
 
-def instruction_flops(instruction: Instruction, shapes: dict[str, object], module: Module) -> int:
-    """FLOPs of one instruction: dots, convolutions and what fusions and calls hold; 0 otherwise.
+def instruction_bytes(instruction: Instruction, shapes: dict[str, object], module: Module | None = None) -> int:
+    """HBM bytes an instruction touches: operands read once, the result written once, as XLA's cost analysis counts them.
 
-    ``shapes`` maps operand names to their shapes in the instruction's computation.
+    Only arrays in HBM count: an operand or result whose layout puts it in another memory
+    space (``S(1)``, the on-chip memory XLA's memory space assignment prefetches into)
+    moves no HBM bytes (``HloCostAnalysis::GetBytesRead`` filters by memory space alike).
+
+    A ``dynamic-update-slice`` updates its buffer in place: twice its update's bytes, and
+    its indices; a ``slice`` or ``dynamic-slice`` reads only what it takes. A ``fusion``
+    (given the ``module``) reads each parameter as ``HloCostAnalysis::FusionParameterReadBytes``
+    says (openxla/xla ``xla/service/hlo_cost_analysis.cc``): only the slices of it that
+    ``slice`` and ``dynamic-slice`` take (a scanned layer's weights out of the stacked
+    ones), once for all its other users; and writes its result (a ``dynamic-update-slice``
+    root: its update only).
+
+    Examples
+    --------
+    >>> from netsim.programs.hlo.text import parse_module
+    >>> m = parse_module('''HloModule m
+    ... %f (w: bf16[48,1024,1024], i: s32[]) -> bf16[1024,1024] {
+    ...   %w = bf16[48,1024,1024]{2,1,0} parameter(0)
+    ...   %i = s32[] parameter(1)
+    ...   %z = s32[] constant(0)
+    ...   %d = bf16[1,1024,1024]{2,1,0} dynamic-slice(%w, %i, %z, %z), dynamic_slice_sizes={1,1024,1024}
+    ...   ROOT %b = bf16[1024,1024]{1,0} bitcast(%d)
+    ... }
+    ... ENTRY %main (w: bf16[48,1024,1024], i: s32[]) -> bf16[1024,1024] {
+    ...   %w = bf16[48,1024,1024]{2,1,0} parameter(0)
+    ...   %i = s32[] parameter(1)
+    ...   ROOT %l = bf16[1024,1024]{1,0} fusion(%w, %i), kind=kLoop, calls=%f
+    ... }''')
+    >>> fusion = m.entry.root
+    >>> instruction_bytes(fusion, {i.name: i.shape for i in m.entry.instructions}, m)  # one layer read and written, the index
+    4194308
     """
     op = instruction.opcode
-    if op == "dot":
-        lhs = _array(shapes[instruction.operands[0]], "a dot's left operand")
-        contracting = _dim_list(instruction.attrs.get("lhs_contracting_dims"))
-        if any(d >= len(lhs.dims) for d in contracting):
-            raise ValueError(f"lhs_contracting_dims {contracting} out of range for {lhs}")
-        result = _array(instruction.shape, "a dot's result")
-        return 2 * result.elements * math.prod(lhs.dims[d] for d in contracting)
-    if op == "convolution":
-        kernel = _array(shapes[instruction.operands[1]], "a convolution's kernel")
-        labels = instruction.attrs.get("dim_labels", "")
-        kernel_labels = labels.partition("_")[2].partition("->")[0]
-        if len(kernel_labels) != len(kernel.dims) or "o" not in kernel_labels:
-            raise ValueError(f"dim_labels={labels!r} does not match the kernel {kernel}")
-        outputs = kernel.dims[kernel_labels.index("o")]
-        result = _array(instruction.shape, "a convolution's result")
-        return 2 * result.elements * (kernel.elements // outputs)
-    called = instruction.attrs.get("calls") or (instruction.attrs.get("to_apply") if op == "call" else None)
-    if op in ("fusion", "call") and called:
-        return computation_flops(module, called.lstrip("%"))
-    return 0
-
-
-def computation_flops(module: Module, name: str) -> int:
-    """FLOPs of every dot and convolution in a computation (fusions inside it included)."""
-    computation: Computation | None = module.computations.get(name)
+    if op == "dynamic-update-slice" and len(instruction.operands) > 2:
+        return 2 * _size(shapes[instruction.operands[1]]) + sum(_size(shapes[name]) for name in instruction.operands[2:])
+    if op == "dynamic-slice" and instruction.operands:
+        return 2 * _size(instruction.shape) + sum(_size(shapes[name]) for name in instruction.operands[1:])
+    if op == "slice":
+        return 2 * _size(instruction.shape)
+    called = instruction.attrs.get("calls") if op == "fusion" else None
+    computation = module.computations.get(called.lstrip("%")) if module is not None and called else None
     if computation is None:
-        raise ValueError(f"calls a computation {name!r} that the module does not define")
-    shapes = {i.name: i.shape for i in computation.instructions}
-    return sum(instruction_flops(i, shapes, module) for i in computation.instructions)
+        return sum(_size(shapes[name]) for name in instruction.operands) + _size(instruction.shape)
+    return _fusion_read(computation, module) + _fusion_written(instruction, computation)  # type: ignore[arg-type]
 
 
-def instruction_bytes(instruction: Instruction, shapes: dict[str, object]) -> int:
-    """HBM bytes an instruction touches: operands read once, the result written once.
+def _fusion_written(fusion: Instruction, computation: Computation) -> int:
+    root, by_name = computation.root, computation.by_name()
+    if root.opcode == "dynamic-update-slice":
+        return _size(by_name[root.operands[1]].shape)
+    if root.opcode == "tuple":
+        parts = [by_name[name] for name in root.operands]
+        return sum(_size(by_name[p.operands[1]].shape) if p.opcode == "dynamic-update-slice" else _size(p.shape) for p in parts)
+    return _size(fusion.shape)
 
-    A ``dynamic-update-slice`` updates its buffer in place: twice its update's bytes.
-    """
-    if instruction.opcode == "dynamic-update-slice" and len(instruction.operands) > 1:
-        return 2 * nbytes(shapes[instruction.operands[1]])  # type: ignore[arg-type]
-    read = sum(sum(leaf.nbytes for leaf in leaves(shapes[name])) for name in instruction.operands)  # type: ignore[arg-type]
-    return read + nbytes(instruction.shape)
+
+def _users(computation: Computation) -> dict[str, list[Instruction]]:
+    users: dict[str, list[Instruction]] = {}
+    for i in computation.instructions:
+        for name in dict.fromkeys(i.operands):
+            users.setdefault(name, []).append(i)
+    return users
+
+
+def _fusion_read(computation: Computation, module: Module) -> int:
+    users = _users(computation)
+    return sum(_parameter_read(p, users, module) for p in computation.instructions if p.opcode == "parameter")
+
+
+def _parameter_read(parameter: Instruction, users: dict[str, list[Instruction]], module: Module) -> int:
+    """``FusionParameterReadBytes``: what reading one fused parameter costs, by its users."""
+    size, trivial = 0, False
+    whole = _size(parameter.shape)
+    for user in users.get(parameter.name, ()):
+        op = user.opcode
+        inner = module.computations.get((user.attrs.get("calls") or "").lstrip("%")) if op == "fusion" else None
+        if inner is not None:  # a fusion inside: what its own parameters read
+            inner_users = _users(inner)
+            params = {int(p.literal): p for p in inner.instructions if p.opcode == "parameter"}
+            size += sum(_parameter_read(params[k], inner_users, module) for k, name in enumerate(user.operands) if name == parameter.name and k in params)
+        elif op == "slice" or (op == "dynamic-slice" and user.operands[0] == parameter.name):
+            size += _size(user.shape)
+        elif op in ("broadcast", "reshape"):
+            size += whole
+        elif op == "dynamic-update-slice" and user.operands[0] == parameter.name:
+            continue  # the buffer it updates in place: not read
+        elif not trivial:  # every other user shares one read
+            trivial = True
+            size += whole
+    return size

@@ -13,6 +13,9 @@ A program file may name an HLO module instead of arrays and ops::
     dtypes: source                 # optional: compiled (default) or source: a CPU module's f32
                                    # collectives and dots timed at its parameters' dtype (bf16)
     engine: auto
+    model: {params: 1.6e10, layers: 48, heads: 40, head_dim: 128, seq: 2048, per_device_batch: 6}
+                                   # optional: the transformer's shape; the step report then counts
+                                   # FLOPs by MaxText's formula and gives tokens/s
     require_fit: false             # true: refuse, before it plays, a module whose HBM peak exceeds a chip's
     expected: {time_s: 2.3e-4}     # what a bundled file is known to take (tests check it)
 
@@ -36,7 +39,18 @@ from netsim.scenario.models import ExpectedSpec
 from netsim.scenario.topology_spec import DeviceSpec, TopologySpec
 from netsim.scenario.yaml_files import read_yaml, validate
 
-__all__ = ["HloProgramFile", "hlo_program_from_data", "load_any_program"]
+__all__ = ["HloProgramFile", "ModelSpec", "hlo_program_from_data", "load_any_program"]
+
+
+class ModelSpec(Strict):
+    """``model:``: the transformer's shape, for the step report's MaxText FLOP formula and tokens/s."""
+
+    params: Annotated[float, Field(gt=0, allow_inf_nan=False, strict=False)]  # (YAML reads 16e9 as a string: taken as the number)
+    layers: Annotated[int, Field(gt=0)]
+    heads: Annotated[int, Field(gt=0)]
+    head_dim: Annotated[int, Field(gt=0)]
+    seq: Annotated[int, Field(gt=0)]
+    per_device_batch: Annotated[float, Field(gt=0, allow_inf_nan=False, strict=False)]
 
 
 class HloProgramFile(Strict):
@@ -52,6 +66,7 @@ class HloProgramFile(Strict):
     dtypes: Literal["compiled", "source"] = "compiled"
     engine: Literal["auto", "processes", "fast"] = "auto"
     calibration: Literal["nominal", "calibrated"] = "nominal"
+    model: ModelSpec | None = None
     require_fit: bool = False
     expected: ExpectedSpec | None = None
     source: str = Field("<program>", exclude=True)

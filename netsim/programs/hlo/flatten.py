@@ -9,8 +9,11 @@ async ``*-start`` leaves the stream free, and its ``*-done`` makes the stream wa
 collective, so the work written between the two overlaps it.
 
 ``while`` loops with a ``known_trip_count`` run their body that many times; ``call``s are
-inlined; fusions are one compute step (their FLOPs from the dots inside). The TPU
-compiler's megascale ``send``/``recv`` (a collective across slices, written as host
+inlined; fusions are one compute step (their FLOPs as XLA counts them, their dots and
+convolutions for the MXU). A ``copy-start`` (a prefetch, a cross-program prefetch) and a
+``send``/``recv`` to the host are a step on the device's DMA engine, of the copied array's
+size, which leaves the stream free until its ``copy-done`` (``send-done``/``recv-done``).
+The TPU compiler's megascale ``send``/``recv`` (a collective across slices, written as host
 transfers) are one asynchronous collective step (:mod:`netsim.programs.hlo.megascale`):
 the ``send`` starts it, the ``recv`` names it, their ``-done`` s wait for it. Instructions
 without a model (other ``send``/``recv``, ``conditional``, ``infeed``, a loop of unknown
@@ -23,9 +26,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from netsim.programs.hlo.compute import config_value, instruction_bytes, instruction_flops
+from netsim.programs.hlo.compute import config_value, instruction_bytes
+from netsim.programs.hlo.flops import instruction_flops
 from netsim.programs.hlo.loops import loop_trips, trip_count
 from netsim.programs.hlo.megascale import megascale_collective, rendezvous, unsupported_reason
+from netsim.programs.hlo.mxu import matmuls
 from netsim.programs.hlo.opcodes import OPCODES
 from netsim.programs.hlo.ops import Collective, Compute, HloProgram, Step, Unmodelled
 from netsim.programs.hlo.reading import collective_opcode, read_collective
@@ -142,6 +147,10 @@ class _Walk:
             return self.loop(ins, values[ins.operands[0]])
         if op == "call":
             return self.run(self.computation(ins.attrs.get("to_apply", ""), ins.line), [values[n] for n in ins.operands])
+        if op == "copy-start" or (op in ("send", "recv") and ins.attrs.get("is_host_transfer") == "true"):
+            return self.dma(ins, shapes, reads)
+        if op in ("send-done", "recv-done") and ins.operands and ins.operands[0] in self.pending:
+            return self.done(ins, values)
         if op in ("send", "recv", "send-done", "recv-done"):
             found_step = self.megascale(ins, shapes, reads)
             if found_step is not None:
@@ -159,14 +168,26 @@ class _Walk:
             return self.async_start(ins, values, shapes, reads)
         if (op.endswith("-done") and collective_opcode(op[: -len("-done")] + "-start")) or op in ("async-done", "call-done"):
             return self.done(ins, values)
-        if op in ("async-update", "copy-done"):
+        if op == "copy-done":
+            return self.done(ins, values) if ins.operands and ins.operands[0] in self.pending else values[ins.operands[0]]
+        if op == "async-update":
             return values[ins.operands[0]]
         flops = instruction_flops(ins, shapes, self.module)
         cycles = config_value(ins, "estimated_cycles")
         if op == "custom-call":
             self.note(ins, f"custom-call {ins.attrs.get('custom_call_target', '?')}: FLOPs unknown, timed by the bytes it touches")
-        step = self.add(Compute(ins.name, op, flops, instruction_bytes(ins, shapes), int(float(cycles)) if cycles is not None else None, ins.line), reads)
+        work = matmuls(ins, shapes, self.module)
+        nbytes = instruction_bytes(ins, shapes, self.module)
+        step = self.add(Compute(ins.name, op, flops, nbytes, int(float(cycles)) if cycles is not None else None, ins.line, work), reads)
         self.stream = frozenset({step})
+        return frozenset({step})
+
+    def dma(self, ins: Instruction, shapes: dict, reads: frozenset) -> Value:
+        """A copy on the DMA engine (``copy-start``; ``send``/``recv`` to the host): its real size once, beside the stream until its ``-done``."""
+        moved = shapes[ins.operands[0]] if ins.opcode in ("copy-start", "send") else leaves(ins.shape)[0]
+        nbytes = sum(leaf.nbytes for leaf in leaves(moved))
+        step = self.add(Compute(ins.name, ins.opcode, 0, nbytes, None, ins.line, unit="dma"), reads)
+        self.pending[ins.name] = step
         return frozenset({step})
 
     def collective(self, ins: Instruction, collective: Collective, reads: frozenset) -> Value:

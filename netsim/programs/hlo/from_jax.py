@@ -318,6 +318,5 @@ def from_jax(
         compiler=said,
         dtypes=timed,
         roofline_ici_bytes=roofline_ici_bytes(f, mesh, *args),
-        module_text=text,
     )
     return dataclasses.replace(result, program=program)

@@ -76,7 +76,13 @@ class Collective:
 
 @dataclass(frozen=True)
 class Compute:
-    """Work on each device's compute unit: FLOPs, HBM bytes and the compiler's cycles if given."""
+    """Work on each device's compute unit (or its DMA engine): FLOPs, HBM bytes and the compiler's cycles if given.
+
+    ``flops`` are counted as XLA's cost analysis counts them (:mod:`netsim.programs.hlo.flops`);
+    ``matmuls`` are the dots and convolutions among them as ``(B, M, N, K)``, which the
+    MXU times (:mod:`netsim.programs.hlo.mxu`). ``unit="dma"``: a copy (``copy-start``, a
+    host transfer) on the device's DMA engine, ``nbytes`` its real size.
+    """
 
     name: str
     opcode: str
@@ -84,6 +90,8 @@ class Compute:
     nbytes: int
     estimated_cycles: int | None = None
     line: int = 0
+    matmuls: tuple[tuple[int, int, int, int], ...] = ()
+    unit: str = "compute"
 
 
 @dataclass(frozen=True)
@@ -136,6 +144,10 @@ class HloProgram:
     """The HBM one device holds at the module's peak (:func:`netsim.programs.hlo.memory.module_memory`), when read from text."""
     tpu_layouts: bool = False
     """Whether the module's layouts are the TPU's (tiles such as ``T(8,128)``): the TPU compiler wrote it."""
+    text: str = field(default="", repr=False)
+    """The module's text, as it was read."""
+    flops: int | None = None
+    """Its compute FLOPs per device as XLA's cost analysis counts them, each loop by its trips (:func:`~netsim.programs.hlo.flops.module_flops`)."""
 
     @property
     def collectives(self) -> list[Step]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from netsim.analysis.hlo_stats import collectives
+from netsim.analysis.step_report import maxtext_flops, step_report
 from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, MemoryLimitError, check_memory, return_freed_memory
 from netsim.checks.program_memory import fit_note
 from netsim.network.topology import Topology
@@ -69,9 +70,6 @@ class HloRun(ProgramRun):
     """Whose algorithms played the collectives: ``compiler`` (the TPU compiler's, where the module names them) or ``netsim``."""
     other_times: dict[str, float] | None = None
     """Per collective instruction, its time with netsim's own algorithms when the compiler's played (None when not compared)."""
-    module_text: str = ""
-    """The module's text as compiled (``compiled.as_text()``, or the file's), where the run had it."""
-
     def describe(self) -> tuple[str, ...]:
         """What compiled the module, where its devices ran and what it holds (the lines under the result's repr).
 
@@ -92,6 +90,23 @@ class HloRun(ProgramRun):
     memory: Any = None
     """The HBM one device holds at the module's peak (:class:`~netsim.programs.hlo.memory.ModuleMemory`; None when not known)."""
 
+    model: dict[str, float] | None = None
+    """The transformer's shape the step report takes MaxText's FLOP formula from (:data:`~netsim.analysis.step_report.MODEL_FIELDS`), if given."""
+
+    @property
+    def flops(self) -> float | None:
+        """The module's FLOPs per device as XLA's cost analysis counts them, each loop by its trips (:func:`~netsim.programs.hlo.flops.module_flops`)."""
+        return None if self.module is None else self.module.flops
+
+    @property
+    def module_text(self) -> str:
+        """The module's text, as it was read."""
+        return "" if self.module is None else self.module.text
+
+    def report_of(self, result: Result, model: dict[str, float] | None = None) -> Any:
+        """The step report of ``result`` (whose ``program`` this is): :func:`netsim.analysis.step_report.step_report`."""
+        return step_report(result, model)
+
 
 def run_hlo(
     module: str | Path | HloProgram,
@@ -106,6 +121,7 @@ def run_hlo(
     compare: bool = True,
     dtypes: str = "compiled",
     require_fit: bool = False,
+    model: dict[str, float] | None = None,
 ) -> Result:
     """Simulate the HLO module ``module`` (a text file, or already read) on ``topology``, timing only.
 
@@ -148,6 +164,10 @@ def run_hlo(
     require_fit : bool, default False
         Refuse, before playing it, a module whose HBM peak per device
         (:mod:`netsim.programs.hlo.memory`) exceeds the chip's HBM.
+    model : dict, optional
+        The transformer's shape (``params``, ``layers``, ``heads``, ``head_dim``, ``seq``,
+        ``per_device_batch``): the step report (``result.report()``) then counts FLOPs by
+        MaxText's formula and gives tokens/s (:mod:`netsim.analysis.step_report`).
 
     Returns
     -------
@@ -184,6 +204,8 @@ def run_hlo(
     capacity = topo.device(0).get("hbm_capacity_bytes")
     if require_fit and program.memory is not None and capacity is not None and program.memory.peak_bytes > capacity:
         raise ScenarioError(source, "require_fit", fit_note(program.memory.peak_bytes, capacity))
+    if model is not None:
+        maxtext_flops(model)  # checks its fields
     if topo.n_devices >= RETURN_FREED_MIN_DEVICES:
         return_freed_memory()
     wanted = source_dtype(list(program.parameter_dtypes)) if dtypes == "source" else None
@@ -196,8 +218,9 @@ def run_hlo(
     if compare and named and chosen == "compiler":
         other = _run_loops(program, functools.partial(play, algorithm="netsim"), source, unroll)
         times = {c["hlo_name"]: c["time_s"] for c in collectives(other)}
-    text = Path(module).read_text(encoding="utf-8") if isinstance(module, (str, Path)) else result.program.module_text
-    return dataclasses.replace(result, program=dataclasses.replace(result.program, other_times=times, dtypes=timed, module_text=text, memory=program.memory))
+    module = dataclasses.replace(result.program.module, text=program.text, flops=program.flops)  # (a loop's runs are flattened afresh)
+    ran = dataclasses.replace(result.program, module=module, other_times=times, dtypes=timed, model=model, memory=program.memory)
+    return dataclasses.replace(result, program=ran)
 
 
 def _run_loops(program: HloProgram, play: Callable[[HloProgram], Result], source: str, unroll: bool) -> Result:
@@ -306,6 +329,7 @@ def run_hlo_program(program: str | Path | HloProgramFile, engine: str | None = N
     if not isinstance(loaded, HloProgramFile):
         raise ValueError(f"{program}: not an HLO program file (it has no hlo: field); run it with netsim.run_program")
     options = {"clock_hz": loaded.clock_hz, "engine": engine or loaded.engine, "name": loaded.name, "algorithm": loaded.algorithm, "dtypes": loaded.dtypes}
+    options["model"] = loaded.model.model_dump() if loaded.model is not None else None
     try:
         return run_hlo(loaded.hlo_path, loaded.topology_obj, compare=compare, require_fit=loaded.require_fit, **options)
     except ScenarioError as error:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["DTYPE_BITS", "Array", "TupleShape", "leaves", "nbytes", "parse_shape", "read_shape"]
 
@@ -52,10 +52,16 @@ DTYPE_BITS: dict[str, int] = {
 
 @dataclass(frozen=True)
 class Array:
-    """An array shape: its HLO element type (``"bf16"``) and dims (bounds for dynamic dims)."""
+    """An array shape: its HLO element type (``"bf16"``) and dims (bounds for dynamic dims).
+
+    ``memory_space`` is the ``S(n)`` of its layout: 0 (none written) the default memory,
+    HBM; others the compiler's faster, smaller memories (XLA's memory space assignment:
+    1 the "alternate memory", on-chip). It takes no part in comparisons.
+    """
 
     dtype: str
     dims: tuple[int, ...]
+    memory_space: int = field(default=0, compare=False, repr=False)
 
     @property
     def elements(self) -> int:
@@ -85,6 +91,7 @@ Shape = Array | TupleShape
 
 _DTYPE = re.compile(r"[a-z][a-z0-9]*")
 _DIM = re.compile(r"(<=)?(\d+)$")
+_SPACE = re.compile(r"S\((\d+)\)")
 
 
 def leaves(shape: Shape) -> list[Array]:
@@ -188,9 +195,12 @@ def read_shape(text: str, start: int = 0, depth: int = 0) -> tuple[Shape, int]:
             raise ValueError(f"bad dimension {part!r} in the shape {text[start : end + 1]!r}")
         dims.append(int(dim.group(2)))
     index = end + 1
+    space = 0
     if text.startswith("{", index):
-        index = _skip_balanced(text, index, "{", "}")
-    return Array(dtype, tuple(dims)), index
+        layout_end = _skip_balanced(text, index, "{", "}")
+        found = _SPACE.search(text, index, layout_end)
+        space, index = (int(found.group(1)) if found else 0), layout_end
+    return Array(dtype, tuple(dims), space), index
 
 
 def parse_shape(text: str) -> Shape:

@@ -18,8 +18,13 @@ Collectives
     split evenly; a permute in which every device sends to itself moves nothing.
 Compute
     Each compute step is a ``compute`` op on every device:
-    ``max(flops / peak_flops, bytes / hbm_bandwidth)``, or the compiler's
-    ``estimated_cycles`` over a clock rate when one is given (``seconds``). A step
+    ``max(MXU FLOPs / (peak_flops * efficiency), bytes / hbm_bandwidth)``, its MXU FLOPs
+    those of its dots and convolutions padded to the chip's matrix unit
+    (:func:`netsim.programs.hlo.mxu.padded_flops`; a custom-call's cost estimate as it
+    is), the efficiency the calibration's ``compute_efficiency`` (1 under ``nominal``);
+    or the compiler's ``estimated_cycles`` over a clock rate when one is given
+    (``seconds``). A copy (``copy-start``, a host transfer) is a ``compute`` op on the
+    device's DMA engine (``unit="dma"``): its bytes at the HBM bandwidth. A step
     with neither FLOPs nor bytes takes no time (``seconds=0``). On a chip without the
     figures the roofline needs (``peak_flops``, ``hbm_bandwidth``) and without a clock,
     compute is unknown: the step takes no time, its record says so, and the
@@ -38,8 +43,10 @@ import numpy as np
 from netsim.analysis.hlo_stats import COMPUTE_UNKNOWN
 from netsim.network.device_mesh import AxisGroups, Mesh
 from netsim.network.device_order import physical_ring
+from netsim.network.presets import mxu_tile
 from netsim.network.topology import Topology
 from netsim.programs.hlo.devices import DeviceMap
+from netsim.programs.hlo.mxu import padded_flops
 from netsim.programs.hlo.ops import Collective, Compute, HloProgram, Step
 from netsim.programs.hlo.strategies import compiler_plan, read_algorithm
 from netsim.programs.lowering import Lowered, lower
@@ -206,6 +213,7 @@ def translate(
     context = _Context(nodes, meshes, {}, algorithm=algorithm, dims=tuple(topology.dims))
     facts = topology.device(0)
     rates = {"peak_flops": facts.get("peak_flops"), "hbm_bandwidth": facts.get("hbm_bandwidth_Bps")}
+    tile = mxu_tile(topology)
     names = _names(module.steps)
     ops: list[Op] = []
     records: list[StepRecord] = []
@@ -213,15 +221,18 @@ def translate(
         after = tuple(names[dep] for dep in step.deps)
         if isinstance(step.op, Compute):
             seconds = _seconds(step.op, clock_hz)
-            missing = [name for name, amount in (("peak_flops", step.op.flops), ("hbm_bandwidth", step.op.nbytes)) if amount > 0 and not rates[name]]
-            flops, nbytes, note = float(step.op.flops), float(step.op.nbytes), ""
+            mxu = padded_flops(step.op.matmuls, tile) + (step.op.flops if step.op.opcode == "custom-call" else 0)
+            if seconds is None and mxu <= 0 and step.op.nbytes <= 0:  # vector work on on-chip memory only: no MXU, no HBM time
+                seconds = 0.0
+            missing = [name for name, amount in (("peak_flops", mxu), ("hbm_bandwidth", step.op.nbytes)) if amount > 0 and not rates[name]]
+            flops, nbytes, note = float(mxu), float(step.op.nbytes), ""
             if seconds is None and missing == ["peak_flops"] and rates["hbm_bandwidth"]:
                 flops, note = 0.0, "no peak_flops: HBM bytes only"
             elif seconds is None and missing == ["hbm_bandwidth"] and rates["peak_flops"]:
                 nbytes, note = 0.0, "no hbm_bandwidth: FLOPs only"
             elif seconds is None and missing:  # the roofline cannot time it: the chip has no figures
                 seconds, note = 0.0, f"{COMPUTE_UNKNOWN}: the chip has no {' or '.join(missing)}"
-            ops.append(Op.of(label, "compute", after=after, flops=flops, bytes=nbytes, seconds=seconds))
+            ops.append(Op.of(label, "compute", after=after, flops=flops, bytes=nbytes, seconds=seconds, unit=step.op.unit))
             records.append(StepRecord(step, len(ops) - 1, note=note))
             continue
         op, axes, note = _collective(step.op, label, after, context)
