@@ -11,7 +11,7 @@ Every other row (another generation) is held out: reported with the same machine
 never derived from.
 
     python scripts/validation_steps.py             # print the section and the derivation
-    python scripts/validation_steps.py --derive    # the derivation alone (several runs per row)
+    python scripts/validation_steps.py --derive    # the derivation alone (one run per row)
 
 ``scripts/validation.py`` writes the section into docs/validation.md;
 tests/test_validation_steps.py checks the modules' FLOPs and HBM against the compiler's
@@ -63,34 +63,51 @@ ROWS = tuple(StepRow(c, True) for c in MODELS.values()) + tuple(StepRow(c, False
 
 
 @functools.lru_cache(maxsize=64)
-def step_time(row: StepRow, mode: str, efficiency: float | None = None) -> float:
-    """netsim's step time of ``row`` under ``mode`` (``efficiency``: the matmul efficiency tried instead of the preset's)."""
+def simulate(row: StepRow, mode: str, efficiency: float | None = None):
+    """netsim's run of ``row`` under ``mode`` (``efficiency``: the matmul efficiency tried instead of the preset's)."""
     from netsim.programs.hlo.run import run_hlo
     from netsim.run import resolve_topology
 
     topology = calibrate(resolve_topology(row.topology, None), mode)
     if efficiency is not None:
         topology = calibrate(topology, "calibrated", dataclasses.replace(offered(topology), compute_efficiency=efficiency))
-    return run_hlo(row.module, topology, compare=False).time
+    return run_hlo(row.module, topology, compare=False, model=row.model)
 
 
-def row_efficiency(row: StepRow, tolerance: float = 2e-3) -> float:
-    """The matmul efficiency at which ``row``'s simulated step time equals the published one (secant on log time)."""
-    import math
+def step_time(row: StepRow, mode: str, efficiency: float | None = None) -> float:
+    """netsim's step time of ``row`` (see :func:`simulate`)."""
+    return simulate(row, mode, efficiency).time
 
+
+def time_at(report, efficiency: float) -> float:
+    """The step time ``report`` (a run's step report) would take at another matmul efficiency.
+
+    Each instruction of the played run takes ``max(MXU time, HBM time)``; its MXU time scales
+    as the efficiency's inverse. The played run's time moves by what its instructions gain or
+    lose (communication and DMA as they were), and the extended step in proportion.
+    """
+    scale = report.matmul_efficiency / efficiency
+    delta = sum(i["runs"] * (max(i["mxu_s"] * scale, i["hbm_s"]) - max(i["mxu_s"], i["hbm_s"])) for i in report.instructions if i["bound"] != "given")
+    return report.time_s * (report.played_s + delta) / report.played_s
+
+
+def row_efficiency(row: StepRow) -> float:
+    """The matmul efficiency at which ``row``'s step time equals the published one, from one run at efficiency 1.
+
+    :func:`time_at` moves the run's instructions to each efficiency tried (bisection); the
+    rows are then run again at the median, and their errors are what that run gives.
+    """
+    from netsim.analysis.step_report import step_report
+
+    report = step_report(simulate(row, "calibrated", 1.0), row.model)
     target = row.config.step_time_s()
-    low, high = 0.3, 1.0
-    t_low, t_high = step_time(row, "calibrated", low), step_time(row, "calibrated", high)
-    if not t_high <= target <= t_low:
-        return high if target < t_high else low
-    for _ in range(12):
-        guess = math.exp(math.log(low) + (math.log(target) - math.log(t_low)) * (math.log(high) - math.log(low)) / (math.log(t_high) - math.log(t_low)))
-        guess = min(max(guess, low + 1e-4), high - 1e-4)
-        t = step_time(row, "calibrated", round(guess, 4))
-        if abs(t / target - 1) < tolerance:
-            return round(guess, 4)
-        low, t_low, high, t_high = (guess, t, high, t_high) if t > target else (low, t_low, guess, t)
-    return round(guess, 4)
+    if time_at(report, 1.0) >= target:
+        return 1.0
+    low, high = 0.05, 1.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if time_at(report, middle) > target else (low, middle)
+    return round(high, 4)
 
 
 def derive() -> tuple[float, dict[str, float]]:
