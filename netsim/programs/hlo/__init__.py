@@ -112,6 +112,21 @@ def hlo_from_text(text: str, source: str = "<hlo>") -> HloProgram:
     return program
 
 
+def _gunzipped(data: bytes, path: Path) -> bytes:
+    """A gzipped module's text, refused past :data:`MAX_HLO_BYTES` (read in pieces: a small file may unpack to gigabytes)."""
+    import gzip
+    import io
+
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as file:
+            text = file.read(MAX_HLO_BYTES + 1)
+    except (OSError, EOFError) as error:
+        raise ScenarioError(str(path), "", f"not a gzip file netsim can read ({error}); give the module's text, or the text gzipped") from None
+    if len(text) > MAX_HLO_BYTES:
+        raise ScenarioError(str(path), "", f"unpacks to more than the {MAX_HLO_BYTES // 2**20} MiB of HLO text netsim reads; simulate a smaller program")
+    return text
+
+
 def _executed_flops(module) -> int | None:
     """The module's FLOPs per device, each loop by its trips; None where a computation the steps never reach is not understood."""
     try:
@@ -121,7 +136,7 @@ def _executed_flops(module) -> int | None:
 
 
 def load_hlo(path: str | Path) -> HloProgram:
-    """The steps of the HLO module in the text file ``path`` (see :func:`hlo_from_text`).
+    """The steps of the HLO module in the text file ``path`` (see :func:`hlo_from_text`); ``NAME.txt.gz`` is read gzipped.
 
     Raises
     ------
@@ -148,6 +163,8 @@ def load_hlo(path: str | Path) -> HloProgram:
             data = file.read(info.st_size + 1)  # read(n) sets n bytes aside first: never more than the file
         if len(data) > info.st_size:
             raise ScenarioError(str(path), "", "it grew while it was read; read it once it is written")
+        if path.suffix == ".gz":
+            data = _gunzipped(data, path)
         text = data.decode("utf-8")
     except FileNotFoundError:
         raise ScenarioError(str(path), "", "no such file") from None

@@ -128,11 +128,12 @@ def sidecar_path(hlo_path: str | Path) -> Path:
 
     Examples
     --------
-    >>> sidecar_path("runs/step.txt").as_posix()
-    'runs/step.devices.json'
+    >>> sidecar_path("runs/step.txt").as_posix(), sidecar_path("runs/16b.txt.gz").as_posix()
+    ('runs/step.devices.json', 'runs/16b.devices.json')
     """
     path = Path(hlo_path)
-    return path.with_name(path.stem + ".devices.json")
+    name = path.name.removesuffix(".gz")
+    return path.with_name(name.rsplit(".", 1)[0] + ".devices.json" if "." in name else name + ".devices.json")
 
 
 def default_device_map(n_devices: int, topology_name: str = "") -> DeviceMap:

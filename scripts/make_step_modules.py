@@ -1,0 +1,97 @@
+"""Compile MaxText's v5e-256 training steps with the TPU compiler, ahead of time, on this machine.
+
+Needs ``jax[tpu]`` (jax 0.10.2 with libtpu 0.0.42.1 wrote the bundled modules); no TPU. As for
+``scripts/make_tpu_hlo_modules.py``, keep libtpu in an environment of its own:
+
+    python -m venv /tmp/venv-tpu && /tmp/venv-tpu/bin/pip install "jax[tpu]==0.10.2"
+    /tmp/venv-tpu/bin/python scripts/make_step_modules.py          # writes scenarios/programs/hlo/steps/
+
+For each row of ``netsim/programs/hlo/maxtext.py`` (MaxText's 16B, 32B, 64B and 128B rows on
+a v5e 16x16 slice, and the held-out 22B row on a v4 4x4x4 slice), the training step is
+compiled for the row's slice, and three files are written per model:
+
+- ``NAME.txt.gz``: the optimised module's text (debugging tables and metadata stripped),
+  gzipped;
+- ``NAME.devices.json``: the executable's device assignment, mesh and compiler;
+- ``NAME.xla.json``: what the compiler itself says of the module: ``cost_analysis()``
+  (FLOPs, bytes accessed) and ``memory_analysis()`` (argument, output, temporary, alias and
+  generated-code bytes per device), which netsim's own counts are checked against.
+
+The compile shares libtpu with other processes (``ALLOW_MULTIPLE_LIBTPU_LOAD``): another
+process's ``/tmp/libtpu_lockfile`` is never touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import importlib.metadata
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "scenarios" / "programs" / "hlo" / "steps"
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from make_tpu_hlo_modules import clean, device_map, load_by_path  # noqa: E402
+
+
+def compile_model(name: str, out: Path) -> None:
+    os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+    import jax
+    import numpy as np
+    from jax.experimental import topologies
+    from jax.sharding import AxisType, Mesh
+
+    maxtext = load_by_path("maxtext")
+    config = {**maxtext.MODELS, **maxtext.HELD_OUT}[name]
+    topology_name = config.topology
+    chip_config = "megacore" if config.generation == "v4" else "default"
+    topology = topologies.get_topology_desc(platform="tpu", topology_name=topology_name, chip_config_name=chip_config)
+    devices = np.array(topology.devices)
+    if devices.size != config.devices:
+        raise SystemExit(f"{name} runs on {config.devices} devices; {topology_name} has {devices.size}")
+    shape = (1, config.fsdp, config.tensor)
+    mesh = Mesh(devices.reshape(shape), ("data", "fsdp", "tensor"), axis_types=(AxisType.Auto,) * 3)
+    start = time.perf_counter()
+    step, args = maxtext.build_step(config, mesh)
+    compiled = step.lower(*args).compile()
+    seconds = time.perf_counter() - start
+    compiler = {"platform": "tpu", "libtpu": importlib.metadata.version("libtpu"), "jax": jax.__version__}
+    compiler.update(topology=topology_name, chip_config=chip_config)
+    out.mkdir(parents=True, exist_ok=True)
+    text = clean(compiled.as_text())
+    with gzip.open(out / f"{name}.txt.gz", "wt", compresslevel=9) as f:
+        f.write(text)
+    assignment = jax.tree_util.tree_leaves(compiled.input_shardings[0])[0]._device_assignment
+    (out / f"{name}.devices.json").write_text(device_map(assignment, dict(zip(("data", "fsdp", "tensor"), shape, strict=True)), compiler))
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    memory = compiled.memory_analysis()
+    xla = {
+        "compiler": compiler,
+        "cost_analysis": {k: float(v) for k, v in sorted(cost.items()) if k in ("flops", "bytes accessed", "transcendentals", "optimal_seconds")},
+        "memory_analysis": {
+            k: int(getattr(memory, k))
+            for k in ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes", "alias_size_in_bytes", "generated_code_size_in_bytes")
+        },
+    }
+    (out / f"{name}.xla.json").write_text(json.dumps(xla, indent=1) + "\n")
+    flops, temp = xla["cost_analysis"].get("flops", 0), xla["memory_analysis"]["temp_size_in_bytes"] / 2**30
+    print(f"{name}: compiled in {seconds:.1f} s, {len(text) / 1e6:.2f} MB of text, flops {flops:.4g}, temp {temp:.2f} GiB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", nargs="*", default=["16b", "32b", "64b", "128b", "22b_v4"], help="rows of MODELS or HELD_OUT (default: all)")
+    parser.add_argument("--out", default=str(OUT))
+    args = parser.parse_args()
+    for name in args.models:
+        compile_model(name, Path(args.out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""Whole training steps against MaxText's published MFU: the rows of docs/validation.md's "Whole steps".
+
+Each row is a MaxText training step of ``netsim/programs/hlo/maxtext.py`` compiled ahead of
+time with libtpu (``scripts/make_step_modules.py``; the modules ship in
+``scenarios/programs/hlo/steps/``), simulated whole on its slice under ``calibration:
+nominal`` (the ideal model: every dot at the chip's peak) and ``calibrated`` (the
+generation's measured terms, among them the matmul efficiency derived here). The four
+v5e-256 rows are the derivation set: each row's own efficiency is the one at which netsim's
+step time equals the time MaxText's MFU implies, and v5e's efficiency is their median.
+Every other row (another generation) is held out: reported with the same machinery,
+never derived from.
+
+    python scripts/validation_steps.py             # print the section and the derivation
+    python scripts/validation_steps.py --derive    # the derivation alone (one run per row)
+
+``scripts/validation.py`` writes the section into docs/validation.md;
+tests/test_validation_steps.py checks the modules' FLOPs and HBM against the compiler's
+own figures (``NAME.xla.json``) and the derived efficiency against the preset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from netsim.network.calibration import calibrate, offered  # noqa: E402
+from netsim.programs.hlo.maxtext import HELD_OUT, MODELS, MaxTextConfig  # noqa: E402
+
+STEPS = ROOT / "scenarios" / "programs" / "hlo" / "steps"
+MAXTEXT_TABLE = "AI-Hypercomputer/maxtext (then google/maxtext), README.md 'TPU v5e' and 'TPU v4' at commit 9bc243c95 (2023-10-27)"
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """One published row: the model, the module that runs it, and whether it derives the efficiency."""
+
+    config: MaxTextConfig
+    derive: bool
+
+    @property
+    def module(self) -> Path:
+        return STEPS / f"{self.config.name}.txt.gz"
+
+    @property
+    def topology(self) -> str:
+        return f"tpu-{self.config.topology}"
+
+    @property
+    def model(self) -> dict[str, float]:
+        c = self.config
+        return {"params": c.params(), "layers": c.layers, "heads": c.heads, "head_dim": c.head_dim, "seq": c.seq, "per_device_batch": c.per_device_batch}
+
+
+ROWS = tuple(StepRow(c, True) for c in MODELS.values()) + tuple(StepRow(c, False) for c in HELD_OUT.values())
+
+
+@functools.lru_cache(maxsize=64)
+def simulate(row: StepRow, mode: str, efficiency: float | None = None):
+    """netsim's run of ``row`` under ``mode`` (``efficiency``: the matmul efficiency tried instead of the preset's)."""
+    from netsim.programs.hlo.run import run_hlo
+    from netsim.run import resolve_topology
+
+    topology = calibrate(resolve_topology(row.topology, None), mode)
+    if efficiency is not None:
+        topology = calibrate(topology, "calibrated", dataclasses.replace(offered(topology), compute_efficiency=efficiency))
+    return run_hlo(row.module, topology, compare=False, model=row.model)
+
+
+def step_time(row: StepRow, mode: str, efficiency: float | None = None) -> float:
+    """netsim's step time of ``row`` (see :func:`simulate`)."""
+    return simulate(row, mode, efficiency).time
+
+
+def time_at(report, efficiency: float) -> float:
+    """The step time ``report`` (a run's step report) would take at another matmul efficiency.
+
+    Each instruction of the played run takes ``max(MXU time, HBM time)``; its MXU time scales
+    as the efficiency's inverse. The played run's time moves by what its instructions gain or
+    lose (communication and DMA as they were), and the extended step in proportion.
+    """
+    scale = report.matmul_efficiency / efficiency
+    delta = sum(i["runs"] * (max(i["mxu_s"] * scale, i["hbm_s"]) - max(i["mxu_s"], i["hbm_s"])) for i in report.instructions if i["bound"] != "given")
+    return report.time_s * (report.played_s + delta) / report.played_s
+
+
+def row_efficiency(row: StepRow) -> float:
+    """The matmul efficiency at which ``row``'s step time equals the published one, from one run at efficiency 1.
+
+    :func:`time_at` moves the run's instructions to each efficiency tried (bisection); the
+    rows are then run again at the median, and their errors are what that run gives.
+    """
+    from netsim.analysis.step_report import step_report
+
+    report = step_report(simulate(row, "calibrated", 1.0), row.model)
+    target = row.config.step_time_s()
+    if time_at(report, 1.0) >= target:
+        return 1.0
+    low, high = 0.05, 1.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if time_at(report, middle) > target else (low, middle)
+    return round(high, 4)
+
+
+def derive() -> tuple[float, dict[str, float]]:
+    """v5e's matmul efficiency: the median of the derivation rows' own efficiencies."""
+    each = {row.config.name: row_efficiency(row) for row in ROWS if row.derive}
+    return round(statistics.median(each.values()), 3), each
+
+
+def mfu(row: StepRow, seconds: float) -> float:
+    """MaxText's MFU of a step that takes ``seconds``."""
+    return row.config.model_tflops_per_device() * 1e12 / (seconds * row.config.peak_flops)
+
+
+def section() -> str:
+    """The "Whole steps" section of docs/validation.md."""
+    lines = [
+        "## Whole steps: MaxText's published MFU",
+        "",
+        f"Source: {MAXTEXT_TABLE}; configs `MaxText/configs/largest_job/{{16b,32b,64b,128b}}.sh` and",
+        "`MaxText/configs/1xv4-128.sh` of that commit. Each model is written in plain JAX",
+        "(`netsim/programs/hlo/maxtext.py`), compiled ahead of time with libtpu for its slice",
+        "(`scripts/make_step_modules.py`, modules in `scenarios/programs/hlo/steps/`) and simulated whole.",
+        "MFU is MaxText's own formula of that commit over the chip's peak; the published step time is",
+        "that formula's FLOPs over MFU x peak. Errors are netsim's step time against the published one.",
+        "",
+        "| model | slice | role | published MFU | published step | nominal step | nominal MFU | error | calibrated step | calibrated MFU | error |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in ROWS:
+        c = row.config
+        published = c.step_time_s()
+        nominal, calibrated = step_time(row, "nominal"), step_time(row, "calibrated")
+        role = "derivation" if row.derive else "held out"
+        lines.append(
+            f"| {c.name} | {row.topology} | {role} | {c.published_mfu:.2%} | {published:.2f} s | {nominal:.2f} s | {mfu(row, nominal):.2%} | "
+            f"{nominal / published - 1:+.1%} | {calibrated:.2f} s | {mfu(row, calibrated):.2%} | {calibrated / published - 1:+.1%} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--derive", action="store_true", help="derive v5e's matmul efficiency from the four v5e rows and print it")
+    args = parser.parse_args()
+    if args.derive:
+        value, each = derive()
+        print(f"v5e matmul efficiency: {value} (median of {each})")
+        return
+    print(section())
+
+
+if __name__ == "__main__":
+    main()
