@@ -116,6 +116,72 @@ def derive() -> tuple[float, dict[str, float]]:
     return round(statistics.median(each.values()), 3), each
 
 
+def recomputed_flops(config: MaxTextConfig) -> float:
+    """What full remat adds to MaxText's formula: the forward pass again, in the backward pass.
+
+    Per layer, every matmul whose output the backward pass needs (queries, keys, values,
+    the MLP's input matrix, both attention dots) runs again; the two whose outputs only feed
+    the residual (attention's output projection, the MLP's output matrix) do not, as XLA
+    drops recomputed work nothing reads. Per device: ``2 * tokens * (3 * emb * heads *
+    head_dim + emb * mlp) * layers + 4 * heads * head_dim * seq**2 * batch * layers``.
+    """
+    c = config
+    tokens = c.seq * c.per_device_batch
+    weights = 2 * tokens * (3 * c.emb * c.heads * c.head_dim + c.emb * c.mlp) * c.layers
+    attention = 4 * c.heads * c.head_dim * c.seq**2 * c.per_device_batch * c.layers
+    return weights + attention
+
+
+def module_checks(row: StepRow) -> dict[str, float]:
+    """netsim's FLOPs and HBM peak of the row's module beside the compiler's own figures (``NAME.xla.json``)."""
+    import gzip
+    import json
+
+    from netsim.programs.hlo.flops import module_flops
+    from netsim.programs.hlo.memory import module_memory
+    from netsim.programs.hlo.text import parse_module
+
+    with gzip.open(row.module, "rt", encoding="utf-8") as file:
+        module = parse_module(file.read())
+    xla = json.loads(row.module.with_name(f"{row.config.name}.xla.json").read_text())
+    memory = xla["memory_analysis"]
+    allocated = memory["argument_size_in_bytes"] + memory["output_size_in_bytes"] + memory["temp_size_in_bytes"] - memory["alias_size_in_bytes"]
+    return {
+        "flops_once": module_flops(module, "once"),
+        "xla_flops": xla["cost_analysis"]["flops"],
+        "flops_trips": module_flops(module, "trips"),
+        "maxtext_remat": row.config.model_tflops_per_device() * 1e12 + recomputed_flops(row.config),
+        "hbm_peak": module_memory(module).peak_bytes,
+        "memory_analysis": allocated,
+        "arguments": memory["argument_size_in_bytes"],
+    }
+
+
+def checks_section() -> str:
+    """The modules' FLOPs and HBM against the compiler's figures and MaxText's formula."""
+    lines = [
+        "### The modules' work and memory",
+        "",
+        "FLOPs per device as XLA's cost analysis counts them (each loop body once) beside libtpu's",
+        "`cost_analysis()`; the step's FLOPs (each loop by its trips) beside MaxText's formula plus what",
+        "full remat recomputes (`recomputed_flops` in `scripts/validation_steps.py`); the HBM peak of",
+        "netsim's liveness pass beside `memory_analysis()` (arguments + outputs + temporaries - aliases).",
+        "",
+        "| model | FLOPs, loops once | cost_analysis() | ratio | FLOPs of the step | MaxText + remat | ratio | HBM peak | memory_analysis() | ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in ROWS:
+        if not row.module.exists():
+            continue
+        f = module_checks(row)
+        lines.append(
+            f"| {row.config.name} | {f['flops_once']:.4g} | {f['xla_flops']:.4g} | {f['flops_once'] / f['xla_flops']:.4f} | "
+            f"{f['flops_trips']:.4g} | {f['maxtext_remat']:.4g} | {f['flops_trips'] / f['maxtext_remat']:.4f} | "
+            f"{f['hbm_peak'] / 2**30:.2f} GiB | {f['memory_analysis'] / 2**30:.2f} GiB | {f['hbm_peak'] / f['memory_analysis']:.3f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def mfu(row: StepRow, seconds: float) -> float:
     """MaxText's MFU of a step that takes ``seconds``."""
     return row.config.model_tflops_per_device() * 1e12 / (seconds * row.config.peak_flops)
