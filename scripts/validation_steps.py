@@ -132,6 +132,7 @@ def recomputed_flops(config: MaxTextConfig) -> float:
     return weights + attention
 
 
+@functools.lru_cache(maxsize=16)
 def module_checks(row: StepRow) -> dict[str, float]:
     """netsim's FLOPs and HBM peak of the row's module beside the compiler's own figures (``NAME.xla.json``)."""
     import gzip

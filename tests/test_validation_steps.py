@@ -1,0 +1,56 @@
+"""The whole-step modules (MaxText's v5e rows, compiled by libtpu) against the compiler's own figures and MaxText's formula.
+
+The simulations themselves take minutes each (``scripts/validation_steps.py``); here the
+modules' FLOPs and HBM peak are checked, which take seconds.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from netsim.programs.hlo.maxtext import MODELS, individual_scales
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def steps():
+    spec = importlib.util.spec_from_file_location("validation_steps", ROOT / "scripts" / "validation_steps.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["validation_steps"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+BUNDLED = [name for name in MODELS if (ROOT / "scenarios" / "programs" / "hlo" / "steps" / f"{name}.txt.gz").exists()]
+
+
+def test_maxtexts_scales_and_formula_by_hand():
+    # pyconfig.get_individual_scales: 16 = 2^4 -> base 1, rem 1: heads and mlp x4, embed x2, layers x2
+    assert individual_scales(16) == (1, 2, 2, 1)
+    m = MODELS["16b"]
+    assert (m.emb, m.heads, m.mlp, m.layers) == (5120, 32, 32768, 32)
+    per_layer = 5120 + 4 * 5120 * 32 * 256 + 2 * 256 + 32 * 32 + 2 * 5120 * 32768
+    assert m.params() == 32 * per_layer + 32768 * 5120 + 5120
+    tflops = (6 * m.params() * 2048 * 6 + 12 * 32 * 32 * 256 * 2048**2 * 6) / 1e12
+    assert m.model_tflops_per_device() == pytest.approx(tflops, rel=1e-12)
+    assert m.step_time_s() == pytest.approx(tflops * 1e12 / (0.6110 * 197e12), rel=1e-12)  # about 10.6 s
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_the_modules_flops_equal_libtpus_cost_analysis_and_maxtexts_formula_with_remat(steps, name):
+    row = next(r for r in steps.ROWS if r.config.name == name)
+    f = steps.module_checks(row)
+    assert f["flops_once"] == pytest.approx(f["xla_flops"], rel=0.02)  # XLA counts each loop body once
+    assert f["flops_trips"] == pytest.approx(f["maxtext_remat"], rel=0.02)  # what the step executes
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_the_hbm_peak_lies_between_the_arguments_and_what_the_compiler_reserves(steps, name):
+    row = next(r for r in steps.ROWS if r.config.name == name)
+    f = steps.module_checks(row)
+    assert f["arguments"] < f["hbm_peak"] <= f["memory_analysis"]
