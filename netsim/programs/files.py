@@ -38,7 +38,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BeforeValidator, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from netsim.network import units
 from netsim.network.calibration import calibrate, check_calibration
@@ -46,6 +46,7 @@ from netsim.network.device_mesh import Mesh
 from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import Topology
 from netsim.programs.model import Op, Program, ProgramError, Sharded
+from netsim.programs.repeats import TRIP_MARK, Block, unrolled
 from netsim.scenario.errors import ScenarioError
 from netsim.scenario.fields import Seconds, Strict
 from netsim.scenario.models import ExpectedSpec, MeshSpec, mesh_shorthand
@@ -151,6 +152,23 @@ class OpSpec(Strict):
         return Op.of(self.name, self.op, tuple(self.inputs), self.out, after=tuple(self.after), **{**registry.OPS[self.op].program, **given})
 
 
+class RepeatSpec(Strict):
+    """A block of ops that runs ``repeat`` times in a row (as ``jax.lax.scan`` over layers): see :mod:`netsim.programs.repeats`."""
+
+    repeat: Annotated[int, Field(ge=1, le=10**9)]
+    ops: list[OpSpec] = Field(min_length=1, max_length=1 << 16)
+
+
+def _op_or_block(value: Any) -> str | None:
+    """Which an entry of ``ops`` is: a block (it says ``repeat``) or an op."""
+    if isinstance(value, (RepeatSpec, OpSpec)):
+        return type(value).__name__
+    return ("RepeatSpec" if "repeat" in value else "OpSpec") if isinstance(value, dict) else None
+
+
+OpOrBlock = Annotated[Annotated[OpSpec, Tag("OpSpec")] | Annotated[RepeatSpec, Tag("RepeatSpec")], Discriminator(_op_or_block)]
+
+
 class ProgramFile(Strict):
     """A validated program file. Build one with :func:`load_program`."""
 
@@ -161,7 +179,9 @@ class ProgramFile(Strict):
     mesh: Annotated[MeshSpec, BeforeValidator(mesh_shorthand)]
     params: dict[str, Annotated[int, Field(ge=1, le=1 << 40)]] = Field(default_factory=dict)
     arrays: dict[str, ArraySpec] = Field(min_length=1)
-    ops: list[OpSpec] = Field(min_length=1, max_length=1 << 16)
+    ops: list[OpOrBlock] = Field(min_length=1, max_length=1 << 16)
+    unroll: bool = False
+    """Play every trip of ``repeat:`` blocks (default: a few trips, the rest extended from their steady or periodic state)."""
     data: Literal["values", "none"] = "values"
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
     engine: Literal["auto", "processes", "fast"] = "auto"
@@ -217,12 +237,26 @@ class ProgramFile(Strict):
             sharding = spec.sharding if spec.sharding is not None else [None] * len(shape)
             axes = tuple(() if s is None else (s,) if isinstance(s, str) else tuple(s) for s in sharding)
             arrays[name] = Sharded(shape, spec.dtype, axes, tuple(spec.partial or ()))
-        program = Program(self.name, dict(self.mesh.shape), arrays, tuple(op.to_op() for op in self.ops), self.description)
+        program = Program(self.name, dict(self.mesh.shape), arrays, unrolled(self.items), self.description)
         try:
             program.arrays_after()
         except ProgramError as error:
             raise self._error(error) from None
         return program
+
+    @cached_property
+    def items(self) -> tuple[Op | Block, ...]:
+        """The ops as written: an :class:`~netsim.programs.model.Op` each, a :class:`~netsim.programs.repeats.Block` per ``repeat:``."""
+        return tuple(Block(item.repeat, tuple(op.to_op() for op in item.ops)) if isinstance(item, RepeatSpec) else item.to_op() for item in self.ops)
+
+    @property
+    def repeats(self) -> tuple[int, ...]:
+        """Each ``repeat:`` block's trips, in the order written."""
+        return tuple(item.count for item in self.items if isinstance(item, Block))
+
+    def program_at(self, trips: tuple[int, ...]) -> Program:
+        """The program with block ``i`` unrolled for ``trips[i]`` trips (what a run of a few trips plays)."""
+        return Program(self.program.name, self.program.mesh, self.program.arrays, unrolled(self.items, trips), self.description)
 
     def _size(self, field: str, value: Size) -> int:
         if isinstance(value, int):
@@ -236,8 +270,17 @@ class ProgramFile(Strict):
     def _error(self, error: ProgramError) -> ScenarioError:
         if error.array:
             return ScenarioError(self.source, f"arrays.{error.op}.{error.field}", error.problem)
-        index = next((i for i, op in enumerate(self.ops) if op.name == error.op), None)
-        where = f"ops.{index}.{error.field}" if index is not None else error.field
+        written = error.op.rpartition(TRIP_MARK)[0] or error.op  # an op of a repeated block: named as written
+        where = error.field
+        for i, item in enumerate(self.ops):
+            if isinstance(item, RepeatSpec):
+                inner = next((j for j, op in enumerate(item.ops) if op.name == written), None)
+                if inner is not None:
+                    where = f"ops.{i}.ops.{inner}.{error.field}"
+                    break
+            elif item.name == error.op:
+                where = f"ops.{i}.{error.field}"
+                break
         return ScenarioError(self.source, where, f"op {error.op!r}: {error.problem}")
 
 

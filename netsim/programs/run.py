@@ -37,6 +37,8 @@ from netsim.network.units import format_bytes
 from netsim.programs.files import ProgramFile, load_program, program_from_data
 from netsim.programs.lowering import Lowered, lower
 from netsim.programs.model import CollectiveOp, Program, ProgramError
+from netsim.programs.periods import DriftError
+from netsim.programs.repeats import extend_blocks
 from netsim.programs.values import check_values, evaluate, inputs_of, start_buffers
 from netsim.result import LeafRun, ProgramRun, Result
 from netsim.run import TopologyLike, check_engine, play_checked, resolve_topology
@@ -143,6 +145,31 @@ def run_program(
     if data not in ("values", "none"):
         raise ValueError(f"data must be 'values' or 'none', got {data!r}")
     check_engine(engine)
+    if loaded is not None and loaded.repeats and data == "none" and not loaded.unroll:
+        return _extended(loaded, mesh, seed, engine)
+    return _run_model(model, mesh, loaded, data, seed, engine)
+
+
+def _extended(loaded: ProgramFile, mesh: Mesh, seed: int, engine: str) -> Result:
+    """A timing-only program with ``repeat:`` blocks: a few trips of each played, the rest extended (:func:`~netsim.programs.repeats.extend_blocks`)."""
+    kept: dict[tuple[int, ...], Result] = {}  # the last run only (a run holds its schedule): the one reported is played again if it is not that
+
+    def played(trips: tuple[int, ...]) -> Result:
+        if trips not in kept:
+            kept.clear()
+            kept[trips] = _run_model(loaded.program_at(trips), mesh, loaded, "none", seed, engine)
+        return kept[trips]
+
+    try:
+        extension = extend_blocks(loaded.repeats, lambda trips: played(trips).time)
+    except DriftError as error:
+        raise ScenarioError(loaded.source, "ops", f"{error}; or set unroll: true") from None
+    result = played(extension.played)
+    return dataclasses.replace(result, time=extension.time_s, program=dataclasses.replace(result.program, repeats=extension))
+
+
+def _run_model(model: Program, mesh: Mesh, loaded: ProgramFile | None, data: str, seed: int, engine: str) -> Result:
+    """One run of ``model`` on ``mesh``: lowered, checked against memory, played (with values when ``data`` is ``values``)."""
     grouped = next((op for op in model.ops if isinstance(op, CollectiveOp) and op.over_devices), None)
     if grouped is not None and data == "values":
         raise ProgramError(grouped.name, "groups", "a collective over explicit groups runs timing-only: use data none")
