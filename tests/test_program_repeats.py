@@ -13,12 +13,14 @@ import json
 
 import jsonschema
 import pytest
+from conftest import ROOT
 from typer.testing import CliRunner
 
 from netsim.cli.main import app
 from netsim.cli.schema import PROGRAM
 from netsim.programs.files import program_from_data
 from netsim.programs.model import Op
+from netsim.programs import periods
 from netsim.programs.periods import MAX_PERIOD
 from netsim.programs.repeats import Block, unrolled
 from netsim.programs.run import run_program
@@ -164,3 +166,21 @@ def test_a_bad_block_names_its_field(block, message):
     with pytest.raises(ScenarioError) as error:
         program_from_data(data, "p.yaml")
     assert str(error.value).startswith(f"p.yaml: {message}")
+
+
+LLAMA = ROOT / "scenarios" / "programs" / "steps" / "llama70b_train_step.yaml"
+
+
+def test_the_llama_step_of_8_layers_extended_equals_its_8_layers_played(monkeypatch):
+    """The Llama-2-70B-shaped step's file (forward block, loss, backward block, update) at small shapes on 8 chips, 8 layers:
+    a window of MAX_PERIOD 2 makes 8 layers enough to extend (with the default 8, so few layers are played whole)."""
+    import yaml
+
+    data = yaml.safe_load(LLAMA.read_text())
+    assert [item["repeat"] for item in data["ops"] if "repeat" in item] == [80, 80]
+    data.update(topology="tpu-v5p:2x2x2", mesh={"fsdp": 2, "tp": 4}, params={"T": 512, "D": 256, "F": 512, "KV": 64, "V": 1024})
+    data["ops"] = [{**item, "repeat": 8} if "repeat" in item else item for item in data["ops"]]
+    monkeypatch.setattr(periods, "MAX_PERIOD", 2)
+    extended, every = _both(data)
+    assert all(block.played < 8 and block.pattern == "steady" for block in extended.program.repeats.blocks)
+    assert extended.time == pytest.approx(every.time, rel=1e-9)
