@@ -18,9 +18,9 @@ from typer.testing import CliRunner
 
 from netsim.cli.main import app
 from netsim.cli.schema import PROGRAM
+from netsim.programs import periods
 from netsim.programs.files import program_from_data
 from netsim.programs.model import Op
-from netsim.programs import periods
 from netsim.programs.periods import MAX_PERIOD
 from netsim.programs.repeats import Block, unrolled
 from netsim.programs.run import run_program
