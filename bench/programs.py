@@ -114,9 +114,10 @@ def cases() -> list[Case]:
         Case("fsdp8_v5e", fsdp_program("tpu-v5e:16x16", 8)),
         Case("fsdp32_v5e", fsdp_program("tpu-v5e:16x16", 32), target_s=10, target_gib=2),
         Case("fsdp8_v4_512", fsdp_program("tpu-v4:8x8x8", 8), target_s=10, target_gib=2),
-        Case("fsdp4_tp_v4_4096", fsdp_program("tpu-v4:16x16x16", 4, tp_psum=True, algorithm="multiaxis_bundled"), target_s=60, target_gib=4),
+        Case("fsdp4_tp_v4_4096", fsdp_program("tpu-v4:16x16x16", 4, tp_psum=True), target_s=60, target_gib=4),  # default plans: bundled gathers
         Case("mlp_v5p_4096", None, DATA / "mlp_v5p_16x16x16.yaml", target_s=60, target_gib=4),
         Case("mlp_v5p_4096_plane", None, DATA / "mlp_v5p_16x16x16_plane.yaml", target_s=60, target_gib=4),
+        Case("llama70b_step", None, ROOT / "scenarios" / "programs" / "steps" / "llama70b_train_step.yaml", target_s=60, target_gib=4),
     ]
 
 

@@ -25,6 +25,7 @@ from netsim.checks.memory import (
     MemoryEstimate,
     MemoryLimitError,
     check_memory,
+    estimate_planned_memory,
     estimate_program_memory,
     mean_hops,
     return_freed_memory,
@@ -38,6 +39,7 @@ from netsim.programs.files import ProgramFile, load_program, program_from_data
 from netsim.programs.lowering import Lowered, lower
 from netsim.programs.model import CollectiveOp, Program, ProgramError
 from netsim.programs.periods import DriftError
+from netsim.programs.plans import planned_counts
 from netsim.programs.repeats import extend_blocks
 from netsim.programs.values import check_values, evaluate, inputs_of, start_buffers
 from netsim.result import LeafRun, ProgramRun, Result
@@ -46,7 +48,7 @@ from netsim.scenario import ScenarioError
 from netsim.semantics.program_values import itemsize
 from netsim.version import __version__
 
-__all__ = ["VALUES_LIMIT_BYTES", "ProgramError", "play_lowered", "program_result", "run_estimate", "run_program", "values_bytes"]
+__all__ = ["VALUES_LIMIT_BYTES", "ProgramError", "planned_estimate", "play_lowered", "program_result", "run_estimate", "run_program", "values_bytes"]
 
 VALUES_LIMIT_BYTES = 2 * 2**30
 """A run with values that would hold more than this in arrays is refused: run it timing-only."""
@@ -63,11 +65,27 @@ def values_bytes(lowered: Any) -> int:
     >>> values_bytes(lower(p.program, p.mesh_obj)) < VALUES_LIMIT_BYTES
     True
     """
-    n = lowered.mesh.topology.n_devices
-    total = 0
-    for array in lowered.arrays.values():
-        total += 4 * n * int(np.prod(array.local_shape(lowered.mesh.shape))) + 8 * int(np.prod(array.shape))
-    return total
+    return _held(lowered.arrays, lowered.mesh)
+
+
+def _held(arrays: Mapping[str, Any], mesh: Mesh) -> int:
+    n = mesh.topology.n_devices
+    return sum(4 * n * int(np.prod(array.local_shape(mesh.shape))) + 8 * int(np.prod(array.shape)) for array in arrays.values())
+
+
+def planned_estimate(program: Program, mesh: Mesh, values: int = 0) -> MemoryEstimate:
+    """What playing ``program`` will hold, estimated before it is lowered, from the counts its plans will make
+    (:func:`netsim.programs.plans.planned_counts`, :func:`netsim.checks.memory.estimate_planned_memory`).
+
+    Examples
+    --------
+    >>> from netsim.programs.files import load_program
+    >>> p = load_program("scenarios/programs/fsdp_two_layers.yaml")
+    >>> planned_estimate(p.program, p.mesh_obj).total // 2**20  # 96 transfers: the fixed part
+    128
+    """
+    counts = planned_counts(program, mesh)
+    return estimate_planned_memory(counts["transfers"], counts["compute_steps"], values)
 
 
 def run_program(
@@ -175,10 +193,10 @@ def _run_model(model: Program, mesh: Mesh, loaded: ProgramFile | None, data: str
         raise ProgramError(grouped.name, "groups", "a collective over explicit groups runs timing-only: use data none")
     if mesh.topology.n_devices >= RETURN_FREED_MIN_DEVICES:
         return_freed_memory()
-    lowered = lower(model, mesh)
-    held = values_bytes(lowered) if data == "values" else 0
+    arrays = model.arrays_after()
+    held = _held(arrays, mesh) if data == "values" else 0
     if loaded is not None and loaded.require_fit:
-        fit = device_memory(model, lowered.arrays, mesh.shape, mesh.topology.device(0)["hbm_capacity_bytes"])
+        fit = device_memory(model, arrays, mesh.shape, mesh.topology.device(0)["hbm_capacity_bytes"])
         if fit["fits"] is False:
             raise ScenarioError(loaded.source, "require_fit", fit["note"])
 
@@ -190,6 +208,8 @@ def _run_model(model: Program, mesh: Mesh, loaded: ProgramFile | None, data: str
         raise refused(f"real values would hold about {need} of arrays (more than {limit}); run it timing-only with data: none", ValueError)
     topo = mesh.topology
     try:
+        check_memory(planned_estimate(model, mesh, held), timing_only=data == "none", fewer="fewer devices or ops")  # before anything is built
+        lowered = lower(model, mesh)
         check_memory(memory_needed(lowered, held), timing_only=data == "none", fewer="fewer devices or ops")
     except MemoryLimitError as error:
         raise refused(str(error), MemoryLimitError) from None
