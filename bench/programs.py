@@ -55,7 +55,7 @@ def fsdp_program(
     a tensor-parallel matmul over the first axis (activations split on their contracting
     dimension, weights on their rows) and the ``psum`` over that axis it needs.
     ``chained=False`` leaves out the ``after``: every gather may start at once.
-    ``algorithm`` names the gathers' algorithm (default: a program's, ``multiaxis``);
+    ``algorithm`` names the gathers' algorithm (default: a program's, ``multiaxis``, or ``multiaxis_bundled`` past 2^24 transfers);
     ``multiaxis_bundled`` sends one message per ring step, as a TPU pod does.
 
     Examples
@@ -337,7 +337,7 @@ def bench_cases(selected: list[Case], folder: Path, cap: int, factor: float, min
 
 
 def bench_fit(slices: list[str], layers: int, folder: Path, cap: int, timeout: float, algorithm: str | None = None) -> None:
-    gathers = f"gathers by {algorithm}" if algorithm else "gathers by the default multiaxis"
+    gathers = f"gathers by {algorithm}" if algorithm else "gathers by the default plan (multiaxis; multiaxis_bundled past 2^24 transfers)"
     print(f"\n## scaling: the {layers}-layer FSDP program on tpu-v4 slices, {gathers}, wall time against transfers + compute steps (target: exponent <= 1.1)")
     print(HEADER)
     work, walls = [], []

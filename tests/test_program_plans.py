@@ -17,9 +17,10 @@ from conftest import ROOT
 import netsim.checks.memory as memory
 import netsim.programs.run as program_run
 from netsim.algorithms.schedule import build_schedule
+from netsim.programs import plans
 from netsim.programs.files import load_program, program_from_data
 from netsim.programs.lowering import lower
-from netsim.programs.plans import STREAMING, planned_counts
+from netsim.programs.plans import AUTO_BUNDLED_ABOVE, STREAMING, collective_plan, planned_counts, planned_transfers
 from netsim.programs.run import run_program
 from netsim.scenario import ScenarioError
 from netsim.semantics.ops import COLLECTIVES
@@ -99,11 +100,11 @@ def test_the_estimate_before_lowering_is_within_2x_of_what_the_process_grows_by(
 
 
 def test_a_program_too_big_is_refused_before_it_is_lowered(monkeypatch):
-    """FSDP over the 4096 chips of a v4 16x16x16 with the streaming multiaxis: 201 M transfers. It used to fill about 24 GB
+    """FSDP over the 4096 chips of a v4 16x16x16 with the streaming multiaxis named: 201 M transfers. It used to fill about 24 GB
     in the lowering before the estimate refused it; now it is refused from counts, in seconds and a few MB."""
     monkeypatch.setattr(memory, "available_memory", lambda: 16 * 2**30)
     monkeypatch.setattr(program_run, "lower", lambda *args: pytest.fail("lowered before it was refused"))
-    loaded = program_from_data(fsdp_program("tpu-v4:16x16x16", 2), "fsdp.yaml")
+    loaded = program_from_data(fsdp_program("tpu-v4:16x16x16", 2, algorithm="multiaxis"), "fsdp.yaml")  # streaming, as named
     started = time.perf_counter()
     tracemalloc.start()
     try:
@@ -117,3 +118,36 @@ def test_a_program_too_big_is_refused_before_it_is_lowered(monkeypatch):
     assert peak < 200 * 2**20 and time.perf_counter() - started < 60
     counts = planned_counts(loaded.program, loaded.mesh_obj)
     assert counts["transfers"] == 2 * 4096 * 4095 * 6  # two gathers, every piece of 6 to every chip once
+
+
+def _gather(topology: str, mesh: dict, algorithm: str | None = None) -> dict:
+    axes = list(mesh)
+    op = {"name": "g", "op": "all_gather", "in": "A", "axes": axes, "axis": 0, "tiled": True, "out": "B", **({"algorithm": algorithm} if algorithm else {})}
+    arrays = {"A": {"shape": [2**18, 8], "dtype": "bfloat16", "sharding": [axes, None]}}
+    return {"name": "g", "topology": topology, "mesh": mesh, "data": "none", "arrays": arrays, "ops": [op]}
+
+
+@pytest.mark.parametrize(
+    ("topology", "mesh"),
+    [("tpu-v5e:1x8", {"X": 8}), ("tpu-v4:4x4x4", {"X": 64}), ("tpu-v5e:4x4", {"X": 4, "Y": 4}), ("tpu-v4:4x4x4", {"X": 4, "Y": 4, "Z": 4})],
+)
+def test_one_message_per_ring_step_takes_the_streaming_time_on_one_axis_and_longer_over_several(topology, mesh):
+    streaming, bundled = (run_program(_gather(topology, mesh, a)).time for a in ("multiaxis", "multiaxis_bundled"))
+    if len(mesh) == 1:
+        assert bundled == streaming  # to the bit: on one axis the bundle is the block
+    else:
+        assert streaming < bundled < 1.5 * streaming  # each stage waits for its whole super-block (4 MiB: 1.14x, 1.33x)
+
+
+def test_a_gather_too_big_to_stream_plays_bundled_by_default(monkeypatch):
+    loaded = program_from_data(fsdp_program("tpu-v4:16x16x16", 1))
+    (gather,) = (op for op in loaded.program.ops if op.op == "all_gather")
+    plan = collective_plan(gather, loaded.program.arrays_after()[gather.inputs[0]], loaded.mesh_obj)
+    assert plan.algorithm == "multiaxis_bundled"  # streaming: 4096 x 4095 x 6 = 100.6 M transfers
+    assert planned_transfers(plan) == 3 * (3 * 2 * 15) * 4096 < AUTO_BUNDLED_ABOVE
+    # on a small slice with the threshold lowered: the default run is the bundled one, to the bit
+    monkeypatch.setattr(plans, "AUTO_BUNDLED_ABOVE", 100)
+    default = run_program(_gather("tpu-v5e:4x4", {"X": 4, "Y": 4}))
+    assert default.program.lowered.ops[0].algorithm == "multiaxis_bundled"
+    assert default.time == run_program(_gather("tpu-v5e:4x4", {"X": 4, "Y": 4}, "multiaxis_bundled")).time
+    assert run_program(_gather("tpu-v5e:4x4", {"X": 4, "Y": 4}, "multiaxis")).program.lowered.ops[0].algorithm == "multiaxis"  # as named
