@@ -21,7 +21,7 @@ from netsim.programs import plans
 from netsim.programs.files import load_program, program_from_data
 from netsim.programs.lowering import lower
 from netsim.programs.plans import AUTO_BUNDLED_ABOVE, STREAMING, collective_plan, planned_counts, planned_transfers
-from netsim.programs.run import run_program
+from netsim.programs.run import memory_needed, planned_estimate, run_program
 from netsim.scenario import ScenarioError
 from netsim.semantics.ops import COLLECTIVES
 
@@ -72,6 +72,9 @@ def test_the_counts_before_lowering_are_the_lowerings(name):
     assert counts["transfers"] == len(lowered.schedule.transfers)
     joins = sum(1 for op in loaded.program.ops if op.op in COLLECTIVES) * loaded.mesh_obj.topology.n_devices
     assert counts["compute_steps"] - joins <= len(lowered.schedule.computes) <= counts["compute_steps"]  # joins: at most one per device and collective
+    for engine in ("processes", "fast"):  # the estimate before lowering is the lowered schedule's, within 2x
+        before, after = planned_estimate(loaded.program, loaded.mesh_obj, 0, engine).total, memory_needed(lowered, 0, engine).total
+        assert 0.5 <= before / after <= 2
 
 
 PEAK = """

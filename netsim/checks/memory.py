@@ -307,20 +307,22 @@ PLANNED_BYTES_PER_ENTRY = 336
 """Per transfer or compute step of a planned program: twice the 168 B per transfer its RSS grew by (same fit), a margin."""
 
 
-def estimate_planned_memory(transfers: int, compute_steps: int, values_bytes: int = 0) -> MemoryEstimate:
+def estimate_planned_memory(transfers: int, compute_steps: int, values_bytes: int = 0, link_crossings: float | None = None) -> MemoryEstimate:
     """The memory a program will need, from the counts of its plans before it is lowered (:func:`netsim.programs.run.planned_estimate`).
 
     Measured against the RSS growth of fresh processes playing FSDP programs on the compiled
     player: 1.1x at 0.2 M transfers, 1.4x at 0.8 M and 1.7x at 3.1 M (tests/test_program_plans.py
-    checks two sizes). The estimate of the lowered schedule (:func:`estimate_program_memory`)
-    keeps its margin for the Python player.
+    checks two sizes), whose transfers cross one link each; every further link crossed
+    (``link_crossings`` beyond one per transfer) is counted at :data:`BYTES_PER_HOP`. The
+    estimate for the Python player (:func:`estimate_program_memory`) keeps its margin.
 
     Examples
     --------
     >>> format_bytes(estimate_planned_memory(3_139_584, 3_072).total)
     '1.108 GiB'
     """
-    schedule = PLANNED_FIXED_BYTES + (transfers + compute_steps) * PLANNED_BYTES_PER_ENTRY
+    beyond = max(0.0, (link_crossings or transfers) - transfers)
+    schedule = PLANNED_FIXED_BYTES + (transfers + compute_steps) * PLANNED_BYTES_PER_ENTRY + int(beyond * BYTES_PER_HOP)
     return MemoryEstimate(inputs=values_bytes, outputs=0, partial_sums=0, reference=0, schedule=schedule)
 
 

@@ -43,7 +43,7 @@ from netsim.programs.plans import planned_counts
 from netsim.programs.repeats import extend_blocks
 from netsim.programs.values import check_values, evaluate, inputs_of, start_buffers
 from netsim.result import LeafRun, ProgramRun, Result
-from netsim.run import TopologyLike, check_engine, play_checked, resolve_topology
+from netsim.run import TopologyLike, check_engine, choose_engine, play_checked, resolve_topology
 from netsim.scenario import ScenarioError
 from netsim.semantics.program_values import itemsize
 from netsim.version import __version__
@@ -73,19 +73,22 @@ def _held(arrays: Mapping[str, Any], mesh: Mesh) -> int:
     return sum(4 * n * int(np.prod(array.local_shape(mesh.shape))) + 8 * int(np.prod(array.shape)) for array in arrays.values())
 
 
-def planned_estimate(program: Program, mesh: Mesh, values: int = 0) -> MemoryEstimate:
+def planned_estimate(program: Program, mesh: Mesh, values: int = 0, engine: str = "auto") -> MemoryEstimate:
     """What playing ``program`` will hold, estimated before it is lowered, from the counts its plans will make
-    (:func:`netsim.programs.plans.planned_counts`, :func:`netsim.checks.memory.estimate_planned_memory`).
+    (:func:`netsim.programs.plans.planned_counts`), in the form :func:`memory_needed` gives the lowered schedule.
 
     Examples
     --------
     >>> from netsim.programs.files import load_program
     >>> p = load_program("scenarios/programs/fsdp_two_layers.yaml")
-    >>> planned_estimate(p.program, p.mesh_obj).total // 2**20  # 96 transfers: the fixed part
+    >>> planned_estimate(p.program, p.mesh_obj, engine="fast").total // 2**20  # 96 transfers: the fixed part
     128
     """
     counts = planned_counts(program, mesh)
-    return estimate_planned_memory(counts["transfers"], counts["compute_steps"], values)
+    if values or choose_engine(engine, counts["transfers"]) != "fast":  # the Python player (or values): the lowered schedule's form, on the counts
+        transfers, steps = counts["transfers"], counts["compute_steps"]
+        return estimate_program_memory(transfers, counts["link_crossings"] / max(transfers, 1), steps, 2 * (transfers + steps), values)
+    return estimate_planned_memory(counts["transfers"], counts["compute_steps"], values, counts["link_crossings"])
 
 
 def run_program(
@@ -208,9 +211,9 @@ def _run_model(model: Program, mesh: Mesh, loaded: ProgramFile | None, data: str
         raise refused(f"real values would hold about {need} of arrays (more than {limit}); run it timing-only with data: none", ValueError)
     topo = mesh.topology
     try:
-        check_memory(planned_estimate(model, mesh, held), timing_only=data == "none", fewer="fewer devices or ops")  # before anything is built
+        check_memory(planned_estimate(model, mesh, held, engine), timing_only=data == "none", fewer="fewer devices or ops")  # before anything is built
         lowered = lower(model, mesh)
-        check_memory(memory_needed(lowered, held), timing_only=data == "none", fewer="fewer devices or ops")
+        check_memory(memory_needed(lowered, held, engine), timing_only=data == "none", fewer="fewer devices or ops")
     except MemoryLimitError as error:
         raise refused(str(error), MemoryLimitError) from None
     playback, pending = play_lowered(lowered, topo, engine, values=data == "values")
@@ -244,10 +247,14 @@ def _run_model(model: Program, mesh: Mesh, loaded: ProgramFile | None, data: str
     )
 
 
-def memory_needed(lowered: Lowered, values: int = 0) -> MemoryEstimate:
+def memory_needed(lowered: Lowered, values: int = 0, engine: str = "auto") -> MemoryEstimate:
     """What playing a lowered program will hold, from its counts (:func:`netsim.checks.memory.estimate_program_memory`).
 
     ``values`` is the bytes its arrays hold (:func:`values_bytes`; 0 when timing only).
+    A timing-only run the compiled player plays (``engine``, as
+    :func:`netsim.run.choose_engine` picks it) is estimated as measured for that player
+    (:func:`netsim.checks.memory.estimate_planned_memory`); the Python player and runs
+    with values keep the margin of :func:`netsim.checks.memory.estimate_program_memory`.
 
     Examples
     --------
@@ -260,6 +267,8 @@ def memory_needed(lowered: Lowered, values: int = 0) -> MemoryEstimate:
     schedule, topology = lowered.schedule, lowered.mesh.topology
     transfers = len(schedule.transfers)
     crossings = sum(len(r.transfers) * mean_hops(r.algorithm, tuple(topology.dims), tuple(topology.wraparound)) for r in lowered.ops)
+    if not values and choose_engine(engine, transfers) == "fast":  # the compiled player, timing only: as measured for it
+        return estimate_planned_memory(transfers, len(schedule.computes), 0, crossings)
     dependencies = int(schedule.transfers.dep_ptr[-1]) + sum(len(c.deps) for c in schedule.computes)
     return estimate_program_memory(transfers, crossings / max(transfers, 1), len(schedule.computes), dependencies, values)
 
