@@ -16,6 +16,7 @@ from conftest import ROOT
 
 import netsim.checks.memory as memory
 import netsim.programs.run as program_run
+from netsim.algorithms.registry import ALGORITHMS
 from netsim.algorithms.schedule import build_schedule
 from netsim.programs import plans
 from netsim.programs.files import load_program, program_from_data
@@ -30,13 +31,14 @@ from programs import fsdp_program
 
 
 @pytest.mark.parametrize("shape", [(8,), (3, 5), (4, 4), (2, 3, 4)])
-@pytest.mark.parametrize("pattern", ["gather", "reduce_scatter", "all_reduce"])
-def test_streaming_plans_send_each_piece_to_each_member_once(shape, pattern):
+@pytest.mark.parametrize("algorithm", sorted(STREAMING))
+def test_plans_said_to_send_each_piece_to_each_member_once_do(shape, algorithm):
     n = math.prod(shape)
-    for algorithm in sorted(STREAMING):
-        shaped = {"group_shape": shape} if algorithm in ("multiaxis", "dimension_ordered") else {}
+    shaped = {"group_shape": shape} if algorithm in ("multiaxis", "dimension_ordered") else {}
+    for pattern in ALGORITHMS[algorithm].each_piece_once:
         schedule = build_schedule(pattern, [list(range(n))], algorithm, **shaped)
-        assert len(schedule.transfers) == n * (n - 1) * schedule.pieces * (2 if pattern == "all_reduce" else 1), algorithm
+        assert len(schedule.transfers) == n * (n - 1) * schedule.pieces * (2 if pattern == "all_reduce" else 1), pattern
+    assert {"ring", "bidirectional_ring", "direct", "multiaxis", "dimension_ordered"} <= STREAMING
 
 
 def _llama(topology: str, mesh: dict, trips: int, **params) -> dict:

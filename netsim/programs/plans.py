@@ -4,9 +4,9 @@
 collective op with: its layout (pattern and groups, as JAX lays them out), its algorithm
 (the op's, else the default for the pattern) and the group shape of mesh axes.
 :func:`planned_transfers` counts the transfers of that plan without making it: every
-streaming plan netsim has for ``gather``, ``reduce_scatter`` and ``all_reduce``, and
-``direct`` ``all_to_all``, moves each of a member's pieces to each other member of its
-group in one transfer (``n (n - 1) pieces`` a group, twice for an all-reduce: its two
+plan whose registry entry says so (``each_piece_once``: the streaming plans of
+``gather``, ``reduce_scatter`` and ``all_reduce``, and ``direct`` ``all_to_all``) moves
+each of a member's pieces to each other member of its group in one transfer (``n (n - 1) pieces`` a group, twice for an all-reduce: its two
 phases); an algorithm that says its own count (``multiaxis_bundled``) is taken at its
 word; any other is planned for one group and counted.
 
@@ -41,8 +41,8 @@ AUTO_BUNDLED_ABOVE = 2**24
 """An all_gather over mesh axes with no algorithm named whose streaming ``multiaxis`` plan would make more than
 this many transfers (about 2.6 GiB of memory at 168 B each, for that op alone) plays ``multiaxis_bundled``."""
 
-STREAMING = frozenset({"ring", "bidirectional_ring", "direct", "multiaxis", "dimension_ordered"})
-"""Algorithms whose gather, reduce_scatter and all_reduce plans send each piece to each member once (tests/test_program_plans.py checks them)."""
+STREAMING = frozenset(name for name, entry in ALGORITHMS.items() if entry.each_piece_once)
+"""Algorithms that say, on their registry entry, which plans send each piece to each member once (``each_piece_once``)."""
 
 
 class CollectivePlan:
@@ -132,8 +132,7 @@ def planned_transfers(plan: CollectivePlan, counted: dict[tuple, int] | None = N
     count = getattr(entry, "transfers", None)
     if count is not None and shape is not None:
         return many * count(tuple(d for d in shape if d > 1) or (1,))
-    streams = layout.pattern in ("gather", "reduce_scatter", "all_reduce") or (layout.pattern, plan.algorithm) == ("all_to_all", "direct")
-    if plan.algorithm in STREAMING and streams:
+    if layout.pattern in entry.each_piece_once:
         return many * n * (n - 1) * _pieces(entry, shape) * (2 if layout.pattern == "all_reduce" else 1)
     key = (layout.pattern, n, plan.algorithm, tuple(sorted(plan.shaped.items())))
     counted = {} if counted is None else counted
