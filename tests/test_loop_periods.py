@@ -95,3 +95,23 @@ def test_a_periodic_hlo_loop_extended_equals_every_trip_played(module, slice_, o
     assert extended.time == pytest.approx(every.time, rel=1e-12)
     assert f"every further {period} trips add" in extension.describe()[0]
     assert extension.to_dict()["period"] == period
+
+
+def test_two_loops_whose_time_is_not_linear_in_their_trips_are_played_whole():
+    """Made-up runs of two loops: linear in both, plus 1 us every 4th trip of the first: the corners {2, 3} see no jump,
+    the check 8 trips further on does, and every trip is played (when it may be) instead of a wrong extension."""
+    from netsim.programs.hlo.loops import Loop, extend
+
+    loops_ = (Loop("a", 3, 30), Loop("b", 9, 20))
+
+    def time_at(trips):
+        a, b = trips[3], trips[9]
+        return 5e-6 + 3e-6 * a + 2e-6 * b + 1e-6 * (a // 4)
+
+    linear, _ = extend(loops_, lambda t: 5e-6 + 3e-6 * t[3] + 2e-6 * t[9], lambda t: True)
+    assert linear.steady and linear.time_s == pytest.approx(5e-6 + 3e-6 * 30 + 2e-6 * 20, rel=1e-12)
+    whole, trips = extend(loops_, time_at, lambda t: True)
+    assert not whole.steady and trips == {3: 30, 9: 20} and whole.time_s == time_at(trips)
+    assert "every trip played" in whole.describe()[0]
+    flagged, _ = extend(loops_, time_at, lambda t: max(t.values()) <= 12)  # too many to play whole: extended, and said
+    assert not flagged.steady and "still changing" in flagged.describe()[0]

@@ -13,8 +13,10 @@ extended by whole periods; a loop whose trips drift is played whole, or refused
 when too long. With several long loops (one after another, or one inside another)
 the time is taken as linear in each loop's trip count: the runs at the corners
 ``{k, k + 1}`` of every long loop give the coefficients, the mixed differences of a
-nested pair included (steady states only: the report says when they were still
-changing). What was played and what was extended is in the report (:class:`Extension`).
+nested pair included, checked once more 8 trips further on (a period the corners cannot
+see shows there); a module whose time is not linear in its loops' trips is played whole
+when it fits, else extended from its last trips with "still changing" in the report.
+What was played and what was extended is in the report (:class:`Extension`).
 
 The steps a module unrolls into are counted before anything is built
 (:func:`unrolled_steps`); more than :data:`MAX_STEPS` is refused with the number.
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 from netsim.programs.hlo.compute import backend_config
 from netsim.programs.hlo.text import Computation, HloSyntaxError, Instruction, Module
 from netsim.programs.hlo.trips import inferred_trip_count
-from netsim.programs.periods import Repetition, extend_trips
+from netsim.programs.periods import MAX_PERIOD, Repetition, extend_trips
 
 __all__ = [
     "FULL_TRIPS",
@@ -136,6 +138,11 @@ class Extension:
         """
         if self.repetition is not None:
             return [f"{self.loops[0].name} (line {self.loops[0].line}): {self.repetition.describe()}"]
+        if self.played == tuple(loop.trips for loop in self.loops):
+            return [
+                f"{loop.name} (line {loop.line}): {loop.trips} trips; every trip played (the time a trip adds is not linear in the trips)"
+                for loop in self.loops
+            ]
         state = "the same for the last trips played" if self.steady else "still changing: the last trips' time used"
         return [
             f"{loop.name} (line {loop.line}): {loop.trips} trips; {played} played, each further one adds {per * 1e6:.4g} us ({state})"
@@ -384,11 +391,16 @@ def extend(loops: tuple[Loop, ...], time_at: Callable[[dict[int, int]], float], 
         if fits:
             steady = True
             break
+    probe = tuple(min(level + 1 + MAX_PERIOD, loop.trips) for loop in loops)  # a period the corners cannot see shows here
+    if steady and probe != tuple(level + 1 for _ in loops) and can_play(dict(zip(lines, probe, strict=True))):
+        steady = abs(predicted(level, model, probe) - run(probe)) <= STEADY_RTOL * (abs(run(probe)) or 1.0)
+    full = tuple(loop.trips for loop in loops)
+    if not steady and can_play(dict(zip(lines, full, strict=True))):  # not linear in the trips: play them all
+        return Extension(loops, full, tuple(0.0 for _ in loops), run(full), run(full), False, len(cache)), dict(zip(lines, full, strict=True))
     top = tuple(level + 1 for _ in loops)
     scale = max(abs(t) for t in cache.values()) or 1.0
     # a difference as small as rounding (sequential loops' mixed terms) is zero: times the product of huge trip counts it would not be
     model = {subset: d if not any(subset) or abs(d) > NOISE_RTOL * scale else 0.0 for subset, d in model.items()}
-    full = tuple(loop.trips for loop in loops)
     time = predicted(level, model, full)
     per_trip = tuple(
         sum(d * math.prod(n - level for j, (n, s) in enumerate(zip(full, subset, strict=True)) if s and j != i) for subset, d in model.items() if subset[i])
