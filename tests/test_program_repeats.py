@@ -10,6 +10,7 @@ holds the pure cases).
 from __future__ import annotations
 
 import json
+import time
 
 import jsonschema
 import pytest
@@ -184,3 +185,16 @@ def test_the_llama_step_of_8_layers_extended_equals_its_8_layers_played(monkeypa
     extended, every = _both(data)
     assert all(block.played < 8 and block.pattern == "steady" for block in extended.program.repeats.blocks)
     assert extended.time == pytest.approx(every.time, rel=1e-9)
+
+
+def test_a_million_trips_load_and_extend_in_seconds_and_unrolling_them_is_refused():
+    started = time.perf_counter()
+    million = run_program(_ring(10**6))
+    (block,) = million.program.repeats.blocks
+    assert time.perf_counter() - started < 30 and block.period == 4
+    # 44 trips (the same phase of the period), plus whole periods at what a period adds
+    forty_four = run_program({**_ring(44), "unroll": True})
+    assert million.time == pytest.approx(forty_four.time + (10**6 - 44) // 4 * block.period_s, rel=1e-12)
+    refused = r"^p.yaml: ops: the repeat: blocks unroll into 2000000 ops, more than the 1048576 netsim plays; run it timing-only"
+    with pytest.raises(ScenarioError, match=refused):
+        run_program(program_from_data({**_ring(10**6), "unroll": True}, "p.yaml"))

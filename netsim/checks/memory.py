@@ -311,7 +311,7 @@ def estimate_planned_memory(transfers: int, compute_steps: int, values_bytes: in
     """The memory a program will need, from the counts of its plans before it is lowered (:func:`netsim.programs.run.planned_estimate`).
 
     Measured against the RSS growth of fresh processes playing FSDP programs on the compiled
-    player: 1.1x at 0.2 M transfers, 1.4x at 0.8 M and 1.7x at 3.1 M (tests/test_program_plans.py
+    player: 1.3x the peak over the run at 0.2 M transfers, 1.6x at 0.8 M and 1.8x at 3.1 M (tests/test_program_plans.py
     checks two sizes), whose transfers cross one link each; every further link crossed
     (``link_crossings`` beyond one per transfer) is counted at :data:`BYTES_PER_HOP`. The
     estimate for the Python player (:func:`estimate_program_memory`) keeps its margin.

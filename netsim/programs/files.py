@@ -56,10 +56,13 @@ from netsim.scenario.yaml_files import read_yaml, validate
 from netsim.semantics import ops as registry
 from netsim.semantics.program_values import itemsize
 
-__all__ = ["MAX_ARRAY_BYTES", "ProgramFile", "load_program", "program_as_data", "program_from_data"]
+__all__ = ["MAX_ARRAY_BYTES", "MAX_UNROLLED_OPS", "ProgramFile", "load_program", "program_as_data", "program_from_data"]
 
 MAX_ARRAY_BYTES = 2**50
 """The largest array a program file may declare (1 PiB: more than any slice holds)."""
+
+MAX_UNROLLED_OPS = 2**20
+"""The most ops a program's ``repeat:`` blocks may unroll into when every trip is played (``unroll: true``, or values)."""
 
 Axes = Annotated[list[str], BeforeValidator(lambda v: [v] if isinstance(v, str) else v)]
 Names = Annotated[list[str], BeforeValidator(lambda v: [v] if isinstance(v, str) else v)]
@@ -224,8 +227,8 @@ class ProgramFile(Strict):
             raise ScenarioError(self.source, "mesh", str(error)) from None
 
     @cached_property
-    def program(self) -> Program:
-        """The program as data (:class:`~netsim.programs.model.Program`), checked."""
+    def arrays_obj(self) -> dict[str, Sharded]:
+        """The arrays the program starts with, as the program model has them."""
         arrays = {}
         for name, spec in self.arrays.items():
             shape = tuple(self._size(f"arrays.{name}.shape", s) for s in spec.shape)
@@ -237,12 +240,31 @@ class ProgramFile(Strict):
             sharding = spec.sharding if spec.sharding is not None else [None] * len(shape)
             axes = tuple(() if s is None else (s,) if isinstance(s, str) else tuple(s) for s in sharding)
             arrays[name] = Sharded(shape, spec.dtype, axes, tuple(spec.partial or ()))
-        program = Program(self.name, dict(self.mesh.shape), arrays, unrolled(self.items), self.description)
-        try:
-            program.arrays_after()
-        except ProgramError as error:
-            raise self._error(error) from None
-        return program
+        return arrays
+
+    @cached_property
+    def program(self) -> Program:
+        """The program as data (:class:`~netsim.programs.model.Program`), every trip of its ``repeat:`` blocks unrolled, checked.
+
+        Raises
+        ------
+        ScenarioError
+            For a mistake, or blocks that unroll into more than :data:`MAX_UNROLLED_OPS` ops.
+        """
+        ops = sum(item.count * len(item.ops) if isinstance(item, Block) else 1 for item in self.items)
+        if ops > MAX_UNROLLED_OPS:
+            raise ScenarioError(
+                self.source,
+                "ops",
+                f"the repeat: blocks unroll into {ops} ops, more than the {MAX_UNROLLED_OPS} netsim plays; "
+                "run it timing-only (data: none) without unroll: true",
+            )
+        return self.program_at(self.repeats)
+
+    @cached_property
+    def checked(self) -> Program:
+        """The program with at most 3 trips of each block: what loading checks (each trip's ops, and the carry from trip to trip)."""
+        return self.program_at(tuple(min(count, 3) for count in self.repeats))
 
     @cached_property
     def items(self) -> tuple[Op | Block, ...]:
@@ -255,8 +277,13 @@ class ProgramFile(Strict):
         return tuple(item.count for item in self.items if isinstance(item, Block))
 
     def program_at(self, trips: tuple[int, ...]) -> Program:
-        """The program with block ``i`` unrolled for ``trips[i]`` trips (what a run of a few trips plays)."""
-        return Program(self.program.name, self.program.mesh, self.program.arrays, unrolled(self.items, trips), self.description)
+        """The program with block ``i`` unrolled for ``trips[i]`` trips (what a run of a few trips plays), checked."""
+        program = Program(self.name, dict(self.mesh.shape), self.arrays_obj, unrolled(self.items, trips), self.description)
+        try:
+            program.arrays_after()
+        except ProgramError as error:
+            raise self._error(error) from None
+        return program
 
     def _size(self, field: str, value: Size) -> int:
         if isinstance(value, int):
@@ -334,7 +361,7 @@ def program_from_data(data: Any, source: str = "<program>", base_dir: Path | Non
     if isinstance(data, dict) and "collective" in data and "ops" not in data:
         raise ScenarioError(source, "", "this is a scenario file (it has a collective): run it with `netsim run` or netsim.simulate")
     loaded = validate(ProgramFile, data, source, {"source": source, "base_dir": base_dir}, _op_fields(data) if isinstance(data, dict) else None)
-    _ = loaded.topology_obj, loaded.mesh_obj, loaded.program
+    _ = loaded.topology_obj, loaded.mesh_obj, loaded.checked
     return loaded
 
 

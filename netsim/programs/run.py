@@ -149,7 +149,7 @@ def run_program(
     elif isinstance(program, ProgramFile):
         loaded = program
     if loaded is not None:
-        model, mesh = loaded.program, loaded.mesh_obj
+        model, mesh = None, loaded.mesh_obj  # the program whole: only when every trip is played
         data = data or loaded.data
         seed = loaded.seed if seed is None else seed
         engine = engine or loaded.engine
@@ -168,7 +168,7 @@ def run_program(
     check_engine(engine)
     if loaded is not None and loaded.repeats and data == "none" and not loaded.unroll:
         return _extended(loaded, mesh, seed, engine)
-    return _run_model(model, mesh, loaded, data, seed, engine)
+    return _run_model(model or loaded.program, mesh, loaded, data, seed, engine)
 
 
 def _extended(loaded: ProgramFile, mesh: Mesh, seed: int, engine: str) -> Result:
