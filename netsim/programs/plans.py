@@ -15,7 +15,7 @@ unless that would make more than :data:`AUTO_BUNDLED_ABOVE` transfers (a 4096-ch
 gather makes 100 M): then it is ``multiaxis_bundled``, one message per ring step as a
 TPU sends it (1.1 M transfers on 4096 chips). On one axis the two plans are the same
 and take the same time to the bit; over several, the bundled one waits for each
-stage's whole super-block and takes 1 to 10 % longer (tests/test_program_plans.py,
+stage's whole super-block and takes 1 to 47 % longer where measured (tests/test_program_plans.py,
 docs/programs_limits.md). The before-run estimate
 (:func:`netsim.programs.run.planned_estimate`) adds these up, so a program whose plan
 cannot fit is refused before it is built.
