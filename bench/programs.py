@@ -55,7 +55,7 @@ def fsdp_program(
     a tensor-parallel matmul over the first axis (activations split on their contracting
     dimension, weights on their rows) and the ``psum`` over that axis it needs.
     ``chained=False`` leaves out the ``after``: every gather may start at once.
-    ``algorithm`` names the gathers' algorithm (default: a program's, ``multiaxis``);
+    ``algorithm`` names the gathers' algorithm (default: a program's, ``multiaxis``, or ``multiaxis_bundled`` past 2^24 transfers);
     ``multiaxis_bundled`` sends one message per ring step, as a TPU pod does.
 
     Examples
@@ -114,9 +114,10 @@ def cases() -> list[Case]:
         Case("fsdp8_v5e", fsdp_program("tpu-v5e:16x16", 8)),
         Case("fsdp32_v5e", fsdp_program("tpu-v5e:16x16", 32), target_s=10, target_gib=2),
         Case("fsdp8_v4_512", fsdp_program("tpu-v4:8x8x8", 8), target_s=10, target_gib=2),
-        Case("fsdp4_tp_v4_4096", fsdp_program("tpu-v4:16x16x16", 4, tp_psum=True, algorithm="multiaxis_bundled"), target_s=60, target_gib=4),
+        Case("fsdp4_tp_v4_4096", fsdp_program("tpu-v4:16x16x16", 4, tp_psum=True), target_s=60, target_gib=4),  # default plans: bundled gathers
         Case("mlp_v5p_4096", None, DATA / "mlp_v5p_16x16x16.yaml", target_s=60, target_gib=4),
         Case("mlp_v5p_4096_plane", None, DATA / "mlp_v5p_16x16x16_plane.yaml", target_s=60, target_gib=4),
+        Case("llama70b_step", None, ROOT / "scenarios" / "programs" / "steps" / "llama70b_train_step.yaml", target_s=60, target_gib=4),
     ]
 
 
@@ -336,7 +337,7 @@ def bench_cases(selected: list[Case], folder: Path, cap: int, factor: float, min
 
 
 def bench_fit(slices: list[str], layers: int, folder: Path, cap: int, timeout: float, algorithm: str | None = None) -> None:
-    gathers = f"gathers by {algorithm}" if algorithm else "gathers by the default multiaxis"
+    gathers = f"gathers by {algorithm}" if algorithm else "gathers by the default plan (multiaxis; multiaxis_bundled past 2^24 transfers)"
     print(f"\n## scaling: the {layers}-layer FSDP program on tpu-v4 slices, {gathers}, wall time against transfers + compute steps (target: exponent <= 1.1)")
     print(HEADER)
     work, walls = [], []

@@ -75,6 +75,9 @@ class ProgramRun:
         Array name -> (largest difference from the unsharded NumPy computation,
         relative to the reference's largest magnitude; the tolerance allowed).
         Empty for a timing-only run.
+    repeats : BlockExtension or None
+        For a program with ``repeat:`` blocks extended past the trips played: what was
+        played and extended.
     compute_s, communication_s, exposed_communication_s : float or None
         Where the time went (:mod:`netsim.analysis.program_times`): the busiest
         device's compute, the time a collective was in flight, and the part of it
@@ -87,6 +90,8 @@ class ProgramRun:
     compute_s: float | None = None
     communication_s: float | None = None
     exposed_communication_s: float | None = None
+    repeats: Any = None
+    """How the time was extended past the trips of ``repeat:`` blocks played (a :class:`~netsim.programs.repeats.BlockExtension`; None: every trip played)."""
 
     def describe(self) -> tuple[str, ...]:
         """Lines that explain the run beyond its times (what compiled it, where it ran), shown under the result's repr; none by default."""

@@ -21,6 +21,7 @@ from netsim.programs.hlo import hlo_from_text, load_hlo
 from netsim.programs.hlo.devices import default_device_map
 from netsim.programs.hlo.loops import Loop, extend
 from netsim.programs.hlo.run import run_hlo
+from netsim.programs.periods import MAX_PERIOD, MAX_PLAYED, DriftError
 from netsim.scenario import ScenarioError
 
 HLO = ROOT / "tests" / "hlo"
@@ -46,7 +47,7 @@ def test_a_loop_of_10_to_the_12_trips_is_played_a_few_times_and_extended():
     extension = result.program.extension
     (loop,) = extension.loops
     assert (loop.name, loop.line, loop.trips) == ("w", 27, 10**12)
-    assert extension.steady and extension.played[0] <= loops.MAX_LEVEL
+    assert extension.steady and extension.played[0] <= MAX_PLAYED and extension.repetition.period == 1
     # the time is the trips played plus every other trip at the per-trip time
     assert result.time == pytest.approx(extension.played_time_s + (10**12 - extension.played[0]) * extension.per_trip_s[0], rel=1e-12)
     assert len(result.program.module.steps) == 2 * extension.played[0]  # an all-reduce and an exponential per trip played
@@ -60,26 +61,26 @@ def test_the_extended_time_equals_playing_every_trip():
     assert extended.time == pytest.approx(every.time, rel=1e-9)
 
 
-def test_ten_trips_played_equal_six_played_and_four_extended(monkeypatch):
+def test_thirty_trips_played_equal_some_played_and_the_rest_extended(monkeypatch):
     """This loop's per-trip time alternates over its first trips (30.25, 30.53, 30.25 us) and is 30.43 us from the 5th on:
-    the extension plays until two trips add the same time (6 here), then extends."""
+    the extension plays until MAX_PERIOD + 1 trips running add the same time, then extends."""
     monkeypatch.setattr(loops, "FULL_TRIPS", 2)
-    module = hlo_from_text(_with_trips(10))
+    module = hlo_from_text(_with_trips(30))
     extended, every = run_hlo(module, SLICE), run_hlo(module, SLICE, unroll=True)
-    assert extended.program.extension.played == (6,) and extended.program.extension.steady
+    assert extended.program.extension.played[0] < 30 and extended.program.extension.repetition.pattern == "steady"
     assert extended.time == pytest.approx(every.time, rel=1e-9)
     # a loop shorter than the steady state is played whole: the "extension" is the last run itself
     short = run_hlo(hlo_from_text(_with_trips(4)), SLICE)
     assert short.program.extension.played == (4,) and short.time == run_hlo(hlo_from_text(_with_trips(4)), SLICE, unroll=True).time
 
 
-def test_five_trips_played_equal_three_played_and_two_extended_when_every_trip_is_alike(monkeypatch):
-    """A loop of compute only: every trip takes the same time from the first, so 3 trips show it and 2 are extended."""
+def test_a_loop_whose_trips_are_alike_from_the_first_is_played_for_max_period_plus_two_trips(monkeypatch):
+    """A loop of compute only: every trip takes the same time from the first, so MAX_PERIOD + 2 trips show it (one run each)."""
     monkeypatch.setattr(loops, "FULL_TRIPS", 2)
-    text = re.sub(r"all-reduce\(%x\)[^\n]*", "negate(%x)", _with_trips(5))
+    text = re.sub(r"all-reduce\(%x\)[^\n]*", "negate(%x)", _with_trips(25))
     module = hlo_from_text(text)
     extended, every = run_hlo(module, SLICE), run_hlo(module, SLICE, unroll=True)
-    assert extended.program.extension.played == (3,) and extended.program.extension.runs == 3
+    assert extended.program.extension.played == (MAX_PERIOD + 2,) and extended.program.extension.runs == MAX_PERIOD + 2
     assert extended.time == pytest.approx(every.time, rel=1e-12)
 
 
@@ -101,12 +102,14 @@ def test_nested_long_loops_are_extended_with_their_cross_term():
 def test_extend_fits_a_made_up_run_exactly():
     # 5 us of set-up; the first trip 4 us, then 3 us each: steady from the second trip
     extension, trips = extend((Loop("w", 4, 1000),), lambda t: 5e-6 + 4e-6 + 3e-6 * (t[4] - 1), lambda t: True)
-    assert extension.steady and trips == {4: 3}
+    assert extension.steady and trips == {4: MAX_PERIOD + 2}
     assert extension.time_s == pytest.approx(5e-6 + 4e-6 + 3e-6 * 999, rel=1e-12)
-    # a per-trip time that keeps changing is used as last found, and said
-    changing, _ = extend((Loop("w", 4, 1000),), lambda t: float(t[4] ** 2), lambda t: True)
-    assert not changing.steady and changing.played == (loops.MAX_LEVEL,)
-    assert "still changing" in changing.describe()[0]
+    # a per-trip time that keeps changing is not extended: every trip is played when they fit, else refused
+    played = []
+    drifting, _ = extend((Loop("w", 4, 1000),), lambda t: played.append(t[4]) or float(t[4] ** 2), lambda t: True)
+    assert drifting.time_s == 1000.0**2 and drifting.played == (1000,) and played[-1] == 1000 and "every trip played" in drifting.describe()[0]
+    with pytest.raises(DriftError, match=r"^the time each trip adds neither settles nor repeats .* within the 32 trips played, and all 1000 are too many"):
+        extend((Loop("w", 4, 1000),), lambda t: float(t[4] ** 2), lambda t: t[4] <= 40)
 
 
 def test_the_report_says_what_was_extended():

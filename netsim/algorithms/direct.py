@@ -136,5 +136,12 @@ def _coords(device: int, shape: Sequence[int]) -> tuple[int, ...]:
 
 register(
     "direct",
-    Algorithm(len(HALVES), _gather, _reduce_scatter, "every pair sent at once, routed, contending for links", all_to_all=_all_to_all),
+    Algorithm(
+        len(HALVES),
+        _gather,
+        _reduce_scatter,
+        "every pair sent at once, routed, contending for links",
+        all_to_all=_all_to_all,
+        each_piece_once=("gather", "reduce_scatter", "all_reduce", "all_to_all"),
+    ),
 )

@@ -73,6 +73,11 @@ class Algorithm:
     gather_array, reduce_scatter_array : callable, optional
         The same moves, in the same order, as an int array of shape ``[moves, 6]``
         (a faster way to plan very large groups; tests check it equals the generator).
+    each_piece_once : tuple of str
+        The patterns whose plan sends each of a member's pieces to each other member
+        of its group in one transfer (``n (n - 1) pieces`` a group and phase): what a
+        program's transfers are counted by before they are planned
+        (:func:`netsim.programs.plans.planned_transfers`; tests check it against the plans).
     """
 
     pieces: int
@@ -85,6 +90,7 @@ class Algorithm:
     one_message_per_step: bool = False
     gather_array: Callable[[int], np.ndarray] | None = None
     reduce_scatter_array: Callable[[int], np.ndarray] | None = None
+    each_piece_once: tuple[str, ...] = ()
 
     def runs(self, pattern: str) -> bool:
         """Whether the algorithm can play ``pattern``.
@@ -140,6 +146,11 @@ class AxesAlgorithm:
     transfers : callable, optional
         ``f(shape)``: how many transfers one group of that shape makes (for
         memory estimates made before planning).
+    each_piece_once : tuple of str
+        The patterns whose plan sends each of a member's pieces to each other member
+        of its group in one transfer (``n (n - 1) pieces`` a group and phase): what a
+        program's transfers are counted by before they are planned
+        (:func:`netsim.programs.plans.planned_transfers`; tests check it against the plans).
     """
 
     pieces: Callable[[int], int]
@@ -151,6 +162,7 @@ class AxesAlgorithm:
     bundles: Callable[[tuple[int, ...], tuple[bool, ...]], Mapping[Key, Sequence[Key]]] | None = None
     patterns: tuple[str, ...] | None = None
     transfers: Callable[[tuple[int, ...]], int] | None = None
+    each_piece_once: tuple[str, ...] = ()
     power_of_two = False
     one_message_per_step = False
 

@@ -131,6 +131,7 @@ register(
         "one direction, one block per step",
         gather_array=_ring_gather_array,
         reduce_scatter_array=_ring_reduce_scatter_array,
+        each_piece_once=("gather", "reduce_scatter", "all_reduce"),
     ),
 )
 register(
@@ -142,6 +143,7 @@ register(
         "half of each block each way round",
         gather_array=_both_ways_array(_ring_gather_array),
         reduce_scatter_array=_both_ways_array(_ring_reduce_scatter_array),
+        each_piece_once=("gather", "reduce_scatter", "all_reduce"),
     ),
 )
 register(

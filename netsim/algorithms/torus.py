@@ -276,6 +276,7 @@ register(
         _axis_by_axis("reduce_scatter", _rotations),
         "a part of each block per axis, each part going through the axes from a different one: all axes at once",
         gather_array=_axis_by_axis_array("gather", _rotations),
+        each_piece_once=("gather", "reduce_scatter", "all_reduce"),
     ),
 )
 register(
@@ -287,5 +288,6 @@ register(
         "whole blocks, one axis after the other in the order given",
         all_to_all=dimension_ordered_all_to_all,
         gather_array=_axis_by_axis_array("gather", _in_order),
+        each_piece_once=("gather", "reduce_scatter", "all_reduce"),
     ),
 )

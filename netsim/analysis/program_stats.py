@@ -78,6 +78,8 @@ class ProgramStats:
     checks: dict[str, dict[str, float]] = field(default_factory=dict)
     devices: list[dict[str, float]] = field(default_factory=list)
     memory: dict[str, Any] = field(default_factory=dict)
+    repeats: dict[str, Any] | None = None
+    """How ``repeat:`` blocks were extended past the trips played (None: every trip played)."""
 
     def to_dict(self) -> dict[str, Any]:
         """As plain data, for JSON: the program's name under ``scenario``, as ``netsim run --json`` names a scenario's."""
@@ -221,6 +223,7 @@ def program_stats(result: Result) -> ProgramStats:
         checks,
         _devices(result.n_devices, busy, playback.links),
         _memory(run, lowered, facts["hbm_capacity_bytes"]),
+        repeats.to_dict() if (repeats := getattr(result.program, "repeats", None)) is not None else None,
     )
 
 

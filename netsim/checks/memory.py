@@ -299,6 +299,33 @@ def estimate_program_memory(transfers: int, hops: float, compute_steps: int, dep
     return MemoryEstimate(inputs=values_bytes, outputs=0, partial_sums=0, reference=0, schedule=schedule)
 
 
+PLANNED_FIXED_BYTES = 128 * 2**20
+"""What a big timing-only program's process grows by besides its transfers (the compiled player, its first arrays):
+RSS growth fitted at 140 MB over FSDP programs of 0.2 to 3.1 M transfers (bench/README.md), rounded down."""
+
+PLANNED_BYTES_PER_ENTRY = 336
+"""Per transfer or compute step of a planned program: twice the 168 B per transfer its RSS grew by (same fit), a margin."""
+
+
+def estimate_planned_memory(transfers: int, compute_steps: int, values_bytes: int = 0, link_crossings: float | None = None) -> MemoryEstimate:
+    """The memory a program will need, from the counts of its plans before it is lowered (:func:`netsim.programs.run.planned_estimate`).
+
+    Measured against the RSS growth of fresh processes playing FSDP programs on the compiled
+    player: 1.3x the peak over the run at 0.2 M transfers, 1.6x at 0.8 M and 1.8x at 3.1 M (tests/test_program_plans.py
+    checks two sizes), whose transfers cross one link each; every further link crossed
+    (``link_crossings`` beyond one per transfer) is counted at :data:`BYTES_PER_HOP`. The
+    estimate for the Python player (:func:`estimate_program_memory`) keeps its margin.
+
+    Examples
+    --------
+    >>> format_bytes(estimate_planned_memory(3_139_584, 3_072).total)
+    '1.108 GiB'
+    """
+    beyond = max(0.0, (link_crossings or transfers) - transfers)
+    schedule = PLANNED_FIXED_BYTES + (transfers + compute_steps) * PLANNED_BYTES_PER_ENTRY + int(beyond * BYTES_PER_HOP)
+    return MemoryEstimate(inputs=values_bytes, outputs=0, partial_sums=0, reference=0, schedule=schedule)
+
+
 def available_memory() -> int | None:
     """Bytes this process can still allocate: MemAvailable, capped by a cgroup limit (None if unknown).
 

@@ -139,6 +139,17 @@ def _at(facts: dict) -> str:
     return "" if efficiency == 1 else f"; the roofline counts {efficiency:.3g} of peak (calibrated)"
 
 
+def _repeat_lines(repeats: dict | None) -> list[str]:
+    """A line per ``repeat:`` block extended (the rows below are of the trips played)."""
+    from netsim.programs.periods import Repetition
+
+    if repeats is None:
+        return []
+    blocks = [Repetition(**{k: v for k, v in block.items() if k != "per_trip_s"}) for block in repeats["blocks"]]
+    note = "; the rows below are of the trips played" if any(b.played < b.trips for b in blocks) else ""
+    return [f"block {i}: {block.describe()}" + (note if i == len(blocks) else "") for i, block in enumerate(blocks, 1)]
+
+
 def _print(stats: ProgramStats, calibration: list[tuple[str, str]]) -> None:
     from rich.table import Table
 
@@ -161,6 +172,7 @@ def _print(stats: ProgramStats, calibration: list[tuple[str, str]]) -> None:
         ("chip", f"{(facts['peak_flops'] or 0) / 1e12:.4g} TFLOP/s, HBM {(facts['hbm_bandwidth_Bps'] or 0) / 1e9:.4g} GB/s" + _at(facts)),
         *([("HBM per device", peak_line(stats.memory))] if stats.memory else []),
         *calibration,
+        *(("repeat extended", line) for line in _repeat_lines(stats.repeats)),
         ("verified", f"{stats.verified}: {stats.verification}"),
     ]
     for label, value in rows:

@@ -286,9 +286,13 @@ _HLO = _obj(
                         ),
                         "played_time_s": _t("number", "the time of the trips played (the statistics are that run's)"),
                         "time_s": _t("number", "the time with every trip: the run's time_s"),
-                        "steady": _t("boolean", "whether each trip had come to add the same time"),
+                        "steady": _t("boolean", "whether each trip had come to add the same time (or the same every period)"),
                         "runs": _INT,
-                    }
+                        "pattern": _t("string", "one long loop: steady, periodic or played (every trip played)"),
+                        "period": _t("integer", "one long loop: the period of its per-trip times in trips"),
+                        "period_s": _t("number", "one long loop: what each further period adds"),
+                    },
+                    required=["loops", "played_time_s", "time_s", "steady", "runs"],
                 ),
             ],
             "description": "while loops of many trips: a few played, the rest extended at the steady per-trip time (null: every trip played)",
@@ -336,6 +340,27 @@ _STEP = _obj(
         ),
     },
     description="the step report, as MaxText prints it (--hlo and hlo: files only)",
+)
+_TRIPS = _obj(
+    {
+        "trips": _INT,
+        "played": _t("integer", "the trips of the run reported"),
+        "pattern": _t("string", "steady, periodic or played (every trip played)"),
+        "period": _t("integer", "the period of the per-trip times in trips (1: steady; 0: every trip played)"),
+        "period_s": _t("number", "what each further period adds"),
+        "per_trip_s": _t("number", "what a further trip adds, on average over a period"),
+        "played_time_s": _NUM,
+        "time_s": _NUM,
+        "runs": _INT,
+    }
+)
+_REPEATS = _obj(
+    {
+        "blocks": _list(_TRIPS, "per repeat: block, in the order written"),
+        "played_time_s": _t("number", "the time of the run reported (its statistics are the report's)"),
+        "time_s": _t("number", "the time with every trip: the run's time_s"),
+        "runs": _INT,
+    }
 )
 PROGRAM = {
     "$schema": _DIALECT,
@@ -397,6 +422,7 @@ PROGRAM = {
                 },
                 description="the before-run estimate (of the last run played, for an HLO module with long loops)",
             ),
+            "repeats": {"anyOf": [{"type": "null"}, _REPEATS], "description": "repeat: blocks extended past the trips played (null: every trip played)"},
         },
         required=[
             "scenario",

@@ -39,7 +39,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BeforeValidator, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from netsim.network import units
 from netsim.network.calibration import calibrate, check_calibration
@@ -47,6 +47,7 @@ from netsim.network.device_mesh import Mesh
 from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import Topology
 from netsim.programs.model import Op, Program, ProgramError, Sharded
+from netsim.programs.repeats import TRIP_MARK, Block, unrolled
 from netsim.scenario.errors import ScenarioError
 from netsim.scenario.fields import Seconds, Strict
 from netsim.scenario.models import ExpectedSpec, MeshSpec, mesh_shorthand
@@ -56,10 +57,13 @@ from netsim.scenario.yaml_files import read_yaml, validate
 from netsim.semantics import ops as registry
 from netsim.semantics.program_values import itemsize
 
-__all__ = ["MAX_ARRAY_BYTES", "ProgramFile", "load_program", "program_as_data", "program_from_data"]
+__all__ = ["MAX_ARRAY_BYTES", "MAX_UNROLLED_OPS", "ProgramFile", "load_program", "program_as_data", "program_from_data"]
 
 MAX_ARRAY_BYTES = 2**50
 """The largest array a program file may declare (1 PiB: more than any slice holds)."""
+
+MAX_UNROLLED_OPS = 2**20
+"""The most ops a program's ``repeat:`` blocks may unroll into when every trip is played (``unroll: true``, or values)."""
 
 Axes = Annotated[list[str], BeforeValidator(lambda v: [v] if isinstance(v, str) else v)]
 Names = Annotated[list[str], BeforeValidator(lambda v: [v] if isinstance(v, str) else v)]
@@ -153,6 +157,23 @@ class OpSpec(Strict):
         return Op.of(self.name, self.op, tuple(self.inputs), self.out, after=tuple(self.after), **{**registry.OPS[self.op].program, **given})
 
 
+class RepeatSpec(Strict):
+    """A block of ops that runs ``repeat`` times in a row (as ``jax.lax.scan`` over layers): see :mod:`netsim.programs.repeats`."""
+
+    repeat: Annotated[int, Field(ge=1, le=10**9)]
+    ops: list[OpSpec] = Field(min_length=1, max_length=1 << 16)
+
+
+def _op_or_block(value: Any) -> str | None:
+    """Which an entry of ``ops`` is: a block (it says ``repeat``) or an op."""
+    if isinstance(value, (RepeatSpec, OpSpec)):
+        return type(value).__name__
+    return ("RepeatSpec" if "repeat" in value else "OpSpec") if isinstance(value, dict) else None
+
+
+OpOrBlock = Annotated[Annotated[OpSpec, Tag("OpSpec")] | Annotated[RepeatSpec, Tag("RepeatSpec")], Discriminator(_op_or_block)]
+
+
 class ProgramFile(Strict):
     """A validated program file. Build one with :func:`load_program`."""
 
@@ -163,7 +184,9 @@ class ProgramFile(Strict):
     mesh: Annotated[MeshSpec, BeforeValidator(mesh_shorthand)]
     params: dict[str, Annotated[int, Field(ge=1, le=1 << 40)]] = Field(default_factory=dict)
     arrays: dict[str, ArraySpec] = Field(min_length=1)
-    ops: list[OpSpec] = Field(min_length=1, max_length=1 << 16)
+    ops: list[OpOrBlock] = Field(min_length=1, max_length=1 << 16)
+    unroll: bool = False
+    """Play every trip of ``repeat:`` blocks (default: a few trips, the rest extended from their steady or periodic state)."""
     data: Literal["values", "none"] = "values"
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
     engine: Literal["auto", "processes", "fast"] = "auto"
@@ -206,8 +229,8 @@ class ProgramFile(Strict):
             raise ScenarioError(self.source, "mesh", str(error)) from None
 
     @cached_property
-    def program(self) -> Program:
-        """The program as data (:class:`~netsim.programs.model.Program`), checked."""
+    def arrays_obj(self) -> dict[str, Sharded]:
+        """The arrays the program starts with, as the program model has them."""
         arrays = {}
         for name, spec in self.arrays.items():
             shape = tuple(self._size(f"arrays.{name}.shape", s) for s in spec.shape)
@@ -219,7 +242,45 @@ class ProgramFile(Strict):
             sharding = spec.sharding if spec.sharding is not None else [None] * len(shape)
             axes = tuple(() if s is None else (s,) if isinstance(s, str) else tuple(s) for s in sharding)
             arrays[name] = Sharded(shape, spec.dtype, axes, tuple(spec.partial or ()))
-        program = Program(self.name, dict(self.mesh.shape), arrays, tuple(op.to_op() for op in self.ops), self.description)
+        return arrays
+
+    @cached_property
+    def program(self) -> Program:
+        """The program as data (:class:`~netsim.programs.model.Program`), every trip of its ``repeat:`` blocks unrolled, checked.
+
+        Raises
+        ------
+        ScenarioError
+            For a mistake, or blocks that unroll into more than :data:`MAX_UNROLLED_OPS` ops.
+        """
+        ops = sum(item.count * len(item.ops) if isinstance(item, Block) else 1 for item in self.items)
+        if ops > MAX_UNROLLED_OPS:
+            raise ScenarioError(
+                self.source,
+                "ops",
+                f"the repeat: blocks unroll into {ops} ops, more than the {MAX_UNROLLED_OPS} netsim plays; "
+                "run it timing-only (data: none) without unroll: true",
+            )
+        return self.program_at(self.repeats)
+
+    @cached_property
+    def checked(self) -> Program:
+        """The program with at most 3 trips of each block: what loading checks (each trip's ops, and the carry from trip to trip)."""
+        return self.program_at(tuple(min(count, 3) for count in self.repeats))
+
+    @cached_property
+    def items(self) -> tuple[Op | Block, ...]:
+        """The ops as written: an :class:`~netsim.programs.model.Op` each, a :class:`~netsim.programs.repeats.Block` per ``repeat:``."""
+        return tuple(Block(item.repeat, tuple(op.to_op() for op in item.ops)) if isinstance(item, RepeatSpec) else item.to_op() for item in self.ops)
+
+    @property
+    def repeats(self) -> tuple[int, ...]:
+        """Each ``repeat:`` block's trips, in the order written."""
+        return tuple(item.count for item in self.items if isinstance(item, Block))
+
+    def program_at(self, trips: tuple[int, ...]) -> Program:
+        """The program with block ``i`` unrolled for ``trips[i]`` trips (what a run of a few trips plays), checked."""
+        program = Program(self.name, dict(self.mesh.shape), self.arrays_obj, unrolled(self.items, trips), self.description)
         try:
             program.arrays_after()
         except ProgramError as error:
@@ -238,8 +299,17 @@ class ProgramFile(Strict):
     def _error(self, error: ProgramError) -> ScenarioError:
         if error.array:
             return ScenarioError(self.source, f"arrays.{error.op}.{error.field}", error.problem)
-        index = next((i for i, op in enumerate(self.ops) if op.name == error.op), None)
-        where = f"ops.{index}.{error.field}" if index is not None else error.field
+        written = error.op.rpartition(TRIP_MARK)[0] or error.op  # an op of a repeated block: named as written
+        where = error.field
+        for i, item in enumerate(self.ops):
+            if isinstance(item, RepeatSpec):
+                inner = next((j for j, op in enumerate(item.ops) if op.name == written), None)
+                if inner is not None:
+                    where = f"ops.{i}.ops.{inner}.{error.field}"
+                    break
+            elif item.name == error.op:
+                where = f"ops.{i}.{error.field}"
+                break
         return ScenarioError(self.source, where, f"op {error.op!r}: {error.problem}")
 
 
@@ -293,7 +363,7 @@ def program_from_data(data: Any, source: str = "<program>", base_dir: Path | Non
     if isinstance(data, dict) and "collective" in data and "ops" not in data:
         raise ScenarioError(source, "", "this is a scenario file (it has a collective): run it with `netsim run` or netsim.simulate")
     loaded = validate(ProgramFile, data, source, {"source": source, "base_dir": base_dir}, _op_fields(data) if isinstance(data, dict) else None)
-    _ = loaded.topology_obj, loaded.mesh_obj, loaded.program
+    _ = loaded.topology_obj, loaded.mesh_obj, loaded.checked
     return loaded
 
 

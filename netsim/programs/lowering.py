@@ -50,12 +50,12 @@ import numpy as np
 from netsim.algorithms.bundles import BundleTable, as_table
 from netsim.algorithms.compute import Compute as ComputeStep
 from netsim.algorithms.direct import permutation
-from netsim.algorithms.registry import check_algorithm, default_algorithm
 from netsim.algorithms.schedule import Schedule, build_schedule
 from netsim.algorithms.transfers import PHASES, TransferTable
 from netsim.network.calibration import in_force
-from netsim.network.device_mesh import AxisGroups, Mesh
+from netsim.network.device_mesh import Mesh
 from netsim.programs.model import CollectiveOp, Compute, Einsum, Matmul, Op, Program, ProgramError, Sharded, einsum_subscripts
+from netsim.programs.plans import collective_plan
 from netsim.semantics.program_values import itemsize
 
 __all__ = ["Lowered", "LoweredOp", "lower"]
@@ -302,15 +302,6 @@ def _with_extra(dep_ptr: np.ndarray, dep_idx: np.ndarray, src: np.ndarray, extra
     return ptr, idx
 
 
-def _layout(op: CollectiveOp, x: Sharded, mesh: Mesh, groups: Any) -> Any:
-    proxy = np.broadcast_to(np.zeros((), np.uint8), (mesh.topology.n_devices, *x.local_shape(mesh.shape)))
-    collective = op.collective
-    arguments = dict(op.params)
-    if "perm" in arguments:  # pairs of positions along the axes, or of devices; a pair that stays put moves nothing
-        arguments["perm"] = [(s, t) for s, t in arguments["perm"] if s != t]
-    return collective.check(proxy, groups if op.axes or collective.grouped else None, **arguments)
-
-
 def lower(program: Program, mesh: Mesh) -> Lowered:
     """Lower a program onto a mesh (laid on its topology): one schedule, transfers and compute steps.
 
@@ -406,21 +397,14 @@ def _span(steps: list[int]) -> range:
 
 
 def _lower_collective(op: CollectiveOp, x: Sharded, mesh: Mesh, build: _Builder, before: list[Sequence[int]]) -> tuple[LoweredOp, list[Sequence[int]]]:
-    groups: Any = op.groups if isinstance(op.groups, AxisGroups) else mesh.groups(list(op.axes)) if op.axes else [list(g) for g in op.groups]
-    over_axes = isinstance(groups, AxisGroups)
-    layout = _layout(op, x, mesh, groups)
+    plan = collective_plan(op, x, mesh)
+    layout, algorithm = plan.layout, plan.algorithm
     if layout.pattern == "permute":  # pairs, each sent straight along its route
-        schedule, algorithm = permutation(layout.groups), "direct"
+        schedule = permutation(layout.groups)
     else:
-        try:
-            algorithm = check_algorithm(layout.pattern, len(layout.groups[0]), op.algorithm or default_algorithm(layout.pattern, over_mesh_axes=over_axes))
-        except ValueError as error:
-            raise ProgramError(op.name, "algorithm", str(error)) from None
-        shaped = {"group_shape": groups.shape, "wraparound": groups.wraparound} if over_axes else {}
-        key = (layout.pattern, tuple(map(tuple, layout.groups)), algorithm, tuple(sorted(shaped.items())))
-        schedule = build.plans.get(key)
+        schedule = build.plans.get(plan.key)
         if schedule is None:
-            schedule = build.plans[key] = build_schedule(layout.pattern, layout.groups, algorithm, **shaped)
+            schedule = build.plans[plan.key] = build_schedule(layout.pattern, layout.groups, algorithm, **plan.shaped)
     overhead = in_force(mesh.topology).collective_overhead_s if len(schedule.transfers) else 0.0  # (moving nothing costs nothing)
     if overhead:  # calibrated: the fixed cost per collective, a launch step on each device before its first byte leaves
         before = [(build.add_compute(d, 0.0, 0.0, overhead, before[d], f"{op.name} launch"),) for d in range(len(before))]

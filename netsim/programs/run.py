@@ -25,6 +25,7 @@ from netsim.checks.memory import (
     MemoryEstimate,
     MemoryLimitError,
     check_memory,
+    estimate_planned_memory,
     estimate_program_memory,
     mean_hops,
     return_freed_memory,
@@ -37,14 +38,17 @@ from netsim.network.units import format_bytes
 from netsim.programs.files import ProgramFile, load_program, program_from_data
 from netsim.programs.lowering import Lowered, lower
 from netsim.programs.model import CollectiveOp, Program, ProgramError
+from netsim.programs.periods import DriftError
+from netsim.programs.plans import planned_counts
+from netsim.programs.repeats import extend_blocks
 from netsim.programs.values import check_values, evaluate, inputs_of, start_buffers
 from netsim.result import LeafRun, ProgramRun, Result
-from netsim.run import TopologyLike, check_engine, play_checked, resolve_topology
+from netsim.run import TopologyLike, check_engine, choose_engine, play_checked, resolve_topology
 from netsim.scenario import ScenarioError
 from netsim.semantics.program_values import itemsize
 from netsim.version import __version__
 
-__all__ = ["VALUES_LIMIT_BYTES", "ProgramError", "play_lowered", "program_result", "run_estimate", "run_program", "values_bytes"]
+__all__ = ["VALUES_LIMIT_BYTES", "ProgramError", "planned_estimate", "play_lowered", "program_result", "run_estimate", "run_program", "values_bytes"]
 
 VALUES_LIMIT_BYTES = 2 * 2**30
 """A run with values that would hold more than this in arrays is refused: run it timing-only."""
@@ -61,11 +65,30 @@ def values_bytes(lowered: Any) -> int:
     >>> values_bytes(lower(p.program, p.mesh_obj)) < VALUES_LIMIT_BYTES
     True
     """
-    n = lowered.mesh.topology.n_devices
-    total = 0
-    for array in lowered.arrays.values():
-        total += 4 * n * int(np.prod(array.local_shape(lowered.mesh.shape))) + 8 * int(np.prod(array.shape))
-    return total
+    return _held(lowered.arrays, lowered.mesh)
+
+
+def _held(arrays: Mapping[str, Any], mesh: Mesh) -> int:
+    n = mesh.topology.n_devices
+    return sum(4 * n * int(np.prod(array.local_shape(mesh.shape))) + 8 * int(np.prod(array.shape)) for array in arrays.values())
+
+
+def planned_estimate(program: Program, mesh: Mesh, values: int = 0, engine: str = "auto") -> MemoryEstimate:
+    """What playing ``program`` will hold, estimated before it is lowered, from the counts its plans will make
+    (:func:`netsim.programs.plans.planned_counts`), in the form :func:`memory_needed` gives the lowered schedule.
+
+    Examples
+    --------
+    >>> from netsim.programs.files import load_program
+    >>> p = load_program("scenarios/programs/fsdp_two_layers.yaml")
+    >>> planned_estimate(p.program, p.mesh_obj, engine="fast").total // 2**20  # 96 transfers: the fixed part
+    128
+    """
+    counts = planned_counts(program, mesh)
+    if values or choose_engine(engine, counts["transfers"]) != "fast":  # the Python player (or values): the lowered schedule's form, on the counts
+        transfers, steps = counts["transfers"], counts["compute_steps"]
+        return estimate_program_memory(transfers, counts["link_crossings"] / max(transfers, 1), steps, 2 * (transfers + steps), values)
+    return estimate_planned_memory(counts["transfers"], counts["compute_steps"], values, counts["link_crossings"])
 
 
 def run_program(
@@ -126,7 +149,7 @@ def run_program(
     elif isinstance(program, ProgramFile):
         loaded = program
     if loaded is not None:
-        model, mesh = loaded.program, loaded.mesh_obj
+        model, mesh = None, loaded.mesh_obj  # the program whole: only when every trip is played
         data = data or loaded.data
         seed = loaded.seed if seed is None else seed
         engine = engine or loaded.engine
@@ -143,15 +166,40 @@ def run_program(
     if data not in ("values", "none"):
         raise ValueError(f"data must be 'values' or 'none', got {data!r}")
     check_engine(engine)
+    if loaded is not None and loaded.repeats and data == "none" and not loaded.unroll:
+        return _extended(loaded, mesh, seed, engine)
+    return _run_model(model or loaded.program, mesh, loaded, data, seed, engine)
+
+
+def _extended(loaded: ProgramFile, mesh: Mesh, seed: int, engine: str) -> Result:
+    """A timing-only program with ``repeat:`` blocks: a few trips of each played, the rest extended (:func:`~netsim.programs.repeats.extend_blocks`)."""
+    kept: dict[tuple[int, ...], Result] = {}  # the last run only (a run holds its schedule): the one reported is played again if it is not that
+
+    def played(trips: tuple[int, ...]) -> Result:
+        if trips not in kept:
+            kept.clear()
+            kept[trips] = _run_model(loaded.program_at(trips), mesh, loaded, "none", seed, engine)
+        return kept[trips]
+
+    try:
+        extension = extend_blocks(loaded.repeats, lambda trips: played(trips).time)
+    except DriftError as error:
+        raise ScenarioError(loaded.source, "ops", f"{error}; or set unroll: true") from None
+    result = played(extension.played)
+    return dataclasses.replace(result, time=extension.time_s, program=dataclasses.replace(result.program, repeats=extension))
+
+
+def _run_model(model: Program, mesh: Mesh, loaded: ProgramFile | None, data: str, seed: int, engine: str) -> Result:
+    """One run of ``model`` on ``mesh``: lowered, checked against memory, played (with values when ``data`` is ``values``)."""
     grouped = next((op for op in model.ops if isinstance(op, CollectiveOp) and op.over_devices), None)
     if grouped is not None and data == "values":
         raise ProgramError(grouped.name, "groups", "a collective over explicit groups runs timing-only: use data none")
     if mesh.topology.n_devices >= RETURN_FREED_MIN_DEVICES:
         return_freed_memory()
-    lowered = lower(model, mesh)
-    held = values_bytes(lowered) if data == "values" else 0
+    arrays = model.arrays_after()
+    held = _held(arrays, mesh) if data == "values" else 0
     if loaded is not None and loaded.require_fit:
-        fit = device_memory(model, lowered.arrays, mesh.shape, mesh.topology.device(0)["hbm_capacity_bytes"])
+        fit = device_memory(model, arrays, mesh.shape, mesh.topology.device(0)["hbm_capacity_bytes"])
         if fit["fits"] is False:
             raise ScenarioError(loaded.source, "require_fit", fit["note"])
 
@@ -163,7 +211,9 @@ def run_program(
         raise refused(f"real values would hold about {need} of arrays (more than {limit}); run it timing-only with data: none", ValueError)
     topo = mesh.topology
     try:
-        check_memory(memory_needed(lowered, held), timing_only=data == "none", fewer="fewer devices or ops")
+        check_memory(planned_estimate(model, mesh, held, engine), timing_only=data == "none", fewer="fewer devices or ops")  # before anything is built
+        lowered = lower(model, mesh)
+        check_memory(memory_needed(lowered, held, engine), timing_only=data == "none", fewer="fewer devices or ops")
     except MemoryLimitError as error:
         raise refused(str(error), MemoryLimitError) from None
     playback, pending = play_lowered(lowered, topo, engine, values=data == "values")
@@ -197,10 +247,14 @@ def run_program(
     )
 
 
-def memory_needed(lowered: Lowered, values: int = 0) -> MemoryEstimate:
+def memory_needed(lowered: Lowered, values: int = 0, engine: str = "auto") -> MemoryEstimate:
     """What playing a lowered program will hold, from its counts (:func:`netsim.checks.memory.estimate_program_memory`).
 
     ``values`` is the bytes its arrays hold (:func:`values_bytes`; 0 when timing only).
+    A timing-only run the compiled player plays (``engine``, as
+    :func:`netsim.run.choose_engine` picks it) is estimated as measured for that player
+    (:func:`netsim.checks.memory.estimate_planned_memory`); the Python player and runs
+    with values keep the margin of :func:`netsim.checks.memory.estimate_program_memory`.
 
     Examples
     --------
@@ -213,6 +267,8 @@ def memory_needed(lowered: Lowered, values: int = 0) -> MemoryEstimate:
     schedule, topology = lowered.schedule, lowered.mesh.topology
     transfers = len(schedule.transfers)
     crossings = sum(len(r.transfers) * mean_hops(r.algorithm, tuple(topology.dims), tuple(topology.wraparound)) for r in lowered.ops)
+    if not values and choose_engine(engine, transfers) == "fast":  # the compiled player, timing only: as measured for it
+        return estimate_planned_memory(transfers, len(schedule.computes), 0, crossings)
     dependencies = int(schedule.transfers.dep_ptr[-1]) + sum(len(c.deps) for c in schedule.computes)
     return estimate_program_memory(transfers, crossings / max(transfers, 1), len(schedule.computes), dependencies, values)
 

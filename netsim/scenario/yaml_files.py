@@ -242,7 +242,7 @@ def _nesting(text: str) -> int:
 
 _UNION_TAGS = set(SPECS)
 _COLLECTIVE_FIELDS = {name for spec in SPECS.values() for name in spec.model_fields}
-_MODEL_TAGS = {"TopologySpec"}
+_MODEL_TAGS = {"TopologySpec", "OpSpec", "RepeatSpec"}
 """Models that are one member of a union with a plain type (``topology: str | TopologySpec``): pydantic names them in paths."""
 
 

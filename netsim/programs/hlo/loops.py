@@ -1,18 +1,22 @@
-"""Long ``while`` loops: their trip counts checked, their steps counted, their time extended from a steady state.
+"""Long ``while`` loops: their trip counts checked, their steps counted, their time extended from a steady or periodic state.
 
 A compiled training step is often a ``while`` loop run thousands (or, in a test,
 10^12) times. Every trip of such a loop plays the same instructions on the same
-links, so once the pipeline between trips has filled, each further trip adds the
-same time. Unrolling all of them would take time and memory in proportion to the
-trip count. Instead, a loop of more than :data:`FULL_TRIPS` trips (a *long* loop)
-is played for ``k`` and ``k + 1`` trips, ``k = 1, 2, ...``, until the time each
-trip adds stops changing (its *steady state*: the same to :data:`STEADY_RTOL` of
-the run's time on two levels running), and the time of the other trips is that
-per-trip time times their number. With several long loops (one after another, or
-one inside another) the time is taken as linear in each loop's trip count: the
-runs at the corners ``{k, k + 1}`` of every long loop give the coefficients, the
-mixed differences of a nested pair included. What was played and what was
-extended is in the report (:class:`Extension`).
+links, so once the pipeline between trips has filled, the time each trip adds
+settles or repeats (a ring of 4 devices can make every 4th trip slower). Unrolling
+all of them would take time and memory in proportion to the trip count. Instead,
+one loop of more than :data:`FULL_TRIPS` trips (a *long* loop) is played for 1, 2,
+... trips until the time each trip adds is steady or periodic
+(:func:`netsim.programs.periods.extend_trips`: a period of up to
+:data:`~netsim.programs.periods.MAX_PERIOD` trips), and the rest of its trips are
+extended by whole periods; a loop whose trips drift is played whole, or refused
+when too long. With several long loops (one after another, or one inside another)
+the time is taken as linear in each loop's trip count: the runs at the corners
+``{k, k + 1}`` of every long loop give the coefficients, the mixed differences of a
+nested pair included, checked once more 8 trips further on (a period the corners cannot
+see shows there); a module whose time is not linear in its loops' trips is played whole
+when it fits, else extended from its last trips with "still changing" in the report.
+What was played and what was extended is in the report (:class:`Extension`).
 
 The steps a module unrolls into are counted before anything is built
 (:func:`unrolled_steps`); more than :data:`MAX_STEPS` is refused with the number.
@@ -28,6 +32,7 @@ from dataclasses import dataclass
 from netsim.programs.hlo.compute import backend_config
 from netsim.programs.hlo.text import Computation, HloSyntaxError, Instruction, Module
 from netsim.programs.hlo.trips import inferred_trip_count
+from netsim.programs.periods import MAX_PERIOD, Repetition, extend_trips
 
 __all__ = [
     "FULL_TRIPS",
@@ -109,6 +114,8 @@ class Extension:
         changing after :data:`MAX_LEVEL` trips (the last ones are used).
     runs : int
         How many runs were played to find them.
+    repetition : Repetition or None
+        For one long loop: the steady or periodic state found (:mod:`netsim.programs.periods`).
     """
 
     loops: tuple[Loop, ...]
@@ -118,6 +125,7 @@ class Extension:
     time_s: float
     steady: bool
     runs: int
+    repetition: Repetition | None = None
 
     def describe(self) -> list[str]:
         """One line per loop, as the report prints it.
@@ -128,6 +136,13 @@ class Extension:
         >>> e.describe()
         ['while.3 (line 12): 1000000000000 trips; 3 played, each further one adds 2 us (the same for the last trips played)']
         """
+        if self.repetition is not None:
+            return [f"{self.loops[0].name} (line {self.loops[0].line}): {self.repetition.describe()}"]
+        if self.played == tuple(loop.trips for loop in self.loops):
+            return [
+                f"{loop.name} (line {loop.line}): {loop.trips} trips; every trip played (the time a trip adds is not linear in the trips)"
+                for loop in self.loops
+            ]
         state = "the same for the last trips played" if self.steady else "still changing: the last trips' time used"
         return [
             f"{loop.name} (line {loop.line}): {loop.trips} trips; {played} played, each further one adds {per * 1e6:.4g} us ({state})"
@@ -136,7 +151,9 @@ class Extension:
 
     def to_dict(self) -> dict:
         """The extension as JSON-ready data."""
+        pattern = {"pattern": self.repetition.pattern, "period": self.repetition.period, "period_s": self.repetition.period_s} if self.repetition else {}
         return {
+            **pattern,
             "loops": [
                 {"hlo_name": loop.name, "line": loop.line, "trips": loop.trips, "played": played, "per_trip_s": per}
                 for loop, played, per in zip(self.loops, self.played, self.per_trip_s, strict=True)
@@ -318,7 +335,12 @@ def extend(loops: tuple[Loop, ...], time_at: Callable[[dict[int, int]], float], 
     Returns
     -------
     (Extension, dict)
-        The extension, and the trips of the run it reports (the largest played).
+        The extension, and the trips of the run it reports.
+
+    Raises
+    ------
+    netsim.programs.periods.DriftError
+        For one loop whose trips neither settle nor repeat, too long to play whole.
 
     Examples
     --------
@@ -327,9 +349,15 @@ def extend(loops: tuple[Loop, ...], time_at: Callable[[dict[int, int]], float], 
     >>> loop = Loop("w", 4, 10**12)
     >>> e, trips = extend((loop,), lambda t: 5e-6 + 4e-6 + 3e-6 * (t[4] - 1), lambda t: True)
     >>> round(e.per_trip_s[0] * 1e6, 9), e.played, trips, e.steady, round(e.time_s, 3)
-    (3.0, (3,), {4: 3}, True, 3000000.0)
+    (3.0, (10,), {4: 10}, True, 3000000.0)
     """
     lines = [loop.line for loop in loops]
+    if len(loops) == 1:
+        (loop,) = loops
+        found = extend_trips(loop.trips, lambda t: time_at({loop.line: t}), lambda t: can_play({loop.line: t}))
+        per_trip = (found.per_trip_s,) if found.period else (0.0,)
+        extension = Extension(loops, (found.played,), per_trip, found.played_time_s, found.time_s, found.pattern != "played", found.runs, found)
+        return extension, {loop.line: found.played}
     cache: dict[tuple[int, ...], float] = {}
 
     def run(point: tuple[int, ...]) -> float:
@@ -363,11 +391,16 @@ def extend(loops: tuple[Loop, ...], time_at: Callable[[dict[int, int]], float], 
         if fits:
             steady = True
             break
+    probe = tuple(min(level + 1 + MAX_PERIOD, loop.trips) for loop in loops)  # a period the corners cannot see shows here
+    if steady and probe != tuple(level + 1 for _ in loops) and can_play(dict(zip(lines, probe, strict=True))):
+        steady = abs(predicted(level, model, probe) - run(probe)) <= STEADY_RTOL * (abs(run(probe)) or 1.0)
+    full = tuple(loop.trips for loop in loops)
+    if not steady and can_play(dict(zip(lines, full, strict=True))):  # not linear in the trips: play them all
+        return Extension(loops, full, tuple(0.0 for _ in loops), run(full), run(full), False, len(cache)), dict(zip(lines, full, strict=True))
     top = tuple(level + 1 for _ in loops)
     scale = max(abs(t) for t in cache.values()) or 1.0
     # a difference as small as rounding (sequential loops' mixed terms) is zero: times the product of huge trip counts it would not be
     model = {subset: d if not any(subset) or abs(d) > NOISE_RTOL * scale else 0.0 for subset, d in model.items()}
-    full = tuple(loop.trips for loop in loops)
     time = predicted(level, model, full)
     per_trip = tuple(
         sum(d * math.prod(n - level for j, (n, s) in enumerate(zip(full, subset, strict=True)) if s and j != i) for subset, d in model.items() if subset[i])

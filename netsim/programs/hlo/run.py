@@ -34,6 +34,7 @@ from netsim.programs.hlo.megascale import across_slices, slice_device_map, witho
 from netsim.programs.hlo.text import HloSyntaxError
 from netsim.programs.hlo.translate import HloLowered, lower_hlo
 from netsim.programs.hlo.validate import cut_long_words
+from netsim.programs.periods import DriftError
 from netsim.programs.run import memory_needed, play_lowered, program_result
 from netsim.result import ProgramRun, Result
 from netsim.run import check_engine, resolve_topology
@@ -126,8 +127,8 @@ def run_hlo(
     """Simulate the HLO module ``module`` (a text file, or already read) on ``topology``, timing only.
 
     ``while`` loops of more than :data:`~netsim.programs.hlo.loops.FULL_TRIPS` trips are
-    played for a few trips, until each trip adds the same time, and the rest of their
-    trips are extended at that time (:mod:`~netsim.programs.hlo.loops`; said in
+    played for a few trips, until the time each trip adds is steady or periodic, and the
+    rest of their trips are extended by whole periods (:mod:`~netsim.programs.hlo.loops`; said in
     ``result.program.extension``); ``unroll=True`` plays every trip instead (up to
     :data:`~netsim.programs.hlo.loops.MAX_STEPS` steps).
 
@@ -236,21 +237,24 @@ def _run_loops(program: HloProgram, play: Callable[[HloProgram], Result], source
                 source, "unroll", f"every trip of its long loops is {steps} steps, more than the {MAX_STEPS} netsim plays; leave the loops extended"
             )
         return play(_flattened(module_text, trips, source))
-    kept: dict[tuple, Result] = {}  # only the run with the most trips of every loop (what is reported): each holds its schedule
+    kept: dict[tuple, Result] = {}  # only the last run (a run holds its schedule): the one reported is played again if it is not that
 
-    def time_at(trips: dict[int, int]) -> float:
-        run = play(_flattened(module_text, trips, source))
+    def played(trips: dict[int, int]) -> Result:
         key = tuple(sorted(trips.items()))
-        if len(set(trips.values())) == 1 and all(trips[line] > count for line, count in next(iter(kept), ())):
+        if key not in kept:
             kept.clear()
-            kept[key] = run
-        return run.time
+            kept[key] = play(_flattened(module_text, trips, source))
+        return kept[key]
 
     def can_play(trips: dict[int, int]) -> bool:
         return unrolled_steps(module_text, trips) <= MAX_STEPS
 
-    extension, top = extend(loops, time_at, can_play)
-    result = kept[tuple(sorted(top.items()))]
+    try:
+        extension, top = extend(loops, lambda trips: played(trips).time, can_play)
+    except DriftError as error:
+        loop = loops[0]
+        raise ScenarioError(source, f"line {loop.line}", f"while {loop.name}: {error}; simulate fewer trips") from None
+    result = played(top)
     return dataclasses.replace(result, time=extension.time_s, program=dataclasses.replace(result.program, extension=extension))
 
 

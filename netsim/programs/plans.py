@@ -1,0 +1,179 @@
+"""Which plan a program's collective runs as, and how many transfers it makes, found before anything is lowered.
+
+:func:`collective_plan` is what the lowering (:mod:`netsim.programs.lowering`) plans a
+collective op with: its layout (pattern and groups, as JAX lays them out), its algorithm
+(the op's, else the default for the pattern) and the group shape of mesh axes.
+:func:`planned_transfers` counts the transfers of that plan without making it: every
+plan whose registry entry says so (``each_piece_once``: the streaming plans of
+``gather``, ``reduce_scatter`` and ``all_reduce``, and ``direct`` ``all_to_all``) moves
+each of a member's pieces to each other member of its group in one transfer (``n (n - 1) pieces`` a group, twice for an all-reduce: its two
+phases); an algorithm that says its own count (``multiaxis_bundled``) is taken at its
+word; any other is planned for one group and counted.
+
+The default plan of an all_gather over several mesh axes is the streaming ``multiaxis``,
+unless that would make more than :data:`AUTO_BUNDLED_ABOVE` transfers (a 4096-chip
+gather makes 100 M): then it is ``multiaxis_bundled``, one message per ring step as a
+TPU sends it (1.1 M transfers on 4096 chips). On one axis the two plans are the same
+and take the same time to the bit; over several, the bundled one waits for each
+stage's whole super-block and takes 1 to 47 % longer where measured (tests/test_program_plans.py,
+docs/programs_limits.md). The before-run estimate
+(:func:`netsim.programs.run.planned_estimate`) adds these up, so a program whose plan
+cannot fit is refused before it is built.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from netsim.algorithms.registry import ALGORITHMS, AxesAlgorithm, check_algorithm, default_algorithm
+from netsim.algorithms.schedule import build_schedule
+from netsim.checks.memory import mean_hops
+from netsim.network.calibration import in_force
+from netsim.network.device_mesh import AxisGroups, Mesh
+from netsim.programs.model import CollectiveOp, Matmul, Program, ProgramError, Sharded
+
+__all__ = ["AUTO_BUNDLED_ABOVE", "CollectivePlan", "collective_plan", "planned_counts", "planned_transfers"]
+
+AUTO_BUNDLED_ABOVE = 2**24
+"""An all_gather over mesh axes with no algorithm named whose streaming ``multiaxis`` plan would make more than
+this many transfers (about 2.6 GiB of memory at 168 B each, for that op alone) plays ``multiaxis_bundled``."""
+
+STREAMING = frozenset(name for name, entry in ALGORITHMS.items() if entry.each_piece_once)
+"""Algorithms that say, on their registry entry, which plans send each piece to each member once (``each_piece_once``)."""
+
+
+class CollectivePlan:
+    """A collective op's layout (``pattern``, ``groups``), ``algorithm`` and the keyword arguments of its plan (``shaped``)."""
+
+    __slots__ = ("algorithm", "layout", "shaped")
+
+    def __init__(self, layout: Any, algorithm: str, shaped: dict[str, Any]) -> None:
+        self.layout, self.algorithm, self.shaped = layout, algorithm, shaped
+
+    @property
+    def key(self) -> tuple:
+        """What identifies the plan (the lowering plans each once)."""
+        return (self.layout.pattern, tuple(map(tuple, self.layout.groups)), self.algorithm, tuple(sorted(self.shaped.items())))
+
+
+def _layout(op: CollectiveOp, x: Sharded, mesh: Mesh, groups: Any) -> Any:
+    proxy = np.broadcast_to(np.zeros((), np.uint8), (mesh.topology.n_devices, *x.local_shape(mesh.shape)))
+    collective = op.collective
+    arguments = dict(op.params)
+    if "perm" in arguments:  # pairs of positions along the axes, or of devices; a pair that stays put moves nothing
+        arguments["perm"] = [(s, t) for s, t in arguments["perm"] if s != t]
+    return collective.check(proxy, groups if op.axes or collective.grouped else None, **arguments)
+
+
+def collective_plan(op: CollectiveOp, x: Sharded, mesh: Mesh) -> CollectivePlan:
+    """The plan a collective op of a program runs as (``x`` its input).
+
+    Raises
+    ------
+    ProgramError
+        If its algorithm cannot run the pattern on its groups.
+
+    Examples
+    --------
+    >>> from netsim.network.presets import tpu_slice
+    >>> from netsim.programs.model import Op
+    >>> op = Op.of("g", "all_gather", ("A",), "B", axes=("X", "Y"), axis=0, tiled=True)
+    >>> plan = collective_plan(op, Sharded((64, 8), "bfloat16", (("X", "Y"), ())), Mesh({"X": 4, "Y": 4}, tpu_slice("tpu-v5e:4x4")))
+    >>> plan.layout.pattern, plan.algorithm, plan.shaped["group_shape"]
+    ('gather', 'multiaxis', (4, 4))
+    """
+    groups: Any = op.groups if isinstance(op.groups, AxisGroups) else mesh.groups(list(op.axes)) if op.axes else [list(g) for g in op.groups]
+    over_axes = isinstance(groups, AxisGroups)
+    layout = _layout(op, x, mesh, groups)
+    if layout.pattern == "permute":  # pairs, each sent straight along its route
+        return CollectivePlan(layout, "direct", {})
+    try:
+        algorithm = check_algorithm(layout.pattern, len(layout.groups[0]), op.algorithm or default_algorithm(layout.pattern, over_mesh_axes=over_axes))
+    except ValueError as error:
+        raise ProgramError(op.name, "algorithm", str(error)) from None
+    shaped = {"group_shape": groups.shape, "wraparound": groups.wraparound} if over_axes else {}
+    plan = CollectivePlan(layout, algorithm, shaped)
+    if op.algorithm is None and algorithm == "multiaxis" and layout.pattern == "gather" and planned_transfers(plan) > AUTO_BUNDLED_ABOVE:
+        plan = CollectivePlan(layout, check_algorithm("gather", len(layout.groups[0]), "multiaxis_bundled"), shaped)
+    return plan
+
+
+def _pieces(algorithm: Any, shape: tuple[int, ...] | None) -> int:
+    if isinstance(algorithm, AxesAlgorithm):
+        return int(algorithm.pieces(len([d for d in shape or () if d > 1]) or 1))
+    return int(algorithm.pieces)
+
+
+def planned_transfers(plan: CollectivePlan, counted: dict[tuple, int] | None = None) -> int:
+    """The transfers ``plan`` makes, counted without making them for the streaming plans (see the module docstring).
+
+    ``counted`` caches the count of plans made for one group, by key.
+
+    Examples
+    --------
+    >>> from netsim.network.presets import tpu_slice
+    >>> from netsim.programs.model import Op
+    >>> op = Op.of("g", "all_gather", ("A",), "B", axes=("X", "Y"), axis=0, tiled=True)
+    >>> mesh = Mesh({"X": 16, "Y": 16, "Z": 16}, tpu_slice("tpu-v4:16x16x16"))
+    >>> planned_transfers(collective_plan(op, Sharded((4096, 8), "bfloat16", (("X", "Y"), ())), mesh))  # 16 groups of 256, 4 pieces
+    4177920
+    """
+    layout, groups = plan.layout, plan.layout.groups
+    if not len(groups):
+        return 0
+    n, many = len(groups[0]), len(groups)
+    if layout.pattern == "permute":
+        return sum(len(g) for g in groups)  # a pair per entry of each group (an upper bound: pairs that stay put move nothing)
+    entry = ALGORITHMS[plan.algorithm]
+    shape = plan.shaped.get("group_shape")
+    count = getattr(entry, "transfers", None)
+    if count is not None and shape is not None:
+        return many * count(tuple(d for d in shape if d > 1) or (1,))
+    if layout.pattern in entry.each_piece_once:
+        return many * n * (n - 1) * _pieces(entry, shape) * (2 if layout.pattern == "all_reduce" else 1)
+    key = (layout.pattern, n, plan.algorithm, tuple(sorted(plan.shaped.items())))
+    counted = {} if counted is None else counted
+    if key not in counted:
+        counted[key] = len(build_schedule(layout.pattern, [list(range(n))], plan.algorithm, **plan.shaped).transfers)
+    return many * counted[key]
+
+
+def planned_counts(program: Program, mesh: Mesh) -> dict[str, float]:
+    """What lowering ``program`` on ``mesh`` will make, counted first: transfers, the links they cross, compute steps.
+
+    Collectives as :func:`planned_transfers` counts them; a collective matmul as a gather of
+    its first operand over the axes it is split on (two pieces); every matmul, einsum or
+    compute op a step per device (a collective matmul one per block), and a launch per
+    device and collective where the chip has a fixed cost per collective. A collective that
+    waits for several steps on a device waits for one join of them: counted on every device
+    (an upper bound: no join where it waits for one step).
+
+    Examples
+    --------
+    >>> from netsim.programs.files import load_program
+    >>> p = load_program("scenarios/programs/megatron_mlp.yaml")
+    >>> planned_counts(p.program, p.mesh_obj)["transfers"]
+    192
+    """
+    arrays = program.arrays_after()
+    topology, n = mesh.topology, mesh.topology.n_devices
+    dims, wraps = tuple(topology.dims), tuple(topology.wraparound)
+    launch = 1 if in_force(topology).collective_overhead_s else 0
+    counted: dict[tuple, int] = {}
+    transfers = crossings = compute = 0.0
+    for op in program.ops:
+        if isinstance(op, CollectiveOp):
+            plan = collective_plan(op, arrays[op.inputs[0]], mesh)
+            made = planned_transfers(plan, counted)
+            transfers, crossings, compute = transfers + made, crossings + made * mean_hops(plan.algorithm, dims, wraps), compute + (launch + 1) * n
+        elif isinstance(op, Matmul) and op.overlap is not None:
+            split = arrays[op.inputs[0]].sharding[-1]
+            ring = math.prod(mesh.shape[a] for a in split)
+            made = n * (ring - 1) * 2
+            transfers, crossings, compute = transfers + made, crossings + made, compute + n * ring
+        else:
+            compute += n
+    return {"transfers": int(transfers), "link_crossings": crossings, "compute_steps": int(compute)}
