@@ -29,6 +29,9 @@ from netsim.collectives import simulate  # noqa: E402
 from netsim.network.calibration import BORROWED, CALIBRATIONS, IRONWOOD_GUIDE, SCALING_BOOK_SHARDING  # noqa: E402
 from netsim.scenario import load_scenario  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
+import validation_steps as whole_steps  # noqa: E402
+
 DOC = ROOT / "docs" / "validation.md"
 SCENARIOS = ROOT / "scenarios" / "validation"
 MIB = 2**20
@@ -276,7 +279,7 @@ def render(timed: dict[str, Timed] | None = None) -> str:
         "Regenerate with `python scripts/validation.py`.",
         "",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n" + whole_steps.section()
 
 
 def main(argv: list[str]) -> int:

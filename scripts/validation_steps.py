@@ -10,10 +10,11 @@ step time equals the time MaxText's MFU implies, and v5e's efficiency is their m
 Every other row (another generation) is held out: reported with the same machinery,
 never derived from.
 
-    python scripts/validation_steps.py             # print the section and the derivation
-    python scripts/validation_steps.py --derive    # the derivation alone (one run per row)
+    python scripts/validation_steps.py --simulate  # run every row, record its times (step_times.json)
+    python scripts/validation_steps.py --derive    # v5e's matmul efficiency (one run per row)
+    python scripts/validation_steps.py             # print the section (from the recorded times)
 
-``scripts/validation.py`` writes the section into docs/validation.md;
+``scripts/validation.py`` writes the section into docs/validation.md from the recorded times;
 tests/test_validation_steps.py checks the modules' FLOPs and HBM against the compiler's
 own figures (``NAME.xla.json``) and the derived efficiency against the preset.
 """
@@ -188,37 +189,75 @@ def mfu(row: StepRow, seconds: float) -> float:
     return row.config.model_tflops_per_device() * 1e12 / (seconds * row.config.peak_flops)
 
 
+RECORDED = STEPS / "step_times.json"
+"""The simulated step times ``--simulate`` records (each a whole-step run of minutes), which the section reads."""
+
+
+def simulate_rows(names: list[str] | None = None) -> dict[str, dict[str, float]]:
+    """Run the rows (nominal, then calibrated) and record their step times in :data:`RECORDED`."""
+    import json
+    import subprocess
+
+    recorded = json.loads(RECORDED.read_text()) if RECORDED.exists() else {}
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    for row in ROWS:
+        if (names and row.config.name not in names) or not row.module.exists():
+            continue
+        times = {mode: step_time(row, mode) for mode in ("nominal", "calibrated")}
+        recorded[row.config.name] = {**{f"{k}_s": v for k, v in times.items()}, "commit": commit}
+        RECORDED.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
+        print(row.config.name, recorded[row.config.name], flush=True)
+    return recorded
+
+
 def section() -> str:
-    """The "Whole steps" section of docs/validation.md."""
+    """The "Whole steps" section of docs/validation.md: the recorded runs, the rows not yet simulated, the modules' checks."""
+    import json
+
+    recorded = json.loads(RECORDED.read_text()) if RECORDED.exists() else {}
     lines = [
         "## Whole steps: MaxText's published MFU",
         "",
         f"Source: {MAXTEXT_TABLE}; configs `MaxText/configs/largest_job/{{16b,32b,64b,128b}}.sh` and",
         "`MaxText/configs/1xv4-128.sh` of that commit. Each model is written in plain JAX",
-        "(`netsim/programs/hlo/maxtext.py`), compiled ahead of time with libtpu for its slice",
-        "(`scripts/make_step_modules.py`, modules in `scenarios/programs/hlo/steps/`) and simulated whole.",
-        "MFU is MaxText's own formula of that commit over the chip's peak; the published step time is",
-        "that formula's FLOPs over MFU x peak. Errors are netsim's step time against the published one.",
+        "(`netsim/programs/hlo/maxtext.py`: the parallel decoder block, T5 relative-position biases,",
+        "full remat, a scan over layers, AdamW; attention as plain dots where MaxText ran a flash",
+        "kernel), compiled ahead of time with libtpu for its slice (`scripts/make_step_modules.py`,",
+        "modules in `scenarios/programs/hlo/steps/`) and simulated whole (`python",
+        "scripts/validation_steps.py --simulate`, several minutes a row). MFU is MaxText's own formula",
+        "of that commit over the chip's peak; the published step time is that formula's FLOPs over",
+        "MFU x peak. Errors are netsim's step time against the published one. The four v5e rows are",
+        "the derivation set for v5e's matmul efficiency; the v4 row is held out.",
         "",
-        "| model | slice | role | published MFU | published step | nominal step | nominal MFU | error | calibrated step | calibrated MFU | error |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | slice | role | published MFU | published step | nominal step | nominal MFU | error | calibrated step | calibrated MFU | error | run at |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in ROWS:
         c = row.config
         published = c.step_time_s()
-        nominal, calibrated = step_time(row, "nominal"), step_time(row, "calibrated")
         role = "derivation" if row.derive else "held out"
-        lines.append(
-            f"| {c.name} | {row.topology} | {role} | {c.published_mfu:.2%} | {published:.2f} s | {nominal:.2f} s | {mfu(row, nominal):.2%} | "
-            f"{nominal / published - 1:+.1%} | {calibrated:.2f} s | {mfu(row, calibrated):.2%} | {calibrated / published - 1:+.1%} |"
-        )
-    return "\n".join(lines) + "\n"
+        head = f"| {c.name} | {row.topology} | {role} | {c.published_mfu:.2%} | {published:.2f} s"
+        if c.name not in recorded:
+            why = "not simulated yet" if row.module.exists() else "module not compiled yet"
+            lines.append(f"{head} | {why} | | | | | | |")
+            continue
+        run = recorded[c.name]
+        cells = []
+        for mode in ("nominal", "calibrated"):
+            t = run[f"{mode}_s"]
+            cells.append(f"{t:.2f} s | {mfu(row, t):.2%} | {t / published - 1:+.1%}")
+        lines.append(f"{head} | {' | '.join(cells)} | {run['commit']} |")
+    return "\n".join(lines) + "\n\n" + checks_section()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--derive", action="store_true", help="derive v5e's matmul efficiency from the four v5e rows and print it")
+    parser.add_argument("--simulate", nargs="*", metavar="MODEL", help="simulate these rows (default: every row with a module) and record their times")
     args = parser.parse_args()
+    if args.simulate is not None:
+        simulate_rows(args.simulate)
+        return
     if args.derive:
         value, each = derive()
         print(f"v5e matmul efficiency: {value} (median of {each})")
