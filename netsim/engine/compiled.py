@@ -39,8 +39,10 @@ __all__ = ["MAX_CHUNK_TABLE", "MIN_TRANSFERS", "CompiledPlayer", "compiled_playe
 
 MIN_TRANSFERS = 20_000
 """Smaller schedules play on the Python player: it is fast enough, and numba need not load."""
-MAX_CHUNK_TABLE = 1 << 25
-"""The most (device, key) entries of the compiled player's chunk table (4 bytes each)."""
+MAX_CHUNK_TABLE = 1 << 27
+"""The most (device, key) entries of the compiled player's chunk table (4 bytes each: 512 MiB at most).
+A whole training step on 256 chips holds about 7e7 (a 16B decoder's step on v5e 16x16); past
+the bound the Python player, 50x slower, would play it."""
 
 
 def _plays_compute(computes: Sequence[Any]) -> bool:
