@@ -99,10 +99,11 @@ def program(
     from netsim.cli.hlo import estimate_of, hlo_json, is_hlo, print_hlo
     from netsim.cli.trace import save_trace
     from netsim.destinations import StagedFile, all_or_nothing, check_file
+    from netsim.scenario.inputs import files_read
 
     try:
         if trace is not None:
-            check_file("--trace", trace, inputs=[file])
+            check_file("--trace", trace, inputs=files_read(file, hlo))
     except ValueError as error:
         raise _fail(str(error), USER_ERROR) from None
     result = run_or_exit(file, data, engine, hlo=hlo, topology=topology, clock_hz=clock_hz, calibration=calibration)
