@@ -74,8 +74,8 @@ def files_read(path: str | Path | None, hlo: str | Path | None = None) -> list[P
 
     Examples
     --------
-    >>> [p.name for p in files_read("scenarios/studies/ring_algorithms.yaml")]
-    ['ring_algorithms.yaml', 'allgather_ring8.yaml', 'ring8.yaml']
+    >>> [p.name for p in files_read("scenarios/studies/ring_algorithms.yaml")]  # its base is inline and names topologies/ring8.yaml
+    ['ring_algorithms.yaml', 'ring8.yaml']
     >>> [p.name for p in files_read(None, hlo="m.txt")]
     ['m.txt', 'm.devices.json']
     """

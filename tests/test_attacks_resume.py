@@ -1,0 +1,55 @@
+"""A resumed sweep keeps a row only while the files its point read are unchanged; renaming a study keeps its rows."""
+
+from __future__ import annotations
+
+import shutil
+
+import yaml
+from conftest import ROOT
+from typer.testing import CliRunner
+
+from netsim.cli.main import app
+from netsim.studies.sweep import RESULTS_FILE
+
+runner = CliRunner()
+BASE = {"topology": "t.yaml", "collective": {"op": "all_gather"}, "input": {"bytes_per_device": "64 B", "dtype": "int8"}}
+STUDY = {"name": "tiny", "base": BASE, "grid": {"seed": [0, 1]}}
+
+
+def _sweep(tmp_path, study: dict = STUDY, *args: str):
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(study), encoding="utf-8")
+    return runner.invoke(app, ["sweep", str(tmp_path / "study.yaml"), "-o", str(tmp_path / "out"), "-j", "1", "-q", *args])
+
+
+def _refused(out, tmp_path) -> None:
+    assert out.exit_code == 2, out.output
+    assert out.output == (
+        f"error: {tmp_path / 'out' / RESULTS_FILE}: row 2, column row_sha256: does not match the point's scenario and the row's cells,"
+        " or the files the point reads: the study's base or a file it names changed, or the row was edited;"
+        " remove results.csv (or that row) to run the point afresh, or choose another output folder\n"
+    )
+
+
+def test_resume_refuses_rows_computed_before_the_topology_file_was_edited(tmp_path):
+    shutil.copy(ROOT / "topologies" / "ring4.yaml", tmp_path / "t.yaml")
+    assert _sweep(tmp_path).exit_code == 0
+    text = (tmp_path / "t.yaml").read_text()
+    (tmp_path / "t.yaml").write_text(text.replace("ring4", "ring4b", 1) if "ring4" in text else text + "\n# edited\n")
+    before = (tmp_path / "out" / RESULTS_FILE).read_bytes()
+    _refused(_sweep(tmp_path, STUDY, "--resume"), tmp_path)
+    assert (tmp_path / "out" / RESULTS_FILE).read_bytes() == before
+
+
+def test_resume_does_not_keep_a_point_that_failed_on_a_file_created_since(tmp_path):
+    assert _sweep(tmp_path).exit_code == 1  # t.yaml does not exist yet: every point fails
+    shutil.copy(ROOT / "topologies" / "ring4.yaml", tmp_path / "t.yaml")
+    _refused(_sweep(tmp_path, STUDY, "--resume"), tmp_path)
+
+
+def test_renaming_a_study_keeps_its_rows(tmp_path):
+    shutil.copy(ROOT / "topologies" / "ring4.yaml", tmp_path / "t.yaml")
+    assert _sweep(tmp_path).exit_code == 0
+    before = (tmp_path / "out" / RESULTS_FILE).read_text()
+    out = _sweep(tmp_path, {**STUDY, "name": "renamed"}, "--resume")
+    assert out.exit_code == 0, out.output
+    assert (tmp_path / "out" / RESULTS_FILE).read_text() == before
