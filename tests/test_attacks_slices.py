@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 import netsim
 from netsim.scenario import scenario_from_data
@@ -25,3 +26,55 @@ def test_a_2x4_slice_is_one_host_of_8_chips_either_way_round(generation):
     wide, tall = _dcn_psum(f"{generation}:2x4x2slices", 8), _dcn_psum(f"{generation}:4x2x2slices", 8)
     assert wide.topology_obj.device_host == tall.topology_obj.device_host == (0,) * 8 + (1,) * 8
     assert wide.time == tall.time
+
+
+RING = [0, 1, 2, 3, 7, 11, 15, 14, 10, 6, 5, 9, 13, 12, 8, 4]
+"""A Hamiltonian cycle of a 4x4 slice: its members are a ring of neighbours."""
+
+
+def _hierarchical_psum(devices: list[int] | None) -> netsim.Result:
+    mesh = {"shape": {"dcn": 2, "ici": 16}, **({"devices": devices + [16 + d for d in devices]} if devices else {})}
+    data = {
+        "name": "s",
+        "topology": "tpu-v5e:4x4x2slices",
+        "mesh": mesh,
+        "collective": {"op": "psum", "axes": ["dcn", "ici"]},
+        "algorithm": "hierarchical",
+        "input": {"bytes_per_device": "1 MiB", "dtype": "float32"},
+        "data": "none",
+    }
+    return netsim.simulate(scenario_from_data(data, "s.yaml"))
+
+
+def test_hierarchical_psum_is_exact_only_where_each_slice_is_a_ring_of_neighbours():
+    from netsim.analysis.why import analyse
+
+    ring, row_major = analyse(_hierarchical_psum(RING)), _hierarchical_psum(None)
+    assert ring.estimate.kind == "exact" and ring.ratio == pytest.approx(1, abs=1e-9)
+    bound = analyse(row_major).estimate  # rows of 4 joined end to start: 3 -> 4 is two hops
+    assert bound.kind == "lower_bound" and bound.time_s * 1.2 < row_major.time
+
+
+def _program(tmp_path, devices: list[int] | None) -> str:
+    mesh = {"shape": {"dcn": 2, "ici": 16}, **({"devices": devices + [16 + d for d in devices]} if devices else {})}
+    program = {
+        "name": "h",
+        "topology": "tpu-v5e:4x4x2slices",
+        "mesh": mesh,
+        "arrays": {"x": {"shape": [32, 8192], "dtype": "float32", "sharding": [None, None], "partial": ["dcn", "ici"]}},
+        "ops": [{"name": "p", "op": "psum", "in": "x", "axes": ["dcn", "ici"], "algorithm": "hierarchical", "out": "y"}],
+        "data": "none",
+    }
+    path = tmp_path / f"h{bool(devices)}.yaml"
+    path.write_text(yaml.safe_dump(program))
+    return str(path)
+
+
+def test_a_programs_hierarchical_psum_gets_the_hierarchical_form_not_the_flat_rings(tmp_path):
+    from netsim.analysis.program_stats import program_stats
+
+    ring = program_stats(netsim.run_program(_program(tmp_path, RING))).ops[0]
+    assert (ring.estimate_kind, ring.bound) == ("exact", "DCN") and ring.estimate_s == pytest.approx(ring.time_s, rel=1e-9)
+    row_major = program_stats(netsim.run_program(_program(tmp_path, None))).ops[0]
+    assert row_major.estimate_kind == "lower_bound" and row_major.estimate_s <= row_major.time_s
+    assert "on a group across 2 slices (≥ max(a chain" in row_major.why and row_major.why.count("[ICI ") == 1

@@ -95,9 +95,33 @@ def across_slices(
         if outer is not None:  # the DCN axis; the exact forms want it first (the hierarchical algorithm's outer axis)
             inner = tuple(d for k, (d, _) in enumerate(kept) if k != outer)
             rings = tuple(w for k, (_, w) in enumerate(kept) if k != outer)
+            if outer == 0 and len(inner) == 1 and rings[0]:  # the exact form wants each slice's members a ring of neighbours
+                rings = (all(_ring_of_neighbours(topology, g[k * M : (k + 1) * M]) for g in groups for k in range(S)),)
             args = (collective, algorithm, bytes_per_device, S, inner, rings, latency_s, bandwidth_Bps, path)
             return estimate_across_slices(*args, pieces=pieces, exact=outer == 0)
     return estimate_across_slices(collective, algorithm, bytes_per_device, S, (M,), (False,), latency_s, bandwidth_Bps, path, flat_order=True)
+
+
+def _ring_of_neighbours(topology: SlicedTopology, members: Sequence[int]) -> bool:
+    """Whether ``members`` in order, the last followed by the first, are each one hop from the next, on distinct links both ways round.
+
+    Examples
+    --------
+    >>> from netsim.network.presets import tpu_slice
+    >>> t = tpu_slice("tpu-v5e:2x2x2slices")
+    >>> _ring_of_neighbours(t, [0, 1, 3, 2]), _ring_of_neighbours(t, [0, 1, 2, 3])
+    (True, False)
+    """
+    n = len(members)
+    if n <= 2:
+        return n == 1 or all(len(topology.route(u, v, 1)) == 1 for u, v in ((members[0], members[1]), (members[1], members[0])))
+    links = []
+    for i in range(n):
+        forward, backward = topology.route(members[i], members[(i + 1) % n], 1), topology.route(members[(i + 1) % n], members[i], -1)
+        if len(forward) != 1 or len(backward) != 1:
+            return False
+        links += [forward[0], backward[0]]
+    return len(set(links)) == 2 * n
 
 
 def with_slices(closed: CollectiveEstimate, estimate: MultisliceEstimate | None, path: DcnPath | None = None) -> CollectiveEstimate:
