@@ -95,7 +95,7 @@ def op_estimate(record: Any, lowered: Any, topology: Any, peak: float | None, hb
             sliced = across_slices(topology, op.op, record.algorithm, groups, nbytes, *ici_link(topology), shape, planned if shape else None)
             if sliced is not None:
                 e = sliced.estimate
-                return OpEstimate(e.time_s, e.kind, "DCN", record.algorithm, nbytes, e.formula, f"group across {sliced.slices} slices")  # (terms: in the formula)
+                return OpEstimate(e.time_s, e.kind, "DCN", record.algorithm, nbytes, e.formula, f"group across {sliced.slices} slices")
         shape: dict[str, Any] = {"planned": getattr(record, "planned", None)}
         if canonical_collective(op.op) == "ppermute":
             pairs = [(int(a), int(b)) for a, b in groups]
