@@ -78,3 +78,31 @@ def test_a_programs_hierarchical_psum_gets_the_hierarchical_form_not_the_flat_ri
     row_major = program_stats(netsim.run_program(_program(tmp_path, None))).ops[0]
     assert row_major.estimate_kind == "lower_bound" and row_major.estimate_s <= row_major.time_s
     assert "on a group across 2 slices (≥ max(a chain" in row_major.why and row_major.why.count("[ICI ") == 1
+
+
+def _gather(topology: str, calibration: str, axes: list[str], shape: dict) -> netsim.Result:
+    data = {
+        "name": "s",
+        "topology": topology,
+        "mesh": {"shape": shape},
+        "collective": {"op": "all_gather", "axes": axes},
+        "input": {"bytes_per_device": "1 MiB", "dtype": "float32"},
+        "data": "none",
+        "calibration": calibration,
+    }
+    return netsim.simulate(scenario_from_data(data, "s.yaml"))
+
+
+def test_calibrated_slices_keep_the_generations_measured_ici_terms():
+    from netsim.analysis.why import analyse
+    from netsim.network.calibration import CALIBRATIONS
+
+    one = _gather("tpu-v5e:4x4", "calibrated", ["ici"], {"ici": 16})
+    two = _gather("tpu-v5e:4x4x2slices", "calibrated", ["ici"], {"dcn": 2, "ici": 16})
+    nominal = _gather("tpu-v5e:4x4x2slices", "nominal", ["ici"], {"dcn": 2, "ici": 16})
+    assert two.time == one.time > nominal.time  # the in-slice gather as on one slice: links at 0.95, the fixed cost paid
+    across, across_nominal = (_gather("tpu-v5e:4x4x2slices", mode, ["dcn"], {"dcn": 2, "ici": 16}) for mode in ("calibrated", "nominal"))
+    # over the DCN, whose links were never measured: the nominal time plus the fixed cost per collective, and its exact form says so
+    assert across.time == pytest.approx(across_nominal.time + CALIBRATIONS["tpu-v5e"].collective_overhead_s, rel=1e-12)
+    estimate = analyse(across).estimate
+    assert estimate.kind == "exact" and estimate.time_s == pytest.approx(across.time, rel=1e-9)

@@ -24,6 +24,9 @@ import numpy as np
 from netsim.algorithms.registry import ALGORITHMS, AxesAlgorithm
 from netsim.analysis.closed_forms.multislice import DcnPath, MultisliceEstimate, book_across_slices, dcn_bound, estimate_across_slices
 from netsim.analysis.closed_forms.registry import CollectiveEstimate
+from netsim.analysis.closed_forms.terms import with_fixed_cost
+from netsim.engine.link_model import effective_bandwidth
+from netsim.network.calibration import in_force
 from netsim.network.slices import SlicedTopology
 
 __all__ = ["across_slices", "dcn_path", "ici_link", "leaves_across_slices", "with_slices"]
@@ -75,6 +78,22 @@ def across_slices(
     """
     if not isinstance(topology, SlicedTopology) or not groups:
         return None
+    found = _across_slices(topology, collective, algorithm, groups, bytes_per_device, latency_s, bandwidth_Bps, group_shape, group_wraparound)
+    fixed = in_force(topology).collective_overhead_s  # calibrated: the fixed cost per collective, a step before the first byte leaves
+    return found if found is None or not fixed else replace(found, estimate=with_fixed_cost(found.estimate, fixed))
+
+
+def _across_slices(
+    topology: SlicedTopology,
+    collective: str,
+    algorithm: str,
+    groups: Sequence[Sequence[int]],
+    bytes_per_device: float,
+    latency_s: float,
+    bandwidth_Bps: float,
+    group_shape: Sequence[int] | None,
+    group_wraparound: Sequence[bool] | None,
+) -> MultisliceEstimate | None:
     size = topology.slice_size
     spans = [len({d // size for d in g}) for g in groups]
     S = max(spans)
@@ -140,11 +159,11 @@ def with_slices(closed: CollectiveEstimate, estimate: MultisliceEstimate | None,
 
 
 def ici_link(topology: SlicedTopology) -> tuple[float, float]:
-    """(latency_s, bandwidth_Bps) of the ICI's links (the first link between two devices); the defaults when a slice has none."""
+    """(latency_s, bandwidth_Bps) of the ICI's links (the first link between two devices, at its effective rate); the defaults when a slice has none."""
     n = topology.n_devices
     for u, v, data in topology.graph.edges(data=True):
         if u < n and v < n:
-            return data["latency_s"], data["bandwidth_Bps"]
+            return data["latency_s"], effective_bandwidth(data["bandwidth_Bps"], in_force(topology).link_efficiency)
     return 1e-6, 45e9
 
 

@@ -276,6 +276,9 @@ def multislice(
         graph.add_edge(switch, n + k, key=(0, -1), bandwidth_Bps=float(nic_rate), latency_s=float(nic_latency_s))
     for d, nic in enumerate(device_nic):
         graph.add_edge(nic, d, key=(0, -1), bandwidth_Bps=float(pcie_rate), latency_s=float(pcie_latency_s))
+    for key in ("calibration_offered", "calibration_in_force", "calibration_mode"):  # the slice's measured terms (its ICI's; the DCN's links stay nominal)
+        if key in slice_topology.graph.graph:
+            graph.graph[key] = slice_topology.graph.graph[key]
     chip = slice_topology.graph.graph.get("chip_axis")
     if chip is not None:
         graph.graph["chip_axis"] = chip + 1
