@@ -78,6 +78,7 @@ class ProgramStats:
     checks: dict[str, dict[str, float]] = field(default_factory=dict)
     devices: list[dict[str, float]] = field(default_factory=list)
     memory: dict[str, Any] = field(default_factory=dict)
+    launches_s: float = 0.0  # a calibrated run's fixed cost per collective, on the device that paid most of it (not in compute_s)
 
     def to_dict(self) -> dict[str, Any]:
         """As plain data, for JSON: the program's name under ``scenario``, as ``netsim run --json`` names a scenario's."""
@@ -221,6 +222,7 @@ def program_stats(result: Result) -> ProgramStats:
         checks,
         _devices(result.n_devices, busy, playback.links),
         device_memory(lowered.program, lowered.arrays, lowered.mesh.shape, facts["hbm_capacity_bytes"]),
+        times.launches_s,
     )
 
 

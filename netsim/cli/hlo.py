@@ -78,7 +78,9 @@ def hlo_json(result: Any, stats: ProgramStats) -> str:
     from netsim.analysis.hlo_stats import hlo_summary
 
     summary = hlo_summary(result, stats)
-    return json.dumps({**summary, "estimate": estimate_of(result)}, indent=2)
+    from netsim.cli.terms import calibration_record
+
+    return json.dumps({**summary, **calibration_record(result.topology_obj), "estimate": estimate_of(result)}, indent=2)
 
 
 def estimate_of(result: Any) -> dict[str, int]:
@@ -141,6 +143,7 @@ def _compute_from(summary: dict) -> str:
 def print_hlo(result: Any, stats: ProgramStats) -> None:
     """The run's summary, its collectives (slowest first) and what is not modelled."""
     from netsim.analysis.hlo_stats import hlo_summary
+    from netsim.cli.terms import calibration_rows, launch_rows
 
     full = hlo_summary(result, stats)
     summary = full["hlo"]
@@ -160,10 +163,12 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
         ("placement", summary["placement"]),
         ("time", _us(stats.time_s) + (" (long loops extended; the rows below are of the trips played)" if summary["loops_extended"] else "")),
         ("compute (busiest device)", _us(stats.compute_s)),
+        *launch_rows(stats.launches_s),
         ("communication in flight", _us(stats.communication_s)),
         ("exposed communication", _us(stats.exposed_communication_s)),
         ("why", stats.why),
         ("chip", _chip(facts)),
+        *calibration_rows(result.topology_obj),
         ("compute from", _compute_from(summary)),
         ("bytes per mesh axis", ", ".join(f"{axes}: {_size(b)}" for axes, b in summary["axis_bytes"].items()) or "-"),
         ("not modelled", f"{len(unmodelled)} instruction(s), listed below" if unmodelled else "nothing: every instruction is timed"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -97,6 +97,7 @@ def program(
     """Run a program (collectives and compute on a sharded mesh) and print its time, overlap and ops."""
     from netsim.analysis.program_stats import program_stats
     from netsim.cli.hlo import estimate_of, hlo_json, is_hlo, print_hlo
+    from netsim.cli.terms import calibration_record
     from netsim.cli.trace import save_trace
     from netsim.destinations import StagedFile, all_or_nothing, check_file
     from netsim.scenario.inputs import files_read
@@ -118,12 +119,13 @@ def program(
         except OSError as error:
             raise _fail(f"cannot write {trace}: {error.strerror}", USER_ERROR) from None
     if json_output:
-        print(hlo_json(result, stats) if is_hlo(result) else json.dumps({**stats.to_dict(), "estimate": estimate_of(result)}, indent=2))
+        calibrated = calibration_record(result.topology_obj)
+        print(hlo_json(result, stats) if is_hlo(result) else json.dumps({**stats.to_dict(), **calibrated, "estimate": estimate_of(result)}, indent=2))
         return
     if is_hlo(result):
         print_hlo(result, stats)
     else:
-        _print(stats)
+        _print(stats, result.topology_obj)
     if trace is not None:
         QuietConsole(highlight=False).print(f"trace written to {trace}")
 
@@ -134,11 +136,12 @@ def _at(facts: dict) -> str:
     return "" if efficiency == 1 else f"; the roofline counts {efficiency:.3g} of peak (calibrated)"
 
 
-def _print(stats: ProgramStats) -> None:
+def _print(stats: ProgramStats, topology: Any = None) -> None:
     from rich.table import Table
 
     from netsim.cli.console import wrap_prose
     from netsim.cli.program_table import op_lines, ops_table
+    from netsim.cli.terms import calibration_rows, launch_rows
 
     console = QuietConsole(highlight=False)
     table = Table(title=f"netsim program: {stats.name}", show_header=False, title_justify="left")
@@ -149,10 +152,12 @@ def _print(stats: ProgramStats) -> None:
         ("topology", stats.topology),
         ("time", _time(stats.time_s)),
         ("compute (busiest device)", _time(stats.compute_s)),
+        *launch_rows(stats.launches_s),
         ("communication in flight", _time(stats.communication_s)),
         ("exposed communication", _time(stats.exposed_communication_s) + (f" (device {stats.critical_device})" if stats.critical_device is not None else "")),
         ("why", stats.why),
         ("chip", f"{(facts['peak_flops'] or 0) / 1e12:.4g} TFLOP/s, HBM {(facts['hbm_bandwidth_Bps'] or 0) / 1e9:.4g} GB/s" + _at(facts)),
+        *calibration_rows(topology),
         *([("HBM per device", stats.memory["note"] + f" (peak at {stats.memory['peak_at']})")] if stats.memory.get("fits") is False else []),
         ("verified", f"{stats.verified}: {stats.verification}"),
     ]

@@ -16,7 +16,7 @@ from netsim.analysis.why import analyse
 from netsim.cli.json_text import dumps
 from netsim.cli.records import critical_links_record, memory_record
 from netsim.cli.tables import short_link_name
-from netsim.cli.terms import calibration_rows, estimate_terms
+from netsim.cli.terms import calibration_record, calibration_rows, estimate_terms
 from netsim.network.units import format_bytes, format_seconds
 from netsim.result import Result
 
@@ -285,6 +285,7 @@ def to_dict(result: Result) -> dict[str, Any]:
     data["output_sha256"] = result.output_digest  # a lazy output is not built for it: what defines it is hashed
     data["output_sha256_of"] = result.output_digest_of
     data["critical_links"] = critical_links_record(result.critical_path)
+    data.update(calibration_record(result.topology_obj))
     if result.topology_obj is None:
         return data
     stats = run_stats(result)

@@ -71,7 +71,7 @@ _CLOSED_FORM = {
     "estimate_kind": _ESTIMATE_KIND,
     "estimate_bounds": _t(["string", "null"], "what a bound bounds, in words; null for an exact estimate"),
 }
-_OPTIONAL: set[str] = {"fixed_cost_s"}  # every run and estimate says what its estimate is; a calibrated one its fixed cost too
+_OPTIONAL: set[str] = {"fixed_cost_s", "calibration"}  # every run and estimate says what its estimate is; a calibrated one its fixed cost too
 
 _DEVICE = _obj(
     {
@@ -101,7 +101,19 @@ _LINK = _obj(
 _STEP = _obj({"leaf": _INT, "step": _INT, "phase": _STR, "start_s": _NNUM, "end_s": _NNUM, "first_done_s": _NNUM, "straggler": _t(["integer", "null"])})
 _STEP_TIMING = _obj({"leaf": _INT, "step": _INT, "phase": _STR, "device": _INT, "start_s": _NNUM, "end_s": _NNUM})
 
+_CALIBRATION = _obj(
+    {
+        "mode": _t("string", "calibrated (a nominal run has no calibration key)"),
+        "link_efficiency": _t("number", "the fraction of its bandwidth an ICI link moves bytes at"),
+        "collective_overhead_s": _t("number", "the fixed cost per collective"),
+        "compute_efficiency": _t("number", "the fraction of the peak FLOP/s compute reaches"),
+        "source": _NSTR,
+    },
+    description="the measured terms a calibrated run used (docs/validation.md); absent for a nominal run",
+)
+
 _RUN_PROPERTIES: dict[str, Any] = {
+    "calibration": _CALIBRATION,
     "scenario": _NSTR,
     "collective": _COLLECTIVE,
     "topology": _STR,
@@ -289,7 +301,9 @@ PROGRAM = {
             "scenario": _t("string", "the program's name, as run --json names a scenario"),
             "topology": _STR,
             "time_s": _t("number", "the program's simulated time"),
-            "compute_s": _t("number", "the busiest device's compute busy time"),
+            "compute_s": _t("number", "the busiest device's compute busy time (not its launches of collectives)"),
+            "launches_s": _t("number", "the most time one device spent launching collectives: a calibrated run's fixed cost per collective (0 if nominal)"),
+            "calibration": _CALIBRATION,
             "communication_s": _t("number", "time with at least one collective in flight"),
             "exposed_communication_s": _t("number", "time the critical device's compute unit sat idle while a collective was in flight"),
             "critical_device": _t(["integer", "null"], "the device whose compute unit finished last"),

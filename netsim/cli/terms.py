@@ -7,7 +7,7 @@ from typing import Any
 from netsim.network.calibration import in_force, mode_of
 from netsim.network.units import format_seconds
 
-__all__ = ["calibration_rows", "estimate_terms"]
+__all__ = ["calibration_record", "calibration_rows", "estimate_terms", "launch_rows"]
 
 
 def estimate_terms(e: Any) -> str:
@@ -42,3 +42,40 @@ def calibration_rows(topology: Any) -> list[tuple[str, str]]:
     if terms.compute_efficiency != 1:
         parts.append(f"compute at {terms.compute_efficiency:.3g} of peak")
     return [("calibration", f"calibrated: {', '.join(parts)} (docs/validation.md; {terms.source})")]
+
+
+def calibration_record(topology: Any) -> dict[str, Any]:
+    """``{"calibration": {...}}`` for a calibrated run's ``--json`` (the terms it used), ``{}`` for a nominal one.
+
+    Examples
+    --------
+    >>> from netsim.network.calibration import calibrate
+    >>> from netsim.network.presets import tpu_slice
+    >>> calibration_record(tpu_slice("tpu-v5e:8x4")), calibration_record(calibrate(tpu_slice("tpu-v5e:8x4")))["calibration"]["collective_overhead_s"]
+    ({}, 3.47e-06)
+    """
+    if topology is None or mode_of(topology) == "nominal":
+        return {}
+    terms = in_force(topology)
+    return {
+        "calibration": {
+            "mode": "calibrated",
+            "link_efficiency": terms.link_efficiency,
+            "collective_overhead_s": terms.collective_overhead_s,
+            "compute_efficiency": terms.compute_efficiency,
+            "source": terms.source or None,
+        }
+    }
+
+
+def launch_rows(launches_s: float) -> list[tuple[str, str]]:
+    """A program's row for the time a device spent launching collectives (a calibrated run's fixed cost; none when 0).
+
+    Examples
+    --------
+    >>> launch_rows(6.94e-6)
+    [('collective overhead', '6.94 us on the busiest device: the fixed cost per collective (calibrated), not compute')]
+    """
+    if not launches_s:
+        return []
+    return [("collective overhead", f"{format_seconds(launches_s)} on the busiest device: the fixed cost per collective (calibrated), not compute")]
