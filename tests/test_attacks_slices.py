@@ -106,3 +106,29 @@ def test_calibrated_slices_keep_the_generations_measured_ici_terms():
     assert across.time == pytest.approx(across_nominal.time + CALIBRATIONS["tpu-v5e"].collective_overhead_s, rel=1e-12)
     estimate = analyse(across).estimate
     assert estimate.kind == "exact" and estimate.time_s == pytest.approx(across.time, rel=1e-9)
+
+
+def test_hierarchical_with_axis_index_groups_is_refused_not_played_as_a_flat_ring(tmp_path):
+    import numpy as np
+    from typer.testing import CliRunner
+
+    from netsim.cli.main import app
+
+    path = tmp_path / "g.yaml"
+    for topology in ("tpu-v5e:2x2x2slices", "tpu-v5e:2x4"):  # across slices, and on one slice
+        path.write_text(
+            f"name: g\ntopology: {topology}\ncollective: {{op: psum, axis_index_groups: [[0, 1, 2, 3, 4, 5, 6, 7]]}}\n"
+            "algorithm: hierarchical\ninput: {bytes_per_device: 1 KiB, dtype: float32}\ndata: none\n"
+        )
+        out = CliRunner().invoke(app, ["run", str(path)])
+        assert out.exit_code == 2
+        assert out.output == (
+            f"error: {path}: algorithm: hierarchical runs over mesh axes (the DCN's first, then the slice's), and axis_index_groups has none;"
+            " name the axes (collective.axes: [dcn, ici] with a mesh), or pick another algorithm\n"
+        )
+    with pytest.raises(ValueError) as error:
+        netsim.psum(np.ones((8, 4), np.float32), [list(range(8))], "tpu-v5e:2x2x2slices", "hierarchical")
+    assert str(error.value) == (
+        "hierarchical runs over mesh axes (the DCN's first, then the slice's), and groups given as device lists have none;"
+        " name the axes (e.g. axes: [dcn, ici] with a mesh), or pick another algorithm"
+    )
