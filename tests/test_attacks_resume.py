@@ -53,3 +53,24 @@ def test_renaming_a_study_keeps_its_rows(tmp_path):
     out = _sweep(tmp_path, {**STUDY, "name": "renamed"}, "--resume")
     assert out.exit_code == 0, out.output
     assert (tmp_path / "out" / RESULTS_FILE).read_text() == before
+
+
+def test_sweeping_a_parameter_the_base_does_not_have_is_refused_with_did_you_mean(tmp_path):
+    text = (ROOT / "scenarios" / "studies" / "batch_crossover.yaml").read_text().replace("params.B:", "params.b:")
+    (tmp_path / "s.yaml").write_text(text)
+    out = runner.invoke(app, ["sweep", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "out")])
+    assert out.exit_code == 2 and not (tmp_path / "out").exists()
+    assert out.output == f"error: {tmp_path / 's.yaml'}: grid.params.b: the base has no params 'b' (it has B, D, F); did you mean B?\n"
+
+
+def test_sweeping_an_entry_of_the_ops_the_base_writes_out(tmp_path):
+    from netsim.studies.files import study_from_data
+
+    base = str(ROOT / "scenarios" / "programs" / "allgather_matmul.yaml")
+    study = study_from_data({"name": "e", "base": base, "grid": {"ops.1.efficiency": [0.5, 1.0]}}, "s.yaml")
+    assert [p.data["ops"][1]["efficiency"] for p in study.points] == [0.5, 1.0]
+    assert all(p.data["ops"][0] == study.points[0].data["ops"][0] and "efficiency" not in p.data["ops"][0] for p in study.points)
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"name": "e", "base": base, "grid": {"ops.2.efficiency": [0.5]}}))
+    out = runner.invoke(app, ["sweep", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "out")])
+    assert out.exit_code == 2
+    assert out.output == f"error: {tmp_path / 's.yaml'}: grid.ops.2.efficiency: ops is a list of 2: name an entry by its index, 0 to 1 (e.g. ops.0)\n"
