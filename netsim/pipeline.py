@@ -338,7 +338,7 @@ def run_collective(
     # moves nothing ends at 0 all the same: the playback's time is its last arrival).
     overhead = in_force(topo).collective_overhead_s
     launched = [s + overhead for s in start_s] if overhead else start_s
-    pieces = pieces_of(ALGORITHMS.get(algorithm))
+    pieces = pieces_of(ALGORITHMS.get(algorithm), shape.get("group_shape"))
     group_size = len(layouts[0].groups[0]) if layouts[0].groups else 1
     transfers = transfers_of(ALGORITHMS.get(algorithm), n_devices, shape.get("group_shape"))
     sizes = {"transfers": transfers, "hops": mean_hops(algorithm, tuple(topo.dims), tuple(topo.wraparound)), "algorithm": algorithm}

@@ -132,3 +132,27 @@ def test_hierarchical_with_axis_index_groups_is_refused_not_played_as_a_flat_rin
         "hierarchical runs over mesh axes (the DCN's first, then the slice's), and groups given as device lists have none;"
         " name the axes (e.g. axes: [dcn, ici] with a mesh), or pick another algorithm"
     )
+
+
+@pytest.mark.parametrize("data", ["none", "values"])
+def test_the_memory_estimate_of_a_hierarchical_run_is_within_2x_of_its_measured_peak(data):
+    import gc
+    import tracemalloc
+
+    from netsim.scenario.loading import memory_estimate
+
+    def scenario(topology: str, shape: dict) -> netsim.Scenario:
+        spec = {"name": "m", "topology": topology, "mesh": {"shape": shape}, "collective": {"op": "psum", "axes": list(shape)}, "algorithm": "hierarchical"}
+        return scenario_from_data({**spec, "input": {"bytes_per_device": "64 KiB", "dtype": "float32"}, "data": data}, "m")
+
+    netsim.simulate(scenario("tpu-v5e:2x2x2slices", {"dcn": 2, "ici": 4}))  # imports and caches: not part of the run's peak
+    measured = scenario("tpu-v5e:4x4x2slices", {"dcn": 2, "ici": 16})
+    gc.collect()
+    tracemalloc.start()
+    try:
+        netsim.simulate(measured)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    estimate = memory_estimate(measured).total
+    assert peak <= estimate <= 2 * peak, f"estimate {estimate} against the measured peak {peak}"

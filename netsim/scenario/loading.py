@@ -172,10 +172,10 @@ def memory_estimate(scenario: Scenario) -> MemoryEstimate:
         materialised = n_devices * math.prod(scenario.layout().output_shape) * itemsize <= MATERIALISE_LIMIT_BYTES
     except ValueError:  # bad arguments: the layout check right after this one names them
         materialised = True
-    pieces = pieces_of(ALGORITHMS.get(scenario.algorithm))
     axes = getattr(scenario.collective, "axes", None)
     known = scenario.mesh.shape if scenario.mesh is not None else {}
     group_shape = tuple(known[a] for a in axes) if axes is not None and all(a in known for a in axes) else None
+    pieces = pieces_of(ALGORITHMS.get(scenario.algorithm), group_shape)
     transfers = transfers_of(ALGORITHMS.get(scenario.algorithm), n_devices, group_shape)
     op, shape = scenario.collective.op, scenario.topology_shape
     try:
