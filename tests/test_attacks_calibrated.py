@@ -51,3 +51,26 @@ def test_a_calibrated_programs_table_has_the_calibration_row():
     rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in out.output.splitlines() if line.count("│") == 3}
     assert rows["calibration"].startswith("calibrated: links at 0.95 of their bandwidth, a fixed cost of 3.47 us per collective (docs/validation.md;")
     assert rows["collective overhead"] == "3.47 us on the busiest device: the fixed cost per collective (calibrated), not compute"
+
+
+def test_a_calibrated_programs_op_that_differs_from_its_form_is_not_labelled_exact():
+    out = runner.invoke(app, ["program", str(ROOT / "scenarios" / "programs" / "megatron_mlp.yaml"), "--calibration", "calibrated", "--json"])
+    assert out.exit_code == 0, out.output
+    ops = {op["name"]: op for op in json.loads(out.output)["ops"]}
+    for op in ops.values():  # exact only where the form equals the run
+        assert op["estimate_kind"] != "exact" or op["time_s"] == pytest.approx(op["estimate_s"], rel=0.01), op
+    scatter = ops["reduce_scatter"]
+    assert scatter["estimate_kind"] == "none" and scatter["time_s"] > 1.04 * scatter["estimate_s"]
+    assert "(every device starting at once: its devices started it up to 1.19" in scatter["why"]  # they finished the matmul before it apart
+
+
+def test_a_straggler_run_is_not_labelled_exact(tmp_path):
+    text = (ROOT / "scenarios" / "allgather_ring8.yaml").read_text()
+    text = "\n".join(line for line in text.splitlines() if not line.startswith(("expected", "  time_s"))) + "\nstragglers: {2: 20 us}\n"
+    (tmp_path / "s.yaml").write_text(text)
+    out = runner.invoke(app, ["run", str(tmp_path / "s.yaml"), "--json"])
+    assert out.exit_code == 0, out.output
+    run = json.loads(out.output)
+    assert run["estimate_kind"] == "none" and run["ratio"] > 1.5
+    assert run["formula"].endswith("(every device starting at once: no promise where stragglers start late)")
+    assert run["why"] == "1.730x the estimate: stragglers: late starts add 20 us to the critical path"

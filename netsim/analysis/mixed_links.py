@@ -52,7 +52,11 @@ def crossed_links(result: Result) -> set[tuple[float, float]]:
         else:
             for route in routes:
                 links.update(route)
-    return {(topology.link(k)["latency_s"], effective_bandwidth(topology.link(k)["bandwidth_Bps"], efficiency_of(topology, k))) for k in links}
+    speeds = set()
+    for k in links:
+        d = topology.link(k)
+        speeds.add((d["latency_s"], effective_bandwidth(d["bandwidth_Bps"], efficiency_of(topology, k))))
+    return speeds
 
 
 def other_links(crossed: Iterable[tuple[float, float]], latency_s: float, bandwidth_Bps: float) -> set[tuple[float, float]]:
