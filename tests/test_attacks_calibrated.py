@@ -74,3 +74,37 @@ def test_a_straggler_run_is_not_labelled_exact(tmp_path):
     assert run["estimate_kind"] == "none" and run["ratio"] > 1.5
     assert run["formula"].endswith("(every device starting at once: no promise where stragglers start late)")
     assert run["why"] == "1.730x the estimate: stragglers: late starts add 20 us to the critical path"
+
+
+def _program(tmp_path, topology: str, rows: int) -> str:
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        f"name: p\ntopology: {topology}\nmesh: {{X: 4}}\narrays:\n  a: {{shape: [{rows}, 1048576], dtype: float32, sharding: [X, null]}}\n"
+        "ops:\n  - {name: g, op: all_gather, in: a, axes: X, axis: 0, tiled: true, out: b}\ndata: none\n"
+    )
+    return str(path)
+
+
+def test_require_fit_refuses_before_playing(tmp_path, monkeypatch):
+    import netsim.programs.run as run
+
+    def never(*args, **kwargs):
+        raise AssertionError("played a program --require-fit refuses")
+
+    monkeypatch.setattr(run, "play_lowered", never)
+    path = _program(tmp_path, "tpu-v5e:2x2", 4096)  # 4 GiB a device, gathered into 16 GiB: 21.5 GB on a 16 GB chip
+    out = runner.invoke(app, ["program", path, "--require-fit"])
+    assert out.exit_code == 2
+    assert out.output == f"error: {path}: does not fit: 21.5 GB on a 16 GB chip (--require-fit)\n"
+
+
+def test_require_fit_on_a_chip_without_hbm_capacity_says_it_cannot_check(tmp_path):
+    path = _program(tmp_path, "{kind: ring, dims: [4]}", 4)
+    out = runner.invoke(app, ["program", path, "--require-fit"])
+    assert out.exit_code == 2
+    assert out.output == (
+        f"error: {path}: unknown: 0.021 GB, the chip gives no HBM capacity to check against;"
+        " give the topology's device: {hbm_capacity: 16 GB} (--require-fit)\n"
+    )
+    table = runner.invoke(app, ["program", path], env={"COLUMNS": "200"})
+    assert "│ chip                     │ FLOP/s unknown, HBM unknown" in table.output and "0 TFLOP/s" not in table.output

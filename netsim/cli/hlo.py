@@ -19,9 +19,16 @@ SHOWN = 12
 
 
 def run_any(
-    file: str | None, hlo: str | None, topology: str | None, clock_hz: float | None, data: str | None, engine: str | None, calibration: str | None = None
+    file: str | None,
+    hlo: str | None,
+    topology: str | None,
+    clock_hz: float | None,
+    data: str | None,
+    engine: str | None,
+    calibration: str | None = None,
+    require_fit: bool = False,
 ) -> Any:
-    """Run a program file of either kind, or an HLO module on a slice (``calibration``: the file's unless given)."""
+    """Run a program file of either kind, or an HLO module on a slice (``calibration``: the file's unless given; ``require_fit``: checked before it plays)."""
     from netsim.network.calibration import calibrate, check_calibration
     from netsim.programs.hlo.files import HloProgramFile, load_any_program  # (here: `netsim run` need not import them)
     from netsim.programs.hlo.run import run_hlo, run_hlo_program
@@ -49,6 +56,7 @@ def run_any(
             where = calibrate(loaded.topology_obj, calibration)
             return run_hlo(loaded.hlo_path, where, clock_hz=loaded.clock_hz, engine=engine or loaded.engine, name=loaded.name)
         return run_hlo_program(loaded, engine=engine)
+    loaded = loaded.model_copy(update={"require_fit": True}) if require_fit else loaded  # refused before it plays, not after
     return run_program(loaded.with_calibration(calibration) if calibration is not None else loaded, data=data, engine=engine)
 
 

@@ -56,6 +56,7 @@ def run_or_exit(
     topology: str | None = None,
     clock_hz: float | None = None,
     calibration: str | None = None,
+    require_fit: bool = False,
 ) -> Result:
     """Run a program file (or an HLO module on a slice), or exit with one line (2 for a user's mistake, 3 for a bug in netsim)."""
     from netsim.checks.memory import memory_advice
@@ -63,7 +64,7 @@ def run_or_exit(
     from netsim.engine import EngineError
 
     try:
-        return run_any(file, hlo, topology, clock_hz, data, engine, calibration)
+        return run_any(file, hlo, topology, clock_hz, data, engine, calibration, require_fit)
     except EngineError as error:
         raise _fail(f"internal error in netsim while running {file}: {error}", INTERNAL_ERROR) from None
     except MemoryError:
@@ -71,7 +72,20 @@ def run_or_exit(
         advice = memory_advice(timing_only, "fewer devices or ops")
         raise _fail(f"{file or hlo}: ran out of memory{' (timing only)' if timing_only else ''}; {advice}", USER_ERROR) from None
     except ValueError as error:
+        if require_fit and getattr(error, "field", None) == "require_fit" and not _data_asks_fit(file):  # the option's check, named as such
+            raise _fail(f"{error.source}: {error.problem} (--require-fit)", USER_ERROR) from None  # type: ignore[attr-defined]
         raise _fail(str(error), USER_ERROR) from None
+
+
+def _data_asks_fit(file: str | None) -> bool:
+    """Whether a program file asks ``require_fit: true`` itself."""
+    from netsim.scenario.yaml_files import read_yaml
+
+    try:
+        data = read_yaml(Path(file)) if file is not None else None
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("require_fit") is True
 
 
 def program(
@@ -107,9 +121,9 @@ def program(
             check_file("--trace", trace, inputs=files_read(file, hlo))
     except ValueError as error:
         raise _fail(str(error), USER_ERROR) from None
-    result = run_or_exit(file, data, engine, hlo=hlo, topology=topology, clock_hz=clock_hz, calibration=calibration)
+    result = run_or_exit(file, data, engine, hlo=hlo, topology=topology, clock_hz=clock_hz, calibration=calibration, require_fit=require_fit)
     stats = program_stats(result)
-    if require_fit and stats.memory.get("fits") is False:
+    if require_fit and stats.memory.get("fits") is not True:  # (an HLO module: checked once played)
         raise _fail(f"{file or hlo}: {stats.memory['note']} (--require-fit)", USER_ERROR)
     if trace is not None:
         try:
@@ -128,6 +142,12 @@ def program(
         _print(stats, result.topology_obj)
     if trace is not None:
         QuietConsole(highlight=False).print(f"trace written to {trace}")
+
+
+def _chip(facts: dict) -> str:
+    """The chip's peak and HBM bandwidth, or "unknown" for a figure it does not give (never 0)."""
+    peak, hbm = facts["peak_flops"], facts["hbm_bandwidth_Bps"]
+    return f"{f'{peak / 1e12:.4g} TFLOP/s' if peak else 'FLOP/s unknown'}, {f'HBM {hbm / 1e9:.4g} GB/s' if hbm else 'HBM unknown'}"
 
 
 def _at(facts: dict) -> str:
@@ -156,7 +176,7 @@ def _print(stats: ProgramStats, topology: Any = None) -> None:
         ("communication in flight", _time(stats.communication_s)),
         ("exposed communication", _time(stats.exposed_communication_s) + (f" (device {stats.critical_device})" if stats.critical_device is not None else "")),
         ("why", stats.why),
-        ("chip", f"{(facts['peak_flops'] or 0) / 1e12:.4g} TFLOP/s, HBM {(facts['hbm_bandwidth_Bps'] or 0) / 1e9:.4g} GB/s" + _at(facts)),
+        ("chip", _chip(facts) + _at(facts)),
         *calibration_rows(topology),
         *([("HBM per device", stats.memory["note"] + f" (peak at {stats.memory['peak_at']})")] if stats.memory.get("fits") is False else []),
         ("verified", f"{stats.verified}: {stats.verification}"),

@@ -154,6 +154,8 @@ def run_program(
         fit = device_memory(model, lowered.arrays, mesh.shape, mesh.topology.device(0)["hbm_capacity_bytes"])
         if fit["fits"] is False:
             raise ScenarioError(loaded.source, "require_fit", fit["note"])
+        if fit["fits"] is None:  # nothing to check against: say so rather than pass
+            raise ScenarioError(loaded.source, "require_fit", f"{fit['note']} to check against; give the topology's device: {{hbm_capacity: 16 GB}}")
 
     def refused(message: str, kind: type[ValueError]) -> ValueError:
         return ScenarioError(loaded.source, "data", message) if loaded is not None else kind(f"program {model.name}: {message}")
