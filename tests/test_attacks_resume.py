@@ -74,3 +74,13 @@ def test_sweeping_an_entry_of_the_ops_the_base_writes_out(tmp_path):
     out = runner.invoke(app, ["sweep", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "out")])
     assert out.exit_code == 2
     assert out.output == f"error: {tmp_path / 's.yaml'}: grid.ops.2.efficiency: ops is a list of 2: name an entry by its index, 0 to 1 (e.g. ops.0)\n"
+
+
+def test_a_study_of_an_hlo_program_file_is_refused_before_anything_runs(tmp_path):
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"name": "h", "base": str(ROOT / "scenarios" / "programs" / "hlo" / "mlp.yaml"), "grid": {"seed": [0, 1]}}))
+    out = runner.invoke(app, ["sweep", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "out")])
+    assert out.exit_code == 2 and not (tmp_path / "out").exists()
+    assert out.output == (
+        f"error: {tmp_path / 's.yaml'}: base: the base is an HLO program file (hlo:), which a study does not sweep;"
+        " run it with `netsim program`, or give a scenario or a program file with ops\n"
+    )

@@ -199,6 +199,11 @@ def study_from_data(data: Any, source: str = "<study>", base_dir: Path | None = 
     """
     spec = validate(StudySpec, data, source)
     base, scenario_dir = _base(spec.base, source, base_dir)
+    if "hlo" in base and "ops" not in base:
+        problem = (
+            "the base is an HLO program file (hlo:), which a study does not sweep; run it with `netsim program`, or give a scenario or a program file with ops"
+        )
+        raise ScenarioError(source, "base", problem)
     program = "ops" in base  # a program file's base: sweep program fields
     values = {path: _values(source, path, raw) for path, raw in spec.grid.items()}
     for path in values:
