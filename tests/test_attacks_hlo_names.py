@@ -1,0 +1,41 @@
+"""HLO modules' names and the compiler's strategies: what played each collective is said truly."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ROOT
+
+from netsim.analysis.hlo_stats import collectives
+from netsim.programs.hlo import hlo_from_text
+from netsim.programs.hlo.devices import load_device_map
+from netsim.programs.hlo.run import run_hlo
+
+NOT_A_COUNT = "is not a count of rings; netsim plays its own algorithm"
+MODULE = ROOT / "scenarios" / "programs" / "hlo" / "tpu" / "v5e_4x4" / "mlp.txt"
+
+
+@pytest.fixture(scope="module")
+def played_by_the_compiler() -> dict:
+    (entry,) = collectives(run_hlo(MODULE, "tpu-v5e:4x4", compare=False))
+    return entry
+
+
+@pytest.mark.parametrize(
+    "edit, note",
+    [
+        (("StrategyRing{colors:1", "StrategyRing{colors:0"), f"StrategyRing{{colors:0 phases:1}}: colors:0 {NOT_A_COUNT}"),
+        (("StrategyRing{colors:1", "StrategyRing{colors:-1"), f"StrategyRing{{colors:-1 phases:1}}: colors:-1 {NOT_A_COUNT}"),
+        (('"strategy":"StrategyRing"', '"strategy":"StrategyHypercube"'), None),
+    ],
+)
+def test_a_collective_the_compilers_strategy_does_not_play_says_netsim_played_it(played_by_the_compiler, edit, note):
+    text = MODULE.read_text()
+    assert edit[0] in text
+    changed = text.replace(*edit)
+    if "Hypercube" in edit[1]:
+        changed = changed.replace("StrategyRing{", "StrategyHypercube{").replace('"emitter":"RotatedPincerShortEmitter"', '"emitter":"HypercubeEmitter"')
+    (entry,) = collectives(run_hlo(hlo_from_text(changed), "tpu-v5e:4x4", device_map=load_device_map(MODULE, 16), compare=False))
+    assert played_by_the_compiler["played_with"] == "compiler"
+    assert entry["played_with"] == "netsim"
+    if note is not None:
+        assert entry["note"] == note
