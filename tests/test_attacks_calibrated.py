@@ -108,3 +108,16 @@ def test_require_fit_on_a_chip_without_hbm_capacity_says_it_cannot_check(tmp_pat
     )
     table = runner.invoke(app, ["program", path], env={"COLUMNS": "200"})
     assert "│ chip                     │ FLOP/s unknown, HBM unknown" in table.output and "0 TFLOP/s" not in table.output
+
+
+def test_sweep_json_of_a_program_study_follows_the_sweep_schema(tmp_path):
+    import jsonschema
+
+    study = tmp_path / "s.yaml"
+    study.write_text(f"name: s\nbase: {PROGRAM}\ngrid: {{seed: [0, 1]}}\n")
+    out = runner.invoke(app, ["sweep", str(study), "-o", str(tmp_path / "out"), "--json", "-q", "-j", "1"])
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.output)
+    schema = json.loads(runner.invoke(app, ["schema", "sweep"]).output)
+    jsonschema.validate(rows, schema)
+    assert [row["point"] for row in rows] == [0, 1] and all(row["compute_s"] > 0 for row in rows)

@@ -214,7 +214,32 @@ _ROW = {
     "required": ["point", "time_s", "estimate_s", "ratio", "error"],
     "additionalProperties": {"type": ["string", "null"], "description": "a swept field's label"},
 }
-SWEEP = {"$schema": _DIALECT, "title": "netsim sweep --json", "type": "array", "items": _ROW, "description": "one row per point, as results.csv"}
+_PROGRAM_ROW = {
+    "type": "object",
+    "description": "one point of a study of a program: point, the swept fields (as labelled, text) and the program's times",
+    "properties": {
+        "point": _INT,
+        "topology": _NSTR,
+        "n_devices": _t(["integer", "null"]),
+        "time_s": _NNUM,
+        "compute_s": _NNUM,
+        "communication_s": _NNUM,
+        "exposed_communication_s": _NNUM,
+        "peak_flops": _NNUM,
+        "link_bandwidth_Bps": _NNUM,
+        "verified": _t(["boolean", "null"]),
+        "error": _t(["string", "null"], "why the point is not a valid program, or null"),
+    },
+    "required": ["point", "time_s", "compute_s", "communication_s", "exposed_communication_s", "error"],
+    "additionalProperties": {"type": ["string", "null"], "description": "a swept field's label"},
+}
+SWEEP = {
+    "$schema": _DIALECT,
+    "title": "netsim sweep --json",
+    "type": "array",
+    "items": {"anyOf": [_ROW, _PROGRAM_ROW]},
+    "description": "one row per point, as results.csv (a study of a scenario, or of a program)",
+}
 
 _OP = _obj(
     {
