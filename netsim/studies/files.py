@@ -338,7 +338,8 @@ def _check_path(source: str, path: str, base: dict[str, Any], swept: set[str], r
             raise ScenarioError(source, where, f"the base has {prefix}: {_clip(repr(value))}, not a mapping; write {prefix} out in the base to sweep inside it")
         fields = {name: info for model in models for name, info in model.model_fields.items() if not info.exclude}
         if part not in fields:
-            raise ScenarioError(source, where, f"unknown field {part!r}; allowed{' in ' + prefix if prefix else ''}: {', '.join(fields)}")
+            hint = did_you_mean(part, list(fields))
+            raise ScenarioError(source, where, f"unknown field {part!r}{hint}; allowed{' in ' + prefix if prefix else ''}: {', '.join(fields)}")
         models = _models(fields[part].annotation)
         value = value.get(part) if isinstance(value, dict) else None
         keyed = root is ProgramFile and typing.get_origin(fields[part].annotation) is dict
