@@ -156,3 +156,12 @@ def test_the_memory_estimate_of_a_hierarchical_run_is_within_2x_of_its_measured_
         tracemalloc.stop()
     estimate = memory_estimate(measured).total
     assert peak <= estimate <= 2 * peak, f"estimate {estimate} against the measured peak {peak}"
+
+
+def test_links_that_never_queued_show_no_rounding_residue_as_a_wait():
+    from netsim.analysis.stats import run_stats
+
+    result = _hierarchical_psum(None)  # 4x4x2slices: sums of latencies taken in different orders differ by ~1e-22 s
+    links = run_stats(result).links
+    assert not [(u.name, u.wait_s, u.longest_queue) for u in links if 0 < u.wait_s < 1e-12]
+    assert all((u.wait_s > 0) == (u.longest_queue > 0) for u in links)
