@@ -117,8 +117,17 @@ def _across_slices(
             if outer == 0 and len(inner) == 1 and rings[0]:  # the exact form wants each slice's members a ring of neighbours
                 rings = (all(_ring_of_neighbours(topology, g[k * M : (k + 1) * M]) for g in groups for k in range(S)),)
             args = (collective, algorithm, bytes_per_device, S, inner, rings, latency_s, bandwidth_Bps, path)
-            return estimate_across_slices(*args, pieces=pieces, exact=outer == 0)
+            found = estimate_across_slices(*args, pieces=pieces, exact=outer == 0)
+            if algorithm == "hierarchical" and outer != 0:  # it runs its first axis as the slow network's: say so, the run is slower for it
+                return replace(found, estimate=replace(found.estimate, formula=found.estimate.formula + DCN_NOT_FIRST))
+            return found
     return estimate_across_slices(collective, algorithm, bytes_per_device, S, (M,), (False,), latency_s, bandwidth_Bps, path, flat_order=True)
+
+
+DCN_NOT_FIRST = (
+    " (the DCN axis is not the group's first, which hierarchical takes as the slow network's:"
+    " list it first in axes for the plan XLA uses across slices)"
+)
 
 
 def _ring_of_neighbours(topology: SlicedTopology, members: Sequence[int]) -> bool:
