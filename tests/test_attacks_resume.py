@@ -84,3 +84,27 @@ def test_a_study_of_an_hlo_program_file_is_refused_before_anything_runs(tmp_path
         f"error: {tmp_path / 's.yaml'}: base: the base is an HLO program file (hlo:), which a study does not sweep;"
         " run it with `netsim program`, or give a scenario or a program file with ops\n"
     )
+
+
+def test_the_books_crossover_is_drawn_only_over_rows_per_chip(tmp_path):
+    import netsim
+    from netsim.studies.program_plots import per_chip_params, plot_program_results
+
+    def study(sharding: list) -> dict:
+        base = {
+            "name": "b",
+            "topology": "tpu-v5e:2x2",
+            "mesh": {"X": 4},
+            "params": {"B": 1024},
+            "arrays": {"x": {"shape": ["B", 256], "dtype": "bfloat16", "sharding": sharding}, "W": {"shape": [256, 256], "dtype": "bfloat16"}},
+            "ops": [{"name": "mm", "op": "matmul", "in": ["x", "W"], "out": "y"}],
+            "data": "none",
+        }
+        return {"name": "s", "base": base, "grid": {"params.B": [4096, 1048576]}}
+
+    for sharding, drawn in (([None, None], True), ([["X"], None], False)):  # B rows on each chip; B split over the mesh
+        data = study(sharding)
+        table = netsim.sweep(data)
+        (plot,) = plot_program_results(table, tmp_path / str(drawn), "s", per_chip_params(data["base"]))
+        assert any(s.label.startswith("scaling book crossover") for s in plot.series) == drawn
+    assert per_chip_params(study([["X"], None])["base"]) == set()
