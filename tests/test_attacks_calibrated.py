@@ -121,3 +121,18 @@ def test_sweep_json_of_a_program_study_follows_the_sweep_schema(tmp_path):
     schema = json.loads(runner.invoke(app, ["schema", "sweep"]).output)
     jsonschema.validate(rows, schema)
     assert [row["point"] for row in rows] == [0, 1] and all(row["compute_s"] > 0 for row in rows)
+
+
+def test_run_program_names_the_program_not_an_op_and_a_file_keeps_its_topology():
+    import netsim
+    from netsim.programs.files import load_program
+
+    program = load_program(PROGRAM).program
+    with pytest.raises(ValueError) as error:
+        netsim.run_program(program, "tpu-v5e:4x5")
+    assert str(error.value) == (
+        "program 'allgather_matmul': mesh {'X': 4, 'Y': 4} on topology 'tpu-v5e:4x5': input has 16 devices on its leading axis but topology tpu-v5e:4x5 has 20"
+    )
+    with pytest.raises(ValueError) as error:
+        netsim.run_program(PROGRAM, "tpu-v5e:4x5")  # it ran on the file's tpu-v5e:4x4, the argument ignored
+    assert str(error.value) == "program 'allgather_matmul': a program file names its own topology ('tpu-v5e:4x4'); topology= goes with a Program"

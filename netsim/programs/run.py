@@ -125,6 +125,8 @@ def run_program(
         loaded = program_from_data(dict(program))
     elif isinstance(program, ProgramFile):
         loaded = program
+    if loaded is not None and topology is not None:
+        raise ValueError(f"program {loaded.name!r}: a program file names its own topology ({loaded.topology!r}); topology= goes with a Program")
     if loaded is not None:
         model, mesh = loaded.program, loaded.mesh_obj
         data = data or loaded.data
@@ -135,8 +137,8 @@ def run_program(
         n = int(np.prod(list(program.mesh.values())))
         try:
             mesh = Mesh(program.mesh, resolve_topology(topology, n))
-        except ValueError as error:
-            raise ProgramError(program.name, "mesh", str(error)) from None
+        except ValueError as error:  # the program's mesh, not one of its ops
+            raise ValueError(f"program {program.name!r}: mesh {dict(program.mesh)} on topology {topology!r}: {error}") from None
     else:
         raise ValueError(f"program must be a path, a mapping or a Program, got {type(program).__name__}")
     data, seed, engine = data or "values", seed or 0, engine or "auto"
