@@ -39,3 +39,24 @@ def test_a_collective_the_compilers_strategy_does_not_play_says_netsim_played_it
     assert entry["played_with"] == "netsim"
     if note is not None:
         assert entry["note"] == note
+
+
+def test_a_huge_instruction_name_is_echoed_cut_and_tables_wrap_between_cells(tmp_path):
+    from typer.testing import CliRunner
+
+    from netsim.cli.main import app
+
+    hlo = ROOT / "scenarios" / "programs" / "hlo"
+    name = "all-reduce." + "n" * 200_000 + ".7"
+    (tmp_path / "m.txt").write_text((hlo / "mlp.txt").read_text().replace("%all-reduce ", f"%{name} "))
+    (tmp_path / "m.devices.json").write_text((hlo / "mlp.devices.json").read_text())
+    runner = CliRunner()
+    out = runner.invoke(app, ["program", "--hlo", str(tmp_path / "m.txt"), "--topology", "tpu-v5e:2x4"], env={"COLUMNS": "80"})
+    assert out.exit_code == 0, out.output[:500]
+    assert len(out.output) < 10_000  # it was 828 kB: the name whole, folded over the table
+    assert max(len(line) for line in out.output.splitlines()) <= 80
+    assert "  all-reduce.nnnnnnnnnnnnnnnnnnn…nnnnnnnnnnnnnnnnnnnnnnnnnnn.7 (multiaxis" in out.output  # 60 characters, its end kept
+    compared = runner.invoke(app, ["program", str(hlo / "tpu" / "tpu7x_2x2x1" / "fsdp_matmul.yaml")], env={"COLUMNS": "80"})
+    rows = [line for line in compared.output.splitlines() if "bf16[" in line]
+    assert rows and all(line.rstrip().endswith("lower") and line.count(" us") == 3 for line in rows), rows  # numbers whole, no cell cut
+    assert all(len(line) <= 80 for line in compared.output.splitlines())

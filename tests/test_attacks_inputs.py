@@ -43,13 +43,3 @@ def test_a_timeline_never_replaces_a_module_a_program_names(module):
     (module / "mlp.yaml").write_text((module / "mlp.yaml").read_text().replace("hlo: mlp.txt", "hlo: m.png"))
     _refused(["timeline", "mlp.yaml", "-o", "m.png"], "--output", "m.png", module)
 
-
-def test_a_sweep_never_replaces_the_folder_of_its_base(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "base").mkdir()
-    shutil.copy(ROOT / "scenarios" / "allgather_ring8.yaml", tmp_path / "base" / "b.yaml")
-    (tmp_path / "s.yaml").write_text("name: s\nbase: base/b.yaml\ngrid: {seed: [0]}\n")
-    out = runner.invoke(app, ["sweep", "s.yaml", "-o", "base", "--force"])
-    assert out.exit_code == 2, out.output
-    assert out.output == "error: --output base: the folder holds b.yaml, an input of this run and would be replaced whole; name a new folder\n"
-    assert (tmp_path / "base" / "b.yaml").read_bytes() == (ROOT / "scenarios" / "allgather_ring8.yaml").read_bytes()

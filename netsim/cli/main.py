@@ -127,7 +127,7 @@ def run(
         raise _fail(f"--calibration {calibration!r}: use nominal or calibrated", USER_ERROR)
     try:
         if output is not None:
-            check_folder("--output", output, force, inputs=files_read(scenario))
+            check_folder("--output", output, force, inputs=[scenario])  # (any file netsim did not write is refused whole)
         if trace is not None:
             check_file("--trace", trace, inputs=files_read(scenario), outside=output)
     except ValueError as error:

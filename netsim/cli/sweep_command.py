@@ -176,13 +176,12 @@ def _cannot_write(error: OSError, output: str) -> str:
 def _sweep_folder(output: str, resume: bool, force: bool, study: str) -> Any:
     """Check ``sweep --output``; with ``--force`` onto a folder that holds files, the folder staged beside it (swapped in at the end)."""
     from netsim.destinations import StagedFolder, check_folder
-    from netsim.scenario.inputs import files_read
 
     if output == "":
         raise ValueError("--output '': give a folder name such as results")
     if resume:
         return None
-    path = check_folder("--output", output, force, inputs=files_read(study))
+    path = check_folder("--output", output, force, inputs=[study])  # (any file netsim did not write is refused whole)
     if not (force and path.is_dir() and any(path.iterdir())):
         return None
     return StagedFolder(path)
