@@ -60,3 +60,25 @@ def test_a_huge_instruction_name_is_echoed_cut_and_tables_wrap_between_cells(tmp
     rows = [line for line in compared.output.splitlines() if "bf16[" in line]
     assert rows and all(line.rstrip().endswith("lower") and line.count(" us") == 3 for line in rows), rows  # numbers whole, no cell cut
     assert all(len(line) <= 80 for line in compared.output.splitlines())
+
+
+def test_texts_say_what_they_list_and_name_the_compilers_strategy_in_words(tmp_path):
+    from typer.testing import CliRunner
+
+    from netsim.cli.main import app
+
+    hlo = ROOT / "scenarios" / "programs" / "hlo"
+    runner = CliRunner()
+    text = (hlo / "mlp.txt").read_text()
+    fusion = "%broadcast_maximum_fusion = f32[128,1024]{1,0} fusion(%ynn_fusion.1), kind=kLoop, calls=%fused_computation.2,"
+    assert fusion in text
+    (tmp_path / "m.txt").write_text(text.replace(fusion, "%broadcast_maximum_fusion = f32[128,1024]{1,0} frobnicate(%ynn_fusion.1),"))
+    (tmp_path / "m.devices.json").write_text((hlo / "mlp.devices.json").read_text())
+    out = runner.invoke(app, ["program", "--hlo", str(tmp_path / "m.txt"), "--topology", "tpu-v5e:2x4"], env={"COLUMNS": "160"})
+    assert "not modelled (not timed)" not in out.output  # over a row that says it is timed by its bytes
+    assert "not modelled as what they are (each row says how it is timed, if at all)" in out.output
+    assert "unknown opcode 'frobnicate': timed by the bytes it touches" in out.output
+    (tmp_path / "n.yaml").write_text(f"name: m\nhlo: {MODULE}\ntopology: tpu-v5e:4x4\nalgorithm: netsim\n")
+    out = runner.invoke(app, ["program", str(tmp_path / "n.yaml")], env={"COLUMNS": "200"})
+    assert "(multiaxis (the compiler's: StrategyRing{colors:1 phases:1}), 128 KiB per device)" in out.output
+    assert '{"debug"' not in out.output

@@ -148,6 +148,20 @@ def _collectives_table(entries: list[dict[str, Any]], more: str, compiler: bool,
     return grid
 
 
+def _strategy(config: str) -> str:
+    """The compiler's algorithm in words (``StrategyRing{colors:1 phases:1}``), not its raw JSON.
+
+    Examples
+    --------
+    >>> _strategy('{"emitter":"E","strategy":"StrategyRing","debug":"StrategyRing{colors:1 phases:1 cores:{4}}"}')
+    'StrategyRing{colors:1 phases:1}'
+    """
+    from netsim.programs.hlo.strategies import read_algorithm
+
+    read = read_algorithm(config)
+    return clip_name(read.name if read is not None and read.name else str(config))
+
+
 def _chip(facts: dict) -> str:
     peak, hbm = facts["peak_flops"], facts["hbm_bandwidth_Bps"]
     return f"{f'{peak / 1e12:.4g} TFLOP/s' if peak else 'FLOP/s unknown'}, {f'HBM {hbm / 1e9:.4g} GB/s' if hbm else 'HBM unknown'}"
@@ -210,12 +224,12 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
         if compiler:
             algorithm = e["algorithm"] + (f" (the compiler's: {named})" if named else " (no compiler algorithm)")
         else:
-            algorithm = e["algorithm"] + (f" (the compiler's: {e['compiler_algorithm']})" if e["compiler_algorithm"] else "")
+            algorithm = e["algorithm"] + (f" (the compiler's: {_strategy(e['compiler_algorithm'])})" if e["compiler_algorithm"] else "")
         runs = f", first of {e['count']} runs" if e["count"] > 1 else ""
         line = f"  {clip_name(e['hlo_name'])} ({algorithm}, {_size(e['bytes'])} per device{runs}): {e['why']}"
         console.print(wrap_prose(line, console.width), markup=False, soft_wrap=True)
     if unmodelled:
-        listing = Table(title="not modelled (not timed)", title_justify="left")
+        listing = Table(title="not modelled as what they are (each row says how it is timed, if at all)", title_justify="left")
         for header in ("line", "hlo_name", "op", "why"):
             listing.add_column(header, justify="right" if header == "line" else "left")
         for u in unmodelled:
