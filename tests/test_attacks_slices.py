@@ -184,3 +184,23 @@ def test_hierarchical_with_the_dcn_axis_second_says_so():
     assert analyse(second).estimate.formula.endswith(
         " (the DCN axis is not the group's first, which hierarchical takes as the slow network's: list it first in axes for the plan XLA uses across slices)"
     )
+
+
+def test_explain_and_run_give_one_closed_form_across_slices():
+    from netsim.analysis.why import analyse
+    from netsim.network.units import format_seconds
+    from netsim.teaching.explain import explain
+
+    data = {
+        "name": "e",
+        "topology": "tpu-v5e:2x2x2slices",
+        "mesh": {"shape": {"dcn": 2, "ici": 4}},
+        "collective": {"op": "psum", "axes": ["dcn", "ici"]},
+        "input": {"bytes_per_device": "1 MiB", "dtype": "float32"},
+        "data": "none",
+    }
+    result = netsim.simulate(scenario_from_data(data, "e.yaml"))
+    bound = analyse(result).estimate
+    assert bound.kind == "lower_bound"
+    text = " ".join(explain(result).split())
+    assert f"[ICI 6 us | DCN 63.943 us]: {format_seconds(bound.time_s)} ({bound.time_s!r} s)" in text

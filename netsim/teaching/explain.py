@@ -194,8 +194,11 @@ def _piece_routes(run: _Run) -> str:
 
 def _closed_form(result: Result, leaf: int) -> tuple[str, str]:
     """The leaf's closed form from the registry, in words, and its kind."""
+    from netsim.analysis.across_slices import leaves_across_slices
+
     latency, bandwidth = run_link(result)
-    closed = leaf_estimates(result, latency, bandwidth)[leaf]
+    per_leaf = leaf_estimates(result, latency, bandwidth)
+    closed = (leaves_across_slices(result, per_leaf) or per_leaf)[leaf]  # groups across slices: the DCN's forms, as netsim run gives them
     e = closed.estimate
     if e is None:
         return closed.note, "none"
