@@ -204,3 +204,20 @@ def test_explain_and_run_give_one_closed_form_across_slices():
     assert bound.kind == "lower_bound"
     text = " ".join(explain(result).split())
     assert f"[ICI 6 us | DCN 63.943 us]: {format_seconds(bound.time_s)} ({bound.time_s!r} s)" in text
+
+
+def test_explain_of_a_32_device_psum_is_summarised_not_thousands_of_lines():
+    from netsim.teaching.explain import explain
+    from netsim.teaching.explain_scale import summary
+
+    data = {
+        "name": "e",
+        "topology": "tpu-v5e:4x4x2slices",
+        "mesh": {"shape": {"dcn": 2, "ici": 16}},
+        "collective": {"op": "psum", "axes": ["dcn", "ici"]},
+        "input": {"bytes_per_device": "1 MiB", "dtype": "float32"},
+        "data": "none",
+    }
+    result = netsim.simulate(scenario_from_data(data, "e.yaml"))
+    text = explain(result)
+    assert text == summary(result) and len(text.splitlines()) < 200  # it was 12,515 lines or more, step by step
