@@ -53,6 +53,6 @@ def test_a_misspelt_mesh_axis_and_study_field_get_did_you_mean(tmp_path):
     out = runner.invoke(app, ["sweep", str(study), "-o", str(tmp_path / "out")])
     assert out.exit_code == 2
     assert out.output == (
-        f"error: {study}: grid.input.bytes_per_devic: unknown field 'bytes_per_devic'; did you mean bytes_per_device?;"
-        " allowed in input: shape, bytes_per_device, dtype, values\n"
+        f"error: {study}: grid.input.bytes_per_devic: unknown field 'bytes_per_devic';"
+        " allowed in input: shape, bytes_per_device, dtype, values; did you mean bytes_per_device?\n"
     )

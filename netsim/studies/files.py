@@ -339,7 +339,7 @@ def _check_path(source: str, path: str, base: dict[str, Any], swept: set[str], r
         fields = {name: info for model in models for name, info in model.model_fields.items() if not info.exclude}
         if part not in fields:
             hint = did_you_mean(part, list(fields))
-            raise ScenarioError(source, where, f"unknown field {part!r}{hint}; allowed{' in ' + prefix if prefix else ''}: {', '.join(fields)}")
+            raise ScenarioError(source, where, f"unknown field {part!r}; allowed{' in ' + prefix if prefix else ''}: {', '.join(fields)}{hint}")
         models = _models(fields[part].annotation)
         value = value.get(part) if isinstance(value, dict) else None
         keyed = root is ProgramFile and typing.get_origin(fields[part].annotation) is dict
