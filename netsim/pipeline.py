@@ -326,13 +326,19 @@ def run_collective(
             axis_names = tuple(f"physical axis {i}" for i in range(len(topo.dims)))
     if plan is None:
         algorithm = check_algorithm(layouts[0].pattern, len(layouts[0].groups[0]), algorithm)
+        across = getattr(topo, "n_slices", 1) > 1  # (a file refuses it on one slice too: netsim.scenario.loading)
+        if algorithm == "hierarchical" and across and not shape and layouts[0].groups and len(layouts[0].groups[0]) > 1:  # it would play one flat ring
+            raise ValueError(
+                "hierarchical runs over mesh axes (the DCN's first, then the slice's), and groups given as device lists have none;"
+                " name the axes (e.g. axes: [dcn, ici] with a mesh), or pick another algorithm"
+            )
     start_s = start_times(stragglers, n_devices)
     # The fixed cost per collective (calibrated runs): every device launches the collective
     # that long after it is ready, a step of its own before its first byte leaves (one that
     # moves nothing ends at 0 all the same: the playback's time is its last arrival).
     overhead = in_force(topo).collective_overhead_s
     launched = [s + overhead for s in start_s] if overhead else start_s
-    pieces = pieces_of(ALGORITHMS.get(algorithm))
+    pieces = pieces_of(ALGORITHMS.get(algorithm), shape.get("group_shape"))
     group_size = len(layouts[0].groups[0]) if layouts[0].groups else 1
     transfers = transfers_of(ALGORITHMS.get(algorithm), n_devices, shape.get("group_shape"))
     sizes = {"transfers": transfers, "hops": mean_hops(algorithm, tuple(topo.dims), tuple(topo.wraparound)), "algorithm": algorithm}

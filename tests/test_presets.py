@@ -135,7 +135,11 @@ def test_the_largest_v4_pod_builds():
             "tpu-v9:4x4",
             "unknown TPU generation 'tpu-v9' in 'tpu-v9:4x4'; known: tpu-v4, tpu-v5p, tpu-v5e, tpu-v6e, tpu-v3, tpu-v2, tpu7x (write e.g. tpu-v5e:8x16)",
         ),
-        ("v5e:4x4", "unknown TPU generation 'v5e' in 'v5e:4x4'; known: tpu-v4, tpu-v5p, tpu-v5e, tpu-v6e, tpu-v3, tpu-v2, tpu7x (write e.g. tpu-v5e:8x16)"),
+        (
+            "v5e:4x4",
+            "unknown TPU generation 'v5e' in 'v5e:4x4'; did you mean tpu-v5e:4x4?;"
+            " known: tpu-v4, tpu-v5p, tpu-v5e, tpu-v6e, tpu-v3, tpu-v2, tpu7x (write e.g. tpu-v5e:8x16)",
+        ),
         ("tpu-v5e:4x4x4", "tpu-v5e is a 2D torus: 'tpu-v5e:4x4x4' gives 3 axes; write e.g. tpu-v5e:4x4"),
         ("tpu-v4:4x4", "tpu-v4 is a 3D torus: 'tpu-v4:4x4' gives 2 axes; write e.g. tpu-v4:4x4x4"),
         ("tpu-v4:4x4x", "cannot read the slice shape '4x4x' in 'tpu-v4:4x4x'; write the axis sizes joined by 'x', e.g. tpu-v4:4x4x4"),

@@ -43,7 +43,7 @@ def _run(tmp_path, text, command="run"):
     ("section", "message"),
     [
         ("link: {bandwidth: 45}", "link.bandwidth: 45 has no unit: write '45 GB/s' (units: B/s, MB/s, GB/s, or bits: Gb/s)"),
-        ("link: {bandwidth: 45.0e9}", "link.bandwidth: 45.0e9 has no unit: write '45 GB/s' if that is bytes per second (units: "),
+        ("link: {bandwidth: 45.0e9}", "link.bandwidth: 45000000000.0 has no unit: write '45 GB/s' if that is bytes per second (units: "),
         ("link: {bandwidth: 4.5e+10}", "link.bandwidth: 45000000000.0 has no unit: write '45 GB/s' if that is bytes per second (units: "),
         ("link: {latency: 1}", "link.latency: 1 has no unit: write '1 us' (units: ns, us, ms, s)"),
         ("link: {latency: 1.0e-6}", "link.latency: 1e-06 has no unit: write '1 us' if that is seconds (units: ns, us, ms, s)"),

@@ -24,6 +24,9 @@ import numpy as np
 from netsim.algorithms.registry import ALGORITHMS, AxesAlgorithm
 from netsim.analysis.closed_forms.multislice import DcnPath, MultisliceEstimate, book_across_slices, dcn_bound, estimate_across_slices
 from netsim.analysis.closed_forms.registry import CollectiveEstimate
+from netsim.analysis.closed_forms.terms import with_fixed_cost
+from netsim.engine.link_model import effective_bandwidth
+from netsim.network.calibration import in_force
 from netsim.network.slices import SlicedTopology
 
 __all__ = ["across_slices", "dcn_path", "ici_link", "leaves_across_slices", "with_slices"]
@@ -75,6 +78,22 @@ def across_slices(
     """
     if not isinstance(topology, SlicedTopology) or not groups:
         return None
+    found = _across_slices(topology, collective, algorithm, groups, bytes_per_device, latency_s, bandwidth_Bps, group_shape, group_wraparound)
+    fixed = in_force(topology).collective_overhead_s  # calibrated: the fixed cost per collective, a step before the first byte leaves
+    return found if found is None or not fixed else replace(found, estimate=with_fixed_cost(found.estimate, fixed))
+
+
+def _across_slices(
+    topology: SlicedTopology,
+    collective: str,
+    algorithm: str,
+    groups: Sequence[Sequence[int]],
+    bytes_per_device: float,
+    latency_s: float,
+    bandwidth_Bps: float,
+    group_shape: Sequence[int] | None,
+    group_wraparound: Sequence[bool] | None,
+) -> MultisliceEstimate | None:
     size = topology.slice_size
     spans = [len({d // size for d in g}) for g in groups]
     S = max(spans)
@@ -95,9 +114,42 @@ def across_slices(
         if outer is not None:  # the DCN axis; the exact forms want it first (the hierarchical algorithm's outer axis)
             inner = tuple(d for k, (d, _) in enumerate(kept) if k != outer)
             rings = tuple(w for k, (_, w) in enumerate(kept) if k != outer)
+            if outer == 0 and len(inner) == 1 and rings[0]:  # the exact form wants each slice's members a ring of neighbours
+                rings = (all(_ring_of_neighbours(topology, g[k * M : (k + 1) * M]) for g in groups for k in range(S)),)
             args = (collective, algorithm, bytes_per_device, S, inner, rings, latency_s, bandwidth_Bps, path)
-            return estimate_across_slices(*args, pieces=pieces, exact=outer == 0)
+            found = estimate_across_slices(*args, pieces=pieces, exact=outer == 0)
+            if algorithm == "hierarchical" and outer != 0:  # it runs its first axis as the slow network's: say so, the run is slower for it
+                return replace(found, estimate=replace(found.estimate, formula=found.estimate.formula + DCN_NOT_FIRST))
+            return found
     return estimate_across_slices(collective, algorithm, bytes_per_device, S, (M,), (False,), latency_s, bandwidth_Bps, path, flat_order=True)
+
+
+DCN_NOT_FIRST = (
+    " (the DCN axis is not the group's first, which hierarchical takes as the slow network's:"
+    " list it first in axes for the plan XLA uses across slices)"
+)
+
+
+def _ring_of_neighbours(topology: SlicedTopology, members: Sequence[int]) -> bool:
+    """Whether ``members`` in order, the last followed by the first, are each one hop from the next, on distinct links both ways round.
+
+    Examples
+    --------
+    >>> from netsim.network.presets import tpu_slice
+    >>> t = tpu_slice("tpu-v5e:2x2x2slices")
+    >>> _ring_of_neighbours(t, [0, 1, 3, 2]), _ring_of_neighbours(t, [0, 1, 2, 3])
+    (True, False)
+    """
+    n = len(members)
+    if n <= 2:
+        return n == 1 or all(len(topology.route(u, v, 1)) == 1 for u, v in ((members[0], members[1]), (members[1], members[0])))
+    links = []
+    for i in range(n):
+        forward, backward = topology.route(members[i], members[(i + 1) % n], 1), topology.route(members[(i + 1) % n], members[i], -1)
+        if len(forward) != 1 or len(backward) != 1:
+            return False
+        links += [forward[0], backward[0]]
+    return len(set(links)) == 2 * n
 
 
 def with_slices(closed: CollectiveEstimate, estimate: MultisliceEstimate | None, path: DcnPath | None = None) -> CollectiveEstimate:
@@ -116,11 +168,11 @@ def with_slices(closed: CollectiveEstimate, estimate: MultisliceEstimate | None,
 
 
 def ici_link(topology: SlicedTopology) -> tuple[float, float]:
-    """(latency_s, bandwidth_Bps) of the ICI's links (the first link between two devices); the defaults when a slice has none."""
+    """(latency_s, bandwidth_Bps) of the ICI's links (the first link between two devices, at its effective rate); the defaults when a slice has none."""
     n = topology.n_devices
     for u, v, data in topology.graph.edges(data=True):
         if u < n and v < n:
-            return data["latency_s"], data["bandwidth_Bps"]
+            return data["latency_s"], effective_bandwidth(data["bandwidth_Bps"], in_force(topology).link_efficiency)
     return 1e-6, 45e9
 
 

@@ -136,7 +136,7 @@ def collectives(result: Any, stats: ProgramStats | None = None) -> list[dict[str
                 "estimate_s": 0.0,
                 "algorithm": lowered.ops[record.index].algorithm,
                 "compiler_algorithm": collective.compiler_algorithm,
-                "played_with": getattr(run, "algorithm", "netsim"),
+                "played_with": _played_with(getattr(run, "algorithm", "netsim"), collective.compiler_algorithm, record.note),
                 "other_time_s": (getattr(run, "other_times", None) or {}).get(collective.name),
                 "axes": list(record.axes),
                 "asynchronous": collective.asynchronous,
@@ -191,3 +191,16 @@ def hlo_summary(result: Any, stats: ProgramStats | None = None) -> dict[str, Any
             "loops_extended": run.extension.to_dict() if getattr(run, "extension", None) is not None else None,
         },
     }
+
+
+def _played_with(mode: str, compiler_algorithm: str | None, note: str | None) -> str:
+    """Whose algorithm played a collective: ``compiler`` only where the run asked for the compiler's and it was understood, else ``netsim``.
+
+    Examples
+    --------
+    >>> _played_with("compiler", '{"strategy":"X"}', "X: not understood; netsim plays its own algorithm"), _played_with("compiler", None, "")
+    ('netsim', 'netsim')
+    """
+    if mode != "compiler" or not compiler_algorithm or any(said in (note or "") for said in ("netsim plays its own", "netsim's own algorithm")):
+        return "netsim"
+    return "compiler"

@@ -19,7 +19,7 @@ import numpy as np
 from netsim.analysis.closed_forms.registry import CollectiveEstimate
 from netsim.analysis.closed_forms.terms import Estimate
 from netsim.engine.link_model import effective_bandwidth
-from netsim.network.calibration import in_force
+from netsim.network.calibration import efficiency_of
 
 if TYPE_CHECKING:
     from netsim.result import Result
@@ -52,8 +52,11 @@ def crossed_links(result: Result) -> set[tuple[float, float]]:
         else:
             for route in routes:
                 links.update(route)
-    efficiency = in_force(topology).link_efficiency
-    return {(d["latency_s"], effective_bandwidth(d["bandwidth_Bps"], efficiency)) for d in map(topology.link, links)}
+    speeds = set()
+    for k in links:
+        d = topology.link(k)
+        speeds.add((d["latency_s"], effective_bandwidth(d["bandwidth_Bps"], efficiency_of(topology, k))))
+    return speeds
 
 
 def other_links(crossed: Iterable[tuple[float, float]], latency_s: float, bandwidth_Bps: float) -> set[tuple[float, float]]:

@@ -89,12 +89,13 @@ def op_estimate(record: Any, lowered: Any, topology: Any, peak: float | None, hb
         latency, bandwidth = nominal_link(topology)
         groups = record.layout.groups
         if isinstance(topology, SlicedTopology):  # across slices: the DCN's closed forms (netsim.analysis.across_slices)
-            sliced = across_slices(
-                topology, op.op, record.algorithm, groups, nbytes, *ici_link(topology), getattr(groups, "shape", None), getattr(groups, "wraparound", None)
-            )
+            axes = tuple(getattr(op, "axes", None) or ())
+            planned = getattr(record, "planned", None)  # over mesh axes: the groups' axes as the algorithm planned them, not one flat ring
+            shape = tuple(lowered.mesh.shape[a] for a in axes) if axes and planned is not None and len(planned) == len(axes) else None
+            sliced = across_slices(topology, op.op, record.algorithm, groups, nbytes, *ici_link(topology), shape, planned if shape else None)
             if sliced is not None:
                 e = sliced.estimate
-                return OpEstimate(e.time_s, e.kind, "DCN", record.algorithm, nbytes, e.formula, f"across slices ({sliced.terms_text()})")
+                return OpEstimate(e.time_s, e.kind, "DCN", record.algorithm, nbytes, e.formula, f"group across {sliced.slices} slices")
         shape: dict[str, Any] = {"planned": getattr(record, "planned", None)}
         if canonical_collective(op.op) == "ppermute":
             pairs = [(int(a), int(b)) for a, b in groups]

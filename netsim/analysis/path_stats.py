@@ -126,7 +126,8 @@ class _Hops:
         ready[later] = head_ready(start[previous], end[previous], self.latency[link[previous]], cut_through)
         self.ready = np.empty(len(ready))
         self.ready[self.order] = ready
-        self.wait = np.maximum(0.0, start - self.ready)
+        wait = start - self.ready
+        self.wait = np.where(wait > 1e-12 * np.abs(start), wait, 0.0)  # rounding of sums taken in another order is not a wait (1e-22 s)
 
     def hops_of(self, t: int) -> list[int]:
         """Transfer ``t``'s hops (positions in the playback's hops), first to last."""

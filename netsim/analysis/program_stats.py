@@ -22,12 +22,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from netsim.analysis.op_estimates import link_sharing, op_estimate, op_why
+from netsim.analysis.op_estimates import TOLERANCE, OpEstimate, link_sharing, op_estimate, op_why
 from netsim.analysis.program_times import program_times
 from netsim.analysis.why import _t
 from netsim.checks.program_memory import device_memory, module_fit
@@ -80,6 +80,7 @@ class ProgramStats:
     memory: dict[str, Any] = field(default_factory=dict)
     repeats: dict[str, Any] | None = None
     """How ``repeat:`` blocks were extended past the trips played (None: every trip played)."""
+    launches_s: float = 0.0  # a calibrated run's fixed cost per collective, on the device that paid most of it (not in compute_s)
 
     def to_dict(self) -> dict[str, Any]:
         """As plain data, for JSON: the program's name under ``scenario``, as ``netsim run --json`` names a scenario's."""
@@ -104,6 +105,39 @@ def _span_on_devices(n_devices: int, device: np.ndarray, start: np.ndarray, end:
     np.maximum.at(last, device, end)
     touched = first <= last
     return float(first[touched].min()), float(last[touched].max()), float((last[touched] - first[touched]).max())
+
+
+def _start_skew(n_devices: int, device: np.ndarray, start: np.ndarray) -> float:
+    """How far apart the devices started an op: the latest device's first send or step, less the earliest's.
+
+    Examples
+    --------
+    >>> _start_skew(3, np.array([0, 1, 0]), np.array([1.0, 3.0, 0.5]))
+    2.5
+    """
+    if not len(device):
+        return 0.0
+    first = np.full(n_devices, np.inf)
+    np.minimum.at(first, device, start)
+    touched = first[np.isfinite(first)]
+    return float(touched.max() - touched.min())
+
+
+def _not_exact(e: OpEstimate, skew_s: float) -> OpEstimate:
+    """A collective's exact form where the run differs from it: no promise (kind ``none``), and why, when its devices started it apart.
+
+    Examples
+    --------
+    >>> _not_exact(OpEstimate(1e-6, "exact", "ICI", "ring", 8, "f"), 2e-7).formula
+    'f (every device starting at once: its devices started it up to 200 ns apart)'
+    """
+    from netsim.network.units import format_seconds
+
+    if skew_s > TOLERANCE * (e.estimate_s or 0.0):
+        reason = f"every device starting at once: its devices started it up to {format_seconds(skew_s)} apart"
+    else:
+        reason = "every device starting at once on free links: not this run's"
+    return replace(e, kind="none", formula=f"{e.formula} ({reason})")
 
 
 def _span_on_device(device: int | None, sends: tuple, arrivals: tuple, computes: tuple) -> tuple[float, float] | None:
@@ -171,15 +205,12 @@ def program_stats(result: Result) -> ProgramStats:
     for record in lowered.ops:
         t, c = slice(record.transfers.start, record.transfers.stop), slice(record.computes.start, record.computes.stop)
         comm_s = float(arrived[t].max() - sent[t].min()) if len(record.transfers) else 0.0
-        spans.append(
-            _span_on_devices(
-                result.n_devices,
-                np.concatenate([src[t], dst[t], devices[c]]),
-                np.concatenate([sent[t], arrived[t], started[c]]),
-                np.concatenate([sent[t], arrived[t], ended[c]]),
-            )
-        )
-        estimates.append(op_estimate(record, lowered, result.topology_obj, peak, hbm, comm_s))
+        where, starts = np.concatenate([src[t], dst[t], devices[c]]), np.concatenate([sent[t], arrived[t], started[c]])
+        spans.append(_span_on_devices(result.n_devices, where, starts, np.concatenate([sent[t], arrived[t], ended[c]])))
+        e = op_estimate(record, lowered, result.topology_obj, peak, hbm, comm_s)
+        if record.collective and e.kind == "exact" and e.estimate_s and abs(spans[-1][2] / e.estimate_s - 1) > TOLERANCE:
+            e = _not_exact(e, _start_skew(result.n_devices, np.concatenate([src[t], devices[c]]), np.concatenate([sent[t], started[c]])))
+        estimates.append(e)
     sharing = _sharing(playback, lowered)
     for k, record in enumerate(lowered.ops):
         t, c = slice(record.transfers.start, record.transfers.stop), slice(record.computes.start, record.computes.stop)
@@ -224,6 +255,7 @@ def program_stats(result: Result) -> ProgramStats:
         _devices(result.n_devices, busy, playback.links),
         _memory(run, lowered, facts["hbm_capacity_bytes"]),
         repeats.to_dict() if (repeats := getattr(result.program, "repeats", None)) is not None else None,
+        times.launches_s,
     )
 
 

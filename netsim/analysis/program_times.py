@@ -5,7 +5,8 @@ A program's run keeps them in its :class:`~netsim.result.ProgramRun` (``result.c
 ``result.communication_s``, ``result.exposed_communication_s``);
 :func:`netsim.analysis.program_stats.program_stats` reports them beside every op.
 
-- ``compute_s``: the busiest device's compute unit, seconds of work.
+- ``compute_s``: the busiest device's compute unit, seconds of work (a calibrated run's
+  launch of each collective, its fixed cost, is not work: ``launches_s`` counts it).
 - ``communication_s``: the time during which at least one collective is in flight (from
   its first send to its last arrival).
 - ``exposed_communication_s``: the time during which the *critical device* (the one whose
@@ -30,6 +31,8 @@ class ProgramTimes:
     communication_s: float
     exposed_communication_s: float
     critical_device: int | None
+    launches_s: float = 0.0
+    """The most time one device spent launching collectives (a calibrated run's fixed cost per collective; 0 if nominal)."""
 
 
 def program_times(lowered: Any, playback: Any, time_s: float) -> ProgramTimes:
@@ -72,7 +75,13 @@ def program_times(lowered: Any, playback: Any, time_s: float) -> ProgramTimes:
     else:
         mine = union([(float(s), float(e)) for s, e in zip(started[devices == critical], ended[devices == critical], strict=True)])
         exposed = overlap(idle(mine, time_s), communication)
-    return ProgramTimes(max(busy.values(), default=0.0), sum(e - s for s, e in communication), exposed, critical)
+    launching = np.zeros(max([*busy, int(devices.max(initial=0))], default=0) + 1)
+    for r in lowered.ops:  # a collective's own compute steps are its launches (the fixed cost per collective): not work
+        if r.collective and len(r.computes):
+            k = np.arange(r.computes.start, r.computes.stop)
+            np.add.at(launching, devices[k], np.asarray(ended, float)[k] - np.asarray(started, float)[k])
+    work = max((b - float(launching[d]) for d, b in busy.items()), default=0.0)
+    return ProgramTimes(work, sum(e - s for s, e in communication), exposed, critical, float(launching.max(initial=0.0)))
 
 
 def union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:

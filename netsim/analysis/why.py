@@ -228,6 +228,9 @@ def analyse(result: Result, stats: RunStats | None = None) -> Analysis:
     if estimate is not None and estimate.kind == "exact" and (topology.down_links or topology.degraded_links):
         # the form is exact for the nominal links, not for this run's failed or slowed ones
         estimate = replace(estimate, kind="none", formula=estimate.formula + " (nominal links: no promise where links fail or slow down)")
+    elif estimate is not None and estimate.kind == "exact" and any(late > 0 for late in (result.stragglers or {}).values()):
+        # the form is exact when every device starts at once, not for this run's late starters
+        estimate = replace(estimate, kind="none", formula=estimate.formula + " (every device starting at once: no promise where stragglers start late)")
     book = _total([c.book for c in per_leaf])
     figure = None if any(c.book_bandwidth_s is None for c in per_leaf) else sum(c.book_bandwidth_s for c in per_leaf)
     bound = None if any(c.bound_s is None for c in per_leaf) else sum(c.bound_s for c in per_leaf)

@@ -99,6 +99,27 @@ class QuietConsole(Console):
         return super().render_str(text, **options)
 
 
+NAME_LIMIT = 60
+"""Characters of a name (an HLO instruction's, an op's, a link's) echoed in a table, a why line or an error."""
+
+
+def clip_name(name: str, limit: int = NAME_LIMIT) -> str:
+    """``name`` cut to ``limit`` characters with an ellipsis in the middle, its end kept (``.2.cloned.1.call-start`` tells names apart).
+
+    Examples
+    --------
+    >>> clip_name("all-reduce." + "n" * 100 + ".2.call-start", 30)
+    'all-reduce.nnnn…n.2.call-start'
+    >>> clip_name("all-reduce.2")
+    'all-reduce.2'
+    """
+    name = str(name)
+    if len(name) <= limit:
+        return name
+    tail = (limit - 1) // 2
+    return name[: limit - 1 - tail] + "…" + name[-tail:]
+
+
 def wrap_prose(text: str, width: int) -> str:
     """Lines longer than ``width`` wrapped at spaces, each continuation indented 4 more than its line; numbers and words never split.
 

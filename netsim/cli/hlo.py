@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from netsim.cli.console import QuietConsole
+from netsim.cli.console import NAME_LIMIT, QuietConsole, clip_name
 
 if TYPE_CHECKING:
     from netsim.analysis.program_stats import ProgramStats
@@ -28,10 +28,7 @@ def run_any(
     calibration: str | None = None,
     require_fit: bool = False,
 ) -> Any:
-    """Run a program file of either kind, or an HLO module on a slice (``calibration``: the file's unless given).
-
-    ``require_fit``: refuse an HLO module whose HBM peak exceeds a chip's before it plays.
-    """
+    """Run a program file of either kind, or an HLO module on a slice (``calibration``: the file's unless given; ``require_fit``: checked before it plays)."""
     from netsim.network.calibration import calibrate, check_calibration
     from netsim.programs.hlo.files import HloProgramFile, load_any_program  # (here: `netsim run` need not import them)
     from netsim.programs.hlo.run import run_hlo, run_hlo_program
@@ -68,6 +65,7 @@ def run_any(
         if require_fit and not loaded.require_fit:
             loaded = loaded.model_copy(update={"require_fit": True})
         return run_hlo_program(loaded, engine=engine)
+    loaded = loaded.model_copy(update={"require_fit": True}) if require_fit else loaded  # refused before it plays, not after
     return run_program(loaded.with_calibration(calibration) if calibration is not None else loaded, data=data, engine=engine)
 
 
@@ -99,8 +97,7 @@ def hlo_json(result: Any, stats: ProgramStats) -> str:
     from netsim.network.calibration import calibration_record
 
     summary = hlo_summary(result, stats)
-    calibration = {"calibration": calibration_record(result.topology_obj)} if result.topology_obj is not None else {}
-    return json.dumps({**summary, "step": step_report(result).to_dict(), "estimate": estimate_of(result), **calibration}, indent=2)
+    return json.dumps({**summary, "step": step_report(result).to_dict(), "estimate": estimate_of(result), **calibration_record(result.topology_obj)}, indent=2)
 
 
 def estimate_of(result: Any) -> dict[str, int]:
@@ -124,7 +121,7 @@ def _size(nbytes: int) -> str:
     return f"{nbytes} B"
 
 
-def _collectives_table(entries: list[dict[str, Any]], more: str, compiler: bool) -> Table:
+def _collectives_table(entries: list[dict[str, Any]], more: str, compiler: bool, width: int = 80) -> Table:
     """The collectives, slowest first: time of all runs (and with the other algorithms, when compared), closed form, its kind; a shape is never split."""
     from rich import box
 
@@ -135,15 +132,43 @@ def _collectives_table(entries: list[dict[str, Any]], more: str, compiler: bool)
     title = f"collectives, slowest first: time of all runs with {'the compiler' if compiler else 'netsim'}'s algorithms"
     title += (f", with {'netsim' if compiler else 'the compiler'}'s, and the closed form" if compared else ", and its closed form") + more
     grid = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
-    for header in ("hlo_name", "op (group)", "shape", "runs", "time", *((other,) if compared else ()), "estimate", "kind"):
-        text = header in ("hlo_name", "op (group)", "kind")
-        grid.add_column(header, justify="left" if text else "right", no_wrap=not text, overflow="fold")
+    repeated = any(e["count"] > 1 for e in entries)  # a column of 1s says nothing: the room goes to the names
+    headers = ("hlo_name", "op (group)", "shape", *(("runs",) if repeated else ()), "time", *((other,) if compared else ()), "estimate", "kind")
+    rows = []
     for e in entries:
         shape = f"{e['dtype']}{e['shape']}".replace(" ", "") if isinstance(e["dtype"], str) else f"{len(e['shape'])} arrays"
         kind = KIND_WORDS.get(e["estimate_kind"], e["estimate_kind"])
         times = (short_seconds(e["time_s"]), *((short_seconds(e["other_time_s"]),) if compared else ()), short_seconds(e["estimate_s"]))
-        grid.add_row(e["hlo_name"], f"{e['op']} ({e['group_size']})", shape, str(e["count"]), *times, kind)
+        rows.append([e["hlo_name"], f"{e['op']} ({e['group_size']})", shape, *((str(e["count"]),) if repeated else ()), *times, kind])
+    # numbers and shapes on one line; op (group) and kind wrap between words; the name takes what is left, cut with an ellipsis
+    wrapped = ("op (group)", "kind")
+
+    def needs(k: int, header: str) -> int:
+        cells = [header, *(r[k] for r in rows)]
+        return max(len(w) for c in cells for w in c.split()) if header in wrapped else max(len(c) for c in cells)
+
+    others = sum(needs(k, h) for k, h in enumerate(headers) if k) + 2 * (len(headers) - 1)
+    room = max(10, min(NAME_LIMIT, width - others))
+    for header in headers:
+        text = header in ("hlo_name", *wrapped)
+        grid.add_column(header, justify="left" if text else "right", no_wrap=header not in wrapped, overflow="fold" if header in wrapped else "ellipsis")
+    for row in rows:
+        grid.add_row(clip_name(row[0], room), *row[1:])
     return grid
+
+
+def _strategy(config: str) -> str:
+    """The compiler's algorithm in words (``StrategyRing{colors:1 phases:1}``), not its raw JSON.
+
+    Examples
+    --------
+    >>> _strategy('{"emitter":"E","strategy":"StrategyRing","debug":"StrategyRing{colors:1 phases:1 cores:{4}}"}')
+    'StrategyRing{colors:1 phases:1}'
+    """
+    from netsim.programs.hlo.strategies import read_algorithm
+
+    read = read_algorithm(config)
+    return clip_name(read.name if read is not None and read.name else str(config))
 
 
 def _chip(facts: dict) -> str:
@@ -164,7 +189,7 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
     """The run's summary, its collectives (slowest first) and what is not modelled."""
     from netsim.analysis.hlo_stats import hlo_summary
     from netsim.checks.program_memory import peak_line
-    from netsim.cli.terms import calibration_rows
+    from netsim.cli.terms import calibration_rows, launch_rows
 
     full = hlo_summary(result, stats)
     summary = full["hlo"]
@@ -184,10 +209,12 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
         ("placement", summary["placement"]),
         ("time", _us(stats.time_s) + (" (long loops extended; the rows below are of the trips played)" if summary["loops_extended"] else "")),
         ("compute (busiest device)", _us(stats.compute_s)),
+        *launch_rows(stats.launches_s),
         ("communication in flight", _us(stats.communication_s)),
         ("exposed communication", _us(stats.exposed_communication_s)),
         ("why", stats.why),
         ("chip", _chip(facts)),
+        *calibration_rows(result.topology_obj),
         ("compute from", _compute_from(summary)),
         *([("HBM per device", peak_line(stats.memory))] if stats.memory else []),
         ("bytes per mesh axis", ", ".join(f"{axes}: {_size(b)}" for axes, b in summary["axis_bytes"].items()) or "-"),
@@ -203,21 +230,21 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
     entries = full["collectives"]
     more = f" (first {SHOWN} of {len(entries)}; all with --json)" if len(entries) > SHOWN else ""
     compiler = summary["algorithms"] == "compiler"
-    console.print(_collectives_table(entries[:SHOWN], more, compiler))
+    console.print(_collectives_table(entries[:SHOWN], more, compiler, console.width))
     console.print("why, collective by collective", markup=False)
     for e in entries[:SHOWN]:
         named = e["note"].partition(": ")[0] if compiler and e["compiler_algorithm"] else ""
         if compiler:
             algorithm = e["algorithm"] + (f" (the compiler's: {named})" if named else " (no compiler algorithm)")
         else:
-            algorithm = e["algorithm"] + (f" (the compiler's: {e['compiler_algorithm']})" if e["compiler_algorithm"] else "")
+            algorithm = e["algorithm"] + (f" (the compiler's: {_strategy(e['compiler_algorithm'])})" if e["compiler_algorithm"] else "")
         runs = f", first of {e['count']} runs" if e["count"] > 1 else ""
-        line = f"  {e['hlo_name']} ({algorithm}, {_size(e['bytes'])} per device{runs}): {e['why']}"
+        line = f"  {clip_name(e['hlo_name'])} ({algorithm}, {_size(e['bytes'])} per device{runs}): {e['why']}"
         console.print(wrap_prose(line, console.width), markup=False, soft_wrap=True)
     if unmodelled:
-        listing = Table(title="not modelled (not timed)", title_justify="left")
+        listing = Table(title="not modelled as what they are (each row says how it is timed, if at all)", title_justify="left")
         for header in ("line", "hlo_name", "op", "why"):
             listing.add_column(header, justify="right" if header == "line" else "left")
         for u in unmodelled:
-            listing.add_row(str(u["line"]), u["hlo_name"], u["op"], u["reason"])
+            listing.add_row(str(u["line"]), clip_name(u["hlo_name"]), clip_name(u["op"]), u["reason"])
         console.print(listing)

@@ -118,6 +118,7 @@ def run(
     from netsim.cli.report import to_json
     from netsim.destinations import check_file, check_folder
     from netsim.run import ENGINE_MODES
+    from netsim.scenario.inputs import files_read
 
     if engine is not None and engine not in ENGINE_MODES:
         raise _fail(f"--engine {engine!r}: use one of {', '.join(ENGINE_MODES)}", USER_ERROR)
@@ -127,9 +128,9 @@ def run(
         raise _fail(f"--calibration {calibration!r}: use nominal or calibrated", USER_ERROR)
     try:
         if output is not None:
-            check_folder("--output", output, force, inputs=[scenario])
+            check_folder("--output", output, force, inputs=[scenario])  # (any file netsim did not write is refused whole)
         if trace is not None:
-            check_file("--trace", trace, inputs=[scenario], outside=output)
+            check_file("--trace", trace, inputs=files_read(scenario), outside=output)
     except ValueError as error:
         raise _fail(str(error), USER_ERROR) from None
     loaded, result = _simulated(scenario, engine, calibration)
@@ -315,12 +316,13 @@ def _drawn(scenario: str, output: str, suffixes: tuple[str, ...], draw: Callable
     """Check the file name, run the scenario and ``draw(result, path)`` into ``output``, all or nothing: (result, path written)."""
     from netsim.cli.program import run_or_exit
     from netsim.destinations import StagedFile, all_or_nothing, check_file
+    from netsim.scenario.inputs import files_read
     from netsim.scenario.yaml_files import is_program_file
 
     if not output.lower().endswith(suffixes):
         raise _fail(f"--output {output!r}: the file name must end in {', '.join(suffixes)}", USER_ERROR)
     try:
-        check_file("--output", output, inputs=[scenario])
+        check_file("--output", output, inputs=files_read(scenario))
     except ValueError as error:
         raise _fail(str(error), USER_ERROR) from None
     if is_program_file(scenario):

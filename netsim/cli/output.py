@@ -104,10 +104,11 @@ def fill_folder(staged: StagedFolder, contents: dict[str, str]) -> None:
 
 
 def run_inputs(scenario: Any) -> list[Path]:
-    """The files a scenario run reads: the scenario file and its topology file, if any (outputs must spare them)."""
+    """The files a scenario run reads: the scenario file and the files it names, and its topology file, if any (outputs must spare them)."""
+    from netsim.scenario.inputs import files_read
     from netsim.scenario.topology_spec import find_topology
 
-    files = [Path(scenario.source)] if getattr(scenario, "source", None) and Path(scenario.source).is_file() else []
+    files = files_read(scenario.source) if getattr(scenario, "source", None) and Path(scenario.source).is_file() else []
     if isinstance(getattr(scenario, "topology", None), str):
         with contextlib.suppress(FileNotFoundError):
             files.append(find_topology(scenario.topology, scenario.base_dir))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -74,7 +74,20 @@ def run_or_exit(
         advice = memory_advice(timing_only, "fewer devices or ops")
         raise _fail(f"{file or hlo}: ran out of memory{' (timing only)' if timing_only else ''}; {advice}", USER_ERROR) from None
     except ValueError as error:
+        if require_fit and getattr(error, "field", None) == "require_fit" and not _data_asks_fit(file):  # the option's check, named as such
+            raise _fail(f"{error.source}: {error.problem} (--require-fit)", USER_ERROR) from None  # type: ignore[attr-defined]
         raise _fail(str(error), USER_ERROR) from None
+
+
+def _data_asks_fit(file: str | None) -> bool:
+    """Whether a program file asks ``require_fit: true`` itself."""
+    from netsim.scenario.yaml_files import read_yaml
+
+    try:
+        data = read_yaml(Path(file)) if file is not None else None
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("require_fit") is True
 
 
 def program(
@@ -100,19 +113,19 @@ def program(
     """Run a program (collectives and compute on a sharded mesh) and print its time, overlap and ops."""
     from netsim.analysis.program_stats import program_stats
     from netsim.cli.hlo import estimate_of, hlo_json, is_hlo, print_hlo
-    from netsim.cli.terms import calibration_rows
+    from netsim.cli.terms import calibration_record
     from netsim.cli.trace import save_trace
     from netsim.destinations import StagedFile, all_or_nothing, check_file
-    from netsim.network.calibration import calibration_record
+    from netsim.scenario.inputs import files_read
 
     try:
         if trace is not None:
-            check_file("--trace", trace, inputs=[file])
+            check_file("--trace", trace, inputs=files_read(file, hlo))
     except ValueError as error:
         raise _fail(str(error), USER_ERROR) from None
     result = run_or_exit(file, data, engine, hlo=hlo, topology=topology, clock_hz=clock_hz, calibration=calibration, require_fit=require_fit)
     stats = program_stats(result)
-    if require_fit and stats.memory.get("fits") is False:
+    if require_fit and stats.memory.get("fits") is not True:  # (an HLO module: checked once played)
         raise _fail(f"{file or hlo}: {stats.memory['note']} (--require-fit)", USER_ERROR)
     if trace is not None:
         try:
@@ -122,15 +135,21 @@ def program(
         except OSError as error:
             raise _fail(f"cannot write {trace}: {error.strerror}", USER_ERROR) from None
     if json_output:
-        calibration = {"calibration": calibration_record(result.topology_obj)} if result.topology_obj is not None else {}
-        print(hlo_json(result, stats) if is_hlo(result) else json.dumps({**stats.to_dict(), "estimate": estimate_of(result), **calibration}, indent=2))
+        calibrated = calibration_record(result.topology_obj)
+        print(hlo_json(result, stats) if is_hlo(result) else json.dumps({**stats.to_dict(), **calibrated, "estimate": estimate_of(result)}, indent=2))
         return
     if is_hlo(result):
         print_hlo(result, stats)
     else:
-        _print(stats, calibration_rows(result.topology_obj))
+        _print(stats, result.topology_obj)
     if trace is not None:
         QuietConsole(highlight=False).print(f"trace written to {trace}")
+
+
+def _chip(facts: dict) -> str:
+    """The chip's peak and HBM bandwidth, or "unknown" for a figure it does not give (never 0)."""
+    peak, hbm = facts["peak_flops"], facts["hbm_bandwidth_Bps"]
+    return f"{f'{peak / 1e12:.4g} TFLOP/s' if peak else 'FLOP/s unknown'}, {f'HBM {hbm / 1e9:.4g} GB/s' if hbm else 'HBM unknown'}"
 
 
 def _at(facts: dict) -> str:
@@ -150,12 +169,13 @@ def _repeat_lines(repeats: dict | None) -> list[str]:
     return [f"block {i}: {block.describe()}" + (note if i == len(blocks) else "") for i, block in enumerate(blocks, 1)]
 
 
-def _print(stats: ProgramStats, calibration: list[tuple[str, str]]) -> None:
+def _print(stats: ProgramStats, topology: Any = None) -> None:
     from rich.table import Table
 
     from netsim.checks.program_memory import peak_line
     from netsim.cli.console import wrap_prose
     from netsim.cli.program_table import op_lines, ops_table
+    from netsim.cli.terms import calibration_rows, launch_rows
 
     console = QuietConsole(highlight=False)
     table = Table(title=f"netsim program: {stats.name}", show_header=False, title_justify="left")
@@ -166,12 +186,13 @@ def _print(stats: ProgramStats, calibration: list[tuple[str, str]]) -> None:
         ("topology", stats.topology),
         ("time", _time(stats.time_s)),
         ("compute (busiest device)", _time(stats.compute_s)),
+        *launch_rows(stats.launches_s),
         ("communication in flight", _time(stats.communication_s)),
         ("exposed communication", _time(stats.exposed_communication_s) + (f" (device {stats.critical_device})" if stats.critical_device is not None else "")),
         ("why", stats.why),
-        ("chip", f"{(facts['peak_flops'] or 0) / 1e12:.4g} TFLOP/s, HBM {(facts['hbm_bandwidth_Bps'] or 0) / 1e9:.4g} GB/s" + _at(facts)),
+        ("chip", _chip(facts) + _at(facts)),
+        *calibration_rows(topology),
         *([("HBM per device", peak_line(stats.memory))] if stats.memory else []),
-        *calibration,
         *(("repeat extended", line) for line in _repeat_lines(stats.repeats)),
         ("verified", f"{stats.verified}: {stats.verification}"),
     ]

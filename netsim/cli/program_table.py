@@ -7,6 +7,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
+from netsim.cli.console import clip_name
 from netsim.network.units import format_bytes
 
 __all__ = ["KIND_WORDS", "op_lines", "ops_table", "program_sweep_rows", "short_seconds"]
@@ -53,10 +54,10 @@ def ops_table(stats: Any) -> Table:
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
     for header in ("op", "what", "start", "end", "time", "estimate", "kind"):
         text = header in ("op", "what", "kind")
-        table.add_column(header, justify="left" if text else "right", no_wrap=not text, overflow="fold")
+        table.add_column(header, justify="left" if text else "right", no_wrap=not text or header == "op", overflow="ellipsis" if header == "op" else "fold")
     for op in stats.ops:
         times = (op.start_s, op.end_s, op.time_s, op.estimate_s) if op.device is not None else (op.first_start_s, op.last_end_s, op.time_s, op.estimate_s)
-        table.add_row(op.name, op.op, *(short_seconds(t) for t in times), KIND_WORDS.get(op.estimate_kind, op.estimate_kind))
+        table.add_row(clip_name(op.name, 40), op.op, *(short_seconds(t) for t in times), KIND_WORDS.get(op.estimate_kind, op.estimate_kind))
     return table
 
 
@@ -76,7 +77,7 @@ def op_lines(stats: Any) -> list[str]:
     for op in stats.ops:
         facts = [op.op, *([op.algorithm] if op.algorithm else []), *([f"{format_bytes(op.bytes_per_device)} per device"] if op.bytes_per_device else [])]
         facts.append("given its time" if op.bound == "given" else f"{op.bound}-bound")
-        lines.append(f"{op.name} ({', '.join(facts)}): {op.why}")
+        lines.append(f"{clip_name(op.name)} ({', '.join(facts)}): {op.why}")
     return lines
 
 

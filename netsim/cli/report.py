@@ -16,8 +16,7 @@ from netsim.analysis.why import analyse
 from netsim.cli.json_text import dumps
 from netsim.cli.records import critical_links_record, memory_record
 from netsim.cli.tables import short_link_name
-from netsim.cli.terms import calibration_rows, estimate_terms, shape_calibration_record, shape_calibration_rows
-from netsim.network.calibration import calibration_record
+from netsim.cli.terms import calibration_record, calibration_rows, estimate_terms, shape_calibration_record, shape_calibration_rows
 from netsim.network.units import format_bytes, format_seconds
 from netsim.result import Result
 
@@ -286,9 +285,9 @@ def to_dict(result: Result) -> dict[str, Any]:
     data["output_sha256"] = result.output_digest  # a lazy output is not built for it: what defines it is hashed
     data["output_sha256_of"] = result.output_digest_of
     data["critical_links"] = critical_links_record(result.critical_path)
+    data.update(calibration_record(result.topology_obj))
     if result.topology_obj is None:
         return data
-    data["calibration"] = calibration_record(result.topology_obj)
     stats = run_stats(result)
     path = stats.critical_path
     data["memory"] = memory_record(stats.devices)

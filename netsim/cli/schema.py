@@ -84,7 +84,7 @@ _CLOSED_FORM = {
     "estimate_kind": _ESTIMATE_KIND,
     "estimate_bounds": _t(["string", "null"], "what a bound bounds, in words; null for an exact estimate"),
 }
-_OPTIONAL: set[str] = {"fixed_cost_s"}  # every run and estimate says what its estimate is; a calibrated one its fixed cost too
+_OPTIONAL: set[str] = {"fixed_cost_s", "calibration"}  # every run and estimate says what its estimate is; a calibrated one its fixed cost too
 
 _DEVICE = _obj(
     {
@@ -217,7 +217,32 @@ _ROW = {
     "required": ["point", "time_s", "estimate_s", "ratio", "error"],
     "additionalProperties": {"type": ["string", "null"], "description": "a swept field's label"},
 }
-SWEEP = {"$schema": _DIALECT, "title": "netsim sweep --json", "type": "array", "items": _ROW, "description": "one row per point, as results.csv"}
+_PROGRAM_ROW = {
+    "type": "object",
+    "description": "one point of a study of a program: point, the swept fields (as labelled, text) and the program's times",
+    "properties": {
+        "point": _INT,
+        "topology": _NSTR,
+        "n_devices": _t(["integer", "null"]),
+        "time_s": _NNUM,
+        "compute_s": _NNUM,
+        "communication_s": _NNUM,
+        "exposed_communication_s": _NNUM,
+        "peak_flops": _NNUM,
+        "link_bandwidth_Bps": _NNUM,
+        "verified": _t(["boolean", "null"]),
+        "error": _t(["string", "null"], "why the point is not a valid program, or null"),
+    },
+    "required": ["point", "time_s", "compute_s", "communication_s", "exposed_communication_s", "error"],
+    "additionalProperties": {"type": ["string", "null"], "description": "a swept field's label"},
+}
+SWEEP = {
+    "$schema": _DIALECT,
+    "title": "netsim sweep --json",
+    "type": "array",
+    "items": {"anyOf": [_ROW, _PROGRAM_ROW]},
+    "description": "one row per point, as results.csv (a study of a scenario, or of a program)",
+}
 
 _OP = _obj(
     {
@@ -370,7 +395,9 @@ PROGRAM = {
             "scenario": _t("string", "the program's name, as run --json names a scenario"),
             "topology": _STR,
             "time_s": _t("number", "the program's simulated time"),
-            "compute_s": _t("number", "the busiest device's compute busy time"),
+            "compute_s": _t("number", "the busiest device's compute busy time (not its launches of collectives)"),
+            "launches_s": _t("number", "the most time one device spent launching collectives: a calibrated run's fixed cost per collective (0 if nominal)"),
+            "calibration": _CALIBRATION,
             "communication_s": _t("number", "time with at least one collective in flight"),
             "exposed_communication_s": _t("number", "time the critical device's compute unit sat idle while a collective was in flight"),
             "critical_device": _t(["integer", "null"], "the device whose compute unit finished last"),
@@ -410,7 +437,6 @@ PROGRAM = {
             "devices": _list(_obj({"device": _INT, "compute_busy_s": _NUM, "link_busy_s": _t("number", "busy time of the links leaving it")})),
             "collectives": _list(_HLO_COLLECTIVE, "an HLO module's collective instructions, slowest first (--hlo and hlo: files only)"),
             "hlo": _HLO,
-            "calibration": _CALIBRATION,
             "step": _STEP,
             "estimate": _obj(
                 {

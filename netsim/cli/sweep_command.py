@@ -85,9 +85,9 @@ def sweep(
             if bar is not None:
                 bar.stop()
         if loaded.program:
-            from netsim.studies.program_plots import plot_program_results
+            from netsim.studies.program_plots import per_chip_params, plot_program_results
 
-            plots = plot_program_results(table, where, loaded.name)
+            plots = plot_program_results(table, where, loaded.name, per_chip_params(loaded.points[0].data) if loaded.points else None)
         else:
             plots = plot_results(table, where, loaded.plots, loaded.name)
         record_written(where, [RESULTS_FILE, *(plot.path.name for plot in plots)])  # what --force may replace later
@@ -181,7 +181,7 @@ def _sweep_folder(output: str, resume: bool, force: bool, study: str) -> Any:
         raise ValueError("--output '': give a folder name such as results")
     if resume:
         return None
-    path = check_folder("--output", output, force, inputs=[study])
+    path = check_folder("--output", output, force, inputs=[study])  # (any file netsim did not write is refused whole)
     if not (force and path.is_dir() and any(path.iterdir())):
         return None
     return StagedFolder(path)

@@ -7,7 +7,7 @@ from typing import Any
 from netsim.network.calibration import in_force, mode_of
 from netsim.network.units import format_seconds
 
-__all__ = ["calibration_rows", "estimate_terms", "shape_calibration_record", "shape_calibration_rows"]
+__all__ = ["calibration_record", "calibration_rows", "estimate_terms", "launch_rows", "shape_calibration_record", "shape_calibration_rows"]
 
 
 def estimate_terms(e: Any) -> str:
@@ -63,3 +63,35 @@ def shape_calibration_record(shape: Any, mode: str) -> dict[str, Any]:
         "collective_overhead_s": shape.collective_overhead_s,
         "compute_efficiency": shape.compute_efficiency,
     }
+
+
+def calibration_record(topology: Any) -> dict[str, Any]:
+    """``{"calibration": {...}}`` for a run's ``--json``: its mode, whose terms and the terms (:func:`netsim.network.calibration.calibration_record`).
+
+    Examples
+    --------
+    >>> from netsim.network.calibration import calibrate
+    >>> from netsim.network.presets import tpu_slice
+    >>> calibration_record(tpu_slice("tpu-v5e:8x4"))["calibration"]["mode"]
+    'nominal'
+    >>> calibration_record(calibrate(tpu_slice("tpu-v5e:8x4")))["calibration"]["collective_overhead_s"]
+    3.47e-06
+    >>> calibration_record(None)
+    {}
+    """
+    from netsim.network.calibration import calibration_record as record
+
+    return {} if topology is None else {"calibration": record(topology)}
+
+
+def launch_rows(launches_s: float) -> list[tuple[str, str]]:
+    """A program's row for the time a device spent launching collectives (a calibrated run's fixed cost; none when 0).
+
+    Examples
+    --------
+    >>> launch_rows(6.94e-6)
+    [('collective overhead', '6.94 us on the busiest device: the fixed cost per collective (calibrated), not compute')]
+    """
+    if not launches_s:
+        return []
+    return [("collective overhead", f"{format_seconds(launches_s)} on the busiest device: the fixed cost per collective (calibrated), not compute")]

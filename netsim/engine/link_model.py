@@ -45,7 +45,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from netsim.engine.routes import link_rates
-from netsim.network.calibration import in_force
+from netsim.network.calibration import efficiency_of, in_force
 from netsim.network.topology import LinkId, Topology
 
 __all__ = ["LinkModel", "effective_bandwidth", "head_ready", "serve", "transmission_s"]
@@ -186,9 +186,8 @@ class LinkModel:
         """
         ids = tuple(topology.links if link_ids is None else link_ids)
         bandwidth, latency = (np.array(v, np.float64) for v in link_rates(topology, list(ids)))
-        efficiency = in_force(topology).link_efficiency
-        if efficiency != 1:  # calibrated: every link at its effective rate
-            bandwidth = np.array([effective_bandwidth(b, efficiency) for b in bandwidth.tolist()], np.float64)
+        if in_force(topology).link_efficiency != 1:  # calibrated: every link at its effective rate (the DCN's: nominal, never measured)
+            bandwidth = np.array([effective_bandwidth(b, efficiency_of(topology, i)) for b, i in zip(bandwidth.tolist(), ids, strict=True)], np.float64)
         bandwidth.flags.writeable = latency.flags.writeable = False
         return cls(ids, bandwidth, latency, bool(cut_through))
 

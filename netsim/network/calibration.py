@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 from netsim.network.topology import Topology
 
@@ -49,6 +50,7 @@ __all__ = [
     "calibrate",
     "calibration_record",
     "check_calibration",
+    "efficiency_of",
     "in_force",
     "mode_of",
     "offered",
@@ -192,6 +194,21 @@ def offered(topology: Topology) -> Calibration:
 def in_force(topology: Topology) -> Calibration:
     """The terms a run on ``topology`` uses: :func:`offered` after :func:`calibrate` with ``"calibrated"``, else :data:`NOMINAL`."""
     return topology.graph.graph.get("calibration_in_force", NOMINAL)
+
+
+def efficiency_of(topology: Topology, link: Any) -> float:
+    """The link efficiency in force on ``link`` (a link id): the measured ICI term, on every link but the DCN's (axis 0 of several slices), never measured.
+
+    Examples
+    --------
+    >>> from netsim.network.presets import tpu_slice
+    >>> t = calibrate(tpu_slice("tpu-v5e:2x2x2slices"))
+    >>> efficiency_of(t, (0, 1, (2, 1))), efficiency_of(t, (0, 8, (0, 1)))
+    (0.95, 1.0)
+    """
+    if "dcn" in topology.graph.graph and link[2][0] == 0:
+        return 1.0
+    return in_force(topology).link_efficiency
 
 
 def mode_of(topology: Topology) -> str:

@@ -34,6 +34,7 @@ Rings and lines
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -225,7 +226,8 @@ class Mesh:
             raise ValueError(f"axes must name one or more mesh axes ({', '.join(self.shape)}), got {axes!r}")
         for name in names:
             if name not in self.shape:
-                raise ValueError(f"no mesh axis {name!r}; the mesh has {', '.join(self.shape)}")
+                close = difflib.get_close_matches(str(name), [str(a) for a in self.shape], n=1)
+                raise ValueError(f"no mesh axis {name!r}{f'; did you mean {close[0]}?' if close else ''}; the mesh has {', '.join(self.shape)}")
         repeated = [a for a in names if names.count(a) > 1]
         if repeated:
             raise ValueError(f"mesh axis {repeated[0]!r} is named twice in {names!r}")

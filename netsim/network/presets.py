@@ -95,7 +95,18 @@ from netsim.network.dcn import DCN
 from netsim.network.slices import multislice, split_slices_name
 from netsim.network.topology import Topology, torus
 
-__all__ = ["GENERATIONS", "TPU7X_CHIP_LINK_BANDWIDTH_BPS", "TPU7X_CHIP_LINK_LATENCY_S", "Generation", "is_slice_name", "mxu_tile", "parse_slice", "tpu_slice"]
+__all__ = [
+    "GENERATIONS",
+    "TPU7X_CHIP_LINK_BANDWIDTH_BPS",
+    "TPU7X_CHIP_LINK_LATENCY_S",
+    "Generation",
+    "is_slice_name",
+    "meant_slice",
+    "mxu_tile",
+    "parse_slice",
+    "slice_hint",
+    "tpu_slice",
+]
 
 TPU7X_CHIP_LINK_BANDWIDTH_BPS = 90e9
 """ASSUMED, not cited: one-way bandwidth of the link between a TPU7x chip's two devices.
@@ -270,6 +281,41 @@ def is_slice_name(name: str) -> bool:
     return bool(colon) and "/" not in head and "\\" not in head
 
 
+def _generation_key(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower()).removeprefix("tpu")
+
+
+def meant_slice(name: str) -> str | None:
+    """The TPU slice a misspelt name most likely means, or None.
+
+    libtpu's ``v5e:4x4``, ``tpuv5e``, ``TPU-v5e``, a dash for the colon (``tpu-v5e-2x4``)
+    and ``x2slice`` for ``x2slices`` are read; the shape itself is left to be checked.
+
+    Examples
+    --------
+    >>> [meant_slice(n) for n in ("v5e:4x4", "TPU-v5e:4x4", "tpuv5e:4x4", "tpu-v5e-2x4", "tpu-v5e:4x4x2slice", "torus4x4", "tpu-v5e:4x4")]
+    ['tpu-v5e:4x4', 'tpu-v5e:4x4', 'tpu-v5e:4x4', 'tpu-v5e:2x4', 'tpu-v5e:4x4x2slices', None, None]
+    """
+    if not isinstance(name, str):
+        return None
+    found = re.fullmatch(r"\s*([A-Za-z][A-Za-z0-9_ -]*?)[:\-_ ]?([1-9][0-9]*(?:x[1-9][0-9]*)*)(x[1-9][0-9]*[ _-]?slices?)?\s*", name)
+    if found is None:
+        return None
+    by_key = {_generation_key(g): g for g in GENERATIONS}
+    generation = by_key.get(_generation_key(found.group(1)))
+    if generation is None:
+        return None
+    several = re.sub(r"[ _-]", "", found.group(3) or "")
+    meant = f"{generation}:{found.group(2)}{several + 's' if several and not several.endswith('s') else several}"
+    return None if meant == name else meant
+
+
+def slice_hint(name: str) -> str:
+    """``"; did you mean tpu-v5e:2x4?"`` for a misspelt slice name (:func:`meant_slice`), else ``""``."""
+    meant = meant_slice(name)
+    return f"; did you mean {meant}?" if meant else ""
+
+
 def parse_slice(name: str) -> tuple[Generation, tuple[int, ...]]:
     """Split a slice name into its generation and its shape, checking both.
 
@@ -292,10 +338,10 @@ def parse_slice(name: str) -> tuple[Generation, tuple[int, ...]]:
     gen_name, _, shape = name.partition(":")
     generation = GENERATIONS.get(gen_name)
     if generation is None:
-        raise ValueError(f"unknown TPU generation {gen_name!r} in {name!r}; known: {', '.join(GENERATIONS)} (write e.g. tpu-v5e:8x16)")
+        raise ValueError(f"unknown TPU generation {gen_name!r} in {name!r}{slice_hint(name)}; known: {', '.join(GENERATIONS)} (write e.g. tpu-v5e:8x16)")
     example = "x".join(["4"] * generation.n_axes)
     if not _SHAPE.fullmatch(shape):
-        raise ValueError(f"cannot read the slice shape {shape!r} in {name!r}; write the axis sizes joined by 'x', e.g. {gen_name}:{example}")
+        raise ValueError(f"cannot read the slice shape {shape!r} in {name!r}{slice_hint(name)}; write the axis sizes joined by 'x', e.g. {gen_name}:{example}")
     dims = tuple(int(d) for d in shape.split("x"))
     if len(dims) != generation.n_axes:
         raise ValueError(f"{gen_name} is a {generation.n_axes}D torus: {name!r} gives {len(dims)} axes; write e.g. {gen_name}:{example}")

@@ -36,6 +36,7 @@ This module knows nothing of SimPy or collectives.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -249,7 +250,7 @@ def multislice(
     if isinstance(nics, bool) or not isinstance(nics, int) or nics < 1:
         raise ValueError(f"nics_per_host must be a positive integer, got {nics!r}")
     dims = tuple(slice_topology.dims)
-    tile = _host_tile(dims, tuple(figures.host_shape if host_shape is None else host_shape))
+    tile = _host_tile(dims, tuple(host_shape) if host_shape is not None else _oriented(dims, tuple(figures.host_shape)))
     local_host, local_nic = _hosts(dims, tile, nics)
     m, hosts_per_slice, nics_per_slice = len(local_host), max(local_host) + 1, nics * (max(local_host) + 1)
     n = m * n_slices
@@ -275,6 +276,9 @@ def multislice(
         graph.add_edge(switch, n + k, key=(0, -1), bandwidth_Bps=float(nic_rate), latency_s=float(nic_latency_s))
     for d, nic in enumerate(device_nic):
         graph.add_edge(nic, d, key=(0, -1), bandwidth_Bps=float(pcie_rate), latency_s=float(pcie_latency_s))
+    for key in ("calibration_offered", "calibration_in_force", "calibration_mode"):  # the slice's measured terms (its ICI's; the DCN's links stay nominal)
+        if key in slice_topology.graph.graph:
+            graph.graph[key] = slice_topology.graph.graph[key]
     chip = slice_topology.graph.graph.get("chip_axis")
     if chip is not None:
         graph.graph["chip_axis"] = chip + 1
@@ -301,6 +305,24 @@ def multislice(
         device_host=host,
         switch=switch,
     )
+
+
+def _oriented(dims: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A generation's host shape turned to hold the most chips of a slice of ``dims``: a host of 4x2 chips is one 2x4 host on a 2x4 slice.
+
+    The order given wins a tie, and a turn must still tile the slice.
+
+    Examples
+    --------
+    >>> _oriented((2, 4), (4, 2)), _oriented((4, 2), (4, 2)), _oriented((16, 16), (4, 2))
+    ((2, 4), (4, 2), (4, 2))
+    """
+    best, most = shape, 0
+    for turned in dict.fromkeys(itertools.permutations(shape)):
+        tile = tuple(min(turned[a], d) if a < len(turned) else d for a, d in enumerate(dims))
+        if not any(d % t for d, t in zip(dims, tile, strict=True)) and math.prod(tile) > most:
+            best, most = turned, math.prod(tile)
+    return best
 
 
 def _host_tile(dims: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["format_bytes", "format_seconds", "parse_bandwidth", "parse_bytes", "parse_duration", "parse_flops", "parse_percent"]
+__all__ = ["format_bytes", "format_seconds", "parse_bandwidth", "parse_bytes", "parse_duration", "parse_flops", "parse_percent", "parse_work"]
 
 _PREFIX = {
     "": 1,
@@ -39,6 +39,8 @@ _SIZE_RE = re.compile(_NUMBER + r"\s*(?P<prefix>Ki|Mi|Gi|Ti|k|K|M|G|T|)B")
 _RATE_RE = re.compile(_NUMBER + r"\s*(?P<prefix>Ki|Mi|Gi|Ti|k|K|M|G|T|)(?P<unit>B/s|b/s|bps)")
 _FLOPS_RE = re.compile(_NUMBER + r"\s*(?P<prefix>k|K|M|G|T|P|E|)(?:FLOP/s|FLOPs/s|FLOPS)")
 _FLOPS_PREFIX = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+_WORK_RE = re.compile(_NUMBER + r"\s*(?P<prefix>k|K|M|G|T|P|E|)(?:FLOP|FLOPs)")
+_ONE_FLOP_RE = re.compile(_NUMBER + r"\s*(?P<prefix>k|K|M|G|T|P|E|)FLOP")  # work, never a rate ("FLOPs" may mean either)
 _TIME_RE = re.compile(_NUMBER + r"\s*(?P<unit>s|ms|us|µs|μs|ns|ps)")
 _PERCENT_RE = re.compile(_NUMBER + r"\s*%")
 
@@ -65,15 +67,24 @@ def _match(regex: re.Pattern[str], text: object, what: str, example: str) -> re.
     return match
 
 
+_BASE_UNIT = {"size": ("B", 0.0), "bandwidth": ("B/s", 1e6), "duration": ("s", -1e-3), "compute rate": ("FLOP/s", 1e6), "number of FLOP": ("FLOP", 1e3)}
+"""The base unit of a bare number, and from where (below, when negative) it is taken to be in it rather than in the example's unit:
+45e9 is B/s, 45 is GB/s; 1e-3 is s, 1 is us."""
+
+
 def _example(text: str, what: str, example: str) -> str:
-    """``example`` with the number ``text`` starts with and the unit it meant, when that is plain ("1 usec" -> "1 us")."""
+    """``example`` with the number ``text`` starts with and the unit it meant, when that is plain ("1 usec" -> "1 us", a bare "1e-3" -> "1e-3 s")."""
     given = _NUMBER_FIRST.fullmatch(text.strip())
     if given is None:
         return example
     unit = _MISSPELT.get(what, {}).get(given["rest"].strip())
     if unit is None:
-        bare = "B" if what == "size" else example.split(" ", 1)[1]
-        return example if given["rest"] else f"{given['num']} {bare}"
+        if given["rest"]:
+            return example
+        base, start = _BASE_UNIT.get(what, ("", math.inf))
+        value = float(given["num"])
+        in_base = value <= -start if start < 0 else value >= start
+        return f"{given['num']} {base if in_base else example.split(' ', 1)[1]}"
     return f"{given['num']} {unit}"
 
 
@@ -105,7 +116,9 @@ def parse_bytes(text: str) -> int:
     """
     match = _match(_SIZE_RE, text, "size", "64 MiB")
     value = float(match["num"]) * _PREFIX[match["prefix"]]
-    if not math.isfinite(value) or value != int(value):
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is more bytes than a number holds; write a finite size such as '64 MiB'")
+    if value != int(value):
         raise ValueError(f"{text!r} is not a whole number of bytes")
     return int(value)
 
@@ -158,10 +171,35 @@ def parse_flops(text: str) -> float:
     >>> parse_flops("918 TFLOPS"), parse_flops("1.97e14 FLOP/s")
     (918000000000000.0, 197000000000000.0)
     """
+    work = _ONE_FLOP_RE.fullmatch(text.strip()) if isinstance(text, str) else None
+    if work is not None:
+        raise ValueError(f"{text!r} is an amount of work; a compute rate is per second: write it like '{work['num']} {work['prefix']}FLOP/s'")
     match = _match(_FLOPS_RE, text, "compute rate", "197 TFLOP/s")
     value = float(match["num"]) * _FLOPS_PREFIX[match["prefix"]]
     if not math.isfinite(value):
         raise ValueError(f"{text!r} is not a finite compute rate")
+    return value
+
+
+def parse_work(text: str) -> float:
+    """Read an amount of work such as ``"1 TFLOP"`` in floating-point operations (a rate, FLOP/s, is refused).
+
+    Examples
+    --------
+    >>> parse_work("1 TFLOP"), parse_work("2.5e9 FLOP")
+    (1000000000000.0, 2500000000.0)
+    >>> parse_work("1 TFLOP/s")
+    Traceback (most recent call last):
+    ...
+    ValueError: '1 TFLOP/s' is a compute rate; an op's flops is its work: write it like '1 TFLOP'
+    """
+    rate = _FLOPS_RE.fullmatch(text.strip()) if isinstance(text, str) else None
+    if rate is not None:
+        raise ValueError(f"{text!r} is a compute rate; an op's flops is its work: write it like '{rate['num']} {rate['prefix']}FLOP'")
+    match = _match(_WORK_RE, text, "number of FLOP", "1 TFLOP")
+    value = float(match["num"]) * _FLOPS_PREFIX[match["prefix"]]
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is not a finite amount of work")
     return value
 
 

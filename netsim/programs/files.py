@@ -131,7 +131,7 @@ class OpSpec(Strict):
     perm: list[Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]] | None = None
     subscripts: str | None = None
     overlap: Literal["collective"] | None = None
-    flops: Annotated[float, _amount(units.parse_flops)] | None = None
+    flops: Annotated[float, _amount(units.parse_work)] | None = None
     bytes: Annotated[float, _amount(units.parse_bytes)] | None = None
     seconds: Seconds | None = None
     efficiency: Annotated[float, Field(gt=0, le=1, strict=False)] | None = None

@@ -50,6 +50,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from netsim.programs.ops import CollectiveOp, Compute, Einsum, Matmul, Op, ProgramError, matmul_subscripts
+from netsim.scenario.suggestions import did_you_mean
 from netsim.semantics import ops as registry
 from netsim.semantics.sharding import ShardingError
 
@@ -166,7 +167,7 @@ class Program:
                     raise ProgramError(op.name, "in", f"no array {name!r}; known so far: {', '.join(arrays) or 'none'}")
             for a in op.axes if isinstance(op, CollectiveOp) else ():
                 if a not in self.mesh:
-                    raise ProgramError(op.name, "axes", f"no mesh axis {a!r}; the mesh has {', '.join(self.mesh)}")
+                    raise ProgramError(op.name, "axes", f"no mesh axis {a!r}{did_you_mean(a, list(self.mesh))}; the mesh has {', '.join(self.mesh)}")
             seen.add(op.name)
             made = _infer(op, [arrays[n] for n in op.inputs], self.mesh)
             if (made is None) != (op.output is None):
@@ -184,7 +185,7 @@ def _check_array(name: str, array: Sharded, mesh: Mapping[str, int]) -> None:
     used = array.axes_used + array.partial
     for a in used:
         if a not in mesh:
-            raise ProgramError(name, "sharding", f"no mesh axis {a!r}; the mesh has {', '.join(mesh)}", array=True)
+            raise ProgramError(name, "sharding", f"no mesh axis {a!r}{did_you_mean(a, list(mesh))}; the mesh has {', '.join(mesh)}", array=True)
         if used.count(a) > 1:
             raise ProgramError(name, "sharding", f"mesh axis {a!r} is used twice", array=True)
     for dim, (size, axes) in enumerate(zip(array.shape, array.sharding, strict=True)):

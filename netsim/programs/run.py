@@ -148,6 +148,8 @@ def run_program(
         loaded = program_from_data(dict(program))
     elif isinstance(program, ProgramFile):
         loaded = program
+    if loaded is not None and topology is not None:
+        raise ValueError(f"program {loaded.name!r}: a program file names its own topology ({loaded.topology!r}); topology= goes with a Program")
     if loaded is not None:
         model, mesh = None, loaded.mesh_obj  # the program whole: only when every trip is played
         data = data or loaded.data
@@ -158,8 +160,8 @@ def run_program(
         n = int(np.prod(list(program.mesh.values())))
         try:
             mesh = Mesh(program.mesh, resolve_topology(topology, n))
-        except ValueError as error:
-            raise ProgramError(program.name, "mesh", str(error)) from None
+        except ValueError as error:  # the program's mesh, not one of its ops
+            raise ValueError(f"program {program.name!r}: mesh {dict(program.mesh)} on topology {topology!r}: {error}") from None
     else:
         raise ValueError(f"program must be a path, a mapping or a Program, got {type(program).__name__}")
     data, seed, engine = data or "values", seed or 0, engine or "auto"
@@ -202,6 +204,8 @@ def _run_model(model: Program, mesh: Mesh, loaded: ProgramFile | None, data: str
         fit = device_memory(model, arrays, mesh.shape, mesh.topology.device(0)["hbm_capacity_bytes"])
         if fit["fits"] is False:
             raise ScenarioError(loaded.source, "require_fit", fit["note"])
+        if fit["fits"] is None:  # nothing to check against: say so rather than pass
+            raise ScenarioError(loaded.source, "require_fit", f"{fit['note']} to check against; give the topology's device: {{hbm_capacity: 16 GB}}")
 
     def refused(message: str, kind: type[ValueError]) -> ValueError:
         return ScenarioError(loaded.source, "data", message) if loaded is not None else kind(f"program {model.name}: {message}")

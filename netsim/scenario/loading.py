@@ -28,6 +28,12 @@ _ARGUMENT_FIELDS = (
 )
 
 
+HIERARCHICAL_NEEDS_AXES = (
+    "hierarchical runs over mesh axes (the DCN's first, then the slice's), and axis_index_groups has none;"
+    " name the axes (collective.axes: [dcn, ici] with a mesh), or pick another algorithm"
+)
+
+
 def _check_scenario_algorithm(scenario: Scenario, layout: Any) -> None:
     """The algorithm runs the collective on these groups (ppermute: direct, or multipath)."""
     if layout.pattern == "permute":
@@ -42,6 +48,8 @@ def _check_scenario_algorithm(scenario: Scenario, layout: Any) -> None:
         check_algorithm(layout.pattern, len(layout.groups[0]), scenario.algorithm)
     except ValueError as error:
         raise ScenarioError(scenario.source, "algorithm", str(error)) from None
+    if scenario.algorithm == "hierarchical" and getattr(scenario.collective, "axis_index_groups", None) is not None and len(layout.groups[0]) > 1:
+        raise ScenarioError(scenario.source, "algorithm", HIERARCHICAL_NEEDS_AXES)
 
 
 def load_scenario(path: str | Path, *, build_topology: bool = True) -> Scenario:
@@ -164,10 +172,10 @@ def memory_estimate(scenario: Scenario) -> MemoryEstimate:
         materialised = n_devices * math.prod(scenario.layout().output_shape) * itemsize <= MATERIALISE_LIMIT_BYTES
     except ValueError:  # bad arguments: the layout check right after this one names them
         materialised = True
-    pieces = pieces_of(ALGORITHMS.get(scenario.algorithm))
     axes = getattr(scenario.collective, "axes", None)
     known = scenario.mesh.shape if scenario.mesh is not None else {}
     group_shape = tuple(known[a] for a in axes) if axes is not None and all(a in known for a in axes) else None
+    pieces = pieces_of(ALGORITHMS.get(scenario.algorithm), group_shape)
     transfers = transfers_of(ALGORITHMS.get(scenario.algorithm), n_devices, group_shape)
     op, shape = scenario.collective.op, scenario.topology_shape
     try:

@@ -15,7 +15,7 @@ from netsim.network import units
 from netsim.network.calibration import CALIBRATIONS, NOMINAL, calibrate, check_calibration
 from netsim.network.dcn import DCN
 from netsim.network.device_mesh import AxisGroups, Mesh
-from netsim.network.presets import is_slice_name, parse_slice
+from netsim.network.presets import is_slice_name, parse_slice, slice_hint
 from netsim.network.slices import split_slices_name
 from netsim.network.topology import Topology, UnreachableError
 from netsim.scenario.collective_spec import CollectiveSpec
@@ -295,7 +295,7 @@ class Scenario(Strict):
             try:
                 path = find_topology(self.topology, self.base_dir)
             except FileNotFoundError:
-                hint = did_you_mean(self.topology, topology_names(), other_sizes=False)
+                hint = slice_hint(self.topology) or did_you_mean(self.topology, topology_names(), other_sizes=False)
                 problem = f"no topology file {clipped(self.topology)!r}{hint or ';'} bundled ones are: {', '.join(topology_names())}"
                 raise ScenarioError(self.source, "topology", problem) from None
             spec, source, field, stem = validate(TopologySpec, read_yaml(path), str(path)), str(path), "", path.stem

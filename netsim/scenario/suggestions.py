@@ -116,7 +116,7 @@ def did_you_mean(value: object, choices: Iterable[str], *, other_sizes: bool = T
     ('; did you mean ring?', '', '')
     """
     guess = nearest(value, choices)
-    if guess is None or (not other_sizes and re.sub(r"\d+", "N", str(value)) == re.sub(r"\d+", "N", guess)):
-        return ""  # ring9 is not a misspelt ring8
+    if guess is None or (not other_sizes and re.sub(r"\d+(?:x\d+)*", "N", str(value)) == re.sub(r"\d+(?:x\d+)*", "N", guess)):
+        return ""  # ring9 is not a misspelt ring8, nor torus4x4x4 a misspelt torus4x4
     why = _WHY.get(guess) if isinstance(value, str) and OTHER_NAMES.get(value.strip().lower().replace("-", "_")) == guess else None
     return f"; did you mean {guess}?" + (f" ({why})" if why else "")

@@ -12,7 +12,7 @@ from pydantic import Field
 from netsim.network import units
 from netsim.network.calibration import NOMINAL, Calibration
 from netsim.network.chiplets import DEVICES_PER_CHIP, chip_torus
-from netsim.network.presets import is_slice_name, tpu_slice
+from netsim.network.presets import is_slice_name, slice_hint, tpu_slice
 from netsim.network.topology import DEFAULT_BANDWIDTH_BPS, DEFAULT_LATENCY_S, Topology, torus
 from netsim.scenario.errors import ScenarioError, clipped
 from netsim.scenario.fields import Bandwidth, Bytes, Duration, Flops, Strict
@@ -343,7 +343,7 @@ def load_topology(name: str | Path, *, base_dir: Path | None = None) -> Topology
     try:
         path = find_topology(str(name), base_dir)
     except FileNotFoundError:
-        hint = did_you_mean(str(name), topology_names(), other_sizes=False)
+        hint = slice_hint(str(name)) or did_you_mean(str(name), topology_names(), other_sizes=False)
         problem = f"no topology file {clipped(str(name))!r}{hint or ';'} bundled ones are: {', '.join(topology_names())}"
         raise ScenarioError(str(name), "topology", problem) from None
     data = read_yaml(path)

@@ -58,6 +58,10 @@ class _StrictLoader(_Strict, _FAST_LOADER):  # type: ignore[misc,valid-type]
     """The loader of every netsim file: libyaml's parser (when there), safe construction, no key twice."""
 
 
+# YAML 1.2's floats too: YAML 1.1 (PyYAML's) reads 1.5e9 and 1e-3 as text (it wants a dot and a signed exponent)
+_StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789."))
+
+
 class _ExplainingLoader(_Strict, yaml.SafeLoader):
     """PyYAML's own parser, whose messages say more (``found character '\\t' that cannot start any token``): rereads a small file libyaml refused."""
 

@@ -41,6 +41,7 @@ from pydantic import BaseModel, Field
 
 from netsim.programs.files import ProgramFile, program_from_data
 from netsim.scenario import Scenario, ScenarioError, Strict, read_yaml, scenario_from_data, validate
+from netsim.scenario.suggestions import did_you_mean
 
 __all__ = ["PLOT_KINDS", "Point", "Study", "load_study", "study_from_data"]
 
@@ -198,6 +199,11 @@ def study_from_data(data: Any, source: str = "<study>", base_dir: Path | None = 
     """
     spec = validate(StudySpec, data, source)
     base, scenario_dir = _base(spec.base, source, base_dir)
+    if "hlo" in base and "ops" not in base:
+        problem = (
+            "the base is an HLO program file (hlo:), which a study does not sweep; run it with `netsim program`, or give a scenario or a program file with ops"
+        )
+        raise ScenarioError(source, "base", problem)
     program = "ops" in base  # a program file's base: sweep program fields
     values = {path: _values(source, path, raw) for path, raw in spec.grid.items()}
     for path in values:
@@ -311,17 +317,29 @@ def _check_path(source: str, path: str, base: dict[str, Any], swept: set[str], r
     value: Any = base
     keyed = False
     for depth, part in enumerate(parts):
-        if keyed:  # a key of a program's named mapping
-            keyed, value = False, value.get(part) if isinstance(value, dict) else None
+        if keyed:  # a key of a program's named mapping: one the base has (a new parameter or array would change nothing)
+            prefix = ".".join(parts[:depth])
+            if not isinstance(value, dict) or part not in value:
+                keys = [str(k) for k in value] if isinstance(value, dict) else []
+                if not keys:
+                    raise ScenarioError(source, where, f"the base has no {prefix}; give it {prefix}: {{{part}: ...}} used by its ops, or sweep another field")
+                raise ScenarioError(source, where, f"the base has no {prefix} {part!r} (it has {', '.join(keys)}){did_you_mean(part, keys)}")
+            keyed, value = False, value.get(part)
             continue
         prefix = ".".join(parts[:depth])
+        if isinstance(value, list) and prefix not in swept:  # a list written out in the base (a program's ops): an entry by its index
+            if not (part.isdigit() and int(part) < len(value)):
+                raise ScenarioError(source, where, f"{prefix} is a list of {len(value)}: name an entry by its index, 0 to {len(value) - 1} (e.g. {prefix}.0)")
+            value = value[int(part)]
+            continue
         if not models:
             raise ScenarioError(source, where, f"{prefix} is a value, not a group of fields; sweep {prefix} as a whole")
         if depth and value is not None and not isinstance(value, dict) and prefix not in swept:
-            raise ScenarioError(source, where, f"the base has {prefix}: {value!r}, not a mapping; write {prefix} out in the base to sweep inside it")
+            raise ScenarioError(source, where, f"the base has {prefix}: {_clip(repr(value))}, not a mapping; write {prefix} out in the base to sweep inside it")
         fields = {name: info for model in models for name, info in model.model_fields.items() if not info.exclude}
         if part not in fields:
-            raise ScenarioError(source, where, f"unknown field {part!r}; allowed{' in ' + prefix if prefix else ''}: {', '.join(fields)}")
+            hint = did_you_mean(part, list(fields))
+            raise ScenarioError(source, where, f"unknown field {part!r}; allowed{' in ' + prefix if prefix else ''}: {', '.join(fields)}{hint}")
         models = _models(fields[part].annotation)
         value = value.get(part) if isinstance(value, dict) else None
         keyed = root is ProgramFile and typing.get_origin(fields[part].annotation) is dict
@@ -356,10 +374,21 @@ def _lengths_match(source: str, units: list[list[str]], values: dict[str, list[t
             raise ScenarioError(source, "zip", f"zipped fields need lists of one length; {detail}")
 
 
-def _set(data: dict[str, Any], path: str, value: Any) -> None:
+def _clip(text: str, limit: int = 60) -> str:
+    """``text`` cut to about ``limit`` characters (an echoed value never floods a line)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _set(data: Any, path: str, value: Any) -> None:
     parts = path.split(".")
     for part in parts[:-1]:
-        if not isinstance(data.get(part), dict):
+        if isinstance(data, list):  # an entry of a list the base writes out (checked by _check_path)
+            data = data[int(part)]
+            continue
+        if not isinstance(data.get(part), dict | list):
             data[part] = {}
         data = data[part]
-    data[parts[-1]] = value
+    if isinstance(data, list):
+        data[int(parts[-1])] = value
+    else:
+        data[parts[-1]] = value

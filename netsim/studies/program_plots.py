@@ -30,7 +30,7 @@ from netsim.studies.program_sweep import PROGRAM_COLUMNS
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["crossover", "plot_program_results"]
+__all__ = ["crossover", "per_chip_params", "plot_program_results"]
 
 _LINES = (
     ("compute_s", "compute (busiest chip)", "tab:blue", "-"),
@@ -71,10 +71,38 @@ MAX_PANELS = 12
 """Panels drawn at most (the first combinations of the other swept fields, in the table's order)."""
 
 
-def plot_program_results(table: pd.DataFrame, directory: str | Path, name: str = "sweep") -> list[Plot]:
+def per_chip_params(base: Any) -> set[str]:
+    """The swept ``params.`` fields that count rows per chip: parameters that size a dimension no array shards.
+
+    The scaling book's crossover ``peak_flops / W_ici`` is rows per chip: it is drawn only
+    over such a field (a global batch split over the mesh is another unit).
+
+    Examples
+    --------
+    >>> sorted(per_chip_params({"arrays": {"x": {"shape": ["B", "D"]}, "W": {"shape": ["D", "F"], "sharding": [None, "X"]}}}))
+    ['params.B', 'params.D']
+    >>> per_chip_params({"arrays": {"x": {"shape": ["B", "D"], "sharding": [["X", "Y"], None]}}})
+    {'params.D'}
+    """
+    whole: set[str] = set()
+    split: set[str] = set()
+    arrays = base.get("arrays") if isinstance(base, dict) else None
+    for spec in (arrays or {}).values():
+        if not isinstance(spec, dict) or not isinstance(spec.get("shape"), list):
+            continue
+        sharding = spec.get("sharding") if isinstance(spec.get("sharding"), list) else []
+        for k, size in enumerate(spec["shape"]):
+            if isinstance(size, str):
+                (split if k < len(sharding) and sharding[k] not in (None, [], ()) else whole).add(f"params.{size}")
+    return whole - split
+
+
+def plot_program_results(table: pd.DataFrame, directory: str | Path, name: str = "sweep", per_chip: set[str] | None = None) -> list[Plot]:
     """Draw ``time_vs_field.png`` for a program study's results table; return it with its series.
 
     A series' label names its panel when there are several (``compute (busiest chip), topology=tpu-v5e:4x4``).
+    ``per_chip``: the fields that count rows per chip (:func:`per_chip_params`), over which the
+    scaling book's crossover is drawn (None: every ``params.`` field).
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -97,7 +125,7 @@ def plot_program_results(table: pd.DataFrame, directory: str | Path, name: str =
     for k, (key, part) in enumerate(shown):
         values = key if isinstance(key, tuple) else (key,)
         where = ", ".join(f"{f.rsplit('.', 1)[-1]}={v}" for f, v in zip(others, values, strict=True))
-        _panel(axes[k // columns][k % columns], part, field, where, plot)
+        _panel(axes[k // columns][k % columns], part, field, where, plot, per_chip)
     for k in range(len(shown), rows * columns):
         axes[k // columns][k % columns].set_visible(False)
     figure.suptitle(plot.title)
@@ -107,7 +135,7 @@ def plot_program_results(table: pd.DataFrame, directory: str | Path, name: str =
     return [plot]
 
 
-def _panel(ax: Any, part: pd.DataFrame, field: str, where: str, plot: Plot) -> None:
+def _panel(ax: Any, part: pd.DataFrame, field: str, where: str, plot: Plot, per_chip: set[str] | None = None) -> None:
     """One panel: the four measures over ``field`` for the rows of one combination of the other fields."""
     ordered = part.assign(_x=_numbers(part[field])).sort_values("_x")
     x = ordered["_x"].tolist()
@@ -135,19 +163,30 @@ def _panel(ax: Any, part: pd.DataFrame, field: str, where: str, plot: Plot) -> N
         plot.series.append(Series("simulated crossover" + suffix, [simulated], [], []))
     elif all(e > ZERO * c for e, c in zip(exposed, ordered["communication_s"].tolist(), strict=True)):
         ax.text(0.02, 0.98, "no crossover: communication\nis exposed at every point", transform=ax.transAxes, va="top", fontsize=8)
-    if field.startswith("params.") and ordered["peak_flops"].notna().all():
+    if field.startswith("params.") and (per_chip is None or field in per_chip) and ordered["peak_flops"].notna().all():
         book = float(ordered["peak_flops"].iloc[0]) / (2 * float(ordered["link_bandwidth_Bps"].iloc[0]))
         ax.axvline(book, color="tab:gray", linestyle="-.", label=f"scaling book: peak_flops / W_ici ≈ {book:.0f}")
         plot.series.append(Series("scaling book crossover" + suffix, [book], [], []))
     ax.set_ylim(bottom=floor / 1.25)
     ax.set_xticks(x)
-    ax.set_xticklabels([f"{v:g}" for v in x], rotation=45)
+    ax.set_xticklabels([tick(v) for v in x], rotation=45)
     ax.set_xlabel(field)
     ax.set_ylabel("time (µs)")
     if where:
         ax.set_title(where, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="best")
+
+
+def tick(value: float) -> str:
+    """A tick label in plain digits for a whole number (never ``1.04858e+06``).
+
+    Examples
+    --------
+    >>> tick(1048576.0), tick(0.5), tick(256)
+    ('1048576', '0.5', '256')
+    """
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:g}"
 
 
 def _numbers(column: pd.Series) -> list[float] | None:

@@ -1,10 +1,12 @@
 """Resuming a sweep: which rows of an earlier ``results.csv`` may be kept.
 
 Every row carries ``row_sha256``, a hash of the point's scenario (base and swept values,
-as the study expands it) together with every other cell of the row. A row is kept only
-if its hash is the one this study's point would give with the same cells: a row of
-another study, of a study whose base or values changed since, or one edited by hand is
-refused, naming the file, the row and the column. Rows whose point hit an internal error
+as the study expands it, but not the name the study gives it), of the files it read (its
+topology file, an HLO module: :func:`netsim.scenario.inputs.files_named`) and of every
+other cell of the row. A row is kept only if its hash is the one this study's point
+would give with the same cells: a row of another study, of a study whose base or values
+changed since, of a point whose files were edited, created or removed since, or one
+edited by hand is refused, naming the file, the row and the column. Rows whose point hit an internal error
 are run again rather than kept.
 """
 
@@ -17,10 +19,12 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from netsim.scenario.inputs import files_digest, files_named
+
 if TYPE_CHECKING:
     from netsim.studies.files import Point, Study
 
-__all__ = ["HASH_COLUMN", "finished_rows", "row_hash"]
+__all__ = ["HASH_COLUMN", "finished_rows", "point_files", "row_hash"]
 
 HASH_COLUMN = "row_sha256"
 """The column holding each row's hash (:func:`row_hash`)."""
@@ -28,8 +32,15 @@ HASH_COLUMN = "row_sha256"
 _FIX = "remove results.csv (or that row) to run the point afresh, or choose another output folder"
 
 
-def row_hash(point: Point, cells: dict[str, str]) -> str:
-    """The hash of a point's scenario and of a row's cells (all but :data:`HASH_COLUMN`), as hex.
+def point_files(point: Point) -> str:
+    """The hash of what the files a point reads hold now (:func:`netsim.scenario.inputs.files_digest`)."""
+    return files_digest(files_named(point.data, point.base_dir))
+
+
+def row_hash(point: Point, cells: dict[str, str], files: str | None = None) -> str:
+    """The hash of a point's scenario, of the files it read and of a row's cells (all but :data:`HASH_COLUMN`), as hex.
+
+    ``files`` is :func:`point_files` taken when the point ran (default: now).
 
     Examples
     --------
@@ -38,9 +49,10 @@ def row_hash(point: Point, cells: dict[str, str]) -> str:
     >>> row_hash(point, {"time_s": "1e-06"}) == row_hash(point, {"time_s": "1e-06"}) != row_hash(point, {"time_s": "2e-06"})
     True
     """
-    scenario = json.dumps(point.data, sort_keys=True, default=str)
+    scenario = json.dumps({k: v for k, v in point.data.items() if k != "name"}, sort_keys=True, default=str)  # renaming a study keeps its rows
     row = json.dumps(sorted((k, v) for k, v in cells.items() if k != HASH_COLUMN and v != ""))
-    return hashlib.sha256(f"{scenario}\n{row}".encode()).hexdigest()
+    files = point_files(point) if files is None else files
+    return hashlib.sha256(f"{scenario}\n{files}\n{row}".encode()).hexdigest()
 
 
 def finished_rows(path: Path, study: Study, header: list[str], internal: str) -> dict[int, dict[str, str]]:
@@ -77,7 +89,10 @@ def finished_rows(path: Path, study: Study, header: list[str], internal: str) ->
             if row[field] != label:
                 raise ValueError(f"{path}: row {number}, column {field}: {row[field][:60]!r}, but point {index} of the study has {label[:60]!r}; {_FIX}")
         if row[HASH_COLUMN] != row_hash(point, row):
-            problem = "does not match the point's scenario and the row's cells: the study's base changed, or the row was edited"
+            problem = (
+                "does not match the point's scenario and the row's cells, or the files the point reads:"
+                " the study's base or a file it names changed, or the row was edited"
+            )
             raise ValueError(f"{path}: row {number}, column {HASH_COLUMN}: {problem}; {_FIX}")
         if index in rows:
             raise ValueError(f"{path}: row {number}, column point: point {index} appears twice; {_FIX}")

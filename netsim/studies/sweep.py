@@ -44,7 +44,7 @@ from netsim.engine import EngineError
 from netsim.scenario import ScenarioError
 from netsim.studies.files import Point, Study, load_study, study_from_data
 from netsim.studies.program_sweep import PROGRAM_COLUMNS, program_row
-from netsim.studies.resume import HASH_COLUMN, finished_rows, row_hash
+from netsim.studies.resume import HASH_COLUMN, finished_rows, point_files, row_hash
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -127,8 +127,9 @@ def run_point(point: Point) -> dict[str, str]:
     >>> row["algorithm"], row["verified"], row["error"]
     ('ring', 'True', '')
     """
+    files = point_files(point)  # what the point reads, hashed before it runs
     row = _cells(point)
-    row[HASH_COLUMN] = row_hash(point, row)
+    row[HASH_COLUMN] = row_hash(point, row, files)
     return row
 
 

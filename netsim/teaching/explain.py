@@ -194,13 +194,20 @@ def _piece_routes(run: _Run) -> str:
 
 def _closed_form(result: Result, leaf: int) -> tuple[str, str]:
     """The leaf's closed form from the registry, in words, and its kind."""
+    from netsim.analysis.across_slices import leaves_across_slices
+
     latency, bandwidth = run_link(result)
-    closed = leaf_estimates(result, latency, bandwidth)[leaf]
+    per_leaf = leaf_estimates(result, latency, bandwidth)
+    closed = (leaves_across_slices(result, per_leaf) or per_leaf)[leaf]  # groups across slices: the DCN's forms, as netsim run gives them
     e = closed.estimate
     if e is None:
         return closed.note, "none"
     what = {"exact": "closed form", "lower_bound": "lower bound", "upper_bound": "upper bound"}.get(e.kind, "estimate")
     return f"{what} for {closed.algorithm} on a {closed.geometry.describe()}: {e.formula}: {_exact(e.time_s)}", e.kind
+
+
+LONGEST_STORY = 3000
+"""Lines (about: a step's buffers and its sentences) past which a run is summarised rather than told step by step."""
 
 
 def explain(result: Result, leaf: int = 0, max_devices: int = 16, summarise: bool | None = None) -> str:
@@ -214,8 +221,9 @@ def explain(result: Result, leaf: int = 0, max_devices: int = 16, summarise: boo
         Which array of a pytree input to explain.
     max_devices : int, default 16
         Transfers and buffers are listed for the first group, and at most this many of its devices.
-        Runs on more than :data:`~netsim.teaching.explain_scale.SUMMARY_ABOVE` devices are
-        summarised by step, axis and device instead (:func:`~netsim.teaching.explain_scale.summary`).
+        Runs on more than :data:`~netsim.teaching.explain_scale.SUMMARY_ABOVE` devices, or whose
+        story would run past :data:`LONGEST_STORY` lines, are summarised by step, axis and
+        device instead (:func:`~netsim.teaching.explain_scale.summary`).
     summarise : bool or None, default None
         True for that summary, False for the story step by step whatever the size; None
         chooses by the number of devices.
@@ -251,9 +259,11 @@ def explain(result: Result, leaf: int = 0, max_devices: int = 16, summarise: boo
     shown_group = tuple(sorted({d for g in schedule.groups for d in g})) if permute else schedule.groups[0]
     devices = list(shown_group[:max_devices])
     others = 0 if permute else len(schedule.groups) - 1
+    costs = step_costs(result, leaf)
+    if summarise is None and len(schedule.transfers) + len(costs) * (len(devices) + 6) > LONGEST_STORY:  # thousands of lines: the summary says it better
+        return summary(result, leaf)
     lines = _intro(result, run, links)
     lines += ["", "Start", *_buffers(run, run.replay.start, devices)]
-    costs = step_costs(result, leaf)
     done = 0.0
     for step, cost in enumerate(costs):
         lines.append("")

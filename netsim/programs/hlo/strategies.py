@@ -129,6 +129,8 @@ def compiler_plan(algorithm: CompilerAlgorithm, pattern: str) -> tuple[str | Non
     if pattern == "all_to_all" or "AllToAll" in algorithm.emitter:
         return None, "", f"{name}: not a ring; netsim plays its own all-to-all"
     strategy = algorithm.strategy
+    if "colors" in algorithm.fields and not (algorithm.number("colors") or 0) > 0:
+        return None, "", f"{name}: colors:{algorithm.fields['colors'][:20]} is not a count of rings; netsim plays its own algorithm"
     if strategy in ("StrategyRing", "UniDirection1DRingStrategy", "BiDirection1DRingStrategy"):
         colors = algorithm.number("colors") or 1
         if colors == 1:
