@@ -27,9 +27,10 @@ def runs() -> dict[str, dict]:
 
 
 def test_a_calibrated_programs_json_names_its_terms_as_run_does(runs):
-    assert "calibration" not in runs["nominal"]
+    assert runs["nominal"]["calibration"]["mode"] == "nominal" and runs["nominal"]["calibration"]["collective_overhead_s"] == 0
     assert runs["calibrated"]["calibration"] == {
         "mode": "calibrated",
+        "terms": "measured",
         "link_efficiency": CALIBRATIONS["tpu-v5e"].link_efficiency,
         "collective_overhead_s": FIXED,
         "compute_efficiency": CALIBRATIONS["tpu-v5e"].compute_efficiency,
@@ -49,7 +50,8 @@ def test_a_calibrated_programs_table_has_the_calibration_row():
     out = runner.invoke(app, ["program", PROGRAM, "--calibration", "calibrated", "--data", "none"], env={"COLUMNS": "200"})
     assert out.exit_code == 0, out.output
     rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in out.output.splitlines() if line.count("│") == 3}
-    assert rows["calibration"].startswith("calibrated: links at 0.95 of their bandwidth, a fixed cost of 3.47 us per collective (docs/validation.md;")
+    expected = "calibrated (measured): links at 0.95 of their bandwidth, a fixed cost of 3.47 us per collective (docs/validation.md;"
+    assert rows["calibration"].startswith(expected)
     assert rows["collective overhead"] == "3.47 us on the busiest device: the fixed cost per collective (calibrated), not compute"
 
 

@@ -94,7 +94,7 @@ def hlo_json(result: Any, stats: ProgramStats) -> str:
     """The run as one JSON object: the program totals, ``collectives`` and the module's facts."""
     from netsim.analysis.hlo_stats import hlo_summary
     from netsim.analysis.step_report import step_report
-    from netsim.network.calibration import calibration_record
+    from netsim.cli.terms import calibration_record
 
     summary = hlo_summary(result, stats)
     return json.dumps({**summary, "step": step_report(result).to_dict(), "estimate": estimate_of(result), **calibration_record(result.topology_obj)}, indent=2)
