@@ -28,6 +28,24 @@ ops:
 """A small program file (a matmul, then a psum over the model axis) that tests change one field of."""
 
 
+def sample_then_slow(cases, keep: int, seed: int | None = None) -> list:
+    """A sweep's cases with all but ``keep`` of them marked ``slow``: the first ``keep``, or a sample drawn from ``seed``.
+
+    ``python -m pytest`` runs them all; ``python -m pytest -m "not slow"`` only the sample.
+    """
+    cases = list(cases)
+    kept = set(range(keep)) if seed is None else set(np.random.default_rng(seed).choice(len(cases), min(keep, len(cases)), replace=False).tolist())
+    out = []
+    for index, case in enumerate(cases):
+        if index in kept:
+            out.append(case)
+        elif isinstance(case, type(pytest.param(None))):
+            out.append(pytest.param(*case.values, marks=(*case.marks, pytest.mark.slow), id=case.id))
+        else:
+            out.append(pytest.param(case, marks=pytest.mark.slow))
+    return out
+
+
 def shuffled_groups(size: int, n_groups: int, seed: int) -> list[list[int]]:
     """n_groups groups of ``size`` devices, devices and members in random order."""
     order = np.random.default_rng(seed).permutation(size * n_groups).tolist()
