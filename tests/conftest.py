@@ -179,6 +179,7 @@ def bundled_runs():
     runs = {}
     for path in sorted((ROOT / "scenarios").glob("*.yaml")):
         result = netsim.simulate(netsim.load_scenario(path))
+        assert result.verified, f"{path.name}: the output differs from the NumPy reference"
         for leaf in result.leaves:
             for held in leaf.playback.buffers:
                 held.update({key: without_values(chunk) for key, chunk in held.items()})
