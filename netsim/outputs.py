@@ -70,7 +70,10 @@ def _matches(actual: np.ndarray, expected: np.ndarray, exact: bool, group_size: 
     floats = _is_float(expected.dtype)
     if exact or not floats:
         if floats and not np.issubdtype(expected.dtype, np.inexact):  # ml_dtypes: compare as float32, NaN equal to NaN
-            return all(np.array_equal(actual[i].astype(np.float32), expected[i].astype(np.float32), equal_nan=True) for i in slices)
+            return all(
+                _same_bits(actual[i], expected[i]) or np.array_equal(actual[i].astype(np.float32), expected[i].astype(np.float32), equal_nan=True)
+                for i in slices
+            )
         return all(_same_bits(actual[i], expected[i]) or np.array_equal(actual[i], expected[i], equal_nan=floats) for i in slices)
     # Sums in a different order differ by rounding only: allow a few ulps per addend.
     tolerance = 4 * _eps(expected.dtype) * group_size

@@ -8,6 +8,7 @@ in-process where a real compile or a real full disk would be slow or impossible.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import os
 import signal
@@ -143,7 +144,10 @@ def test_the_cli_shows_the_cache_warning_as_one_line(monkeypatch, capsys):
 def test_a_killed_animation_exits_128_plus_the_signal_and_leaves_no_staged_file(tmp_path, signum, code, word):
     out = tmp_path / "movie.gif"
     command = [sys.executable, "-m", "netsim", "animate", str(SCENARIO), "-o", str(out), "--frames", "150"]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Ctrl-C as a terminal sends it: a suite started in the background (`pytest &`, nohup, some CI runners) has
+    # SIGINT ignored, which the child would inherit, and Python keeps an ignored SIGINT ignored
+    restore = functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL)
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=restore)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(tmp_path.glob(".movie.gif.netsim-file-*")) and process.poll() is None:
         time.sleep(0.02)

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import sample_then_slow
 from test_engines import add_one, assert_same, assert_same_payloads, played, random_bundled_case, random_case
 
 from netsim.algorithms.compute import Compute
@@ -44,7 +45,7 @@ def compiled_run(case, monkeypatch, compiled):
     return run
 
 
-@pytest.mark.parametrize("seed", JOIN_SEEDS)
+@pytest.mark.parametrize("seed", sample_then_slow(JOIN_SEEDS, 40))
 def test_random_schedules_with_joins_play_the_same_on_every_player(seed, compiled_always, monkeypatch):
     case = random_case(seed, values=False, joins=True)
     compiled = compiled_run(case, monkeypatch, compiled_always)
@@ -149,7 +150,7 @@ def check_bundled_with_compute(case, monkeypatch, compiled):
     assert run.events == python.events
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", sample_then_slow(range(60), 15))
 def test_random_bundled_schedules_with_compute_play_the_same_on_every_player(seed, compiled_always, monkeypatch):
     case = bundled_with_compute(seed, joins=False)
     assert case[2]  # (every seed here has compute steps)
@@ -159,7 +160,7 @@ def test_random_bundled_schedules_with_compute_play_the_same_on_every_player(see
 BUNDLED_JOIN_SEEDS = [seed for seed in range(100) if any(c.join for c in bundled_with_compute(seed, joins=True)[2])][:60]
 
 
-@pytest.mark.parametrize("seed", BUNDLED_JOIN_SEEDS)
+@pytest.mark.parametrize("seed", sample_then_slow(BUNDLED_JOIN_SEEDS, 15))
 def test_random_bundled_schedules_with_joins_play_the_same_on_every_player(seed, compiled_always, monkeypatch):
     check_bundled_with_compute(bundled_with_compute(seed, joins=True), monkeypatch, compiled_always)
 
@@ -169,7 +170,7 @@ def test_the_random_bundled_compute_schedules_queue_on_the_units():
     assert sum(1 for run in runs if any(u.max_queue > 1 for u in run.compute_units.values())) > 30
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", sample_then_slow(range(40), 10))
 def test_the_compiled_waiting_order_is_the_stable_sort_of_the_waiter_keys(seed):
     """waiting_order (one pass, no sort of the dependencies) orders the steps as argsort(waiter_keys, stable) does,
     joins waited for or not, ties between joins with the same first waiter included."""

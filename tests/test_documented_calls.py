@@ -240,13 +240,17 @@ def test_the_collective_matmul_equals_the_gathered_one_as_the_readme_says():
     largest = np.abs(gathered.astype(np.float32)).max()
     biggest_difference = np.abs(gathered.astype(np.float32) - overlapped.astype(np.float32)).max()
     readme = " ".join(" ".join(doc.read_text(encoding="utf-8") for doc in DOCS).split())  # the README and docs/
-    # one rounding step: bfloat16 numbers in [2^k, 2^(k+1)) are 2^(k-7) apart, so their bit patterns (same sign) differ by 1
-    a, b = (c.view(np.uint16)[differ].astype(np.int64) for c in (gathered, overlapped))
-    one_step = int((np.abs(a - b) == 1).sum())
-    near_zero = np.abs(gathered.astype(np.float32))[differ][np.abs(a - b) > 1]
-    assert near_zero.max() < 1e-3 * largest  # where the float32 sums cancel
+    # Bounds, not counts: which float32 sums land near a bfloat16 rounding boundary depends on the order the
+    # BLAS library sums in (its build, its threads, the CPU): 500 elements here, 444 or 412 elsewhere.
     claim = (
-        f"{int(differ.sum())} of the {differ.size:,} elements of `C` ({differ.mean():.3%}) differ, by at most "
-        f"{biggest_difference / largest:.2%} of max|C|: {one_step} by one rounding step, the rest near zero"
+        f"fewer than 0.1% of the {differ.size:,} elements of `C` differ (how many depends on the BLAS library, its threads and the CPU), "
+        "each by at most one rounding step at max|C| (2^-7 of it): most by one rounding step, the rest near zero, where the sums cancel"
     )
     assert claim in readme, claim
+    assert differ.mean() < 1e-3
+    # one rounding step: bfloat16 numbers in [2^k, 2^(k+1)) are 2^(k-7) apart, so their bit patterns (same sign) differ by 1
+    assert biggest_difference <= 2.0 ** (np.floor(np.log2(largest)) - 7) <= 2.0**-7 * largest
+    a, b = (c.view(np.uint16)[differ].astype(np.int64) for c in (gathered, overlapped))
+    assert 2 * int((np.abs(a - b) == 1).sum()) > int(differ.sum())  # most
+    near_zero = np.abs(gathered.astype(np.float32))[differ][np.abs(a - b) > 1]
+    assert near_zero.size == 0 or near_zero.max() < 1e-3 * largest  # where the float32 sums cancel

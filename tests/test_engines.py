@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import sample_then_slow
 
 from netsim.algorithms.bundles import Bundle, BundleTable
 from netsim.algorithms.compute import Compute
@@ -107,7 +108,7 @@ def assert_same(ours, theirs, payloads=True):
             np.testing.assert_array_equal(mine[key], reference[key])
 
 
-@pytest.mark.parametrize("seed", range(200))
+@pytest.mark.parametrize("seed", sample_then_slow(range(200), 40))
 def test_random_schedules_play_the_same_on_both_engines(seed):
     case = random_case(seed)
     fast, processes = played("fast", *case), played("processes", *case)
@@ -287,7 +288,7 @@ def compiled_always(monkeypatch):
     return compiled
 
 
-@pytest.mark.parametrize("seed", range(200))
+@pytest.mark.parametrize("seed", sample_then_slow(range(200), 40))
 def test_random_schedules_play_the_same_on_the_compiled_loop(seed, compiled_always, monkeypatch):
     case = random_case(seed, values=False)  # (compute steps too, timing only: the loop cannot call their functions)
     played_by = []
@@ -381,7 +382,7 @@ def assert_same_payloads(ours, theirs, same_objects):
                 np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("seed", range(150))
+@pytest.mark.parametrize("seed", sample_then_slow(range(150), 30))
 def test_random_bundled_schedules_play_the_same_on_every_engine(seed, compiled_always, monkeypatch):
     case = random_bundled_case(seed)
     played_by = []
@@ -462,7 +463,7 @@ def test_a_timing_only_program_of_bundled_gathers_and_a_psum_plays_the_same_on_t
     assert_same_payloads(compiled, python, same_objects=True)
 
 
-@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("seed", sample_then_slow(range(30), 10))
 def test_the_compiled_dependency_check_names_what_the_array_check_names(seed, monkeypatch):
     """Big schedules' dependencies are checked in one compiled pass: the same first bad step, and the same
     message, as the array check (a step naming no other step is found first, even after one done elsewhere)."""

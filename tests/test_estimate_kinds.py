@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import sample_then_slow
 
 import netsim
 from netsim.algorithms.registry import ALGORITHMS
@@ -79,7 +80,7 @@ def _check(result):
     return estimate.kind
 
 
-@pytest.mark.parametrize(("topology", "groups", "collective", "algorithm"), list(_cases()))
+@pytest.mark.parametrize(("topology", "groups", "collective", "algorithm"), sample_then_slow(_cases(), 250, seed=37))
 def test_every_estimate_keeps_its_kinds_promise(topology, groups, collective, algorithm):
     n = len(groups[0]) if groups is not None else topology.n_devices
     if ALGORITHMS[algorithm].power_of_two and n & (n - 1):

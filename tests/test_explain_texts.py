@@ -43,8 +43,8 @@ def _expected_whom(result, src, dst):
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
-def test_explanation_agrees_with_the_schedule(path):
-    result = netsim.simulate(netsim.load_scenario(path))
+def test_explanation_agrees_with_the_schedule(path, bundled_runs):
+    result = bundled_runs[path.stem]  # run once per session (see conftest)
     schedule, playback = result.leaves[0].schedule, result.leaves[0].playback
     text = explain(result, summarise=False)
     lines = text.splitlines()

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, sample_then_slow
 from typer.testing import CliRunner
 
 from netsim.cli.main import app
@@ -194,7 +194,7 @@ def test_every_bundled_module_and_program_is_mutated():
     assert len(CASES) == SAMPLE and len({content for _, content, _ in CASES}) >= 0.9 * SAMPLE  # a few replace what they found by itself
 
 
-@pytest.mark.parametrize("bucket", range(BUCKETS))
+@pytest.mark.parametrize("bucket", sample_then_slow(range(BUCKETS), 2))
 def test_mutated_modules_and_programs_run_or_are_one_clear_line(tmp_path, monkeypatch, bucket):
     # a program file names its module relative to itself: the mutated files sit beside copies of the bundled modules
     for module in HLO_DIR.iterdir():

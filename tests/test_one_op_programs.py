@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import netsim
-from netsim.collectives import simulate
 from netsim.programs.lowering import lower
 from netsim.programs.model import CollectiveOp, Op, Program, Sharded
 from netsim.programs.run import play_lowered
@@ -53,10 +52,10 @@ def test_the_bundled_scenarios_over_mesh_axes_are_all_here():
 
 
 @pytest.mark.parametrize("name", OVER_AXES)
-def test_a_collective_over_mesh_axes_plays_as_a_one_op_program(name):
+def test_a_collective_over_mesh_axes_plays_as_a_one_op_program(name, bundled_runs):
     program, scenario = one_op_program(ROOT / "scenarios" / name)
     assert isinstance(program.ops[0], CollectiveOp)
-    collective = simulate(scenario)
+    collective = bundled_runs[Path(name).stem]  # the scenario run once per session (see conftest)
     lowered = lower(program, scenario.mesh_obj)
     playback, _ = play_lowered(lowered, scenario.topology_obj, None, values=False)
     assert len(lowered.schedule.transfers) == len(collective.leaves[0].schedule.transfers)

@@ -76,8 +76,11 @@ def test_values_equal_numpy_unsharded():
     bf16 = dtype_of("bfloat16")
     a = rng.standard_normal((64, 256), dtype=np.float32).astype(bf16)
     b = rng.standard_normal((256, 32), dtype=np.float32).astype(bf16)
-    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(bf16)
-    assert all(np.array_equal(result.output["C"][d], want) for d in range(16))
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    # within one bfloat16 rounding step at max|C| of the exact product, not bit-equal to one float32 sum order:
+    # which sums land near a rounding boundary depends on the BLAS library, its threads and the CPU
+    step = 2.0 ** (np.floor(np.log2(np.abs(exact).max())) - 7)
+    assert all(np.abs(result.output["C"][d].astype(np.float64) - exact).max() <= step for d in range(16))
     assert all(np.array_equal(result.output["A_full"][d], a) for d in range(16))
 
 

@@ -62,17 +62,25 @@ def reference(result):
     return link_wait, queue, steps, windows
 
 
-def scenario_results():
-    for path in SCENARIOS:
-        yield pytest.param(netsim.simulate(netsim.load_scenario(path)), id=path.stem)
+EXTRA = ("store-and-forward-straggler", "strided-groups-queue")
+"""Two runs beside the bundled scenarios: a straggler on a store-and-forward ring with a slow link, and strided groups that queue."""
+
+
+@pytest.fixture(scope="module")
+def results(bundled_runs):
+    """Every bundled scenario (run once per session, see conftest) and the two runs of EXTRA: {name: Result}."""
     x = np.arange(8 * 4096, dtype=np.float32).reshape(8, 4096)
     topo = netsim.ring(8).degrade_link(2, 3, bandwidth_factor=0.25)
-    yield pytest.param(netsim.all_gather(x, topology=topo, stragglers={5: 3e-6}, cut_through=False), id="store-and-forward-straggler")
-    yield pytest.param(netsim.all_gather(x, axis_index_groups=[[0, 2, 4, 6], [1, 3, 5, 7]], algorithm="ring"), id="strided-groups-queue")
+    return {
+        **bundled_runs,
+        "store-and-forward-straggler": netsim.all_gather(x, topology=topo, stragglers={5: 3e-6}, cut_through=False),
+        "strided-groups-queue": netsim.all_gather(x, axis_index_groups=[[0, 2, 4, 6], [1, 3, 5, 7]], algorithm="ring"),
+    }
 
 
-@pytest.mark.parametrize("result", list(scenario_results()))
-def test_statistics_from_columns_equal_the_object_by_object_reference(result):
+@pytest.mark.parametrize("name", [path.stem for path in SCENARIOS] + list(EXTRA))
+def test_statistics_from_columns_equal_the_object_by_object_reference(name, results):
+    result = results[name]
     stats = run_stats(result)
     link_wait, queue, steps, windows = reference(result)
     for usage in stats.links:
@@ -94,11 +102,10 @@ def test_statistics_from_columns_equal_the_object_by_object_reference(result):
     assert {name for name, _ in path.queued_on} == {name for lo, hi, name in windows if hi > lo}
 
 
-def test_some_case_above_has_queues_and_late_starts():
+def test_some_case_above_has_queues_and_late_starts(results):
     """The cases above are not all trivial: some link queues, and a straggler shows on a critical path."""
-    results = [p.values[0] for p in scenario_results()]
-    assert any(u.longest_queue > 0 for r in results for u in run_stats(r).links)
-    assert any(run_stats(r).critical_path.straggle_s > 0 for r in results)
+    assert any(u.longest_queue > 0 for r in results.values() for u in run_stats(r).links)
+    assert any(run_stats(r).critical_path.straggle_s > 0 for r in results.values())
 
 
 @pytest.mark.parametrize(
