@@ -31,7 +31,7 @@ import numpy as np
 from netsim.engine.compiled_bundles import bundled_player
 from netsim.engine.compiled_run import CompiledRun, ComputeSteps, waiting_lists
 from netsim.engine.final_buffers import FinalBuffers
-from netsim.engine.play_order import play_order, renumbered_waiters
+from netsim.engine.play_order import in_play_order
 from netsim.engine.row_buffers import Chunks, RowBuffers
 from netsim.engine.table_buffers import TableBuffers
 from netsim.network.topology import Topology
@@ -84,12 +84,11 @@ class CompiledPlayer(CompiledRun):
         missing = np.diff(ptr).astype(np.int32)
         wait_ptr, waiter = waiting_lists(ptr, idx, n, steps.join)
         del ptr, idx
-        # The transfers numbered in the order they will play (netsim.engine.play_order), numbered back after the loop.
-        order = play_order(wait_ptr, waiter, missing, n)
-        rank = np.empty(n, np.int32)
-        rank[order] = np.arange(n, dtype=np.int32)
-        wait_ptr, waiter = renumbered_waiters(wait_ptr, waiter, order, rank)
-        missing[:n] = missing[order]
+        # A program's transfers numbered in the order they will play (netsim.engine.play_order), numbered back after the loop.
+        order = rank = None
+        if len(steps.device):
+            order, rank, wait_ptr, waiter = in_play_order(wait_ptr, waiter, missing, n)
+            missing[:n] = missing[order]
         played = _renumbered(order, columns["dst"], columns["key_index"], columns["reduce"], inverse, columns["src"])
 
         # The chunks devices hold at the start, numbered (keys no transfer names are left out); the reductions' results come after them.
@@ -164,7 +163,8 @@ class CompiledPlayer(CompiledRun):
             None,
         )
         del played, wait_ptr, waiter
-        self._number_back(order, rank, missing)
+        if order is not None:
+            self._number_back(order, rank, missing)
         n_reduced = self._keep(counts, taken, expected + steps.taken_in(n_devices), missing, n_devices, units[3:] if units else ())
         self.buffers: list[dict] = []
         if self.status:
@@ -201,10 +201,11 @@ class CompiledPlayer(CompiledRun):
         self.buffers = _buffers(buffers, entries, held, first_slots, kept_entries, np.concatenate((chunks, sums)), new)
 
 
-def _renumbered(order: np.ndarray, *columns: Any) -> tuple[np.ndarray, ...]:
-    """Per-transfer columns as the loop takes them (int32, ``reduce`` bool), in the new numbering (``order``: new -> old)."""
+def _renumbered(order: np.ndarray | None, *columns: Any) -> tuple[np.ndarray, ...]:
+    """Per-transfer columns as the loop takes them (int32, ``reduce`` bool), in the new numbering (``order``: new -> old; None: as they are)."""
     kinds = (np.int32, np.int32, np.bool_, np.int32, np.int32)
-    return tuple(np.asarray(column, kind)[order] for column, kind in zip(columns, kinds, strict=True))
+    as_taken = (np.asarray(column, kind) for column, kind in zip(columns, kinds, strict=True))
+    return tuple(as_taken if order is None else (column[order] for column in as_taken))
 
 
 def _key_numbers(buffers: Sequence[dict], index: dict[Any, int]) -> np.ndarray:
