@@ -4,6 +4,7 @@
     PYTHONPATH=$PWD python bench/programs.py --only fsdp8_v5e  # one case (names: --list)
     PYTHONPATH=$PWD python bench/programs.py --stages          # where memory goes, 1 and 2 layers on tpu-v5e:16x16
     PYTHONPATH=$PWD python bench/programs.py --write DIR       # only write the program files
+    PYTHONPATH=$PWD python bench/programs.py --only fsdp32_v5e --against ../other-checkout --repeat 5   # A/B, taking turns
 
 Each case is a program file written by this script (FSDP: per layer, an ``all_gather`` of
 the layer's weights over every mesh axis, then a matmul; B = 65536, D = 4096, bf16,
@@ -127,6 +128,7 @@ CHILD = r"""
 import json, os, resource, sys, time
 start = time.perf_counter()
 checkout, path, stages = sys.argv[1], sys.argv[2], sys.argv[3].startswith("stages")
+refusal = sys.argv[4] == "refusal"
 sys.path.insert(0, checkout)
 def note(**fields):
     print("BENCH " + json.dumps(fields), flush=True)
@@ -145,6 +147,9 @@ import netsim
 where = os.path.realpath(netsim.__file__)
 assert where.startswith(os.path.realpath(checkout) + os.sep), f"netsim imported from {where}, not from {checkout}"
 mark("import", start)
+if not refusal:  # (--no-memory-refusal: the memory estimate's refusal off; the run is the same)
+    import netsim.checks.memory
+    netsim.checks.memory.available_memory = lambda: None
 if stages:
     import gc, tracemalloc
     import numpy as np
@@ -222,11 +227,13 @@ def child_cpu(pid: int) -> float:
         return float("nan")
 
 
-def run_child(path: Path, cap_bytes: int, timeout_s: float, mode: str = "run") -> dict:
+def run_child(path: Path, cap_bytes: int, timeout_s: float, mode: str = "run", checkout: Path = ROOT, refusal: bool = True) -> dict:
     """Run one program file in a fresh ``python -I`` process under the memory and time caps; what it reported.
 
     ``mode``: ``"run"`` (what ``netsim program FILE --data none`` does), ``"stages"`` (load, lower
     under tracemalloc, play, each stage's RSS) or ``"stages-play"`` (the play under tracemalloc too).
+    ``checkout``: the netsim checkout the child imports (default this one); ``refusal=False`` turns
+    off the refusal of runs whose memory estimate exceeds the memory available.
 
     Returns the child's notes merged (``transfers``, ``computes``, ``cpu_s``, ``peak``, ...),
     ``wall_s`` (spawn to exit), ``stage_log`` (each stage's figures), ``max_rss_polled``, and,
@@ -234,7 +241,8 @@ def run_child(path: Path, cap_bytes: int, timeout_s: float, mode: str = "run") -
     """
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-I", "-c", CHILD, str(ROOT), str(path), mode], stdout=out, stderr=err, cwd=ROOT, start_new_session=True)
+        argv = [sys.executable, "-I", "-c", CHILD, str(checkout), str(path), mode, "refusal" if refusal else "none"]
+        child = subprocess.Popen(argv, stdout=out, stderr=err, cwd=checkout, start_new_session=True)
         polled, killed, cpu_at_kill = 0, None, None
         while child.poll() is None:
             rss = child_rss(child.pid)
@@ -336,6 +344,28 @@ def bench_cases(selected: list[Case], folder: Path, cap: int, factor: float, min
         print_row(case.name, case, run_child(path, cap, timeout))
 
 
+def bench_ab(selected: list[Case], folder: Path, cap: int, timeout: float, against: Path, repeat: int, refusal: bool) -> None:
+    """Each case on this checkout (A) and on ``against`` (B), taking turns (A B A B ...), ``repeat`` times each: every run, then medians and A/B."""
+    print(f"\n## A/B: A = {ROOT}, B = {against}, {repeat} runs each, taking turns; CPU s, wall s, peak GiB; load before each run")
+    print(HEADER)
+    for case in selected:
+        path = case.file if case.program is None else write_program(case.program, folder)
+        runs: dict[str, list[dict]] = {"A": [], "B": []}
+        for _ in range(repeat):
+            for label, checkout in (("A", ROOT), ("B", against)):
+                load = os.getloadavg()[0]
+                report = run_child(path, cap, timeout, checkout=checkout, refusal=refusal)
+                print_row(f"{case.name} {label} ({load:.1f})", case, report)
+                if "killed" not in report and "error" not in report:
+                    runs[label].append(report)
+        medians = {k: {f: float(np.median([r[f] for r in v])) for f in ("cpu_s", "wall_s", "peak")} for k, v in runs.items() if v}
+        for label, m in medians.items():
+            print(f"{case.name} {label}: median of {len(runs[label])}: {m['cpu_s']:.2f} s CPU, {m['wall_s']:.1f} s wall, {m['peak'] / GiB:.2f} GiB")
+        if len(medians) == 2:
+            a, b = medians["A"], medians["B"]
+            print(f"{case.name} A/B: CPU {a['cpu_s'] / b['cpu_s']:.3f}, wall {a['wall_s'] / b['wall_s']:.3f}, peak {a['peak'] / b['peak']:.3f}")
+
+
 def bench_fit(slices: list[str], layers: int, folder: Path, cap: int, timeout: float, algorithm: str | None = None) -> None:
     gathers = f"gathers by {algorithm}" if algorithm else "gathers by the default plan (multiaxis; multiaxis_bundled past 2^24 transfers)"
     print(f"\n## scaling: the {layers}-layer FSDP program on tpu-v4 slices, {gathers}, wall time against transfers + compute steps (target: exponent <= 1.1)")
@@ -408,6 +438,9 @@ def main() -> None:
     parser.add_argument("--min-timeout", type=float, default=60.0, help="and never before this many seconds (default 60)")
     parser.add_argument("--fit-slices", default=",".join(FIT_SLICES), help="tpu-v4 slices of the fit")
     parser.add_argument("--fit-layers", type=int, default=2, help="layers of the fit's program (default 2)")
+    parser.add_argument("--against", type=Path, help="A/B: run each selected case on this checkout too, taking turns (with --repeat)")
+    parser.add_argument("--repeat", type=int, default=5, help="with --against: runs per checkout (default 5)")
+    parser.add_argument("--no-memory-refusal", action="store_true", help="turn off the refusal of runs whose memory estimate exceeds what is free")
     args = parser.parse_args()
     all_cases = cases()
     if args.list:
@@ -432,6 +465,9 @@ def main() -> None:
             bench_stages(folder, cap, args.min_timeout * 5, args.trace_play)
             return
         selected = [c for c in all_cases if not args.only or c.name in args.only]
+        if args.against:
+            bench_ab(selected, folder, cap, args.min_timeout, args.against.resolve(), args.repeat, not args.no_memory_refusal)
+            return
         if selected:
             bench_cases(selected, folder, cap, args.time_factor, args.min_timeout)
         if not args.only or "fit" in args.only:

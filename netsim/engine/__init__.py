@@ -13,6 +13,7 @@ give the same times, hops and statistics, bit for bit. :func:`play` runs either.
 | ``fast`` | the fast player of the same events |
 | ``compiled``, ``kernel`` | the fast player's loop compiled (numba) for big schedules, compute steps and joins included |
 | ``jit`` | numba as the compiled loops import it: without the SciPy numba would import for nothing they use |
+| ``play_order`` | transfers numbered in the order they will play, for the compiled loop (the same events, read nearly in order) |
 | ``kernel_parts`` | what the compiled loops share: the heap of instants, server queues, counting off waiters, compute units |
 | ``compiled_bundles``, ``kernel_bundles`` | the same loop, compiled for schedules that send bundles: chunks by slot, bundles made in the loop |
 | ``compiled_cache`` | numba's ``njit`` with a cache that is rebuilt when corrupt and bypassed when unwritable, never fatal |

@@ -31,6 +31,7 @@ import numpy as np
 from netsim.engine.compiled_bundles import bundled_player
 from netsim.engine.compiled_run import CompiledRun, ComputeSteps, waiting_lists
 from netsim.engine.final_buffers import FinalBuffers
+from netsim.engine.play_order import in_play_order
 from netsim.engine.row_buffers import Chunks, RowBuffers
 from netsim.engine.table_buffers import TableBuffers
 from netsim.network.topology import Topology
@@ -85,6 +86,12 @@ class CompiledPlayer(CompiledRun):
         missing = np.diff(ptr).astype(np.int32)
         wait_ptr, waiter = waiting_lists(ptr, idx, n, steps.join)
         del ptr, idx
+        # A program's transfers numbered in the order they will play (netsim.engine.play_order), numbered back after the loop.
+        order = rank = None
+        if len(steps.device):
+            order, rank, wait_ptr, waiter = in_play_order(wait_ptr, waiter, missing, n)
+            missing[:n] = missing[order]
+        played = _renumbered(order, columns["dst"], columns["key_index"], columns["reduce"], inverse, columns["src"])
 
         # The chunks devices hold at the start, numbered (keys no transfer names are left out); the reductions' results come after them.
         rows = buffers.rows if isinstance(buffers, RowBuffers) else None  # (the chunks are its rows)
@@ -100,7 +107,7 @@ class CompiledPlayer(CompiledRun):
         del holder
         held = np.full(n_devices * n_keys, -1, np.int32)
         held[first_slots] = np.arange(len(chunks), dtype=np.int32)
-        reduce = np.asarray(columns["reduce"], np.bool_)
+        reduce = played[2]
         n_sums = int(np.count_nonzero(reduce))
         size = np.zeros(len(chunks) + n_sums, np.int64)
         if rows is not None and len(rows):
@@ -128,10 +135,7 @@ class CompiledPlayer(CompiledRun):
             n_keys,
             bool(cut_through),
             np.asarray(start_s, np.float64),
-            np.asarray(columns["dst"], np.int32),
-            np.asarray(columns["key_index"], np.int32),
-            reduce,
-            np.asarray(inverse, np.int32),
+            *played[:4],
             route_ptr,
             route_links,
             bandwidth,
@@ -139,7 +143,7 @@ class CompiledPlayer(CompiledRun):
             wait_ptr,
             waiter,
             missing,
-            np.asarray(columns["src"], np.int32),
+            played[4],
             bool(len(route_ptr) > 1 and np.diff(route_ptr).max() > 1),
             held,
             size,
@@ -160,6 +164,9 @@ class CompiledPlayer(CompiledRun):
             units,
             None,
         )
+        del played, wait_ptr, waiter
+        if order is not None:
+            self._number_back(order, rank, missing)
         n_reduced = self._keep(counts, taken, expected + steps.taken_in(n_devices), missing, n_devices, units[3:6] if units else ())
         self.buffers: list[dict] = []
         if self.status:
@@ -194,6 +201,13 @@ class CompiledPlayer(CompiledRun):
             entries = np.fromiter(itertools.chain.from_iterable(b.values() for b in buffers), object, len(entries))
             chunks = entries[kept_entries]
         self.buffers = _buffers(buffers, entries, held, first_slots, kept_entries, np.concatenate((chunks, sums)), new)
+
+
+def _renumbered(order: np.ndarray | None, *columns: Any) -> tuple[np.ndarray, ...]:
+    """Per-transfer columns as the loop takes them (int32, ``reduce`` bool), in the new numbering (``order``: new -> old; None: as they are)."""
+    kinds = (np.int32, np.int32, np.bool_, np.int32, np.int32)
+    as_taken = (np.asarray(column, kind) for column, kind in zip(columns, kinds, strict=True))
+    return tuple(as_taken if order is None else (column[order] for column in as_taken))
 
 
 def _key_numbers(buffers: Sequence[dict], index: dict[Any, int]) -> np.ndarray:

@@ -103,6 +103,19 @@ class CompiledRun:
         links = LinkModel.of(topology, self.link_ids)
         return inverse, route_ptr, route_links, links.bandwidth_Bps, links.latency_s
 
+    def _number_back(self, order: np.ndarray, rank: np.ndarray, missing: np.ndarray) -> None:
+        """The loop's per-transfer results and hop records, and what each step still waits for (``missing``, in
+        place), numbered back from the play order (``order``: new number -> old, ``rank``: old -> new); a
+        status naming a transfer names it by its old number."""
+        n = len(order)
+        self.sent_at_array = self.sent_at_array[rank]
+        self.arrived_at_array = self.arrived_at_array[rank]
+        self.nbytes = self.nbytes[rank]
+        missing[:n] = missing[rank]
+        self.record[0][:] = order[self.record[0]]
+        if self.status < 0:
+            self.status = -1 - int(order[-1 - self.status])
+
     def _keep(self, counts: np.ndarray, taken: np.ndarray, expected: np.ndarray, missing: Any, n_devices: int, units: tuple = ()) -> int:
         """Keep what the loop counted and recorded; the number of reductions it made.
 
