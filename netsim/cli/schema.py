@@ -296,7 +296,7 @@ _HLO = _obj(
     },
     description="an HLO module's facts (--hlo and hlo: files only)",
 )
-_STEP = _obj(
+_STEP_REPORT = _obj(
     {
         "name": _STR,
         "topology": _STR,
@@ -386,7 +386,7 @@ PROGRAM = {
             "collectives": _list(_HLO_COLLECTIVE, "an HLO module's collective instructions, slowest first (--hlo and hlo: files only)"),
             "hlo": _HLO,
             "calibration": _CALIBRATION,
-            "step": _STEP,
+            "step": _STEP_REPORT,
             "estimate": _obj(
                 {
                     "transfers": _INT,
