@@ -155,7 +155,7 @@ def without_slices(program: HloProgram) -> HloProgram:
 
 
 def slice_device_map(device_map: DeviceMap, slices: int) -> DeviceMap:
-    """One slice's device map repeated for ``slices`` slices: device ``s * M + d`` on slice ``s`` at the coordinates of ``d``, the mesh given a ``slice`` axis first.
+    """One slice's device map on ``slices`` slices: device ``s * M + d`` on slice ``s`` at the coordinates of ``d``, the mesh given a ``slice`` axis first.
 
     Examples
     --------
