@@ -149,6 +149,9 @@ NOT_CALLS = {
     'compiled.cost_analysis()["flops"]': "JAX's own API, which needs libtpu (run by scripts/hlo_flops_libtpu.py; tests/test_hlo_flops.py compares)",
     'cost_analysis()["flops"]': "JAX's own API, as above",
     "S(1)": "a memory space as HLO layouts write it, not a call (tests/test_hlo_bytes.py checks its bytes are not HBM bytes)",
+    "T(8,128)": "a TPU tile as HLO layouts write it, not a call (tests/test_hlo_memory.py checks arrays take whole tiles)",
+    "T(2,128)": "a TPU tile, as above (tests/test_hlo_memory.py::test_arrays_with_tpu_tiles_take_whole_tiles: bf16[1,1024] takes 4 KiB)",
+    "compiled.memory_analysis()": "JAX's own API, which needs libtpu (run by scripts/tpu_memory_figures.py; tests/test_hlo_memory.py compares)",
     "result.report()": "run by docs/hlo.md's step-report block",
     "netsim.report(result)": "run by docs/hlo.md's step-report block",
     "run_hlo(..., model={...})": (

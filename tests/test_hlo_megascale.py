@@ -9,6 +9,7 @@ checked against the alpha-beta arithmetic of docs/multislice.md, by hand.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -87,6 +88,14 @@ def test_each_slice_runs_its_ici_collective_as_a_lone_slice_does(two_slices, one
     # the step: reduce-scatter, then the DCN all-reduce, then the copy out (each waits for the one before)
     dcn = {c["hlo_name"]: c for c in collectives(two_slices)}["send"]["time_s"]
     assert two_slices.time == pytest.approx(ici["time_s"] + dcn + two_slices.compute_s, rel=1e-9)
+
+
+def test_each_device_runs_at_its_coordinates_in_every_slice(two_slices):
+    # the device map holds one slice's coordinates; device d of slice s runs on slice s's chip at d's coordinates
+    placed = json.loads(MODULE.with_name("dcn_psum.devices.json").read_text())["devices"]
+    by_hand = [s * 16 + d["coords"][0] * 4 + d["coords"][1] for s in range(2) for d in sorted(placed, key=lambda d: d["id"])]
+    assert two_slices.program.device_map.nodes((2, 4, 4), 32, n_slices=2) == by_hand
+    assert sorted(by_hand) == list(range(32))
 
 
 def test_on_one_slice_the_dcn_all_reduce_is_listed_as_not_modelled(one_slice):

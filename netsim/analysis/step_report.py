@@ -28,6 +28,7 @@ Breakdown (on the critical device, the one whose compute ends last)
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -45,6 +46,8 @@ MAXTEXT_FORMULA = "MaxText's formula (train.py, calculate_training_tflops, 2023)
 MODULE_FLOPS = "the module's FLOPs as XLA's cost analysis counts them (loops by their trips; remat's recomputation included)"
 TOP_FUSIONS = 10
 """How many instructions the report lists (the longest first; ``to_dict`` has them all)."""
+COLUMNS = 80
+"""The report's text is this many columns wide at most (long values wrap under their column), as the command line prints it."""
 
 
 def maxtext_flops(model: dict[str, float]) -> float:
@@ -129,13 +132,14 @@ class StepReport:
         ]
         width = max(len(label) for label, _ in rows)
         where = f"device {self.critical_device}" if self.critical_device is not None else "any device"
-        lines = [f"step report: {self.name} on {self.topology} (breakdown on {where}, whose compute ends last)"]
-        lines += [f"  {label:<{width}}  {value}" for label, value in rows]
+        lines = textwrap.wrap(f"step report: {self.name} on {self.topology} (breakdown on {where}, whose compute ends last)", COLUMNS, subsequent_indent="    ")
+        for label, value in rows:  # each value wrapped under its column
+            lines += textwrap.wrap(f"  {label:<{width}}  {value}", COLUMNS, subsequent_indent=" " * (width + 4), break_long_words=False, break_on_hyphens=False)
         if self.instructions:
             lines.append(f"  longest instructions ({min(TOP_FUSIONS, len(self.instructions))} of {len(self.instructions)}; all with --json):")
-            lines.append(f"    {'instruction':<32} {'runs':>5} {'time':>10} {'bound':>6} {'FLOPs':>10} {'HBM bytes':>10}")
+            lines.append(f"    {'instruction':<30} {'runs':>5} {'time':>10} {'bound':>6} {'FLOPs':>10} {'HBM bytes':>10}")  # 80 columns
             for i in self.instructions[:TOP_FUSIONS]:
-                lines.append(f"    {i['name'][:32]:<32} {i['runs']:>5} {s(i['time_s']):>10} {i['bound']:>6} {i['flops']:>10.4g} {i['bytes']:>10.4g}")
+                lines.append(f"    {i['name'][:30]:<30} {i['runs']:>5} {s(i['time_s']):>10} {i['bound']:>6} {i['flops']:>10.4g} {i['bytes']:>10.4g}")
         return "\n".join(lines)
 
     def __str__(self) -> str:

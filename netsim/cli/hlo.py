@@ -226,7 +226,7 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
     for label, value in rows:
         table.add_row(label, value)
     console.print(table)
-    console.print(result.report().table(), markup=False, soft_wrap=True)
+    console.print(wrap_prose(result.report().table(), console.width), markup=False, soft_wrap=True)
     entries = full["collectives"]
     more = f" (first {SHOWN} of {len(entries)}; all with --json)" if len(entries) > SHOWN else ""
     compiler = summary["algorithms"] == "compiler"

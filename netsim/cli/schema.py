@@ -325,7 +325,7 @@ _HLO = _obj(
     },
     description="an HLO module's facts (--hlo and hlo: files only)",
 )
-_STEP = _obj(
+_STEP_REPORT = _obj(
     {
         "name": _STR,
         "topology": _STR,
@@ -437,7 +437,7 @@ PROGRAM = {
             "devices": _list(_obj({"device": _INT, "compute_busy_s": _NUM, "link_busy_s": _t("number", "busy time of the links leaving it")})),
             "collectives": _list(_HLO_COLLECTIVE, "an HLO module's collective instructions, slowest first (--hlo and hlo: files only)"),
             "hlo": _HLO,
-            "step": _STEP,
+            "step": _STEP_REPORT,
             "estimate": _obj(
                 {
                     "transfers": _INT,

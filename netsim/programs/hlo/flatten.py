@@ -147,14 +147,14 @@ class _Walk:
             return self.loop(ins, values[ins.operands[0]])
         if op == "call":
             return self.run(self.computation(ins.attrs.get("to_apply", ""), ins.line), [values[n] for n in ins.operands])
+        if op in ("send", "recv", "send-done", "recv-done"):  # megascale transfers across slices first: other host transfers are DMAs
+            found_step = self.megascale(ins, shapes, reads)
+            if found_step is not None:
+                return found_step
         if op == "copy-start" or (op in ("send", "recv") and ins.attrs.get("is_host_transfer") == "true"):
             return self.dma(ins, shapes, reads)
         if op in ("send-done", "recv-done") and ins.operands and ins.operands[0] in self.pending:
             return self.done(ins, values)
-        if op in ("send", "recv", "send-done", "recv-done"):
-            found_step = self.megascale(ins, shapes, reads)
-            if found_step is not None:
-                return found_step
         if op in _UNMODELLED and op != "ragged-dot":
             self.note(ins, _UNMODELLED[op])
             return reads

@@ -155,15 +155,18 @@ def without_slices(program: HloProgram) -> HloProgram:
 
 
 def slice_device_map(device_map: DeviceMap, slices: int) -> DeviceMap:
-    """One slice's device map repeated for ``slices`` slices: device ``s * M + d`` at ``(s, *coords of d)``, the mesh given a ``slice`` axis first.
+    """One slice's device map on ``slices`` slices: device ``s * M + d`` on slice ``s`` at the coordinates of ``d``, the mesh given a ``slice`` axis first.
 
     Examples
     --------
     >>> m = slice_device_map(DeviceMap(((0, 0), (1, 0)), (0, 0), {"x": 2}, "m.devices.json"), 2)
-    >>> m.coords, m.mesh
-    (((0, 0, 0), (0, 1, 0), (1, 0, 0), (1, 1, 0)), {'slice': 2, 'x': 2})
+    >>> m.coords, m.slices, m.mesh
+    (((0, 0), (1, 0), (0, 0), (1, 0)), (0, 0, 1, 1), {'slice': 2, 'x': 2})
+    >>> m.nodes((2, 2, 1), 4, n_slices=2)
+    [0, 1, 2, 3]
     """
-    coords = tuple(None if c is None else (s, *c) for s in range(slices) for c in device_map.coords)
+    coords = device_map.coords * slices
+    on_slice = tuple(s for s in range(slices) for _ in device_map.coords)
     mesh = {"slice": slices, **device_map.mesh} if device_map.mesh else {}
     source = f"{device_map.source}, on each of {slices} slices"
-    return DeviceMap(coords, device_map.cores * slices, mesh, source, dict(device_map.compiler))
+    return DeviceMap(coords, device_map.cores * slices, mesh, source, dict(device_map.compiler), slices=on_slice)
