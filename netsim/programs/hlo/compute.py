@@ -14,7 +14,7 @@ import re
 from netsim.programs.hlo.shapes import leaves
 from netsim.programs.hlo.text import Computation, Instruction, Module
 
-__all__ = ["backend_config", "config_value", "instruction_bytes"]
+__all__ = ["backend_config", "config_value", "dim_list", "instruction_bytes"]
 
 _DIMS = re.compile(r"\{([\d,\s]*)\}")
 
@@ -55,7 +55,14 @@ def config_value(instruction: Instruction, key: str) -> object | None:
     return None
 
 
-def _dim_list(text: str | None) -> list[int]:
+def dim_list(text: str | None) -> list[int]:
+    """An attribute's dimension list (``lhs_contracting_dims={1,2}``) as ints; ``[]`` when absent.
+
+    Examples
+    --------
+    >>> dim_list("{1, 2}"), dim_list(None)
+    ([1, 2], [])
+    """
     if not text:
         return []
     match = _DIMS.fullmatch(text.strip())

@@ -46,7 +46,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from netsim.programs.hlo.compute import config_value
+from netsim.programs.hlo.compute import config_value, dim_list
 from netsim.programs.hlo.loops import loop_trips
 from netsim.programs.hlo.shapes import Array, leaves
 from netsim.programs.hlo.text import Computation, Instruction, Module
@@ -117,7 +117,6 @@ ELEMENTWISE = frozenset(
 )
 """Opcodes XLA counts at one FLOP per element of the result."""
 
-_DIMS = re.compile(r"\{([\d,\s]*)\}")
 
 
 @dataclass(frozen=True)
@@ -196,15 +195,6 @@ def valid_taps(window: Window, input_size: int, kernel_size: int, output_size: i
     return count
 
 
-def _dim_list(text: str | None) -> list[int]:
-    if not text:
-        return []
-    match = _DIMS.fullmatch(text.strip())
-    if match is None:
-        raise ValueError(f"expected dims such as {{1}}, got {text!r}")
-    return [int(x) for x in match.group(1).replace(" ", "").split(",") if x]
-
-
 def _array(shape: object, what: str) -> Array:
     if not isinstance(shape, Array):
         raise ValueError(f"{what} must be an array, got the tuple {shape}")
@@ -277,7 +267,7 @@ def instruction_flops(instruction: Instruction, shapes: dict[str, object], modul
         return sum(leaf.elements for leaf in leaves(instruction.shape))
     if op == "dot":
         lhs = _array(shapes[instruction.operands[0]], "a dot's left operand")
-        contracting = _dim_list(instruction.attrs.get("lhs_contracting_dims"))
+        contracting = dim_list(instruction.attrs.get("lhs_contracting_dims"))
         if any(d >= len(lhs.dims) for d in contracting):
             raise ValueError(f"lhs_contracting_dims {contracting} out of range for {lhs}")
         return 2 * _array(instruction.shape, "a dot's result").elements * math.prod(lhs.dims[d] for d in contracting)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from netsim.programs.hlo.compute import _dim_list, config_value
+from netsim.programs.hlo.compute import config_value, dim_list
 from netsim.programs.hlo.groups import global_groups, group_mode, parse_pairs, parse_replica_groups
 from netsim.programs.hlo.ops import COLLECTIVES, Collective
 from netsim.programs.hlo.shapes import Array, Shape, leaves
@@ -69,7 +69,7 @@ def read_collective(
     if asynchronous and op in ("all-gather", "collective-permute") and len(results) > len(operands):
         results = results[len(operands) : 2 * len(operands)] if op == "all-gather" else results[1:2]
     mode = "partition" if "channel_id" in attrs and op == "collective-permute" else group_mode(op, attrs)
-    dims = _dim_list(attrs.get("dimensions"))
+    dims = dim_list(attrs.get("dimensions"))
     common = {
         "name": instruction.name,
         "op": op,
