@@ -241,8 +241,8 @@ class Result:
         --------
         >>> from netsim.programs.hlo.run import run_hlo
         >>> step = run_hlo("scenarios/programs/hlo/tpu/v5e_4x4/mlp.txt", "tpu-v5e:4x4").report()
-        >>> step.critical_device, step.dma_s > 0, str(step).splitlines()[1].split()[:2]
-        (0, True, ['step', 'time'])
+        >>> step.critical_device, step.dma_s > 0, [line.split()[:2] for line in str(step).splitlines() if "step time" in line]
+        (0, True, [['step', 'time']])
         """
         run = self.program
         if run is None or not hasattr(run, "report_of"):

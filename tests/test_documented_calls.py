@@ -152,6 +152,8 @@ NOT_CALLS = {
     "T(8,128)": "a TPU tile as HLO layouts write it, not a call (tests/test_hlo_memory.py checks arrays take whole tiles)",
     "T(2,128)": "a TPU tile, as above (tests/test_hlo_memory.py::test_arrays_with_tpu_tiles_take_whole_tiles: bf16[1,1024] takes 4 KiB)",
     "compiled.memory_analysis()": "JAX's own API, which needs libtpu (run by scripts/tpu_memory_figures.py; tests/test_hlo_memory.py compares)",
+    "cost_analysis()": "JAX's own API, which needs libtpu (recorded by scripts/make_step_modules.py; tests/test_validation_steps.py compares)",
+    "memory_analysis()": "JAX's own API, which needs libtpu (recorded by scripts/make_step_modules.py; tests/test_validation_steps.py compares)",
     "result.report()": "run by docs/hlo.md's step-report block",
     "netsim.report(result)": "run by docs/hlo.md's step-report block",
     "run_hlo(..., model={...})": (
