@@ -208,3 +208,20 @@ def test_a_computation_calling_itself_is_refused():
     text = f"HloModule m\n%f {call}ENTRY %main {call}"
     with pytest.raises(ScenarioError, match=r"^m.txt: line 4: computation f calls itself \(through f -> f\)$"):
         hlo_from_text(text, "m.txt")
+
+
+def test_a_huge_name_in_an_error_is_cut_once_to_one_short_line(tmp_path):
+    from netsim.programs.hlo.text import HloSyntaxError
+
+    name = "p" + "Q" * 1_999_999
+    path = tmp_path / "m.txt"
+    path.write_text((HLO / "shape_huge_dims.txt").read_text().replace("%p = ", f"%{name} = "))
+    result = runner.invoke(app, ["program", "--hlo", str(path), "--topology", SLICE])
+    assert result.exit_code == 2
+    message = (
+        f"line 4: parameter {name[:60]}... (2000000 characters): the shape f32[1099511627776,1099511627776,0] is too large:"
+        " its dims (zeros left out) multiply to more than 2^50 bytes (1 PiB); give the real shape"
+    )
+    assert result.output == f"error: {path}: {message}\n"
+    assert len(message) < 300
+    assert str(HloSyntaxError(3, f"negate x: unknown operand {name!r}")) == f"line 3: negate x: unknown operand '{name[:59]}... (2000002 characters)"
