@@ -236,5 +236,6 @@ def test_a_shape_no_tpu_comes_in_runs_with_one_warning_naming_the_shapes_offered
     ran = subprocess.run([sys.executable, "-m", "netsim", "run", str(path)], capture_output=True, text=True, cwd=ROOT)
     assert ran.returncode == 0, ran.stderr
     assert ran.stderr == (
-        "warning: 'tpu-v5e:3x5' is a shape no TPU comes in, simulated as written: tpu-v5e comes in 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16 (either way round)\n"
+        "warning: 'tpu-v5e:3x5' is a shape no TPU comes in, simulated as written:"
+        " tpu-v5e comes in 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16 (either way round)\n"
     )
