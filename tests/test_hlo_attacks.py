@@ -225,3 +225,16 @@ def test_a_huge_name_in_an_error_is_cut_once_to_one_short_line(tmp_path):
     assert result.output == f"error: {path}: {message}\n"
     assert len(message) < 300
     assert str(HloSyntaxError(3, f"negate x: unknown operand {name!r}")) == f"line 3: negate x: unknown operand '{name[:59]}... (2000002 characters)"
+
+
+def test_a_huge_collective_name_keeps_the_colon_after_its_cut(tmp_path):
+    name = "n" * 2_000_000
+    path = tmp_path / "m.txt"
+    path.write_text(
+        f"HloModule m, num_partitions=8\nENTRY %main (p: f32[8]) -> f32[8] {{\n  %p = f32[8] parameter(0)\n"
+        f"  ROOT %{name} = f32[8] collective-permute(%p), source_target_pairs={{{{0,1}},{{0,2}}}}\n}}\n"
+    )
+    result = runner.invoke(app, ["program", "--hlo", str(path), "--topology", SLICE])
+    assert result.exit_code == 2
+    message = f"line 4: collective-permute {'n' * 60}... (2000001 characters): source_target_pairs repeat the source 0: {{0,1}} and {{0,2}} both send from it"
+    assert result.output == f"error: {path}: {message}\n" and len(message) < 300

@@ -77,8 +77,14 @@ def cut_long_words(message: str) -> str:
     --------
     >>> cut_long_words("unknown opcode 'frob' in " + "n" * 2_000_000)[-40:]
     'nnnnnnnnnnnnnnnn... (2000000 characters)'
+    >>> cut_long_words("collective-permute " + "n" * 2_000_000 + ": pairs repeat")[-42:]  # the colon kept
+    'nnnn... (2000001 characters): pairs repeat'
     """
-    return re.sub(rf"\S{{{SHOWN_CHARACTERS + 1},}}+(?! \(\d+ characters\))", lambda m: shown(m.group()), message)  # a word cut once is left as it is
+    def cut(word: re.Match[str]) -> str:
+        text = word.group()
+        return shown(text) + (text[-1] if text[-1] in ":;," else "")  # the name's colon stays after its count
+
+    return re.sub(rf"\S{{{SHOWN_CHARACTERS + 1},}}+(?! \(\d+ characters\))", cut, message)  # a word cut once is left as it is
 
 
 class HloSyntaxError(ValueError):
