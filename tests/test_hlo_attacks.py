@@ -208,3 +208,33 @@ def test_a_computation_calling_itself_is_refused():
     text = f"HloModule m\n%f {call}ENTRY %main {call}"
     with pytest.raises(ScenarioError, match=r"^m.txt: line 4: computation f calls itself \(through f -> f\)$"):
         hlo_from_text(text, "m.txt")
+
+
+def test_a_huge_name_in_an_error_is_cut_once_to_one_short_line(tmp_path):
+    from netsim.programs.hlo.text import HloSyntaxError
+
+    name = "p" + "Q" * 1_999_999
+    path = tmp_path / "m.txt"
+    path.write_text((HLO / "shape_huge_dims.txt").read_text().replace("%p = ", f"%{name} = "))
+    result = runner.invoke(app, ["program", "--hlo", str(path), "--topology", SLICE])
+    assert result.exit_code == 2
+    message = (
+        f"line 4: parameter {name[:60]}... (2000000 characters): the shape f32[1099511627776,1099511627776,0] is too large:"
+        " its dims (zeros left out) multiply to more than 2^50 bytes (1 PiB); give the real shape"
+    )
+    assert result.output == f"error: {path}: {message}\n"
+    assert len(message) < 300
+    assert str(HloSyntaxError(3, f"negate x: unknown operand {name!r}")) == f"line 3: negate x: unknown operand '{name[:59]}... (2000002 characters)"
+
+
+def test_a_huge_collective_name_keeps_the_colon_after_its_cut(tmp_path):
+    name = "n" * 2_000_000
+    path = tmp_path / "m.txt"
+    path.write_text(
+        f"HloModule m, num_partitions=8\nENTRY %main (p: f32[8]) -> f32[8] {{\n  %p = f32[8] parameter(0)\n"
+        f"  ROOT %{name} = f32[8] collective-permute(%p), source_target_pairs={{{{0,1}},{{0,2}}}}\n}}\n"
+    )
+    result = runner.invoke(app, ["program", "--hlo", str(path), "--topology", SLICE])
+    assert result.exit_code == 2
+    message = f"line 4: collective-permute {'n' * 60}... (2000001 characters): source_target_pairs repeat the source 0: {{0,1}} and {{0,2}} both send from it"
+    assert result.output == f"error: {path}: {message}\n" and len(message) < 300

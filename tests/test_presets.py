@@ -211,3 +211,31 @@ def test_corner_to_corner_on_a_v5e_4x4_is_data_time_plus_six_hops():
     # with wraparound (a v5e 16x16 pod) the corner is 2 hops away round the back
     pod = tpu_slice("tpu-v5e:16x16")
     assert len(pod.route(0, pod.index((15, 15)))) == 2
+
+
+def test_a_shape_no_tpu_comes_in_runs_with_one_warning_naming_the_shapes_offered(tmp_path):
+    import subprocess
+    import sys
+    import warnings
+
+    with pytest.warns(netsim.network.presets.SliceShapeWarning) as caught:
+        assert tpu_slice("tpu-v5e:3x5").dims == (3, 5)
+        assert tpu_slice("tpu-v4:4x4x5").n_devices == 80
+    assert [str(w.message) for w in caught] == [
+        "'tpu-v5e:3x5' is a shape no TPU comes in, simulated as written: tpu-v5e comes in 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16 (either way round)",
+        "'tpu-v4:4x4x5' is a shape no TPU comes in, simulated as written: tpu-v4 comes in 2x2x1, 2x2x2, 2x2x4, 2x4x4"
+        " and shapes whose axes are all multiples of 4 (in any order)",
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the documented shapes, turned or not, say nothing
+        for name in ("tpu-v5e:8x4", "tpu-v6e:16x8", "tpu-v4:8x4x4", "tpu-v5p:2x1x2", "tpu7x:2x2x1", "tpu-v4:4x4x4x2slices", "tpu-v3:4x4"):
+            tpu_slice(name)
+    text = (ROOT / "scenarios" / "allgather_tpu_v5e_8x4_line.yaml").read_text()
+    path = tmp_path / "odd.yaml"
+    path.write_text(text.replace("tpu-v5e:8x4", "tpu-v5e:3x5").replace("{data: 8, model: 4}", "{data: 3, model: 5}").split("expected:")[0])
+    ran = subprocess.run([sys.executable, "-m", "netsim", "run", str(path)], capture_output=True, text=True, cwd=ROOT)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stderr == (
+        "warning: 'tpu-v5e:3x5' is a shape no TPU comes in, simulated as written:"
+        " tpu-v5e comes in 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16 (either way round)\n"
+    )

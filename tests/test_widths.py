@@ -95,3 +95,17 @@ def test_a_narrow_or_zero_width_terminal_still_gets_the_whole_result(columns, co
     for needle in ("27.389 us", "allgather_ring8") if command[0] != "program" else ("gather", "12 us", "2.265 us"):
         assert needle in out.output
     assert "time │ us" not in out.output
+
+
+def test_link_names_of_a_sliced_run_are_whole_or_cut_with_an_ellipsis_never_wrapped(tmp_path):
+    text = (ROOT / "scenarios" / "psum_v5e_2slices_hierarchical.yaml").read_text()
+    path = tmp_path / "ring.yaml"
+    path.write_text(text.replace("algorithm: hierarchical", "algorithm: ring").split("expected:")[0])
+    out = runner.invoke(app, ["run", str(path)], env={"COLUMNS": "80"})
+    assert out.exit_code == 0, out.output
+    _check_width(out.output, 80)
+    table = out.output.split("busiest links\n")[1].split("\ndevices")[0].splitlines()
+    rows = [line.split("│") for line in table if line.startswith("│")]
+    assert [r[1].strip() for r in rows] == ["nic0->(0,0,0)", "nic4->(1,0,0)", "switch->nic0", "switch->nic4", "nic0->switch"]  # one line each
+    assert [c.strip() for c in rows[-1][2:-1]] == ["1.938 MiB", "62", "162.529 us", "77.3 %", "4", "68.8128 us"]  # numbers whole
+    assert "queue" in table[2] and "max" in table[1]  # the header over two lines left the names their room

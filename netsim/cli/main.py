@@ -178,7 +178,7 @@ def _print_report(loaded: Any, result: Any, trace: str | None, output: str | Non
         ("devices" + _first(len(stats.devices), 16), drop_uniform(*device_table(result), ("input", "output"))),
         ("steps" + _first(len(stats.steps), 16), step_table(result)),
     ):
-        console.print(_grid(title, headers, rows))
+        console.print(_grid(title, headers, rows, console.width))
     for label, path in (("trace", trace), ("output", output)):
         if path is not None:
             console.print(f"{label} written to {path}")
@@ -188,10 +188,10 @@ def _first(total: int, shown: int) -> str:
     return f" (first {shown} of {total}; all of them with --json or --output)" if total > shown else ""
 
 
-def _grid(title: str, headers: list[str], rows: list[list[str]]) -> Table:
+def _grid(title: str, headers: list[str], rows: list[list[str]], width: int | None = None) -> Table:
     from netsim.cli.tables import grid
 
-    return grid(title, headers, rows)
+    return grid(title, headers, rows, width)
 
 
 @app.command()

@@ -11,6 +11,8 @@ __all__ = ["drop_uniform", "grid", "short_link_name", "split_column", "sweep_row
 
 AXIS_LETTERS = "xyz"
 TEXT_COLUMNS = ("link", "device", "phase", "straggler", "algorithm", "regime", "formula", "status")
+NAME_COLUMNS = ("link", "device")
+"""A first column of names: cut with an ellipsis to what the other columns leave, never wrapped mid-name."""
 
 
 def short_link_name(link: Any, coord: tuple[int, ...] | None) -> str | None:
@@ -57,8 +59,13 @@ def split_column(headers: list[str], rows: list[list[str]], column: str) -> tupl
     return [h for j, h in enumerate(headers) if j != i], [[c for j, c in enumerate(row) if j != i] for row in rows], lines
 
 
-def grid(title: str, headers: list[str], rows: list[list[str]]) -> Table:
+def grid(title: str, headers: list[str], rows: list[list[str]], width: int | None = None) -> Table:
     """A table whose numeric columns never wrap (a number stays on one line); text columns wrap or fold.
+
+    Given the ``width`` it is printed at, a first column of names (:data:`NAME_COLUMNS`) takes
+    the room the other columns leave (numbers whole, text at its longest word, a two-word header
+    over two lines where a name would not fit), its names cut in the middle with an ellipsis
+    (:func:`~netsim.cli.console.clip_name`) rather than wrapped.
 
     Examples
     --------
@@ -71,7 +78,21 @@ def grid(title: str, headers: list[str], rows: list[list[str]]) -> Table:
     │ a long link   │ 34.9525 us │
     │ name here     │            │
     └───────────────┴────────────┘
+    >>> rows = [["nic7->switch", "34.9525 us"], ["nic12->switch", "1 us"]]
+    >>> Console(width=29).print(grid("t", ["link", "busy"], rows, width=29))  # doctest: +NORMALIZE_WHITESPACE
+    t
+    ┏━━━━━━━━━━━━━━┳━━━━━━━━━━━━┓
+    ┃ link         ┃       busy ┃
+    ┡━━━━━━━━━━━━━━╇━━━━━━━━━━━━┩
+    │ nic7->switch │ 34.9525 us │
+    │ nic12-…witch │       1 us │
+    └──────────────┴────────────┘
     """
+    if width is not None and headers and headers[0] in NAME_COLUMNS and rows:
+        longest = max(len(row[0]) for row in rows)
+        if longest > _name_room(headers, rows, width):  # a two-word header over two lines before a name is cut
+            headers = [h if k == 0 or h in TEXT_COLUMNS else h.replace(" ", "\n") for k, h in enumerate(headers)]
+        rows = [[_clip_name(row[0], _name_room(headers, rows, width)), *row[1:]] for row in rows]
     table = Table(title=title, title_justify="left")
     for header in headers:
         text = header in TEXT_COLUMNS
@@ -79,6 +100,24 @@ def grid(title: str, headers: list[str], rows: list[list[str]]) -> Table:
     for row in rows:
         table.add_row(*row)
     return table
+
+
+def _name_room(headers: list[str], rows: list[list[str]], width: int) -> int:
+    """Columns left to the first column at ``width``: the others' numbers whole, their text at its longest word, 3 per column of frame."""
+    from netsim.cli.console import NAME_LIMIT
+
+    def needs(k: int) -> int:
+        cells = [headers[k], *(row[k] for row in rows)]
+        return max(len(w) for c in cells for w in c.split()) if headers[k] in TEXT_COLUMNS else max(len(line) for c in cells for line in c.split("\n"))
+
+    others = sum(needs(k) for k in range(1, len(headers))) + 3 * len(headers) + 1
+    return max(10, min(NAME_LIMIT, width - others))
+
+
+def _clip_name(name: str, limit: int) -> str:
+    from netsim.cli.console import clip_name
+
+    return clip_name(name, limit)
 
 
 def _text(record: dict[str, Any], column: str, form: Any = str) -> str:

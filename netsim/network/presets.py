@@ -86,6 +86,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -100,9 +101,11 @@ __all__ = [
     "TPU7X_CHIP_LINK_BANDWIDTH_BPS",
     "TPU7X_CHIP_LINK_LATENCY_S",
     "Generation",
+    "SliceShapeWarning",
     "is_slice_name",
     "meant_slice",
     "mxu_tile",
+    "offered_shapes",
     "parse_slice",
     "slice_hint",
     "tpu_slice",
@@ -268,6 +271,41 @@ GENERATIONS: dict[str, Generation] = {
 
 _SHAPE = re.compile(r"[1-9][0-9]*(x[1-9][0-9]*)*")
 
+# The slice shapes each generation offers. v5e and v6e: the Cloud TPU pages "TPU v5e" and "TPU v6e",
+# tables of supported 2D slice shapes (1x1 to 16x16). v4, v5p, TPU7x: slices of whole 4x4x4 cubes
+# (every axis a multiple of 4) and the small ones the Cloud TPU v4/v5p/TPU7x pages list (2x2x1,
+# 2x2x2, 2x2x4, 2x4x4). Either way round (a 4x8 is an 8x4 turned). v2 and v3: no list is read.
+_SMALL_CUBES = ((1, 2, 2), (2, 2, 2), (2, 2, 4), (2, 4, 4))
+_OFFERED_2D = ((1, 1), (2, 2), (2, 4), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16))
+_OFFERED = {"tpu-v5e": _OFFERED_2D, "tpu-v6e": _OFFERED_2D, "tpu-v4": _SMALL_CUBES, "tpu-v5p": _SMALL_CUBES, "tpu7x": _SMALL_CUBES}
+
+
+class SliceShapeWarning(UserWarning):
+    """A slice shape no TPU of its generation comes in (:func:`offered_shapes`): simulated as written."""
+
+
+def offered_shapes(generation: str, dims: tuple[int, ...]) -> str | None:
+    """The shapes a generation offers, in words, when ``dims`` is not one of them; None when it is (or no list is known).
+
+    Examples
+    --------
+    >>> offered_shapes("tpu-v5e", (3, 5))
+    'tpu-v5e comes in 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16 (either way round)'
+    >>> offered_shapes("tpu-v4", (4, 4, 5))
+    'tpu-v4 comes in 2x2x1, 2x2x2, 2x2x4, 2x4x4 and shapes whose axes are all multiples of 4 (in any order)'
+    >>> offered_shapes("tpu-v5e", (8, 4)), offered_shapes("tpu-v4", (4, 8, 4)), offered_shapes("tpu-v3", (3, 5))
+    (None, None, None)
+    """
+    listed = _OFFERED.get(generation)
+    if listed is None or tuple(sorted(dims)) in listed:
+        return None
+    if len(dims) == 2:
+        return f"{generation} comes in {', '.join('x'.join(map(str, s)) for s in listed)} (either way round)"
+    if all(d % 4 == 0 for d in dims):
+        return None
+    small = ", ".join("x".join(map(str, sorted(s, reverse=s[0] == 1))) for s in listed)
+    return f"{generation} comes in {small} and shapes whose axes are all multiples of 4 (in any order)"
+
 
 def is_slice_name(name: str) -> bool:
     """Whether a topology name is meant as a slice (``GENERATION:SHAPE``) rather than a file.
@@ -349,6 +387,9 @@ def parse_slice(name: str) -> tuple[Generation, tuple[int, ...]]:
         raise ValueError(f"{name!r}: a {gen_name} axis has at most {generation.max_axis} chips, got {max(dims)}")
     if math.prod(dims) > generation.max_chips:
         raise ValueError(f"{name!r} has {math.prod(dims)} chips; the largest {gen_name} pod has {generation.max_chips}")
+    offered = offered_shapes(gen_name, dims)
+    if offered is not None:
+        warnings.warn(f"{name!r} is a shape no TPU comes in, simulated as written: {offered}", SliceShapeWarning, stacklevel=1)  # one place: once per name
     return generation, dims
 
 

@@ -17,7 +17,19 @@ from dataclasses import dataclass, field
 from netsim.programs.hlo.debug_tables import DEBUG_TABLES, strip_debug_tables
 from netsim.programs.hlo.shapes import Shape, read_shape
 
-__all__ = ["Computation", "HloSyntaxError", "Instruction", "Module", "leaf_layouts", "parse_module", "split_top_level", "strip_debug_tables"]
+__all__ = [
+    "SHOWN_CHARACTERS",
+    "Computation",
+    "HloSyntaxError",
+    "Instruction",
+    "Module",
+    "cut_long_words",
+    "leaf_layouts",
+    "parse_module",
+    "shown",
+    "split_top_level",
+    "strip_debug_tables",
+]
 
 _NAME = r"%?([A-Za-z0-9_.\-]+)"
 _INSTRUCTION = re.compile(r"\s*(ROOT\s+)?" + _NAME + r"\s*=\s*")
@@ -43,12 +55,44 @@ def leaf_layouts(shape_text: str) -> tuple[str, ...]:
     return tuple(leaf.group(1) or "" for leaf in _LEAF_LAYOUT.finditer(shape_text))
 
 
+SHOWN_CHARACTERS = 60
+"""The most characters of a name or value an error message repeats."""
+
+
+def shown(text: str) -> str:
+    """``text`` as an error message repeats it: cut to :data:`SHOWN_CHARACTERS` characters.
+
+    Examples
+    --------
+    >>> print(shown("x" * 1000))
+    xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx... (1000 characters)
+    """
+    return text if len(text) <= SHOWN_CHARACTERS else f"{text[:SHOWN_CHARACTERS]}... ({len(text)} characters)"
+
+
+def cut_long_words(message: str) -> str:
+    """``message`` with every run of more than :data:`SHOWN_CHARACTERS` non-blank characters cut (see :func:`shown`).
+
+    Examples
+    --------
+    >>> cut_long_words("unknown opcode 'frob' in " + "n" * 2_000_000)[-40:]
+    'nnnnnnnnnnnnnnnn... (2000000 characters)'
+    >>> cut_long_words("collective-permute " + "n" * 2_000_000 + ": pairs repeat")[-42:]  # the colon kept
+    'nnnn... (2000001 characters): pairs repeat'
+    """
+    def cut(word: re.Match[str]) -> str:
+        text = word.group()
+        return shown(text) + (text[-1] if text[-1] in ":;," else "")  # the name's colon stays after its count
+
+    return re.sub(rf"\S{{{SHOWN_CHARACTERS + 1},}}+(?! \(\d+ characters\))", cut, message)  # a word cut once is left as it is
+
+
 class HloSyntaxError(ValueError):
     """Text that is not HLO: carries the 1-based line number and what was not understood."""
 
     def __init__(self, line: int, problem: str) -> None:
-        self.line, self.problem = line, problem
-        super().__init__(f"line {line}: {problem}")
+        self.line, self.problem = line, cut_long_words(problem)  # a 2,000,000-character name is not echoed whole
+        super().__init__(f"line {line}: {self.problem}")
 
 
 @dataclass

@@ -11,11 +11,10 @@ dimensions or dims multiplying (zeros left out) to more than :data:`MAX_ARRAY_BY
 from __future__ import annotations
 
 import math
-import re
 
 from netsim.programs.hlo.loops import long_loops
 from netsim.programs.hlo.shapes import DTYPE_BITS, leaves
-from netsim.programs.hlo.text import HloSyntaxError, Module
+from netsim.programs.hlo.text import HloSyntaxError, Module, cut_long_words, shown
 from netsim.scenario.topology_spec import MAX_DEVICES
 
 __all__ = ["MAX_ARRAY_BYTES", "MAX_RANK", "check_module", "cut_long_words", "shown"]
@@ -25,32 +24,6 @@ MAX_RANK = 32
 
 MAX_ARRAY_BYTES = 2**50
 """The largest array read (1 PiB on one device: far beyond any chip's memory)."""
-
-SHOWN_CHARACTERS = 60
-"""The most characters of a name or value an error message repeats."""
-
-
-def shown(text: str) -> str:
-    """``text`` as an error message repeats it: cut to :data:`SHOWN_CHARACTERS` characters.
-
-    Examples
-    --------
-    >>> print(shown("x" * 1000))
-    xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx... (1000 characters)
-    """
-    return text if len(text) <= SHOWN_CHARACTERS else f"{text[:SHOWN_CHARACTERS]}... ({len(text)} characters)"
-
-
-def cut_long_words(message: str) -> str:
-    """``message`` with every run of more than :data:`SHOWN_CHARACTERS` non-blank characters cut (see :func:`shown`).
-
-    Examples
-    --------
-    >>> cut_long_words("unknown opcode 'frob' in " + "n" * 2_000_000)[-40:]
-    'nnnnnnnnnnnnnnnn... (2000000 characters)'
-    """
-    return re.sub(rf"\S{{{SHOWN_CHARACTERS + 1},}}", lambda m: shown(m.group()), message)
-
 
 def _count(module: Module, attr: str) -> int:
     text = module.attrs.get(attr, "1").strip()
