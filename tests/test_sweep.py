@@ -4,6 +4,7 @@ show the table's numbers."""
 
 from __future__ import annotations
 
+import functools
 import re
 import signal
 import struct
@@ -320,7 +321,8 @@ def test_ctrl_c_on_a_real_sweep_keeps_the_rows_and_resume_finishes(tmp_path):
     }
     study, out = write_study(tmp_path, data), tmp_path / "out"
     command = [sys.executable, "-m", "netsim", "sweep", str(study), "--output", str(out), "--workers", "2"]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    restore = functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL)  # a test run in the background ignores SIGINT: its children would too
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=restore)
     results = out / RESULTS_FILE
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not results.exists() or results.read_text().count("\n") < 3):
