@@ -298,8 +298,7 @@ def _fill(row: np.ndarray, collective: str, layout: Any, buffer: dict, device: i
 
 
 def _check_sources(collective: str, layout: Any, playback: Playback, sources: list[dict], pieces: int) -> None:
-    """:func:`check_lazy_output`'s first check: every device holds every chunk its output needs and,
-    for gathers, each is the very array its owner started with."""
+    """:func:`check_lazy_output`'s first check: each device holds every chunk its output needs (for gathers, its owner's own array)."""
     gather = layout.pattern == "gather"
     if gather and isinstance(playback.buffers, TableBuffers) and _table_holds_sources(layout, playback.buffers, pieces):
         return

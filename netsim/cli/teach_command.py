@@ -18,10 +18,10 @@ from netsim.cli.console import fail as _fail
 def _warm_up() -> None:
     """Run a small scenario once, so that the first page's run does not pay for compiling the fast player."""
     try:
-        import netsim
+        from netsim.collectives import simulate
         from netsim.teaching.web_form import scenario_of
 
-        netsim.simulate(scenario_of({"topology": "ring", "n": 4, "op": "psum", "bytes": 4096}))
+        simulate(scenario_of({"topology": "ring", "n": 4, "op": "psum", "bytes": 4096}))
     except Exception:  # (warming is an optimisation; a failure shows on the first run instead)
         pass
 

@@ -31,7 +31,6 @@ import numpy as np
 from netsim.engine.compiled_bundles import bundled_player
 from netsim.engine.compiled_run import CompiledRun, ComputeSteps, waiting_lists
 from netsim.engine.final_buffers import FinalBuffers
-from netsim.engine.play_order import in_play_order
 from netsim.engine.row_buffers import Chunks, RowBuffers
 from netsim.engine.table_buffers import TableBuffers
 from netsim.network.topology import Topology
@@ -50,6 +49,13 @@ def _plays_compute(computes: Sequence[Any]) -> bool:
     """Whether the compiled loop can play these compute steps: none computes values (a Python
     function the loop cannot call). (A join that waits for nothing never gets here: ``play`` refuses it.)"""
     return all(getattr(c, "fn", None) is None or getattr(c, "output", None) is None for c in computes)
+
+
+def in_play_order(wait_ptr: np.ndarray, waiter: np.ndarray, missing: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`netsim.engine.play_order.in_play_order` (compiled: numba loaded on first use, not when a collective plays)."""
+    from netsim.engine.play_order import in_play_order as numbered
+
+    return numbered(wait_ptr, waiter, missing, n)
 
 
 def _kernel() -> Any:

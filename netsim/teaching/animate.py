@@ -37,6 +37,7 @@ from netsim.result import Result
 from netsim.teaching.frames import Frame, build_frames
 from netsim.teaching.layout_2d import Layout, layout
 from netsim.teaching.player import player_html
+from netsim.teaching.saving import _matplotlib
 from netsim.teaching.views import DETAILED_DEVICES, per_axis
 
 __all__ = ["FORMATS", "Animation", "animate", "device_colours"]
@@ -47,15 +48,6 @@ FORMATS = (".gif", ".mp4", ".html")
 _EMPTY = (1.0, 1.0, 1.0)
 _LINK_IDLE = "#c4c4c4"
 _LINK_BUSY = "#303030"
-
-
-def _matplotlib():
-    try:
-        import matplotlib
-    except ImportError:
-        raise ValueError("drawing needs matplotlib: pip install 'netsim[teaching]' (or pip install matplotlib pillow)") from None
-    matplotlib.use("Agg", force=False)
-    return matplotlib
 
 
 def device_colours(n: int) -> list[tuple[float, float, float]]:

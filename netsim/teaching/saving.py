@@ -1,4 +1,4 @@
-"""Writing a drawn figure to its file whole, or not at all."""
+"""Drawing with matplotlib: loading it (optional, on first drawing), and writing a drawn figure to its file whole, or not at all."""
 
 from __future__ import annotations
 
@@ -8,6 +8,16 @@ from typing import Any
 from netsim.destinations import staged_file
 
 __all__ = ["save_figure"]
+
+
+def _matplotlib() -> Any:
+    """matplotlib, set to draw off screen (Agg); a one-line error naming the extra to install when it is missing."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise ValueError("drawing needs matplotlib: pip install 'netsim[teaching]' (or pip install matplotlib pillow)") from None
+    matplotlib.use("Agg", force=False)
+    return matplotlib
 
 
 def save_figure(figure: Any, path: Path) -> Path:

@@ -22,7 +22,7 @@ import numpy as np
 from netsim.engine import as_array
 from netsim.engine.columns import hop_arrays
 from netsim.result import Result
-from netsim.teaching.saving import save_figure
+from netsim.teaching.saving import _matplotlib, save_figure
 
 __all__ = ["AxisRow", "axis_rows", "save_axis_timeline"]
 
@@ -130,8 +130,6 @@ def save_axis_timeline(result: Result, path: str | Path, leaf: int = 0, dpi: int
     -------
     Path
     """
-    from netsim.teaching.animate import _matplotlib
-
     path = Path(path)
     if path.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise ValueError(f"cannot write {str(path)!r}: the file name must end in .png, .svg or .pdf")

@@ -163,12 +163,12 @@ def _algorithms(params: dict[str, Any]) -> dict[str, Any]:
 
 def _run(params: dict[str, Any]) -> dict[str, Any]:
     """Check the request and its limits (before running), simulate it and return its player data."""
-    import netsim
+    from netsim.collectives import simulate
     from netsim.teaching.events import player_data
     from netsim.teaching.web_form import check_limits, scenario_of
 
     work = check_limits(scenario_of(params, build_topology=False))
-    result = netsim.simulate(scenario_of(params))
+    result = simulate(scenario_of(params))
     data = player_data(result)
     data["work"] = work
     data["verified"] = bool(getattr(result, "verified", False))

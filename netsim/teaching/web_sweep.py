@@ -60,7 +60,7 @@ def sweep(params: Mapping[str, Any]) -> dict[str, Any]:
     ScenarioError
         As :func:`netsim.teaching.web_form.scenario_of` and :func:`~netsim.teaching.web_form.check_limits`.
     """
-    import netsim
+    from netsim.collectives import simulate
 
     base = dict(scenario_data(params))
     base["data"] = "none"  # timing only: the sizes go to 1 GiB a device
@@ -72,7 +72,7 @@ def sweep(params: Mapping[str, Any]) -> dict[str, Any]:
     for size in sizes:
         data = scenario_data({**params, "bytes": size})
         data["data"] = "none"
-        summary = summary_of(netsim.simulate(scenario_from_data(data, SOURCE)))
+        summary = summary_of(simulate(scenario_from_data(data, SOURCE)))
         points.append(
             {"bytes": summary["bytes_per_device"], "time_s": summary["time_s"], "estimate_s": summary["estimate_s"], "latency_s": summary.get("latency_term_s")}
         )
