@@ -304,10 +304,9 @@ def estimate_program_memory(transfers: int, hops: float, compute_steps: int, dep
     return MemoryEstimate(inputs=values_bytes, outputs=0, partial_sums=0, reference=0, schedule=schedule)
 
 
-PLANNED_FIXED_BYTES = 48 * 2**20
+PLANNED_FIXED_BYTES = 128 * 2**20
 """What a big timing-only program's process grows by besides its transfers (the compiled player, its first arrays):
-the peak RSS growth of FSDP programs of 195,072 and 783,360 transfers (83 and 192 MiB, the compiled loop
-releasing its waiting lists before the statistics) less their transfers at 194 B each, rounded up."""
+RSS growth fitted at 140 MB over FSDP programs of 0.2 to 3.1 M transfers (bench/README.md), rounded down."""
 
 PLANNED_BYTES_PER_ENTRY = 336
 """Per transfer or compute step of a planned program: twice the 168 B per transfer its RSS grew by (same fit), a margin."""
@@ -325,7 +324,7 @@ def estimate_planned_memory(transfers: int, compute_steps: int, values_bytes: in
     Examples
     --------
     >>> format_bytes(estimate_planned_memory(3_139_584, 3_072).total)
-    '1.03 GiB'
+    '1.108 GiB'
     """
     beyond = max(0.0, (link_crossings or transfers) - transfers)
     schedule = PLANNED_FIXED_BYTES + (transfers + compute_steps) * PLANNED_BYTES_PER_ENTRY + int(beyond * BYTES_PER_HOP)

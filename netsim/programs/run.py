@@ -82,7 +82,7 @@ def planned_estimate(program: Program, mesh: Mesh, values: int = 0, engine: str 
     >>> from netsim.programs.files import load_program
     >>> p = load_program("scenarios/programs/fsdp_two_layers.yaml")
     >>> planned_estimate(p.program, p.mesh_obj, engine="fast").total // 2**20  # 96 transfers: the fixed part
-    48
+    128
     """
     counts = planned_counts(program, mesh)
     if values or choose_engine(engine, counts["transfers"]) != "fast":  # the Python player (or values): the lowered schedule's form, on the counts
