@@ -28,6 +28,22 @@ ops:
 """A small program file (a matmul, then a psum over the model axis) that tests change one field of."""
 
 
+def load_script(relative: str, name: str):
+    """A script of the repository (``scripts/validation.py``, ``bench/programs.py``) loaded by its path as module ``name``.
+
+    Registered in ``sys.modules`` first: dataclasses look their module up there.
+    """
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent.parent / relative)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def sample_then_slow(cases, keep: int, seed: int | None = None) -> list:
     """A sweep's cases with all but ``keep`` of them marked ``slow``: the first ``keep``, or a sample drawn from ``seed``.
 

@@ -9,12 +9,11 @@ block: 2 * (n * 2 * (n - 1)) per group. Every matmul is one compute step per dev
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import load_script
 
 import netsim
 
@@ -23,11 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_programs", ROOT / "bench" / "programs.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_programs"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/programs.py", "bench_programs")
 
 
 def test_two_layers_on_2x2_are_the_bundled_fsdp_program(bench, tmp_path):

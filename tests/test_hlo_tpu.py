@@ -4,7 +4,6 @@ carry bf16 collectives of the sizes the programs imply, and list their devices i
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from conftest import load_script
 from typer.testing import CliRunner
 
 import netsim
@@ -139,9 +139,7 @@ def test_the_compilers_algorithms_play_by_default_with_netsims_own_beside():
 
 
 def test_the_docs_table_of_compiler_algorithms_is_what_the_script_makes(runs):
-    spec = importlib.util.spec_from_file_location("make_hlo_algorithm_table", ROOT / "scripts" / "make_hlo_algorithm_table.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("scripts/make_hlo_algorithm_table.py", "make_hlo_algorithm_table")
     doc = (ROOT / "docs" / "hlo.md").read_text()
     assert f"{script.BEGIN}\n{script.table(runs)}{script.END}" in doc
 

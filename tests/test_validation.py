@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_script
 
 from netsim.network.calibration import CALIBRATIONS
 
@@ -16,11 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def validation():
-    spec = importlib.util.spec_from_file_location("validation", ROOT / "scripts" / "validation.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["validation"] = module  # (dataclasses look their module up)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/validation.py", "validation")
 
 
 @pytest.fixture(scope="module")

@@ -6,11 +6,10 @@ modules' FLOPs and HBM peak are checked, which take seconds.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_script
 
 from netsim.programs.hlo.maxtext import MODELS, individual_scales
 
@@ -19,11 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def steps():
-    spec = importlib.util.spec_from_file_location("validation_steps", ROOT / "scripts" / "validation_steps.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["validation_steps"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/validation_steps.py", "validation_steps")
 
 
 BUNDLED = [name for name in MODELS if (ROOT / "scenarios" / "programs" / "hlo" / "steps" / f"{name}.txt.gz").exists()]
