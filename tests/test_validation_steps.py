@@ -49,3 +49,22 @@ def test_the_hbm_peak_lies_between_the_arguments_and_what_the_compiler_reserves(
     row = next(r for r in steps.ROWS if r.config.name == name)
     f = steps.module_checks(row)
     assert f["arguments"] < f["hbm_peak"] <= f["memory_analysis"]
+
+
+@pytest.mark.parametrize("efficiency", [0.2, 0.1])
+def test_a_step_moved_to_another_matmul_efficiency_takes_what_a_run_there_takes(steps, efficiency):
+    # the derivation's shortcut (time_at) against the simulation itself, on a module whose compute runs before its all-reduce
+    import dataclasses
+
+    from netsim.network.calibration import calibrate, offered
+    from netsim.programs.hlo.run import run_hlo
+    from netsim.run import resolve_topology
+
+    slice_ = calibrate(resolve_topology("tpu-v5e:4x4", None), "calibrated")
+
+    def run(value):
+        at = calibrate(slice_, "calibrated", dataclasses.replace(offered(slice_), compute_efficiency=value))
+        return run_hlo("scenarios/programs/hlo/tpu/v5e_4x4/mlp.txt", at, compare=False)
+
+    assert steps.time_at(run(1.0).report(), efficiency) == pytest.approx(run(efficiency).time, rel=1e-12)
+    assert run(efficiency).time > run(1.0).time  # MXU-bound below about 0.49 (2.7e8 FLOPs at 197 TFLOP/s against 2.2 MB at 810 GB/s): not the identity
