@@ -297,13 +297,59 @@ def test_bundles_are_refused_outside_gathers():
     start = [{(m, p): SizeOnly(8) for p in range(4)} for m in range(4)]
     topo = mesh_of(dims).topology
     run = play(topo, s.transfers, start)
-    with pytest.raises(InvariantError, match=r"bundles are only played in gathers, not in a all_to_all"):
+    with pytest.raises(InvariantError, match=r"bundles are only played in gathers and reductions, not in a all_to_all"):
         check_playback(topo, s.transfers, start, run, groups=s.groups, pattern="all_to_all", wanted=lambda d: range(4))
 
 
-def test_multiaxis_bundled_plays_gathers_only():
-    with pytest.raises(ValueError, match=r"^algorithm 'multiaxis_bundled' does not run the all_reduce pattern"):
-        netsim.psum(np.ones((4, 4)), axis_index_groups=mesh_of((2, 2)).groups(("x", "y")), algorithm="multiaxis_bundled")
+# --- reductions: each step's partial sums as one message ----------------------------------
+
+
+@pytest.mark.parametrize(("dims", "axes"), [((2, 2), ("x", "y")), ((4, 4), ("x", "y")), ((2, 3, 4), ("x", "y", "z")), ((2, 2, 3), ("x", "z"))])
+@pytest.mark.parametrize("engine", ["processes", "fast"])
+def test_bundled_reductions_equal_the_numpy_reference_bit_for_bit(dims, axes, engine):
+    mesh = mesh_of(dims)
+    n = math.prod(dims)
+    x = np.arange(n * n * 24, dtype=np.int32).reshape(n, n * 24) * 7 - 1000
+    groups = [tuple(g) for g in mesh.groups(axes)]
+    psum = netsim.psum(x, axis_index_groups=mesh.groups(axes), algorithm="multiaxis_bundled", engine=engine)
+    scatter = netsim.psum_scatter(x, scatter_dimension=0, tiled=True, axis_index_groups=mesh.groups(axes), algorithm="multiaxis_bundled", engine=engine)
+    for group in groups:
+        total = x[list(group)].sum(axis=0)
+        assert all(np.array_equal(psum.output[d], total) for d in group)
+        share = total.reshape(len(group), -1)
+        assert all(np.array_equal(scatter.output[d], share[k]) for k, d in enumerate(group))
+    assert psum.verified and scatter.verified
+    assert len(psum.leaves[0].schedule.transfers) == 2 * len(scatter.leaves[0].schedule.transfers)  # a gather's as many again
+
+
+@pytest.mark.parametrize("dims", [(4, 4), (3, 3, 3), (4, 4, 4)])
+def test_bundled_reduce_scatter_takes_the_bundled_gathers_time_and_psum_twice_that(dims, compiled_always):
+    mesh = mesh_of(dims)
+    n, k = math.prod(dims), len(dims)
+    x = np.zeros((n, n * 2 * k * 250), np.float32)  # each member's block of every other: n blocks of equal pieces
+    groups = mesh.groups(NAMES[:k])
+    block = x[0].nbytes // n
+    formula = sum(d - 1 for d in dims) * ALPHA + (n - 1) * block / (2 * k * B)  # the gather's stages, backwards
+    scatter = netsim.psum_scatter(x, scatter_dimension=0, tiled=True, axis_index_groups=groups, algorithm="multiaxis_bundled", data="none", engine="fast")
+    assert isinstance(scatter.leaves[0].playback.buffers, BundledBuffers)  # the compiled loop played it
+    assert scatter.time == pytest.approx(formula, rel=1e-9)
+    psum = netsim.psum(x, axis_index_groups=groups, algorithm="multiaxis_bundled", data="none", engine="fast")
+    assert psum.time == pytest.approx(2 * formula, rel=1e-9)
+    processes = netsim.psum(x, axis_index_groups=groups, algorithm="multiaxis_bundled", data="none", engine="processes")
+    assert list(psum.leaves[0].playback.arrived_at) == list(processes.leaves[0].playback.arrived_at)  # the same events, bit for bit
+    streamed = netsim.psum(x, axis_index_groups=groups, algorithm="multiaxis", data="none")
+    assert streamed.time <= psum.time  # streaming hides some of the alphas
+    plans = (len(psum.leaves[0].schedule.transfers), len(streamed.leaves[0].schedule.transfers))
+    assert plans[0] == 2 * k * sum(2 * (d - 1) for d in dims) * n < plans[1]  # a step's partial sums: one message
+
+
+def test_a_bundled_reduce_scatter_stage_waits_for_the_super_block_the_stage_before_summed():
+    s = build_schedule("reduce_scatter", [list(range(4))], "multiaxis_bundled", group_shape=(2, 2))
+    t = s.transfers
+    # member 0 sends block 2 of piece 0 along axis 0 once member 1 has brought the super-block {0, 2} (key 8)
+    second = next(i for i, x in enumerate(t) if x.step == 1 and x.src == 0 and x.key == (2, 0))
+    assert [t[j].key for j in t[second].deps] == [(8, 0)] and t[t[second].deps[0]].dst == 0
+    assert s.bundles[(8, 0)] == ((0, 0), (2, 0))
 
 
 def test_explain_says_what_a_bundle_carries():

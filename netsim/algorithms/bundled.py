@@ -1,4 +1,4 @@
-"""``multiaxis_bundled``: the multiaxis all_gather with one message per ring step.
+"""``multiaxis_bundled``: the multiaxis collectives with one message per ring step.
 
 The same stages as ``multiaxis`` (see :mod:`netsim.algorithms.torus`): each block
 is cut into 2k pieces, part i goes through the axes from axis i on, both ways
@@ -35,6 +35,21 @@ Keys
     stage s >= 1 has key ``(N + (s - 1) N + m, piece)``; its parts are the
     stage s-1 keys of the members of m's line along the axis of stage s-1, in
     order along that line.
+
+Reduce-scatter (and all-reduce: reduce-scatter, then the gather above)
+    The same stages backwards, as ``multiaxis`` runs them, each step's partial sums
+    one message. At the stage along axis a_s (the last gathered first) a ring
+    reduce-scatter runs down every line of a_s over super-blocks: the blocks
+    that agree with the member on the axes already reduced and take, on a_s, one
+    value each. The super-block a member sends is a bundle of the next stage's
+    super-blocks (blocks at the last stage), keyed ``(k N + r N + b, piece)`` at
+    reduce stage r, b its first block. A member that receives it adds it, part
+    by part, into the parts it holds, and the next step sends the bundle made
+    again from them (:func:`netsim.engine.payloads.add_into`): one message a
+    step, whose size falls stage by stage from N/n_{a_s} blocks to one. Its first
+    step at a stage waits for the stage before to have brought its whole
+    super-block (the bundle containing the one it sends). The time is the
+    gather's, stages reversed.
 """
 
 from __future__ import annotations
@@ -48,7 +63,7 @@ from netsim.algorithms.registry import AxesAlgorithm, register
 from netsim.algorithms.torus import _one_axis, _rotations, _strides
 from netsim.columnar import stable_order
 
-__all__ = ["bundles", "gather_array"]
+__all__ = ["bundles", "gather_array", "reduce_scatter_array"]
 
 
 def _line_starts(shape: tuple[int, ...], axis: int) -> np.ndarray:
@@ -108,8 +123,84 @@ def gather_array(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> np.ndarray:
     return moves[stable_order(moves[:, 0].astype(np.int64) * n + moves[:, 1])]
 
 
-def bundles(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> BundleTable:
-    """Bundle key -> part keys, for every bundle :func:`gather_array`'s moves send.
+def _reduce_key(stage: int, last: int, first_block: np.ndarray, n: int, k: int) -> np.ndarray:
+    """The ``block`` of the key sent at reduce stage ``stage``: a bundle's, else (the last stage) the block's own."""
+    return first_block if stage == last else k * n + stage * n + first_block
+
+
+def _fixed(members: np.ndarray, shape: tuple[int, ...], axes: list[int] | tuple[int, ...]) -> np.ndarray:
+    """The members' position with every coordinate but those on ``axes`` set to 0."""
+    strides = _strides(shape)
+    out = np.zeros_like(members)
+    for axis in axes:
+        out += members // strides[axis] % shape[axis] * strides[axis]
+    return out
+
+
+def reduce_scatter_array(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> np.ndarray:
+    """The moves ``[moves, 6]`` of the bundled multiaxis reduce-scatter on a group of this shape.
+
+    Examples
+    --------
+    >>> moves = reduce_scatter_array((2, 2), (True, True))
+    >>> len(moves)  # as many as the gather's: 2 parts x 2 stages x 2 lines x 1 step x 2 members x 2 halves
+    32
+    >>> moves[:2].tolist()  # step 0, member 0, part 0 (gathered along axis 0, then 1): reduced along axis 1 first, one bundle of two blocks
+    [[0, 0, 1, 9, 0, 1], [0, 0, 1, 9, 1, -1]]
+    """
+    n = math.prod(shape)
+    strides = _strides(shape)
+    orders = _orders(shape)
+    k = len(orders[0]) if orders else 0
+    out = []
+    for part, order in enumerate(orders):
+        offset = 0
+        backwards = order[::-1]
+        for stage, axis in enumerate(backwards):
+            one = np.array(list(_one_axis("reduce_scatter", wraps[axis])(shape[axis])), np.int64).reshape(-1, 6)
+            starts = _line_starts(shape, axis)[:, None]
+            stride = strides[axis]
+            first_block = _fixed(starts, shape, backwards[:stage]) + one[:, 3] * stride
+            moves = np.empty((len(starts), len(one), 6), np.int32)
+            moves[..., 0] = offset + one[:, 0]
+            moves[..., 1] = starts + one[:, 1] * stride
+            moves[..., 2] = starts + one[:, 2] * stride
+            moves[..., 3] = _reduce_key(stage, k - 1, first_block, n, k)
+            moves[..., 4] = 2 * part + one[:, 4]
+            moves[..., 5] = one[:, 5]
+            out.append(moves.reshape(-1, 6))
+            offset += 1 + int(one[:, 0].max(initial=-1))
+    if not out:
+        return np.empty((0, 6), np.int64)
+    moves = np.concatenate(out)
+    return moves[stable_order(moves[:, 0].astype(np.int64) * n + moves[:, 1])]
+
+
+def _reduce_bundles(shape: tuple[int, ...]) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """The reduce-scatter's bundles: (keys, part counts, parts), a list entry per part, stage and half."""
+    n = math.prod(shape)
+    strides = _strides(shape)
+    members = np.arange(n, dtype=np.int64)
+    orders = _orders(shape)
+    k = len(orders[0]) if orders else 0
+    keys, counts, parts = [], [], []
+    for part, order in enumerate(orders):
+        backwards = order[::-1]
+        for stage in range(k - 1):
+            inner = backwards[stage + 1]  # the axis the next stage splits the super-block along
+            first = np.unique(_fixed(members, shape, backwards[: stage + 1]))
+            split = first[:, None] + np.arange(shape[inner]) * strides[inner]  # [bundle, c]
+            for half in (0, 1):
+                piece = 2 * part + half
+                keys.append(np.stack([_reduce_key(stage, k - 1, first, n, k), np.full(len(first), piece)], axis=1))
+                counts.append(np.full(len(first), shape[inner]))
+                inner_keys = _reduce_key(stage + 1, k - 1, split, n, k)
+                parts.append(np.stack([inner_keys, np.full_like(inner_keys, piece)], axis=2).reshape(-1, 2))
+    return keys, counts, parts
+
+
+def bundles(shape: tuple[int, ...], wraps: tuple[bool, ...], pattern: str = "gather") -> BundleTable:
+    """Bundle key -> part keys, for every bundle the ``pattern``'s moves send (:func:`gather_array`'s, :func:`reduce_scatter_array`'s or both).
 
     Examples
     --------
@@ -118,6 +209,8 @@ def bundles(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> BundleTable:
     ((0, 0), (2, 0))
     >>> len(table)  # 4 members x 4 pieces, one bundle each (two stages, one of them bundled)
     16
+    >>> bundles((2, 2), (True, True), "reduce_scatter")[(9, 0)]  # the reduce-scatter's super-block of piece 0 with blocks 1 and 3 (axis 1 at 1)
+    ((1, 0), (3, 0))
     """
     n = math.prod(shape)
     strides = _strides(shape)
@@ -132,10 +225,16 @@ def bundles(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> BundleTable:
                 piece = 2 * part + half
                 keys.append(np.stack([_key_block(stage, members, n), np.full(n, piece)], axis=1))
                 parts.append(np.stack([_key_block(stage - 1, line, n), np.full_like(line, piece)], axis=2).reshape(-1, 2))
+    sizes = [np.full(n, shape[order[stage - 1]]) for order in _orders(shape) for stage in range(1, len(order)) for _ in (0, 1)]
+    if pattern == "reduce_scatter":
+        keys, sizes, parts = [], [], []
+    if pattern in ("reduce_scatter", "all_reduce"):
+        more_keys, more_sizes, more_parts = _reduce_bundles(shape)
+        keys, sizes, parts = keys + more_keys, sizes + more_sizes, parts + more_parts
     if not keys:
         return BundleTable(np.zeros((0, 2), np.int64), np.zeros(1, np.int64), np.zeros((0, 2), np.int64))
     keys_a = np.concatenate(keys)
-    sizes = np.concatenate([np.full(n, shape[order[stage - 1]]) for order in _orders(shape) for stage in range(1, len(order)) for _ in (0, 1)])
+    sizes = np.concatenate(sizes)
     ptr = np.zeros(len(keys_a) + 1, np.int64)
     np.cumsum(sizes, out=ptr[1:])
     return BundleTable(keys_a, ptr, np.concatenate(parts))
@@ -146,11 +245,10 @@ register(
     AxesAlgorithm(
         lambda k: 2 * k,
         None,
-        None,
+        reduce_scatter_array,
         "multiaxis with one message per ring step: each stage sends a member's super-block as one bundle",
         gather_array=gather_array,
         bundles=bundles,
-        patterns=("gather",),
         transfers=lambda shape: len(shape) * sum(2 * (d - 1) for d in shape) * math.prod(shape),
     ),
 )

@@ -134,13 +134,16 @@ def as_table(bundles: Mapping[Hashable, Sequence[Hashable]]) -> BundleTable:
     return bundles if isinstance(bundles, BundleTable) else BundleTable.from_dict(bundles)
 
 
-def unbundled(buffer: Mapping[Hashable, Any], bundles: Mapping[Hashable, Sequence[Hashable]]) -> dict[Hashable, Any]:
+def unbundled(buffer: Mapping[Hashable, Any], bundles: Mapping[Hashable, Sequence[Hashable]], sums: bool = False) -> dict[Hashable, Any]:
     """A device's chunks with every bundle opened (recursively) into the chunks it carries.
+
+    ``sums``: a reduction's buffer, whose gather brings the sums in bundles over the
+    device's own contributions: a chunk a bundle carries replaces the one held alone.
 
     Raises
     ------
     ValueError
-        If two bundles (or a bundle and the buffer) carry the same chunk.
+        If two bundles (or, unless ``sums``, a bundle and the buffer) carry the same chunk.
 
     Examples
     --------
@@ -151,7 +154,8 @@ def unbundled(buffer: Mapping[Hashable, Any], bundles: Mapping[Hashable, Sequenc
     if not bundles:
         return dict(buffer)
     out: dict[Hashable, Any] = {}
-    stack = list(buffer.items())
+    alone = {key: chunk for key, chunk in buffer.items() if key not in bundles} if sums else out
+    stack = [(key, chunk) for key, chunk in buffer.items() if key in bundles] if sums else list(buffer.items())
     while stack:
         key, chunk = stack.pop()
         parts = bundles.get(key)
@@ -161,7 +165,7 @@ def unbundled(buffer: Mapping[Hashable, Any], bundles: Mapping[Hashable, Sequenc
             raise ValueError(f"chunk {key!r} is held twice")
         else:
             out[key] = chunk
-    return out
+    return {**alone, **out} if sums else out
 
 
 def leaves(key: Hashable, bundles: Mapping[Hashable, Sequence[Hashable]]) -> list[Hashable]:

@@ -78,6 +78,8 @@ def _planned_with_arrays(
     sorted_arrivals: dict[str, np.ndarray] = {}
     dep_ptr, dep_idx = _with_deps(step, src, dst, block, piece, sorted_arrivals)
     if bundles:
+        if (columns["phase"] == PHASES.index("reduce_scatter")).any():  # (a gather's keys reach a member only after it sent them)
+            dep_ptr, dep_idx = _with_containers(step, src, dst, block, piece, dep_ptr, dep_idx, bundles)
         dep_ptr, dep_idx = _with_parts(step, src, dst, block, piece, dep_ptr, dep_idx, bundles, sorted_arrivals.get("order"))
     phase_code = columns["phase"].astype(np.int8)
     reduce = phase_code == PHASES.index("reduce_scatter")
@@ -229,7 +231,58 @@ def _with_parts(
         np.cumsum(counts[:-1], out=starts[1:])
         new_owner = np.repeat(owner, counts)
         new_dep = by_arrival[np.repeat(lo - starts, counts) + np.arange(int(counts.sum()))]
-    # Merge: the old dependencies, and the makers' new ones (they had none), sorted and once each.
+    return _merged(dep_ptr, dep_idx, new_owner, new_dep)
+
+
+def _with_containers(
+    step: np.ndarray, src: np.ndarray, dst: np.ndarray, block: np.ndarray, piece: np.ndarray, dep_ptr: np.ndarray, dep_idx: np.ndarray, bundles: BundleTable
+) -> tuple[np.ndarray, np.ndarray]:
+    """Make each transfer that sends a key its source was never sent wait for the bundles holding that key that reached the source at an earlier step.
+
+    A bundled reduce-scatter's stage sends part of the super-block the stage before
+    summed at the member (the bundle holding it, added into its parts there): it
+    waits for that bundle. In a gather, bundles holding a key reach a member only
+    after it sent the key, so nothing changes there.
+    """
+    waiting = np.flatnonzero(np.diff(dep_ptr) == 0)
+    if not len(waiting) or not len(bundles.part_array):
+        return dep_ptr, dep_idx
+    pieces = 1 + max(int(piece.max()), int(bundles.key_array[:, 1].max(initial=0)), int(bundles.part_array[:, 1].max(initial=0)))
+    key_code, ptr, part_code = bundles.codes(pieces)
+    holder = np.repeat(key_code, np.diff(ptr))
+    by_part = stable_order(part_code)
+    part_sorted, holder = part_code[by_part], holder[by_part]
+    code = block.astype(np.int64) * pieces + piece
+    lo = np.searchsorted(part_sorted, code[waiting], "left")
+    counts = np.searchsorted(part_sorted, code[waiting], "right") - lo
+    waiting, lo, counts = waiting[counts > 0], lo[counts > 0], counts[counts > 0]
+    if not len(waiting):
+        return dep_ptr, dep_idx
+    owner = np.repeat(waiting, counts)
+    starts = np.zeros(len(counts), np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    held_in = holder[np.repeat(lo - starts, counts) + np.arange(int(counts.sum()))]
+    steps = int(step.max()) + 1
+    n_codes = 1 + max(int(code.max()), int(key_code.max(initial=0)), int(part_code.max(initial=0)))
+    arrival = (dst.astype(np.int64) * n_codes + code) * steps + step
+    by_arrival = stable_order(arrival)
+    arrival = arrival[by_arrival]
+    base = (src[owner].astype(np.int64) * n_codes + held_in) * steps
+    first = searchsorted_many(arrival, base)
+    base += step[owner]
+    found = searchsorted_many(arrival, base) - first
+    starts = np.zeros(len(found), np.int64)
+    np.cumsum(found[:-1], out=starts[1:])
+    new_owner = np.repeat(owner, found)
+    new_dep = by_arrival[np.repeat(first - starts, found) + np.arange(int(found.sum()))]
+    return _merged(dep_ptr, dep_idx, new_owner, new_dep)
+
+
+def _merged(dep_ptr: np.ndarray, dep_idx: np.ndarray, new_owner: np.ndarray, new_dep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The old dependencies and new ones (of transfers that had none), sorted and once each."""
+    n = len(dep_ptr) - 1
+    if not len(new_owner):
+        return dep_ptr, dep_idx
     pairs = new_owner * n + new_dep  # (waiter, awaited) as one int
     pairs.sort()
     pairs = pairs[np.concatenate([[True], pairs[1:] != pairs[:-1]])]

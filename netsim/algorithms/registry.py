@@ -137,9 +137,9 @@ class AxesAlgorithm:
         ``f(shape, wraparound)``: the gather's moves as an int array ``[moves, 6]``
         (planned without a Python tuple per move; used instead of ``gather``).
     bundles : callable, optional
-        ``f(shape, wraparound)``: bundle key -> part keys (a mapping, best a
-        :class:`netsim.algorithms.bundles.BundleTable`), for algorithms whose moves send
-        bundles (see :mod:`netsim.algorithms.schedule`).
+        ``f(shape, wraparound, pattern)``: bundle key -> part keys (a mapping, best a
+        :class:`netsim.algorithms.bundles.BundleTable`) of the bundles that pattern's
+        moves send, for algorithms that send bundles (see :mod:`netsim.algorithms.schedule`).
     patterns : tuple of str, optional
         Restricts the patterns it plays (default: gathers, reductions and,
         with moves for it, all_to_all).
@@ -159,7 +159,7 @@ class AxesAlgorithm:
     description: str = ""
     all_to_all: AxesMoves | None = None
     gather_array: Callable[[tuple[int, ...], tuple[bool, ...]], np.ndarray] | None = None
-    bundles: Callable[[tuple[int, ...], tuple[bool, ...]], Mapping[Key, Sequence[Key]]] | None = None
+    bundles: Callable[[tuple[int, ...], tuple[bool, ...], str], Mapping[Key, Sequence[Key]]] | None = None
     patterns: tuple[str, ...] | None = None
     transfers: Callable[[tuple[int, ...]], int] | None = None
     each_piece_once: tuple[str, ...] = ()

@@ -214,7 +214,7 @@ def build_schedule(
     if isinstance(plan, AxesAlgorithm):
         shape, wraps = _without_unit_axes(shape, wraps)
         pieces = plan.pieces(len(shape))
-        bundles = None if plan.bundles is None else as_table(plan.bundles(shape, wraps))
+        bundles = None if plan.bundles is None else as_table(plan.bundles(shape, wraps, pattern))
         gather, reduce_scatter, all_to_all = (
             None if moves is None else partial(_shaped, moves, shape, wraps)
             for moves in (plan.gather_array or plan.gather, plan.reduce_scatter, plan.all_to_all)

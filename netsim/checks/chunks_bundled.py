@@ -24,8 +24,11 @@ def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position
     handed a key twice; and at the end each device, its bundles opened, must
     hold each piece of every block it wants exactly once, and no other chunk.
     """
+    if a.reduce.any() and pattern in ("reduce_scatter", "all_reduce"):
+        _chunks_bundled_sums(a, buffers, position, pattern, wanted)
+        return
     if pattern != "gather" or a.reduce.any():
-        raise InvariantError("chunks", f"bundles are only played in gathers, not in a {pattern}")
+        raise InvariantError("chunks", f"bundles are only played in gathers and reductions, not in a {pattern}")
     bundles = a.bundles
     table = as_table(bundles)
     start_keys = [key for held in buffers for key in held]
@@ -210,3 +213,68 @@ def _fingerprints(codes: tuple[np.ndarray, np.ndarray, np.ndarray], block_piece:
         known[bundle[new]] = True
     count[~known] = -1
     return prints, count
+
+
+def _chunks_bundled_sums(
+    a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position: dict[int, int], pattern: str, wanted: Callable[[int], Iterable[int]]
+) -> None:
+    """The ``chunks`` check for a reduction that sends bundles: the run replayed in time, chunk by chunk inside the bundles.
+
+    Each (device, chunk) is a mask of the group members whose data it holds. A transfer
+    carries, for every chunk its bundle opens to, the mask its source held when it left;
+    arriving, it adds into the receiver's (never a member's data twice) or places it.
+    At the end each device must hold the whole group's sum of every chunk it wants.
+    """
+    table = as_table(a.bundles)
+    opened: dict[Hashable, tuple[Hashable, ...]] = {}
+
+    def leaves(key: Hashable) -> tuple[Hashable, ...]:
+        if key not in opened:
+            parts = table.get(key)
+            opened[key] = (key,) if parts is None else tuple(itertools.chain.from_iterable(leaves(part) for part in parts))
+        return opened[key]
+
+    state: dict[tuple[int, Hashable], int] = {}
+    for d, held in enumerate(buffers):
+        for key in held:
+            if key in table or d not in position:
+                raise InvariantError("chunks", f"device {d} starts with chunk {key!r}, which is not its own contribution")
+            state[(d, key)] = 1 << position[d]
+    src, dst, reduce = a.src.tolist(), a.dst.tolist(), a.reduce.tolist()
+    keys = [a.keys[k] for k in a.key_index.tolist()]
+    n = len(src)
+    carried: list[list[int] | None] = [None] * n
+
+    def leave(i: int) -> None:
+        masks = [state.get((src[i], leaf), 0) for leaf in leaves(keys[i])]
+        if not all(masks):
+            leaf = leaves(keys[i])[masks.index(0)]
+            raise InvariantError("chunks", f"transfer #{i} leaves device {src[i]} before chunk {leaf!r} is there")
+        carried[i] = masks
+
+    times = np.concatenate([a.arrived, a.sent])
+    for e in np.lexsort((np.arange(2 * n), times)).tolist():  # in time; at one instant, arrivals first (as a device takes them in before it sends)
+        i = e if e < n else e - n
+        if e >= n:
+            if carried[i] is None:
+                leave(i)
+            continue
+        if carried[i] is None:
+            leave(i)
+        for leaf, mask in zip(leaves(keys[i]), carried[i], strict=True):
+            held = state.get((dst[i], leaf), 0)
+            if reduce[i] and held & mask:
+                raise InvariantError("chunks", f"device {dst[i]}, chunk {leaf!r}: transfer #{i} adds the data of member(s) {_members(held & mask)} again")
+            state[(dst[i], leaf)] = held | mask if reduce[i] else mask
+    everyone = (1 << (1 + max(position.values(), default=0))) - 1
+    pieces = 1 + max((key[1] for d, key in state), default=0)
+    for d in range(len(buffers)):
+        for block in wanted(d):
+            for piece in range(pieces):
+                got = state.get((d, (block, piece)), 0)
+                if got != everyone:
+                    raise InvariantError("chunks", f"device {d} ends with chunk {(block, piece)!r} without the data of group member(s) {_members(everyone & ~got)}")
+
+
+def _members(mask: int) -> list[int]:
+    return [k for k in range(mask.bit_length()) if mask >> k & 1]

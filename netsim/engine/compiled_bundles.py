@@ -11,7 +11,10 @@ device that sends a bundle it does not hold makes it, once, from the parts it
 holds (making the parts it lacks in turn), exactly where and when the Python
 player's :func:`~netsim.engine.payloads.made` would, and the bundle is a new chunk
 number whose size is its parts'; a sum is numbered after every bundle the run could
-make and weighs what it was added into. It plays the same actions in the same order:
+make and weighs what it was added into. A bundle added into a device's parts (a
+bundled reduce-scatter) is checked against the bundle the device makes of them, and
+adds nothing the device holds: stand-ins added are the stand-ins added into, so the
+parts stay the same chunks (:func:`~netsim.engine.payloads.add_into`). It plays the same actions in the same order:
 times, hops, link statistics, event and action counts are the Python player's and
 the process model's bit for bit (tests/test_engines.py).
 
@@ -23,7 +26,7 @@ device's buffer holds the same keys in the same order. A timing-only run
 (``data="none"``) never reads them, so it never makes a payload.
 
 Everything else plays on the Python player (:class:`netsim.engine.fast.FastPlayer`):
-reductions of values or of bundles beside bundles, compute steps that compute values, runs in which a device misses a part
+reductions of values beside bundles, compute steps that compute values, runs in which a device misses a part
 or a chunk it sends (the Python player raises the error) or makes a bundle that
 holds itself.
 """
@@ -191,8 +194,8 @@ class BundledPlayer(CompiledRun):
         held[start_slot] = np.arange(n_start, dtype=np.int32)
         reduce = np.asarray(columns["reduce"], np.bool_)
         n_sums = int(np.count_nonzero(reduce))
-        if n_sums and (not all(type(c) is SizeOnly for c in chunks) or (part_count[key[reduce]] >= 0).any()):
-            return  # (sums of values, or of bundles: the Python player)
+        if n_sums and not all(type(c) is SizeOnly for c in chunks):
+            return  # (sums of values: the Python player)
         size = np.zeros(n_start + n_slots + n_sums, np.int64)  # (each slot makes one bundle at most; the sums after them)
         size[:n_start] = np.fromiter(map(operator.attrgetter("nbytes"), chunks), np.int64, n_start)
         sum_of, sum_with = np.zeros(n_sums, np.int64), np.zeros(n_sums, np.int64)

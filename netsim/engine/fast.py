@@ -31,8 +31,8 @@ import simpy
 from netsim.columnar import stable_order
 from netsim.engine.columns import HopList, hops_and_links, step_dependencies, waiter_keys
 from netsim.engine.link_model import LinkModel, serve
-from netsim.engine.payloads import ABSENT, computed, made, shared
-from netsim.engine.playback import EngineError, LinkStats
+from netsim.engine.payloads import ABSENT, add_into, computed, made, shared
+from netsim.engine.playback import LinkStats
 from netsim.engine.processes import run_counting
 from netsim.engine.routes import Routes
 from netsim.network.topology import LinkId, Topology
@@ -273,9 +273,11 @@ class FastPlayer:
                             key = key_of[i]
                             chunk, payload[i] = payload[i], None
                             if reduce[i]:
-                                if key not in buffer:
-                                    raise EngineError(f"device {c} was sent chunk {key!r} to add into, but holds no such chunk")
-                                buffer[key] = buffer[key] + chunk
+                                held = buffer.get(key, ABSENT)
+                                if held is ABSENT:  # a bundle: into the parts it holds
+                                    add_into(buffer, key, chunk, self.bundles, c)
+                                else:
+                                    buffer[key] = held + chunk
                             else:
                                 buffer[key] = chunk
                             # Count the arrival off for whoever waits for it (written out three times on
@@ -350,7 +352,7 @@ class FastPlayer:
                         key = key_of[i]
                         chunk = buffer.get(key, ABSENT)
                         if chunk is ABSENT:
-                            chunk = made(buffer, key, self.bundles, c, i, self.made)
+                            chunk = made(buffer, key, self.bundles, c, i, {} if reduce[i] else self.made)  # (partial sums: made afresh)
                         sent_at[i] = now
                         payload[i] = chunk
                         nbytes[i] = chunk.nbytes

@@ -295,7 +295,18 @@ def play_kernel(
                     count += 1
                     arrived_at[i] = now
                     slot = c * n_keys + key[i] if bundles is None else recv_slot[i]
-                    if reduce[i]:
+                    if reduce[i] and bundles is not None and held[slot] < 0:
+                        # a bundle, added part by part into the parts the device holds (stand-ins: the same
+                        # chunks): only its size is checked, against the bundle the device makes of them
+                        tables = (part_start, part_count, part_key, is_bundle, slot_code, dev_slot, width, frames, scratch, extra)
+                        was = make_bundle(c, slot, key[i], held, made, size, n_chunks, made_ptr, made_parts, made_counts, *tables)
+                        while was == -2:  # room for more parts, and again
+                            made_parts = np.concatenate((made_parts, np.zeros(len(made_parts) + 1, np.int32)))
+                            was = make_bundle(c, slot, key[i], held, made, size, n_chunks, made_ptr, made_parts, made_counts, *tables)
+                        if was < 0 or size[was] != size[carried[i]]:
+                            status = -1 - i
+                            break
+                    elif reduce[i]:
                         was = held[slot]
                         if was < 0:
                             status = -1 - i

@@ -17,7 +17,7 @@ from netsim.columnar import factorize
 from netsim.engine.columns import ArrayList
 from netsim.engine.playback import EngineError
 
-__all__ = ["ABSENT", "made", "shared", "shared_ints", "sizes", "take"]
+__all__ = ["ABSENT", "add_into", "made", "shared", "shared_ints", "sizes", "take"]
 
 
 ABSENT = object()
@@ -67,14 +67,40 @@ def shared_ints(values: np.ndarray) -> list[int]:
     return shared(unique)[inverse].tolist()
 
 
-def take(buffer: dict, key: Hashable, chunk: Any, reduce: bool, device: int) -> None:
-    """Store an arriving chunk in a device's buffer, or add it into the chunk held under ``key``."""
+def take(buffer: dict, key: Hashable, chunk: Any, reduce: bool, device: int, bundles: Any = None) -> None:
+    """Store an arriving chunk in a device's buffer, or add it into the chunk held under ``key`` (a bundle: into its parts, :func:`add_into`)."""
     if reduce:
-        if key not in buffer:
-            raise EngineError(f"device {device} was sent chunk {key!r} to add into, but holds no such chunk")
-        buffer[key] = buffer[key] + chunk
+        held = buffer.get(key, ABSENT)
+        if held is ABSENT:
+            add_into(buffer, key, chunk, bundles, device)
+        else:
+            buffer[key] = held + chunk
     else:
         buffer[key] = chunk
+
+
+def add_into(buffer: dict, key: Hashable, chunk: Any, bundles: Any, device: int) -> None:
+    """Add an arriving bundle into the parts the device holds, part by part (parts that are bundles: into theirs).
+
+    The device keeps no copy of the bundle: the next one it sends under ``key`` is made
+    again from the parts (:func:`made`), sums included.
+
+    Examples
+    --------
+    >>> buffer = {"a": np.ones(2), "b": np.zeros(1)}
+    >>> add_into(buffer, "ab", Bundle((np.ones(2), np.ones(1))), {"ab": ("a", "b")}, 0)
+    >>> buffer["a"].tolist(), buffer["b"].tolist(), "ab" in buffer
+    ([2.0, 2.0], [1.0], False)
+    """
+    parts = bundles.get(key) if bundles else None
+    if parts is None or not isinstance(chunk, Bundle) or len(chunk.parts) != len(parts):
+        raise EngineError(f"device {device} was sent chunk {key!r} to add into, but holds no such chunk")
+    for part, value in zip(parts, chunk.parts, strict=True):
+        held = buffer.get(part, ABSENT)
+        if held is ABSENT:
+            add_into(buffer, part, value, bundles, device)
+        else:
+            buffer[part] = held + value
 
 
 def computed(buffer: dict, step: Any, device: int, index: int) -> None:

@@ -299,7 +299,7 @@ class Device:
         for message in inbox:
             step = message.transfer
             model.arrived_at[step] = model.env.now
-            take(self.buffer, model.key[step], message.payload, model.reduce[step], self.index)
+            take(self.buffer, model.key[step], message.payload, model.reduce[step], self.index, model.bundles)
             self.count_off(step)
         for index in finished:
             computed(self.buffer, model.computes[index], self.index, index)
@@ -336,7 +336,7 @@ class Device:
             key = model.key[step]
             chunk = self.buffer.get(key, ABSENT)
             if chunk is ABSENT:
-                chunk = made(self.buffer, key, model.bundles, self.index, step, model.made)
+                chunk = made(self.buffer, key, model.bundles, self.index, step, {} if model.reduce[step] else model.made)  # (partial sums: made afresh)
             message = Message(step, chunk, model.route[step], model.env.now)
             model.sent_at[step] = model.env.now
             model.nbytes[step] = message.nbytes
