@@ -41,7 +41,8 @@ def ones(*shape):
         (
             lambda: netsim.psum_scatter(ones(4, 4), algorithm="recursive_doubling"),
             "algorithm 'recursive_doubling' does not run the reduce_scatter pattern; "
-            "algorithms that do: ring, bidirectional_ring, bidirectional_halfway, direct, recursive_halving, multiaxis, dimension_ordered, multiaxis_bundled, hierarchical",
+            "algorithms that do: ring, bidirectional_ring, bidirectional_halfway, direct, recursive_halving, multiaxis, dimension_ordered, "
+            "multiaxis_bundled, hierarchical",
         ),
         (
             lambda: netsim.all_gather(ones(4, 4), algorithm="recursive_halving"),
@@ -58,7 +59,8 @@ def ones(*shape):
         (
             lambda: netsim.psum(ones(4, 4), algorithm="recursive_doubling"),
             "algorithm 'recursive_doubling' does not run the all_reduce pattern; "
-            "algorithms that do: ring, bidirectional_ring, bidirectional_halfway, direct, rabenseifner, multiaxis, dimension_ordered, multiaxis_bundled, hierarchical",
+            "algorithms that do: ring, bidirectional_ring, bidirectional_halfway, direct, rabenseifner, multiaxis, dimension_ordered, "
+            "multiaxis_bundled, hierarchical",
         ),
     ],
 )

@@ -273,7 +273,8 @@ def _chunks_bundled_sums(
             for piece in range(pieces):
                 got = state.get((d, (block, piece)), 0)
                 if got != everyone:
-                    raise InvariantError("chunks", f"device {d} ends with chunk {(block, piece)!r} without the data of group member(s) {_members(everyone & ~got)}")
+                    lost = _members(everyone & ~got)
+                    raise InvariantError("chunks", f"device {d} ends with chunk {(block, piece)!r} without the data of group member(s) {lost}")
 
 
 def _members(mask: int) -> list[int]:

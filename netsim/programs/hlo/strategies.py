@@ -26,15 +26,41 @@ them (``has_reordering_map``: :func:`netsim.network.device_order.physical_ring`,
 member next to the previous one on the slice), else in the order the module lists them.
 These readings are netsim's: the compiler's emitters are not published, so a name is
 taken at its word (colours as directions, phases as axes) and nothing more.
+
+Rings along the axes move, at each step, what a chip holds as one buffer. netsim's
+``multiaxis`` streams it block by block instead (each block free to go on as soon as
+it arrives), which makes n (n - 1) transfers a group per piece: 522,240 for one
+all-reduce over a 16x16 slice. A collective whose streamed plan would make more than
+:data:`BUNDLED_ABOVE` transfers plays ``multiaxis_bundled``: the same stages, each
+step's blocks (or partial sums) one message, about 17x fewer transfers on 256 chips.
+On one axis the two take the same time to the bit; over several the bundled one waits
+for each stage's whole super-block (docs/programs_limits.md).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 
-__all__ = ["CompilerAlgorithm", "compiler_plan", "read_algorithm"]
+__all__ = ["BUNDLED_ABOVE", "CompilerAlgorithm", "compiler_plan", "read_algorithm", "streaming_transfers"]
+
+BUNDLED_ABOVE = 2**17
+"""A collective along the slice's axes whose streamed ``multiaxis`` plan would make more transfers than this plays ``multiaxis_bundled``."""
+
+
+def streaming_transfers(pattern: str, shape: tuple[int, ...], groups: int) -> int:
+    """The transfers ``multiaxis`` makes for ``groups`` groups of this shape: n (n - 1) per piece and phase.
+
+    Examples
+    --------
+    >>> streaming_transfers("all_reduce", (16, 16), 1)  # one all-reduce over a 16x16 slice
+    522240
+    """
+    n = math.prod(shape)
+    k = len([d for d in shape if d > 1]) or 1
+    return groups * n * (n - 1) * 2 * k * (2 if pattern == "all_reduce" else 1)
 
 _STRATEGY = re.compile(r"([A-Za-z0-9]+Strategy[A-Za-z0-9]*|Strategy[A-Za-z0-9]+)\{([^\n]*)\}")
 _FIELD = re.compile(r"(\w+):((?:\{[^{}]*\}(?:,\{[^{}]*\})*)|[^\s{},]+)")

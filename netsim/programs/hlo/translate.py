@@ -48,7 +48,7 @@ from netsim.network.topology import Topology
 from netsim.programs.hlo.devices import DeviceMap
 from netsim.programs.hlo.mxu import padded_flops
 from netsim.programs.hlo.ops import Collective, Compute, HloProgram, Step
-from netsim.programs.hlo.strategies import compiler_plan, read_algorithm
+from netsim.programs.hlo.strategies import BUNDLED_ABOVE, compiler_plan, read_algorithm, streaming_transfers
 from netsim.programs.lowering import Lowered, lower
 from netsim.programs.model import Op, Program, Sharded
 from netsim.semantics import ops as registry
@@ -321,6 +321,10 @@ def _collective(collective: Collective, label: str, after: tuple[str, ...], cont
                 note += "; its groups are not along the slice's axes: netsim's own algorithm"
             else:
                 given, params["algorithm"] = physical, chosen
+                streamed = streaming_transfers(registry.COLLECTIVES[kind].pattern, physical.shape, len(physical.groups))
+                if chosen == "multiaxis" and streamed > BUNDLED_ABOVE:
+                    params["algorithm"] = "multiaxis_bundled"
+                    note += f"; one message per ring step (streamed, its {streamed:,} transfers would be {streamed / BUNDLED_ABOVE:.0f}x the bound)"
     op = Op.of(label, kind, (array,), f"{label}:out", after=after, groups=given, **params)
     return op, groups.axes if groups is not None else (), note
 
