@@ -10,10 +10,11 @@ each of a member's pieces to each other member of its group in one transfer (``n
 phases); an algorithm that says its own count (``multiaxis_bundled``) is taken at its
 word; any other is planned for one group and counted.
 
-The default plan of an all_gather over several mesh axes is the streaming ``multiaxis``,
-unless that would make more than :data:`AUTO_BUNDLED_ABOVE` transfers (a 4096-chip
-gather makes 100 M): then it is ``multiaxis_bundled``, one message per ring step as a
-TPU sends it (1.1 M transfers on 4096 chips). On one axis the two plans are the same
+The default plan of an all_gather, psum_scatter or psum over several mesh axes is the
+streaming ``multiaxis``, unless that would make more than :data:`AUTO_BUNDLED_ABOVE`
+transfers (a 4096-chip gather makes 100 M): then it is ``multiaxis_bundled``, one message
+per ring step as a TPU sends it (1.1 M transfers on 4096 chips; a reduction's partial
+sums, one bundle a step). On one axis the two plans are the same
 and take the same time to the bit; over several, the bundled one waits for each
 stage's whole super-block and takes 1 to 47 % longer where measured (tests/test_program_plans.py,
 docs/programs_limits.md). The before-run estimate
@@ -38,7 +39,7 @@ from netsim.programs.model import CollectiveOp, Matmul, Program, ProgramError, S
 __all__ = ["AUTO_BUNDLED_ABOVE", "CollectivePlan", "collective_plan", "planned_counts", "planned_transfers"]
 
 AUTO_BUNDLED_ABOVE = 2**24
-"""An all_gather over mesh axes with no algorithm named whose streaming ``multiaxis`` plan would make more than
+"""A collective over mesh axes with no algorithm named whose streaming ``multiaxis`` plan would make more than
 this many transfers (about 2.6 GiB of memory at 168 B each, for that op alone) plays ``multiaxis_bundled``."""
 
 STREAMING = frozenset(name for name, entry in ALGORITHMS.items() if entry.each_piece_once)
@@ -96,8 +97,8 @@ def collective_plan(op: CollectiveOp, x: Sharded, mesh: Mesh) -> CollectivePlan:
         raise ProgramError(op.name, "algorithm", str(error)) from None
     shaped = {"group_shape": groups.shape, "wraparound": groups.wraparound} if over_axes else {}
     plan = CollectivePlan(layout, algorithm, shaped)
-    if op.algorithm is None and algorithm == "multiaxis" and layout.pattern == "gather" and planned_transfers(plan) > AUTO_BUNDLED_ABOVE:
-        plan = CollectivePlan(layout, check_algorithm("gather", len(layout.groups[0]), "multiaxis_bundled"), shaped)
+    if op.algorithm is None and algorithm == "multiaxis" and planned_transfers(plan) > AUTO_BUNDLED_ABOVE:
+        plan = CollectivePlan(layout, check_algorithm(layout.pattern, len(layout.groups[0]), "multiaxis_bundled"), shaped)
     return plan
 
 
@@ -131,7 +132,7 @@ def planned_transfers(plan: CollectivePlan, counted: dict[tuple, int] | None = N
     shape = plan.shaped.get("group_shape")
     count = getattr(entry, "transfers", None)
     if count is not None and shape is not None:
-        return many * count(tuple(d for d in shape if d > 1) or (1,))
+        return many * count(tuple(d for d in shape if d > 1) or (1,)) * (2 if layout.pattern == "all_reduce" else 1)
     if layout.pattern in entry.each_piece_once:
         return many * n * (n - 1) * _pieces(entry, shape) * (2 if layout.pattern == "all_reduce" else 1)
     key = (layout.pattern, n, plan.algorithm, tuple(sorted(plan.shaped.items())))
