@@ -86,7 +86,7 @@ def compile_model(name: str, out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", nargs="*", default=["16b", "32b", "64b", "128b", "22b_v4"], help="rows of MODELS or HELD_OUT (default: all)")
+    parser.add_argument("--models", nargs="*", default=["16b", "32b", "64b", "128b", "22b_v4", "52b_v4"], help="rows of MODELS or HELD_OUT (default: all)")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args()
     for name in args.models:

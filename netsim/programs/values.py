@@ -65,15 +65,21 @@ class Sum(Pending):
 
 
 def start_buffers(lowered: Lowered, values: bool) -> tuple[list[dict], list[dict]]:
-    """Each device's starting chunks (``Pending`` with values, ``SizeOnly`` without), and the pending ones by op."""
+    """Each device's starting chunks (``Pending`` with values, ``SizeOnly`` without: one stand-in per size, shared), and the pending ones by op."""
     starts = lowered.start_chunks()
     buffers: list[dict] = [{} for _ in starts]
     pending: list[dict] = [{} for _ in starts]
+    stand_ins: dict[int, SizeOnly] = {}  # (a whole step holds millions of chunks of a few sizes)
+    widths = [itemsize(lowered.arrays[record.op.inputs[0]].dtype) if record.op.inputs else 0 for record in lowered.ops]
     for device, held in enumerate(starts):
         for key, (index, block, elements) in held.items():
-            op = lowered.ops[index].op
-            nbytes = elements * itemsize(lowered.arrays[op.inputs[0]].dtype)
-            chunk = Pending(nbytes) if values else SizeOnly(nbytes)
+            nbytes = elements * widths[index]
+            if values:
+                chunk = Pending(nbytes)
+            else:
+                chunk = stand_ins.get(nbytes)
+                if chunk is None:
+                    chunk = stand_ins[nbytes] = SizeOnly(nbytes)
             buffers[device][key] = chunk
             if values:
                 pending[device][(index, block, key[1])] = chunk

@@ -150,10 +150,14 @@ MODELS = {
 
 HELD_OUT = {
     "22b_v4": MaxTextConfig("22b_v4", 6144, 24, 24576, 48, 16, 64, 1, 0.567, 156, "v4", "v4:4x4x4", 275e12),
+    "52b_v4": MaxTextConfig("52b_v4", 12288, 32, 49152, 32, 10, 192, 1, 0.560, 154, "v4", "v4:4x4x12", 275e12),
 }
-"""Rows of another generation, never derived from: MaxText's 22B on one v4-128 (64 chips; README and
-``MaxText/configs/1xv4-128.sh`` at 9bc243c95: ici_fsdp_parallelism=64, per_device_batch_size=16,
-base_emb_dim=6144, base_num_heads=24, base_mlp_dim=24576, base_num_decoder_layers=48)."""
+"""Rows of another generation, never derived from (README at 9bc243c95, "TPU v4"): MaxText's 22B on
+one v4-128 (64 chips; ``MaxText/configs/1xv4-128.sh``: ici_fsdp_parallelism=64,
+per_device_batch_size=16, base_emb_dim=6144, base_num_heads=24, base_mlp_dim=24576,
+base_num_decoder_layers=48) and its 52B on one v4-384 (192 chips; ``MaxText/configs/1xv4-384.sh``:
+ici_fsdp_parallelism=192, per_device_batch_size=10, base_emb_dim=12288, base_num_heads=32,
+base_mlp_dim=49152, base_num_decoder_layers=32)."""
 
 
 def build_step(config: MaxTextConfig, mesh):  # pragma: no cover - needs JAX; run by scripts/make_step_modules.py
