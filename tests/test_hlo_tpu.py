@@ -215,3 +215,35 @@ def test_a_group_listed_0_to_7_is_a_block_of_chips_and_the_compilers_ring_goes_r
     assert fast["estimate_s"] == pytest.approx(7 * 1e-6 + 7 / 8 * 8 * 256 * 1024 * 2 / 2 / 45e9, rel=1e-12)
     # the same ring in the order listed crosses two hops at every turn of the block
     assert slow["time_s"] > 1.7 * fast["time_s"]
+
+
+PSUM_16 = """HloModule m, is_scheduled=true, num_partitions=16
+%add (a: bf16[], b: bf16[]) -> bf16[] {
+  %a = bf16[] parameter(0)
+  %b = bf16[] parameter(1)
+  ROOT %s = bf16[] add(%a, %b)
+}
+ENTRY %main (p: bf16[1024,1024]) -> bf16[1024,1024] {
+  %p = bf16[1024,1024]{1,0} parameter(0)
+  ROOT %ar = bf16[1024,1024]{1,0} all-reduce(%p), channel_id=1, replica_groups={{0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15}}, use_global_device_ids=true, to_apply=%add, backend_config={"collective_algorithm_config":{"emitter":"RotatedPincerEmitter","strategy":"UniDirectionNDRingStrategy","debug":"UniDirectionNDRingStrategy{colors:4 phases:2}"}}
+}"""
+
+
+def test_a_compiler_ring_along_the_axes_too_big_to_stream_sends_one_message_per_step(monkeypatch):
+    import netsim.programs.hlo.translate as translate
+
+    module = hlo_from_text(PSUM_16)
+    (streamed,) = collectives(run_hlo(module, "tpu-v5e:4x4", compare=False))
+    assert streamed["algorithm"] == "multiaxis"  # 16 x 15 x 4 pieces x 2 phases = 1,920 transfers: under the bound
+    monkeypatch.setattr(translate, "BUNDLED_ABOVE", 1000)
+    run = run_hlo(module, "tpu-v5e:4x4", compare=False)
+    (bundled,) = collectives(run)
+    assert bundled["algorithm"] == "multiaxis_bundled"
+    assert bundled["note"].endswith("; one message per ring step (streamed, its 1,920 transfers would be 2x the bound)")
+    # the same plan as a psum of the same bytes a device over the slice's two axes, played alone
+    topology = netsim.network.presets.tpu_slice("tpu-v5e:4x4")
+    x = np.broadcast_to(np.zeros((), np.float32), (16, 1024 * 1024 // 2))
+    groups = Mesh({"x": 4, "y": 4}, topology).groups(("x", "y"))
+    alone = netsim.psum(x, axis_index_groups=groups, algorithm="multiaxis_bundled", topology=topology, data="none")
+    assert bundled["time_s"] == pytest.approx(alone.time, rel=1e-12)
+    assert len(run.program.hlo.lowered.schedule.transfers) == 2 * 2 * (2 * 3 + 2 * 3) * 16  # phases x parts x (halves x steps on each axis) x members
