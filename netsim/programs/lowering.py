@@ -139,11 +139,15 @@ class Lowered:
         for index, lowered in enumerate(self.ops):
             if lowered.layout is None:  # a compute op (a collective matmul has its gather's layout)
                 continue
+            entries: dict[tuple[int, int], list] = {}  # (a reduction's every device holds every block: keys and values made once, shared)
             for device, blocks in enumerate(lowered.layout.block_sizes(len(held))):
                 for block, elements in blocks.items():
-                    small, big = divmod(elements, lowered.pieces)
-                    for p in range(lowered.pieces):
-                        held[device][(block + lowered.block_offset, p)] = (index, block, small + (p < big))
+                    pairs = entries.get((block, elements))
+                    if pairs is None:
+                        small, big = divmod(elements, lowered.pieces)
+                        offset = block + lowered.block_offset
+                        pairs = entries[(block, elements)] = [((offset, p), (index, block, small + (p < big))) for p in range(lowered.pieces)]
+                    held[device].update(pairs)
         return held
 
 

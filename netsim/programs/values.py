@@ -69,20 +69,26 @@ def start_buffers(lowered: Lowered, values: bool) -> tuple[list[dict], list[dict
     starts = lowered.start_chunks()
     buffers: list[dict] = [{} for _ in starts]
     pending: list[dict] = [{} for _ in starts]
-    stand_ins: dict[int, SizeOnly] = {}  # (a whole step holds millions of chunks of a few sizes)
     widths = [itemsize(lowered.arrays[record.op.inputs[0]].dtype) if record.op.inputs else 0 for record in lowered.ops]
+    if not values:  # (a whole step holds millions of chunks of a few sizes; starts share their entries' tuples)
+        stand_ins: dict[tuple[int, int, int], SizeOnly] = {}
+        sizes: dict[int, SizeOnly] = {}
+        for device, held in enumerate(starts):
+            chunks = []
+            for entry in held.values():
+                chunk = stand_ins.get(entry)
+                if chunk is None:
+                    nbytes = entry[2] * widths[entry[0]]
+                    chunk = stand_ins[entry] = sizes.setdefault(nbytes, SizeOnly(nbytes))
+                chunks.append(chunk)
+            buffers[device] = dict(zip(held, chunks, strict=True))
+            starts[device] = {}
+        return buffers, pending
     for device, held in enumerate(starts):
         for key, (index, block, elements) in held.items():
-            nbytes = elements * widths[index]
-            if values:
-                chunk = Pending(nbytes)
-            else:
-                chunk = stand_ins.get(nbytes)
-                if chunk is None:
-                    chunk = stand_ins[nbytes] = SizeOnly(nbytes)
+            chunk = Pending(elements * widths[index])
             buffers[device][key] = chunk
-            if values:
-                pending[device][(index, block, key[1])] = chunk
+            pending[device][(index, block, key[1])] = chunk
     return buffers, pending
 
 
