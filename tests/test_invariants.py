@@ -543,6 +543,10 @@ def test_two_steps_at_once_on_one_unit_and_a_transfer_before_its_compute_step():
     message = "device 0's compute unit ran step #1 from 1e-06 s while step #0 ran until 2e-06 s (one step at a time)"
     with pytest.raises(InvariantError, match=re.escape(message)):
         check_playback(topo, moves, start, overlapping, computes=steps)
+    # a step of no time that ran at the instant the other started (first, as a unit may take it) is not at once with it
+    zero = [Compute(device=0, seconds=2e-6), Compute(device=0, seconds=0.0)]
+    played = play(topo, [], [{}, {}], computes=zero, engine="processes")
+    check_playback(topo, [], [{}, {}], dataclasses.replace(played, computes=ComputeRecord(np.array([0.0, 0.0]), np.array([2e-6, 0.0]))), computes=zero)
     early = dataclasses.replace(run, sent_at=[1e-6], arrived_at=[3e-6], time=4e-6)
     with pytest.raises(InvariantError, match=re.escape("transfer #0 left at 1e-06 s, before compute step #1 it waits for ended at 4e-06 s")):
         check_playback(topo, moves, start, early, computes=steps)

@@ -50,7 +50,7 @@ def _check_computes(a: _Arrays) -> None:
     work = np.flatnonzero(~joins)
     lane = np.asarray(columns["unit"], np.int64) if "unit" in columns else np.zeros(len(columns["device"]), np.int64)
     device = (2 * np.asarray(columns["device"], np.int64) + lane)[work]  # each device's compute unit (2d) and DMA engine (2d + 1)
-    by_start = np.lexsort((started[work], device))  # each unit's steps in the order they started
+    by_start = np.lexsort((ended[work], started[work], device))  # each unit's steps in the order they started (at one instant, a step of no time first)
     order, same = work[by_start], device[by_start]
     overlap = (same[1:] == same[:-1]) & (ended[order[:-1]] > started[order[1:]] + _slack(ended[order[:-1]], started[order[1:]]))
     if overlap.any():
