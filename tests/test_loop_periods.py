@@ -115,3 +115,24 @@ def test_two_loops_whose_time_is_not_linear_in_their_trips_are_played_whole():
     assert "every trip played" in whole.describe()[0]
     flagged, _ = extend(loops_, time_at, lambda t: max(t.values()) <= 12)  # too many to play whole: extended, and said
     assert not flagged.steady and "still changing" in flagged.describe()[0]
+
+
+def test_two_loops_whose_trips_differ_by_nanoseconds_are_extended_with_the_bound_that_puts_on_the_time():
+    """Made-up runs as a 256-chip training step gives them: trips of 79 ms and 225 ms whose times stray by a few
+    nanoseconds (chips drifting apart), never repeating: steady within those nanoseconds, and the time within the bound."""
+    from netsim.programs.hlo.loops import JITTER_RTOL, Loop, extend
+
+    loops_ = (Loop("forward", 3, 32), Loop("backward", 9, 32))
+    stray = [((7919 * k) % 13 - 6) * 1e-9 for k in range(64)]  # -6..6 ns, no period of 8 trips or fewer
+
+    def time_at(trips):
+        a, b = trips[3], trips[9]
+        return 0.415 + 0.079 * (a - 1) + 0.225 * (b - 1) + sum(stray[:a]) + sum(stray[32 : 32 + b])
+
+    extension, played = extend(loops_, time_at, lambda t: True)
+    assert extension.steady and 0 < extension.within_s <= JITTER_RTOL * 0.079 and played == {3: 3, 9: 3}
+    truth = time_at({3: 32, 9: 32})
+    assert abs(extension.time_s - truth) <= extension.bound_s  # (an exact fit would have played every trip)
+    assert extension.bound_s == pytest.approx(extension.within_s * (29 + 29), rel=1e-12)
+    assert "ns a trip: the time to +-" in extension.describe()[0]
+    assert extension.to_dict()["bound_s"] == extension.bound_s

@@ -316,6 +316,8 @@ _HLO = _obj(
                         "pattern": _t("string", "one long loop: steady, periodic or played (every trip played)"),
                         "period": _t("integer", "one long loop: the period of its per-trip times in trips"),
                         "period_s": _t("number", "one long loop: what each further period adds"),
+                        "within_s": _t("number", "0: the trips fit exactly; else how far a trip's time strayed from steady (nanoseconds a trip)"),
+                        "bound_s": _t("number", "how far the extended time may be off: within_s for every trip extended"),
                     },
                     required=["loops", "played_time_s", "time_s", "steady", "runs"],
                 ),

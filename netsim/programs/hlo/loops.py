@@ -67,6 +67,11 @@ MAX_LONG_LOOPS = 3
 STEADY_RTOL = 1e-9
 """Two per-trip times are the same when they differ by at most this fraction of the run's time."""
 
+JITTER_RTOL = 1e-6
+"""Trips whose times differ by at most this fraction of a trip (the nanoseconds by which chips drift apart on a
+big slice, trip after trip) are taken as steady *within* that difference: the report gives the bound it puts on the
+time (:attr:`Extension.within_s`)."""
+
 NOISE_RTOL = 1e-12
 """A mixed difference of the runs' times smaller than this fraction of them is rounding, taken as zero (loops one after another add no cross term)."""
 
@@ -116,6 +121,10 @@ class Extension:
         How many runs were played to find them.
     repetition : Repetition or None
         For one long loop: the steady or periodic state found (:mod:`netsim.programs.periods`).
+    within_s : float
+        0 when the runs fit the model exactly (to :data:`STEADY_RTOL`); else how far, at most, a
+        trip's time was seen to stray from it (under :data:`JITTER_RTOL` of a trip): each trip
+        extended may be off by that much, :attr:`bound_s` in all.
     """
 
     loops: tuple[Loop, ...]
@@ -126,6 +135,18 @@ class Extension:
     steady: bool
     runs: int
     repetition: Repetition | None = None
+    within_s: float = 0.0
+
+    @property
+    def bound_s(self) -> float:
+        """How far, at most, the extended time may be off: :attr:`within_s` for every trip extended.
+
+        Examples
+        --------
+        >>> round(Extension((Loop("w", 1, 100),), (3,), (2e-6,), 7e-6, 2e-4, True, 8, within_s=1e-9).bound_s * 1e9, 6)  # 97 trips extended
+        97.0
+        """
+        return self.within_s * sum(loop.trips - played for loop, played in zip(self.loops, self.played, strict=True))
 
     def describe(self) -> list[str]:
         """One line per loop, as the report prints it.
@@ -144,6 +165,8 @@ class Extension:
                 for loop in self.loops
             ]
         state = "the same for the last trips played" if self.steady else "still changing: the last trips' time used"
+        if self.steady and self.within_s:
+            state = f"the same to within {self.within_s * 1e9:.3g} ns a trip: the time to +-{self.bound_s * 1e6:.3g} us"
         return [
             f"{loop.name} (line {loop.line}): {loop.trips} trips; {played} played, each further one adds {per * 1e6:.4g} us ({state})"
             for loop, played, per in zip(self.loops, self.played, self.per_trip_s, strict=True)
@@ -162,6 +185,8 @@ class Extension:
             "time_s": self.time_s,
             "steady": self.steady,
             "runs": self.runs,
+            "within_s": self.within_s,
+            "bound_s": self.bound_s,
         }
 
 
@@ -381,19 +406,22 @@ def extend(loops: tuple[Loop, ...], time_at: Callable[[dict[int, int]], float], 
         """The time the multilinear model of ``level`` gives for ``trips``."""
         return sum(d * math.prod(n - level for n, s in zip(trips, subset, strict=True) if s) for subset, d in found.items())
 
-    level, steady = 1, False
+    level, steady, within = 1, False, 0.0
     model = differences(level)
     while level + 2 <= min(MAX_LEVEL, *(loop.trips for loop in loops)) and can_play(dict.fromkeys(lines, level + 2)):
         corners = [tuple(level + 1 + c for c in corner) for corner in itertools.product((0, 1), repeat=len(loops))]
         scale = max(abs(run(corner)) for corner in corners) or 1.0
-        fits = all(abs(predicted(level, model, corner) - run(corner)) <= STEADY_RTOL * scale for corner in corners)
+        misfit = max(abs(predicted(level, model, corner) - run(corner)) for corner in corners)
+        trip = min((abs(d) for subset, d in model.items() if sum(subset) == 1), default=0.0)  # the shortest trip's time
         level, model = level + 1, differences(level + 1)
-        if fits:
-            steady = True
+        if misfit <= STEADY_RTOL * scale or misfit <= JITTER_RTOL * trip:  # exactly, or to nanoseconds a trip
+            steady, within = True, (0.0 if misfit <= STEADY_RTOL * scale else misfit)
             break
     probe = tuple(min(level + 1 + MAX_PERIOD, loop.trips) for loop in loops)  # a period the corners cannot see shows here
     if steady and probe != tuple(level + 1 for _ in loops) and can_play(dict(zip(lines, probe, strict=True))):
-        steady = abs(predicted(level, model, probe) - run(probe)) <= STEADY_RTOL * (abs(run(probe)) or 1.0)
+        off = abs(predicted(level, model, probe) - run(probe))
+        steady = off <= STEADY_RTOL * (abs(run(probe)) or 1.0) or (within > 0 and off <= within * sum(t - level for t in probe))
+        within = max(within, off / max(1, sum(t - level for t in probe))) if steady and within else within
     full = tuple(loop.trips for loop in loops)
     if not steady and can_play(dict(zip(lines, full, strict=True))):  # not linear in the trips: play them all
         return Extension(loops, full, tuple(0.0 for _ in loops), run(full), run(full), False, len(cache)), dict(zip(lines, full, strict=True))
@@ -406,5 +434,5 @@ def extend(loops: tuple[Loop, ...], time_at: Callable[[dict[int, int]], float], 
         sum(d * math.prod(n - level for j, (n, s) in enumerate(zip(full, subset, strict=True)) if s and j != i) for subset, d in model.items() if subset[i])
         for i in range(len(loops))
     )
-    extension = Extension(loops, top, per_trip, run(top), time, steady, len(cache))
+    extension = Extension(loops, top, per_trip, run(top), time, steady, len(cache), within_s=within)
     return extension, dict(zip(lines, top, strict=True))
