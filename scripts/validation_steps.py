@@ -93,14 +93,14 @@ def time_at(report, efficiency: float) -> float:
 
 
 def row_efficiency(row: StepRow) -> float:
-    """The matmul efficiency at which ``row``'s step time equals the published one, from one run at efficiency 1.
+    """The matmul efficiency at which ``row``'s step time equals the published one, from its calibrated run.
 
     :func:`time_at` moves the run's instructions to each efficiency tried (bisection); the
     rows are then run again at the median, and their errors are what that run gives.
     """
     from netsim.analysis.step_report import step_report
 
-    report = step_report(simulate(row, "calibrated", 1.0), row.model)
+    report = step_report(simulate(row, "calibrated"), row.model)
     target = row.config.step_time_s()
     if time_at(report, 1.0) >= target:
         return 1.0
@@ -112,8 +112,14 @@ def row_efficiency(row: StepRow) -> float:
 
 
 def derive() -> tuple[float, dict[str, float]]:
-    """v5e's matmul efficiency: the median of the derivation rows' own efficiencies."""
-    each = {row.config.name: row_efficiency(row) for row in ROWS if row.derive}
+    """v5e's matmul efficiency: the median of the derivation rows' own efficiencies (as :data:`RECORDED` has them)."""
+    import json
+
+    recorded = json.loads(RECORDED.read_text()) if RECORDED.exists() else {}
+    own = {name: run["own_efficiency"] for name, run in recorded.items() if "own_efficiency" in run}
+    each = {row.config.name: own[row.config.name] for row in ROWS if row.derive and row.config.name in own}
+    if not each:
+        raise SystemExit(f"no row has a recorded efficiency yet: run --simulate first ({RECORDED})")
     return round(statistics.median(each.values()), 3), each
 
 
@@ -203,13 +209,21 @@ def simulate_rows(names: list[str] | None = None) -> dict[str, dict[str, float]]
     import json
     import subprocess
 
+    from netsim.run import resolve_topology
+
     recorded = json.loads(RECORDED.read_text()) if RECORDED.exists() else {}
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     for row in ROWS:
         if (names and row.config.name not in names) or not row.module.exists():
             continue
         times = {mode: step_time(row, mode) for mode in ("nominal", "calibrated")}
-        recorded[row.config.name] = {**{f"{k}_s": v for k, v in times.items()}, "commit": commit}
+        efficiency = offered(calibrate(resolve_topology(row.topology, None), "calibrated")).compute_efficiency
+        recorded[row.config.name] = {**{f"{k}_s": v for k, v in times.items()}, "efficiency": efficiency, "commit": commit}
+        for mode in times:
+            extension = simulate(row, mode).program.extension
+            recorded[row.config.name][f"{mode}_bound_s"] = extension.bound_s if extension is not None else 0.0
+        if row.derive:  # the efficiency at which its calibrated run would take the published time
+            recorded[row.config.name]["own_efficiency"] = row_efficiency(row)
         RECORDED.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
         print(row.config.name, recorded[row.config.name], flush=True)
     return recorded

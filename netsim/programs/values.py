@@ -66,24 +66,24 @@ class Sum(Pending):
 
 def start_buffers(lowered: Lowered, values: bool) -> tuple[list[dict], list[dict]]:
     """Each device's starting chunks (``Pending`` with values, ``SizeOnly`` without: one stand-in per size, shared), and the pending ones by op."""
-    starts = lowered.start_chunks()
-    buffers: list[dict] = [{} for _ in starts]
-    pending: list[dict] = [{} for _ in starts]
     widths = [itemsize(lowered.arrays[record.op.inputs[0]].dtype) if record.op.inputs else 0 for record in lowered.ops]
-    if not values:  # (a whole step holds millions of chunks of a few sizes; starts share their entries' tuples)
-        stand_ins: dict[tuple[int, int, int], SizeOnly] = {}
+    if not values:  # (a whole step holds millions of chunks of a few sizes: each shared list of pairs is made into chunks once)
         sizes: dict[int, SizeOnly] = {}
-        for device, held in enumerate(starts):
-            chunks = []
-            for entry in held.values():
-                chunk = stand_ins.get(entry)
-                if chunk is None:
-                    nbytes = entry[2] * widths[entry[0]]
-                    chunk = stand_ins[entry] = sizes.setdefault(nbytes, SizeOnly(nbytes))
-                chunks.append(chunk)
-            buffers[device] = dict(zip(held, chunks, strict=True))
-            starts[device] = {}
-        return buffers, pending
+        made: dict[int, list] = {}
+        pairs_of = lowered.start_pairs()
+        buffers = []
+        for lists in pairs_of:
+            buffer: dict = {}
+            for pairs in lists:
+                chunks = made.get(id(pairs))
+                if chunks is None:
+                    chunks = made[id(pairs)] = [(key, sizes.setdefault(n * widths[i], SizeOnly(n * widths[i]))) for key, (i, _, n) in pairs]
+                buffer.update(chunks)
+            buffers.append(buffer)
+        return buffers, [{} for _ in buffers]
+    starts = lowered.start_chunks()
+    buffers = [{} for _ in starts]
+    pending: list[dict] = [{} for _ in starts]
     for device, held in enumerate(starts):
         for key, (index, block, elements) in held.items():
             chunk = Pending(elements * widths[index])
