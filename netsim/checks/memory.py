@@ -312,13 +312,22 @@ PLANNED_BYTES_PER_ENTRY = 336
 """Per transfer or compute step of a planned program: twice the 168 B per transfer its RSS grew by (same fit), a margin."""
 
 
-def estimate_planned_memory(transfers: int, compute_steps: int, values_bytes: int = 0, link_crossings: float | None = None) -> MemoryEstimate:
+BYTES_PER_START_CHUNK = 400
+"""Per chunk the devices start with, timing only (a reduction's every device holds every block: N^2 of them): its entry in
+the device's buffer and in the compiled player's tables. About 280 B measured (the 16B training step on a v5e 16x16 at
+one and two backward trips: 3.9 and 6.0 M chunks), a margin."""
+
+
+def estimate_planned_memory(
+    transfers: int, compute_steps: int, values_bytes: int = 0, link_crossings: float | None = None, start_chunks: int = 0
+) -> MemoryEstimate:
     """The memory a program will need, from the counts of its plans before it is lowered (:func:`netsim.programs.run.planned_estimate`).
 
     Measured against the RSS growth of fresh processes playing FSDP programs on the compiled
     player: 1.3x the peak over the run at 0.2 M transfers, 1.6x at 0.8 M and 1.8x at 3.1 M (tests/test_program_plans.py
     checks two sizes), whose transfers cross one link each; every further link crossed
-    (``link_crossings`` beyond one per transfer) is counted at :data:`BYTES_PER_HOP`. The
+    (``link_crossings`` beyond one per transfer) is counted at :data:`BYTES_PER_HOP`, every
+    chunk the devices start with (``start_chunks``) at :data:`BYTES_PER_START_CHUNK`. The
     estimate for the Python player (:func:`estimate_program_memory`) keeps its margin.
 
     Examples
@@ -327,7 +336,7 @@ def estimate_planned_memory(transfers: int, compute_steps: int, values_bytes: in
     '1.108 GiB'
     """
     beyond = max(0.0, (link_crossings or transfers) - transfers)
-    schedule = PLANNED_FIXED_BYTES + (transfers + compute_steps) * PLANNED_BYTES_PER_ENTRY + int(beyond * BYTES_PER_HOP)
+    schedule = PLANNED_FIXED_BYTES + (transfers + compute_steps) * PLANNED_BYTES_PER_ENTRY + int(beyond * BYTES_PER_HOP) + start_chunks * BYTES_PER_START_CHUNK
     return MemoryEstimate(inputs=values_bytes, outputs=0, partial_sums=0, reference=0, schedule=schedule)
 
 

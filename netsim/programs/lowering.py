@@ -143,6 +143,11 @@ class Lowered:
             held.append(chunks)
         return held
 
+    def start_chunk_count(self) -> int:
+        """How many chunks the devices start with, all told (what :meth:`start_chunks` holds), counted without making them."""
+        n = self.mesh.topology.n_devices
+        return sum(lowered.pieces * sum(map(len, lowered.layout.block_sizes(n))) for lowered in self.ops if lowered.layout is not None)
+
     def start_pairs(self) -> list[list[list[tuple[tuple[int, int], tuple[int, int, int]]]]]:
         """:meth:`start_chunks` as lists of ``(key, entry)`` pairs per device, one per block it holds, in the same order.
 

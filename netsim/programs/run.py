@@ -272,7 +272,7 @@ def memory_needed(lowered: Lowered, values: int = 0, engine: str = "auto") -> Me
     transfers = len(schedule.transfers)
     crossings = sum(len(r.transfers) * mean_hops(r.algorithm, tuple(topology.dims), tuple(topology.wraparound)) for r in lowered.ops)
     if not values and choose_engine(engine, transfers) == "fast":  # the compiled player, timing only: as measured for it
-        return estimate_planned_memory(transfers, len(schedule.computes), 0, crossings)
+        return estimate_planned_memory(transfers, len(schedule.computes), 0, crossings, lowered.start_chunk_count())
     dependencies = int(schedule.transfers.dep_ptr[-1]) + sum(len(c.deps) for c in schedule.computes)
     return estimate_program_memory(transfers, crossings / max(transfers, 1), len(schedule.computes), dependencies, values)
 

@@ -45,6 +45,7 @@ __all__ = [
     "extend",
     "long_loops",
     "loop_trips",
+    "multilinear_at",
     "trip_count",
     "unrolled_steps",
 ]
@@ -344,6 +345,30 @@ def check_steps(module: Module, trips: Mapping[int, int], loops: tuple[Loop, ...
             f"the module unrolls into {steps} steps{extended}, more than the {MAX_STEPS} netsim plays; "
             "simulate fewer loop trips or a smaller part of the program",
         )
+
+
+def multilinear_at(values: Mapping[tuple[int, ...], float], point: tuple[int, ...], level: int = 1) -> float | None:
+    """What a quantity multilinear in the loops' trips (as a lowering's counts are) comes to at ``point``,
+    from its ``values`` at the corners ``{level, level + 1}`` of every loop (None while a corner is missing).
+
+    Examples
+    --------
+    >>> corners = {(a, b): 100 + 7 * a + 5 * b + 2 * a * b for a in (1, 2) for b in (1, 2)}
+    >>> multilinear_at(corners, (10, 20)), 100 + 70 + 100 + 400
+    (670.0, 670)
+    """
+    k = len(point)
+    total = 0.0
+    for subset in itertools.product((0, 1), repeat=k):
+        difference = 0.0
+        for corner in itertools.product((0, 1), repeat=k):
+            if all(c <= s for c, s in zip(corner, subset, strict=True)):
+                value = values.get(tuple(level + c for c in corner))
+                if value is None:
+                    return None
+                difference += (-1 if (sum(subset) - sum(corner)) % 2 else 1) * value
+        total += difference * math.prod(n - level for n, s in zip(point, subset, strict=True) if s)
+    return total
 
 
 def extend(loops: tuple[Loop, ...], time_at: Callable[[dict[int, int]], float], can_play: Callable[[dict[int, int]], bool]) -> tuple[Extension, dict[int, int]]:

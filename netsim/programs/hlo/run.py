@@ -21,7 +21,7 @@ from typing import Any
 
 from netsim.analysis.hlo_stats import collectives
 from netsim.analysis.step_report import maxtext_flops, step_report
-from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, MemoryLimitError, check_memory, return_freed_memory
+from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, MemoryLimitError, available_memory, check_memory, return_freed_memory
 from netsim.checks.program_memory import fit_note
 from netsim.network.topology import Topology
 from netsim.programs.hlo import HloProgram, load_hlo
@@ -29,7 +29,7 @@ from netsim.programs.hlo.devices import CPU_CAVEAT, DeviceMap, default_device_ma
 from netsim.programs.hlo.dtypes import at_source_dtype, source_dtype
 from netsim.programs.hlo.files import HloProgramFile, load_any_program
 from netsim.programs.hlo.flatten import flatten
-from netsim.programs.hlo.loops import MAX_STEPS, Extension, check_steps, extend, unrolled_steps
+from netsim.programs.hlo.loops import MAX_STEPS, Extension, check_steps, extend, multilinear_at, unrolled_steps
 from netsim.programs.hlo.megascale import across_slices, slice_device_map, without_slices
 from netsim.programs.hlo.text import HloSyntaxError
 from netsim.programs.hlo.translate import HloLowered, lower_hlo
@@ -238,16 +238,22 @@ def _run_loops(program: HloProgram, play: Callable[[HloProgram], Result], source
             )
         return play(_flattened(module_text, trips, source))
     kept: dict[tuple, Result] = {}  # only the last run (a run holds its schedule): the one reported is played again if it is not that
+    needs: dict[tuple[int, ...], float] = {}  # trips (loop by loop) -> the memory its run was estimated to need
 
     def played(trips: dict[int, int]) -> Result:
         key = tuple(sorted(trips.items()))
         if key not in kept:
             kept.clear()
             kept[key] = play(_flattened(module_text, trips, source))
+            needs[tuple(trips[loop.line] for loop in loops)] = memory_needed(kept[key].program.lowered).total
         return kept[key]
 
     def can_play(trips: dict[int, int]) -> bool:
-        return unrolled_steps(module_text, trips) <= MAX_STEPS
+        """Small enough to unroll, and, once runs of a few trips say how the memory grows with them, to fit."""
+        if unrolled_steps(module_text, trips) > MAX_STEPS:
+            return False
+        need, available = multilinear_at(needs, tuple(trips[loop.line] for loop in loops)), available_memory()
+        return need is None or available is None or need <= available
 
     try:
         extension, top = extend(loops, lambda trips: played(trips).time, can_play)
