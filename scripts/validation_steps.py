@@ -100,7 +100,7 @@ def row_efficiency(row: StepRow) -> float:
     """
     from netsim.analysis.step_report import step_report
 
-    report = step_report(simulate(row, "calibrated"), row.model)
+    report = step_report(simulate(row, "calibrated", None), row.model)
     target = row.config.step_time_s()
     if time_at(report, 1.0) >= target:
         return 1.0
@@ -220,7 +220,7 @@ def simulate_rows(names: list[str] | None = None) -> dict[str, dict[str, float]]
         efficiency = offered(calibrate(resolve_topology(row.topology, None), "calibrated")).compute_efficiency
         recorded[row.config.name] = {**{f"{k}_s": v for k, v in times.items()}, "efficiency": efficiency, "commit": commit}
         for mode in times:
-            extension = simulate(row, mode).program.extension
+            extension = simulate(row, mode, None).program.extension
             recorded[row.config.name][f"{mode}_bound_s"] = extension.bound_s if extension is not None else 0.0
         if row.derive:  # the efficiency at which its calibrated run would take the published time
             recorded[row.config.name]["own_efficiency"] = row_efficiency(row)
@@ -248,8 +248,8 @@ def section() -> str:
         "MFU x peak. Errors are netsim's step time against the published one. The four v5e rows are",
         "the derivation set for v5e's matmul efficiency; the v4 row is held out.",
         "",
-        "| model | slice | role | published MFU | published step | nominal step | nominal MFU | error | calibrated step | calibrated MFU | error | run at |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | slice | role | published MFU | published step | nominal step | nominal MFU | error | calibrated step | calibrated MFU | error | own efficiency | run at |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in ROWS:
         c = row.config
@@ -258,15 +258,35 @@ def section() -> str:
         head = f"| {c.name} | {row.topology} | {role} | {c.published_mfu:.2%} | {published:.2f} s"
         if c.name not in recorded:
             why = "not simulated yet" if row.module.exists() else NOT_COMPILED.get(c.name, "module not compiled yet")
-            lines.append(f"{head} | {why} | | | | | | |")
+            lines.append(f"{head} | {why} | | | | | | | |")
             continue
         run = recorded[c.name]
         cells = []
         for mode in ("nominal", "calibrated"):
             t = run[f"{mode}_s"]
             cells.append(f"{t:.2f} s | {mfu(row, t):.2%} | {t / published - 1:+.1%}")
-        lines.append(f"{head} | {' | '.join(cells)} | {run['commit']} |")
-    return "\n".join(lines) + "\n\n" + checks_section()
+        own = f"{run['own_efficiency']:.3f}" if "own_efficiency" in run else "(held out)"
+        lines.append(f"{head} | {' | '.join(cells)} | {own} | {run['commit']} |")
+    return "\n".join(lines) + "\n\n" + derivation_paragraph(recorded) + checks_section()
+
+
+def derivation_paragraph(recorded: dict) -> str:
+    """What the calibrated column used, and how it was derived (from the recorded runs)."""
+    own = {name: run["own_efficiency"] for name, run in recorded.items() if "own_efficiency" in run}
+    used = {run.get("efficiency") for run in recorded.values()}
+    bounds = [run.get(f"{mode}_bound_s", 0.0) for run in recorded.values() for mode in ("nominal", "calibrated")]
+    text = [
+        "A row's *own efficiency* is the matmul efficiency at which its calibrated run would take the",
+        "published time: the run's instructions moved to each efficiency tried (each takes max(MXU, HBM),",
+        "its MXU time as the efficiency's inverse), bisected. v5e's matmul efficiency is the median of the",
+        f"four, {statistics.median(own.values()):.3f}" if len(own) == 4 else f"four ({len(own)} of them simulated so far)",
+        "(`CALIBRATIONS[\"tpu-v5e\"]`); the calibrated column is a run at the efficiency it names:",
+        f"{', '.join(f'{e:g}' for e in sorted(u for u in used if u is not None)) or 'none yet'}. Each step's two layer loops",
+        "are played for a few trips and extended (docs/programs_limits.md); the trips of a 256-chip step stray",
+        f"by nanoseconds, which bounds each time extended to +-{max(bounds, default=0.0) * 1e6:.2g} us at most.",
+        "",
+    ]
+    return "\n".join(text) + "\n"
 
 
 def main() -> None:
