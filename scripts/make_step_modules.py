@@ -14,8 +14,10 @@ compiled for the row's slice, and three files are written per model:
   gzipped;
 - ``NAME.devices.json``: the executable's device assignment, mesh and compiler;
 - ``NAME.xla.json``: what the compiler itself says of the module: ``cost_analysis()``
-  (FLOPs, bytes accessed) and ``memory_analysis()`` (argument, output, temporary, alias and
-  generated-code bytes per device), which netsim's own counts are checked against.
+  (FLOPs, bytes accessed), ``memory_analysis()`` (argument, output, temporary, alias and
+  generated-code bytes per device) and the HBM its buffer assignment lays out (its
+  allocations in memory space 0, from the dump ``--xla_dump_to`` writes: the arguments and
+  the temporaries' one allocation), which netsim's own counts are checked against.
 
 The compile shares libtpu with other processes (``ALLOW_MULTIPLE_LIBTPU_LOAD``): another
 process's ``/tmp/libtpu_lockfile`` is never touched.
@@ -37,6 +39,7 @@ OUT = ROOT / "scenarios" / "programs" / "hlo" / "steps"
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from make_tpu_hlo_modules import clean, device_map, load_by_path  # noqa: E402
+from tpu_memory_figures import hbm_allocated  # noqa: E402
 
 
 def compile_model(name: str, out: Path) -> None:
@@ -56,6 +59,7 @@ def compile_model(name: str, out: Path) -> None:
         raise SystemExit(f"{name} runs on {config.devices} devices; {topology_name} has {devices.size}")
     shape = (1, config.fsdp, config.tensor)
     mesh = Mesh(devices.reshape(shape), ("data", "fsdp", "tensor"), axis_types=(AxisType.Auto,) * 3)
+    before = set(Path(os.environ.get("NETSIM_XLA_DUMP", ".")).glob("*"))
     start = time.perf_counter()
     step, args = maxtext.build_step(config, mesh)
     compiled = step.lower(*args).compile()
@@ -79,6 +83,9 @@ def compile_model(name: str, out: Path) -> None:
             for k in ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes", "alias_size_in_bytes", "generated_code_size_in_bytes")
         },
     }
+    hbm = hbm_allocated(Path(os.environ["NETSIM_XLA_DUMP"]), before) if "NETSIM_XLA_DUMP" in os.environ else None
+    if hbm is not None:
+        xla["buffer_assignment"] = {"hbm_bytes": hbm, "source": "the compiler's buffer assignment (--xla_dump_to): its allocations in HBM"}
     (out / f"{name}.xla.json").write_text(json.dumps(xla, indent=1) + "\n")
     flops, temp = xla["cost_analysis"].get("flops", 0), xla["memory_analysis"]["temp_size_in_bytes"] / 2**30
     print(f"{name}: compiled in {seconds:.1f} s, {len(text) / 1e6:.2f} MB of text, flops {flops:.4g}, temp {temp:.2f} GiB")
@@ -89,6 +96,11 @@ def main() -> None:
     parser.add_argument("--models", nargs="*", default=["16b", "32b", "64b", "128b", "22b_v4", "52b_v4"], help="rows of MODELS or HELD_OUT (default: all)")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args()
+    if "NETSIM_XLA_DUMP" not in os.environ:  # the compiler's memory-usage report: read back after each compile
+        import tempfile
+
+        os.environ["NETSIM_XLA_DUMP"] = tempfile.mkdtemp(prefix="xla-dump-")
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_dump_to={os.environ['NETSIM_XLA_DUMP']} --xla_dump_hlo_as_text".strip()
     for name in args.models:
         compile_model(name, Path(args.out))
 

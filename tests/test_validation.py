@@ -9,6 +9,7 @@ import pytest
 from conftest import load_script
 
 from netsim.network.calibration import CALIBRATIONS
+from netsim.programs.hlo.maxtext import MODELS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,8 +32,8 @@ def test_the_presets_carry_the_terms_the_measurements_give(validation, timed):
     for name, (efficiency, fixed) in validation.rounded(validation.derive(timed)).items():
         assert (CALIBRATIONS[name].link_efficiency, CALIBRATIONS[name].collective_overhead_s) == (efficiency, fixed), name
         assert set(CALIBRATIONS[name].derived_from) == {row.label for row in validation.ROWS if row.derive and row.label.startswith(name)} | (
-            {"tpu-v5e 8x16 10 MB"} if name == "tpu-v5e" else set()
-        )
+            {"tpu-v5e 8x16 10 MB", *(f"MaxText {model} v5e-256" for model in MODELS)} if name == "tpu-v5e" else set()
+        )  # (v5e's matmul efficiency: MaxText's four whole steps, tests/test_validation_steps.py)
 
 
 def test_calibrated_rows_meet_the_target_and_nominal_is_the_ideal_model(timed):

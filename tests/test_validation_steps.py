@@ -51,6 +51,14 @@ def test_the_hbm_peak_lies_between_the_arguments_and_what_the_compiler_reserves(
     assert f["arguments"] < f["hbm_peak"] <= f["memory_analysis"]
 
 
+@pytest.mark.parametrize("name", BUNDLED)
+def test_the_hbm_peak_is_within_10_percent_of_what_the_compilers_buffer_assignment_lays_out(steps, name):
+    row = next(r for r in steps.ROWS if r.config.name == name)
+    f = steps.module_checks(row)
+    assert f["laid_out"] > 0, f"{name}.xla.json has no buffer assignment: scripts/make_step_modules.py records it"
+    assert f["hbm_peak"] == pytest.approx(f["laid_out"], rel=0.10)
+
+
 @pytest.mark.parametrize("efficiency", [0.2, 0.1])
 def test_a_step_moved_to_another_matmul_efficiency_takes_what_a_run_there_takes(steps, efficiency):
     # the derivation's shortcut (time_at) against the simulation itself, on a module whose compute runs before its all-reduce
@@ -68,3 +76,15 @@ def test_a_step_moved_to_another_matmul_efficiency_takes_what_a_run_there_takes(
 
     assert steps.time_at(run(1.0).report(), efficiency) == pytest.approx(run(efficiency).time, rel=1e-12)
     assert run(efficiency).time > run(1.0).time  # MXU-bound below about 0.49 (2.7e8 FLOPs at 197 TFLOP/s against 2.2 MB at 810 GB/s): not the identity
+
+
+def test_v5es_matmul_efficiency_is_the_median_the_recorded_runs_derive(steps):
+    from netsim.network.calibration import CALIBRATIONS
+
+    value, each = steps.derive()  # from scenarios/programs/hlo/steps/step_times.json (the runs take minutes)
+    assert sorted(each) == sorted(name for name in MODELS)  # every derivation row, and only those
+    assert all(0 < e <= 1 for e in each.values())
+    v5e = CALIBRATIONS["tpu-v5e"]
+    assert v5e.compute_efficiency == value
+    assert {f"MaxText {name} v5e-256" for name in MODELS} <= set(v5e.derived_from)
+    assert "MaxText" in v5e.source and "9bc243c95" in v5e.source
