@@ -7,8 +7,10 @@ Needs ``jax[tpu]`` (jax 0.10.2 with libtpu 0.0.42.1 wrote the bundled modules); 
     /tmp/venv-tpu/bin/python scripts/make_step_modules.py          # writes scenarios/programs/hlo/steps/
 
 For each row of ``netsim/programs/hlo/maxtext.py`` (MaxText's 16B, 32B, 64B and 128B rows on
-a v5e 16x16 slice, and the held-out 22B row on a v4 4x4x4 slice), the training step is
-compiled for the row's slice, and three files are written per model:
+a v5e 16x16 slice, and the held-out 22B and 52B rows on v4 4x4x4 and 4x4x12 slices), the
+training step is compiled for the row's slice, on a mesh laid out as MaxText lays out its own
+(``mesh_utils.create_device_mesh``: each mesh axis along the slice's rings, so the 128B's
+tensor axis of 16 is a row of chips), and three files are written per model:
 
 - ``NAME.txt.gz``: the optimised module's text (debugging tables and metadata stripped),
   gzipped;
@@ -45,8 +47,7 @@ from tpu_memory_figures import hbm_allocated  # noqa: E402
 def compile_model(name: str, out: Path) -> None:
     os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
     import jax
-    import numpy as np
-    from jax.experimental import topologies
+    from jax.experimental import mesh_utils, topologies
     from jax.sharding import AxisType, Mesh
 
     maxtext = load_by_path("maxtext")
@@ -54,11 +55,12 @@ def compile_model(name: str, out: Path) -> None:
     topology_name = config.topology
     chip_config = "megacore" if config.generation == "v4" else "default"
     topology = topologies.get_topology_desc(platform="tpu", topology_name=topology_name, chip_config_name=chip_config)
-    devices = np.array(topology.devices)
-    if devices.size != config.devices:
-        raise SystemExit(f"{name} runs on {config.devices} devices; {topology_name} has {devices.size}")
+    if len(topology.devices) != config.devices:
+        raise SystemExit(f"{name} runs on {config.devices} devices; {topology_name} has {len(topology.devices)}")
     shape = (1, config.fsdp, config.tensor)
-    mesh = Mesh(devices.reshape(shape), ("data", "fsdp", "tensor"), axis_types=(AxisType.Auto,) * 3)
+    # as MaxText lays its mesh out (max_utils.create_device_mesh): each axis along the slice's own rings
+    devices = mesh_utils.create_device_mesh(shape, devices=topology.devices)
+    mesh = Mesh(devices, ("data", "fsdp", "tensor"), axis_types=(AxisType.Auto,) * 3)
     before = set(Path(os.environ.get("NETSIM_XLA_DUMP", ".")).glob("*"))
     start = time.perf_counter()
     step, args = maxtext.build_step(config, mesh)
