@@ -233,7 +233,8 @@ def simulate_rows(names: list[str] | None = None) -> dict[str, dict[str, float]]
         recorded[row.config.name] = {**{f"{k}_s": v for k, v in times.items()}, "efficiency": efficiency, "commit": commit}
         for mode in times:
             extension = simulate(row, mode, None).program.extension
-            recorded[row.config.name][f"{mode}_bound_s"] = extension.bound_s if extension is not None else 0.0
+            steady = extension is None or extension.steady
+            recorded[row.config.name][f"{mode}_bound_s"] = (extension.bound_s if extension is not None else 0.0) if steady else None
         if row.derive:  # the efficiency at which its calibrated run would take the published time
             recorded[row.config.name]["own_efficiency"] = row_efficiency(row)
         mine = recorded[row.config.name]
@@ -292,6 +293,8 @@ def derivation_paragraph(recorded: dict) -> str:
     own = {name: run["own_efficiency"] for name, run in recorded.items() if "own_efficiency" in run}
     used = {run.get("efficiency") for run in recorded.values()}
     bounds = [run.get(f"{mode}_bound_s", 0.0) for run in recorded.values() for mode in ("nominal", "calibrated")]
+    changing = [f"{name} {mode}" for name, run in sorted(recorded.items()) for mode in ("nominal", "calibrated") if run.get(f"{mode}_bound_s", 0.0) is None]
+    bounds = [b for b in bounds if b is not None]
     text = [
         "A row's *own efficiency* is the matmul efficiency at which its calibrated run would take the",
         "published time: the run's instructions moved to each efficiency tried (each takes max(MXU, HBM),",
@@ -300,7 +303,8 @@ def derivation_paragraph(recorded: dict) -> str:
         "(`CALIBRATIONS[\"tpu-v5e\"]`); the calibrated column is a run at the efficiency it names:",
         f"{', '.join(f'{e:g}' for e in sorted(u for u in used if u is not None)) or 'none yet'}. Each step's two layer loops",
         "are played for a few trips and extended (docs/programs_limits.md); the trips of a 256-chip step stray",
-        f"by nanoseconds, which bounds each time extended to +-{max(bounds, default=0.0) * 1e6:.2g} us at most.",
+        f"by nanoseconds, which bounds each time extended to +-{max(bounds, default=0.0) * 1e6:.2g} us at most"
+        + (f" ({', '.join(changing)}: still changing 8 trips further on, extended from its last trips' time)." if changing else "."),
         "",
     ]
     return "\n".join(text) + "\n"

@@ -136,3 +136,22 @@ def test_two_loops_whose_trips_differ_by_nanoseconds_are_extended_with_the_bound
     assert extension.bound_s == pytest.approx(extension.within_s * (29 + 29), rel=1e-12)
     assert "ns a trip: the time to +-" in extension.describe()[0]
     assert extension.to_dict()["bound_s"] == extension.bound_s
+
+
+def test_a_change_the_first_check_further_on_sees_is_played_past_and_checked_again():
+    """Made-up runs of two loops, linear but for 1 us more while the trips played together number 20 to 24 (a transient
+    well after the first trips): the check 8 trips further on sees it, later corners and checks pass it, and the loops
+    are extended from there, exactly, instead of being played whole."""
+    from netsim.programs.hlo.loops import Loop, extend
+
+    loops_ = (Loop("a", 3, 30), Loop("b", 9, 20))
+
+    def time_at(trips):
+        a, b = trips[3], trips[9]
+        return 5e-6 + 3e-6 * a + 2e-6 * b + 1e-6 * (20 <= a + b <= 24)
+
+    extension, played = extend(loops_, time_at, lambda t: True)
+    assert extension.steady and played != {3: 30, 9: 20}
+    assert extension.time_s == pytest.approx(time_at({3: 30, 9: 20}), rel=1e-12)
+    refused, _ = extend(loops_, time_at, lambda t: max(t.values()) <= 12)  # the later checks too big to play: not steady
+    assert not refused.steady and "still changing" in refused.describe()[0]

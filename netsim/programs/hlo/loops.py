@@ -433,20 +433,27 @@ def extend(loops: tuple[Loop, ...], time_at: Callable[[dict[int, int]], float], 
 
     level, steady, within = 1, False, 0.0
     model = differences(level)
-    while level + 2 <= min(MAX_LEVEL, *(loop.trips for loop in loops)) and can_play(dict.fromkeys(lines, level + 2)):
-        corners = [tuple(level + 1 + c for c in corner) for corner in itertools.product((0, 1), repeat=len(loops))]
-        scale = max(abs(run(corner)) for corner in corners) or 1.0
-        misfit = max(abs(predicted(level, model, corner) - run(corner)) for corner in corners)
-        trip = min((abs(d) for subset, d in model.items() if sum(subset) == 1), default=0.0)  # the shortest trip's time
-        level, model = level + 1, differences(level + 1)
-        if misfit <= STEADY_RTOL * scale or misfit <= JITTER_RTOL * trip:  # exactly, or to nanoseconds a trip
-            steady, within = True, (0.0 if misfit <= STEADY_RTOL * scale else misfit)
+    probed: set[tuple[int, ...]] = set()
+    while True:
+        while level + 2 <= min(MAX_LEVEL, *(loop.trips for loop in loops)) and can_play(dict.fromkeys(lines, level + 2)):
+            corners = [tuple(level + 1 + c for c in corner) for corner in itertools.product((0, 1), repeat=len(loops))]
+            scale = max(abs(run(corner)) for corner in corners) or 1.0
+            misfit = max(abs(predicted(level, model, corner) - run(corner)) for corner in corners)
+            trip = min((abs(d) for subset, d in model.items() if sum(subset) == 1), default=0.0)  # the shortest trip's time
+            level, model = level + 1, differences(level + 1)
+            if misfit <= STEADY_RTOL * scale or misfit <= JITTER_RTOL * trip:  # exactly, or to nanoseconds a trip
+                steady, within = True, (0.0 if misfit <= STEADY_RTOL * scale else misfit)
+                break
+        probe = tuple(min(level + 1 + MAX_PERIOD, loop.trips) for loop in loops)  # a period the corners cannot see shows here
+        if not steady or probe == tuple(level + 1 for _ in loops) or probe in probed or not can_play(dict(zip(lines, probe, strict=True))):
+            steady = steady and not probed  # (once a check further on failed, only another one passing says steady)
             break
-    probe = tuple(min(level + 1 + MAX_PERIOD, loop.trips) for loop in loops)  # a period the corners cannot see shows here
-    if steady and probe != tuple(level + 1 for _ in loops) and can_play(dict(zip(lines, probe, strict=True))):
+        probed.add(probe)
         off = abs(predicted(level, model, probe) - run(probe))
-        steady = off <= STEADY_RTOL * (abs(run(probe)) or 1.0) or (within > 0 and off <= within * sum(t - level for t in probe))
-        within = max(within, off / max(1, sum(t - level for t in probe))) if steady and within else within
+        if off <= STEADY_RTOL * (abs(run(probe)) or 1.0) or (within > 0 and off <= within * sum(t - level for t in probe)):
+            within = max(within, off / max(1, sum(t - level for t in probe))) if within else within
+            break
+        steady, within = False, 0.0  # a change the corners could not see (trips that settle later): on to later corners
     full = tuple(loop.trips for loop in loops)
     if not steady and can_play(dict(zip(lines, full, strict=True))):  # not linear in the trips: play them all
         return Extension(loops, full, tuple(0.0 for _ in loops), run(full), run(full), False, len(cache)), dict(zip(lines, full, strict=True))
