@@ -25,11 +25,9 @@ from netsim.engine.table_buffers import TableBuffers
 from netsim.network.units import format_bytes
 from netsim.semantics.chunks import SLICE_ELEMENTS, LazyOutput, bounded_slices
 
-__all__ = ["SAMPLED_DEVICES", "SUMS", "check_lazy_output", "first_difference", "held_chunks", "output_row", "stacked_output"]
+__all__ = ["SAMPLED_DEVICES", "check_lazy_output", "first_difference", "held_chunks", "output_row", "stacked_output"]
 
 SAMPLED_DEVICES = 2
-SUMS = ("reduce_scatter", "all_reduce")
-"""The patterns that add: a bundled plan's gather brings their sums over each device's own contributions."""
 """A lazy output's values are checked on this many devices drawn at random (seed 0), plus the first and the last."""
 
 
@@ -212,9 +210,8 @@ def _write(target: np.ndarray, pieces: list[np.ndarray]) -> None:
 
 
 def held_chunks(playback: Playback, device: int, sums: bool = False) -> dict:
-    """The chunks a device ends with, ``(block, piece)`` -> chunk, its bundles opened (the buffer itself when there are none).
-
-    ``sums``: a reduction's, whose bundles bring sums over the device's own contributions.
+    """The chunks a device ends with, ``(block, piece)`` -> chunk, its bundles opened (the buffer itself when there are none;
+    ``sums``: a reduction's, whose bundles bring sums over the device's own contributions).
 
     Examples
     --------
@@ -223,8 +220,7 @@ def held_chunks(playback: Playback, device: int, sums: bool = False) -> dict:
     >>> sorted(held_chunks(leaf.playback, 2))[:3]
     [(0, 0), (0, 1), (1, 0)]
     """
-    buffer = playback.buffers[device]
-    return unbundled(buffer, playback.bundles, sums=sums) if playback.bundles else buffer
+    return unbundled(playback.buffers[device], playback.bundles, sums=sums) if playback.bundles else playback.buffers[device]
 
 
 def stacked_output(collective: str, layout: Any, playback: Playback, pieces: int, dtype: np.dtype) -> np.ndarray:
@@ -266,7 +262,7 @@ def stacked_output(collective: str, layout: Any, playback: Playback, pieces: int
     """
     out = np.zeros((len(playback.buffers), *layout.output_shape), dtype)
     for device in range(len(playback.buffers)):
-        _fill(out[device, ...], collective, layout, held_chunks(playback, device, layout.pattern in SUMS), device, pieces)
+        _fill(out[device, ...], collective, layout, held_chunks(playback, device, layout.pattern != "gather"), device, pieces)
     return out
 
 
@@ -428,7 +424,7 @@ def check_lazy_output(collective: str, layout: Any, leaf: np.ndarray, playback: 
         single = dataclasses.replace(layout, groups=(group,))
         for device in members:
             parts = _parts_by_place(expected_row, single.reference_parts(leaf, devices=(device,)))
-            buffer = held_chunks(playback, device, layout.pattern in SUMS)
+            buffer = held_chunks(playback, device, layout.pattern != "gather")
             for block in layout.wanted(device):
                 chunks = [buffer[(block, p)] for p in range(pieces)]
                 slot = layout.slot(expected_row, block)

@@ -40,7 +40,7 @@ from netsim.engine.row_buffers import RowBuffers
 from netsim.network.calibration import in_force
 from netsim.network.device_mesh import AxisGroups
 from netsim.network.topology import Topology
-from netsim.outputs import SUMS, check_lazy_output, first_difference, held_chunks, output_row, stacked_output
+from netsim.outputs import check_lazy_output, first_difference, held_chunks, output_row, stacked_output
 from netsim.result import LeafRun, Result
 from netsim.run import TopologyLike, check_engine, play_checked, resolve_topology
 from netsim.semantics import ops as registry
@@ -390,7 +390,7 @@ def run_collective(
                 (n_devices, *layout.output_shape),
                 dtype,
                 lambda device, layout=layout, final=final, pieces=pieces, dtype=dtype: output_row(
-                    collective, layout, held_chunks(final, device, layout.pattern in SUMS), device, pieces, dtype
+                    collective, layout, held_chunks(final, device, layout.pattern != "gather"), device, pieces, dtype
                 ),
                 defined_by=(f"{collective} {layout!r}", (leaf,)),  # JAX's output: a function of the input and the layout
             )

@@ -133,42 +133,6 @@ class Lowered:
     schedule: Schedule
     ops: tuple[LoweredOp, ...]
 
-    def start_chunks(self) -> list[dict[tuple[int, int], tuple[int, int, int]]]:
-        """Per device, the chunks the collectives start from: key -> (op index, block, elements)."""
-        held: list[dict[tuple[int, int], tuple[int, int, int]]] = []
-        for lists in self.start_pairs():
-            chunks: dict[tuple[int, int], tuple[int, int, int]] = {}
-            for pairs in lists:
-                chunks.update(pairs)
-            held.append(chunks)
-        return held
-
-    def start_chunk_count(self) -> int:
-        """How many chunks the devices start with, all told (what :meth:`start_chunks` holds), counted without making them."""
-        n = self.mesh.topology.n_devices
-        return sum(lowered.pieces * sum(map(len, lowered.layout.block_sizes(n))) for lowered in self.ops if lowered.layout is not None)
-
-    def start_pairs(self) -> list[list[list[tuple[tuple[int, int], tuple[int, int, int]]]]]:
-        """:meth:`start_chunks` as lists of ``(key, entry)`` pairs per device, one per block it holds, in the same order.
-
-        Devices that hold the same block of an op share the list (a reduction's every device
-        holds every block: a whole step's millions of entries are made once per op and block).
-        """
-        held: list[list[list[tuple[tuple[int, int], tuple[int, int, int]]]]] = [[] for _ in range(self.mesh.topology.n_devices)]
-        for index, lowered in enumerate(self.ops):
-            if lowered.layout is None:  # a compute op (a collective matmul has its gather's layout)
-                continue
-            entries: dict[tuple[int, int], list] = {}
-            for device, blocks in enumerate(lowered.layout.block_sizes(len(held))):
-                for block, elements in blocks.items():
-                    pairs = entries.get((block, elements))
-                    if pairs is None:
-                        small, big = divmod(elements, lowered.pieces)
-                        offset = block + lowered.block_offset
-                        pairs = entries[(block, elements)] = [((offset, p), (index, block, small + (p < big))) for p in range(lowered.pieces)]
-                    held[device].append(pairs)
-        return held
-
 
 class _Builder:
     """Collects transfer columns and compute steps; compute steps are referred to as ``-(j + 1)`` until the end."""

@@ -41,6 +41,7 @@ from netsim.programs.model import CollectiveOp, Program, ProgramError
 from netsim.programs.periods import DriftError
 from netsim.programs.plans import planned_counts
 from netsim.programs.repeats import extend_blocks
+from netsim.programs.starts import start_chunk_count
 from netsim.programs.values import check_values, evaluate, inputs_of, start_buffers
 from netsim.result import LeafRun, ProgramRun, Result
 from netsim.run import TopologyLike, check_engine, choose_engine, play_checked, resolve_topology
@@ -272,7 +273,7 @@ def memory_needed(lowered: Lowered, values: int = 0, engine: str = "auto") -> Me
     transfers = len(schedule.transfers)
     crossings = sum(len(r.transfers) * mean_hops(r.algorithm, tuple(topology.dims), tuple(topology.wraparound)) for r in lowered.ops)
     if not values and choose_engine(engine, transfers) == "fast":  # the compiled player, timing only: as measured for it
-        return estimate_planned_memory(transfers, len(schedule.computes), 0, crossings, lowered.start_chunk_count())
+        return estimate_planned_memory(transfers, len(schedule.computes), 0, crossings, start_chunk_count(lowered))
     dependencies = int(schedule.transfers.dep_ptr[-1]) + sum(len(c.deps) for c in schedule.computes)
     return estimate_program_memory(transfers, crossings / max(transfers, 1), len(schedule.computes), dependencies, values)
 

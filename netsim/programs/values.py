@@ -24,6 +24,7 @@ from netsim.engine import Playback
 from netsim.outputs import output_row
 from netsim.programs.lowering import Lowered
 from netsim.programs.model import CollectiveOp, Einsum, Matmul, Sharded, einsum_subscripts
+from netsim.programs.starts import start_chunks, start_pairs
 from netsim.semantics.chunks import SizeOnly
 from netsim.semantics.program_values import block_of, dtype_of, itemsize, product, shard, tolerance
 
@@ -70,7 +71,7 @@ def start_buffers(lowered: Lowered, values: bool) -> tuple[list[dict], list[dict
     if not values:  # (a whole step holds millions of chunks of a few sizes: each shared list of pairs is made into chunks once)
         sizes: dict[int, SizeOnly] = {}
         made: dict[int, list] = {}
-        pairs_of = lowered.start_pairs()
+        pairs_of = start_pairs(lowered)
         buffers = []
         for lists in pairs_of:
             buffer: dict = {}
@@ -81,7 +82,7 @@ def start_buffers(lowered: Lowered, values: bool) -> tuple[list[dict], list[dict
                 buffer.update(chunks)
             buffers.append(buffer)
         return buffers, [{} for _ in buffers]
-    starts = lowered.start_chunks()
+    starts = start_chunks(lowered)
     buffers = [{} for _ in starts]
     pending: list[dict] = [{} for _ in starts]
     for device, held in enumerate(starts):
