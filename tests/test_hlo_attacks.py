@@ -84,6 +84,30 @@ def test_a_loop_whose_trips_are_alike_from_the_first_is_played_for_max_period_pl
     assert extended.time == pytest.approx(every.time, rel=1e-12)
 
 
+def test_a_loop_run_the_memory_check_refuses_is_left_out_and_the_rest_extended(monkeypatch):
+    """The memory check refuses the runs of more than 5 trips of each loop (as when other processes take the memory
+    meanwhile): the loops are extended from the runs that fit, to the time every trip gives, not stopped by the refusal."""
+    import netsim.programs.hlo.run as hlo_run
+    from netsim.checks.memory import MemoryLimitError
+
+    rows = default_device_map(8)
+    module = hlo_from_text(_nested(17, 18))
+    every = run_hlo(module, SLICE, unroll=True, device_map=rows)
+    lines = [loop.line for loop in module.long_loops]
+    five = hlo_run.lower_hlo(hlo_run._flattened(module.parsed, dict.fromkeys(lines, 5), "m"), hlo_run.resolve_topology(SLICE, None), rows)
+    limit, refused = hlo_run.memory_needed(five.lowered).schedule, []
+
+    def check(estimate, *args, **kwargs):
+        if estimate.schedule > limit:
+            refused.append(estimate.schedule)
+            raise MemoryLimitError("refused")
+
+    monkeypatch.setattr(hlo_run, "check_memory", check)
+    tight = run_hlo(module, SLICE, device_map=rows)
+    assert refused and max(tight.program.extension.played) <= 5
+    assert tight.time == pytest.approx(every.time, rel=1e-9)
+
+
 def test_nested_long_loops_are_extended_with_their_cross_term():
     # ids row-major over the slice: there each trip adds the same time from the third on (on the
     # TPU's own id order the trips of this module are still changing after 8, and the report says so)

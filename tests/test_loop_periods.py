@@ -155,3 +155,4 @@ def test_a_change_the_first_check_further_on_sees_is_played_past_and_checked_aga
     assert extension.time_s == pytest.approx(time_at({3: 30, 9: 20}), rel=1e-12)
     refused, _ = extend(loops_, time_at, lambda t: max(t.values()) <= 12)  # the later checks too big to play: not steady
     assert not refused.steady and "still changing" in refused.describe()[0]
+

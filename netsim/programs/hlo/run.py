@@ -239,29 +239,52 @@ def _run_loops(program: HloProgram, play: Callable[[HloProgram], Result], source
         return play(_flattened(module_text, trips, source))
     kept: dict[tuple, Result] = {}  # only the last run (a run holds its schedule): the one reported is played again if it is not that
     needs: dict[tuple[int, ...], float] = {}  # trips (loop by loop) -> the memory its run was estimated to need
+    times: dict[tuple, float] = {}  # every run's time, kept across tries
+    refused: list[tuple[int, ...]] = []  # trips whose run the memory check refused (other processes may hold memory meanwhile)
 
     def played(trips: dict[int, int]) -> Result:
         key = tuple(sorted(trips.items()))
         if key not in kept:
             kept.clear()
-            kept[key] = play(_flattened(module_text, trips, source))
+            try:
+                kept[key] = play(_flattened(module_text, trips, source))
+            except ScenarioError as error:
+                if not isinstance(error.__cause__, MemoryLimitError):
+                    raise
+                refused.append(tuple(trips[loop.line] for loop in loops))
+                raise _Refused from error
             needs[tuple(trips[loop.line] for loop in loops)] = memory_needed(kept[key].program.lowered).total
+            times[key] = kept[key].time
         return kept[key]
+
+    def time_at(trips: dict[int, int]) -> float:
+        key = tuple(sorted(trips.items()))
+        return times[key] if key in times else played(trips).time
 
     def can_play(trips: dict[int, int]) -> bool:
         """Small enough to unroll, and, once runs of a few trips say how the memory grows with them, to fit."""
-        if unrolled_steps(module_text, trips) > MAX_STEPS:
+        point = tuple(trips[loop.line] for loop in loops)
+        if unrolled_steps(module_text, trips) > MAX_STEPS or any(all(p >= r for p, r in zip(point, no, strict=True)) for no in refused):
             return False
-        need, available = multilinear_at(needs, tuple(trips[loop.line] for loop in loops)), available_memory()
+        need, available = multilinear_at(needs, point), available_memory()
         return need is None or available is None or need <= available
 
-    try:
-        extension, top = extend(loops, lambda trips: played(trips).time, can_play)
-    except DriftError as error:
-        loop = loops[0]
-        raise ScenarioError(source, f"line {loop.line}", f"while {loop.name}: {error}; simulate fewer trips") from None
+    while True:  # (a run refused for memory: the extension again, without it; the runs played are kept)
+        try:
+            extension, top = extend(loops, time_at, can_play)
+            break
+        except DriftError as error:
+            loop = loops[0]
+            raise ScenarioError(source, f"line {loop.line}", f"while {loop.name}: {error}; simulate fewer trips") from None
+        except _Refused as refusal:
+            if all(t <= 2 for t in refused[-1]) or len(refused) > 16:  # (the first runs are not asked about: too big at all)
+                raise refusal.__cause__ from None
     result = played(top)
     return dataclasses.replace(result, time=extension.time_s, program=dataclasses.replace(result.program, extension=extension))
+
+
+class _Refused(Exception):
+    """A loop run the memory check refused (said again as the ScenarioError it came from if nothing else can be played)."""
 
 
 def _flattened(module: Any, trips: dict[int, int], source: str) -> HloProgram:
@@ -297,7 +320,7 @@ def _play(
     try:
         check_memory(memory_needed(lowered), timing_only=True, fewer="fewer devices, collectives or loop trips")
     except MemoryLimitError as error:
-        raise ScenarioError(source, "", str(error)) from None
+        raise ScenarioError(source, "", str(error)) from error
     playback, _ = play_lowered(lowered, topo, engine, values=False)
     provenance: dict[str, Any] = {"netsim_version": __version__, "hlo": source, "device_map": device_map.source, "clock_hz": clock_hz}
     return program_result(
