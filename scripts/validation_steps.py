@@ -290,24 +290,30 @@ def section() -> str:
 
 def derivation_paragraph(recorded: dict) -> str:
     """What the calibrated column used, and how it was derived (from the recorded runs)."""
+    import textwrap
+
     own = {name: run["own_efficiency"] for name, run in recorded.items() if "own_efficiency" in run}
-    used = {run.get("efficiency") for run in recorded.values()}
+    used = sorted({run.get("efficiency") for run in recorded.values()} - {None})
     bounds = [run.get(f"{mode}_bound_s", 0.0) for run in recorded.values() for mode in ("nominal", "calibrated")]
     changing = [f"{name} {mode}" for name, run in sorted(recorded.items()) for mode in ("nominal", "calibrated") if run.get(f"{mode}_bound_s", 0.0) is None]
-    bounds = [b for b in bounds if b is not None]
-    text = [
-        "A row's *own efficiency* is the matmul efficiency at which its calibrated run would take the",
-        "published time: the run's instructions moved to each efficiency tried (each takes max(MXU, HBM),",
-        "its MXU time as the efficiency's inverse), bisected. v5e's matmul efficiency is the median of the",
-        f"four, {statistics.median(own.values()):.3f}" if len(own) == 4 else f"four ({len(own)} of them simulated so far)",
-        "(`CALIBRATIONS[\"tpu-v5e\"]`); the calibrated column is a run at the efficiency it names:",
-        f"{', '.join(f'{e:g}' for e in sorted(u for u in used if u is not None)) or 'none yet'}. Each step's two layer loops",
-        "are played for a few trips and extended (docs/programs_limits.md); the trips of a 256-chip step stray",
-        f"by nanoseconds, which bounds each time extended to +-{max(bounds, default=0.0) * 1e6:.2g} us at most"
-        + (f" ({', '.join(changing)}: still changing 8 trips further on, extended from its last trips' time)." if changing else "."),
-        "",
-    ]
-    return "\n".join(text) + "\n"
+    median = f"{statistics.median(own.values()):.3f}" if len(own) == 4 else f"not found yet ({len(own)} of the four simulated)"
+    text = (
+        "A row's *own efficiency* is the matmul efficiency at which its calibrated run would take the published time: "
+        "the run's instructions moved to each efficiency tried (each takes max(MXU, HBM), its MXU time as the "
+        "efficiency's inverse), bisected; a row slower than published at the ideal MXU has 1. v5e's matmul efficiency "
+        f"is the median of the four, {median} (`CALIBRATIONS[\"tpu-v5e\"]`), and the calibrated column is a run at "
+        f"{' and '.join(f'{e:.3f}' for e in used) or 'it'}. Each step's two layer loops are played for a few trips and "
+        "extended (docs/programs_limits.md); the trips of a 256-chip step stray by nanoseconds, which bounds each time "
+        f"extended to +-{max([b for b in bounds if b is not None], default=0.0) * 1e6:.2g} us at most"
+        + (f" ({', '.join(changing)}: still changing, extended from its last trips' time)." if changing else ".")
+    )
+    note = (
+        "The 128B row runs tensor parallelism over rows of 16 chips: its collective matmuls exchange activations with "
+        "collective-permutes the module writes as synchronous instructions between the partial matmuls, which netsim "
+        "plays in that order, exposed (39 % of the time of a run of one trip of each loop); MaxText's run set "
+        "`--xla_tpu_overlap_compute_collective_tc`, which changes nothing in the module's text."
+    )
+    return "\n\n".join(textwrap.fill(t, 95, break_on_hyphens=False) for t in (text, note)) + "\n\n"
 
 
 def main() -> None:
