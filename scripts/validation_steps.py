@@ -26,6 +26,7 @@ import dataclasses
 import functools
 import statistics
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,27 +169,29 @@ def module_checks(row: StepRow) -> dict[str, float]:
 
 def checks_section() -> str:
     """The modules' FLOPs and HBM against the compiler's figures and MaxText's formula."""
+    checks = {row.config.name: module_checks(row) for row in ROWS if row.module.exists()}
+    above = [(f["memory_analysis"] - f["laid_out"]) / 2**30 for f in checks.values() if f["laid_out"]]
+    more = f"{min(above):.1f} to {max(above):.1f} GiB" if above else "more"
+    text = (
+        "FLOPs per device as XLA's cost analysis counts them (each loop body once) beside libtpu's `cost_analysis()`; "
+        "the step's FLOPs (each loop by its trips) beside MaxText's formula plus what full remat recomputes "
+        "(`recomputed_flops` in `scripts/validation_steps.py`); the HBM peak of netsim's liveness pass beside the HBM "
+        "the compiler's buffer assignment lays out (its allocations in HBM: the arguments and the temporaries' one "
+        "allocation, read from `--xla_dump_to` by `scripts/make_step_modules.py`) and beside `memory_analysis()` "
+        f"(arguments + outputs + temporaries - aliases), which comes out {more} above that layout."
+    )
     lines = [
         "### The modules' work and memory",
         "",
-        "FLOPs per device as XLA's cost analysis counts them (each loop body once) beside libtpu's",
-        "`cost_analysis()`; the step's FLOPs (each loop by its trips) beside MaxText's formula plus what",
-        "full remat recomputes (`recomputed_flops` in `scripts/validation_steps.py`); the HBM peak of",
-        "netsim's liveness pass beside the HBM the compiler's buffer assignment lays out (its allocations",
-        "in HBM: the arguments and the temporaries' one allocation) and beside `memory_analysis()` (arguments",
-        "+ outputs + temporaries - aliases), whose temporaries come out 4.4 to 5.9 GiB above the one",
-        "allocation the buffer assignment makes for them (with `--xla_dump_to`, `scripts/make_step_modules.py`).",
+        textwrap.fill(text, 95, break_on_hyphens=False),
         "",
         "| model | FLOPs, loops once | cost_analysis() | ratio | FLOPs of the step | MaxText + remat | ratio "
         "| HBM peak | laid out | ratio | memory_analysis() | ratio |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for row in ROWS:
-        if not row.module.exists():
-            continue
-        f = module_checks(row)
+    for name, f in checks.items():
         lines.append(
-            f"| {row.config.name} | {f['flops_once']:.4g} | {f['xla_flops']:.4g} | {f['flops_once'] / f['xla_flops']:.4f} | "
+            f"| {name} | {f['flops_once']:.4g} | {f['xla_flops']:.4g} | {f['flops_once'] / f['xla_flops']:.4f} | "
             f"{f['flops_trips']:.4g} | {f['maxtext_remat']:.4g} | {f['flops_trips'] / f['maxtext_remat']:.4f} | "
             f"{f['hbm_peak'] / 2**30:.2f} GiB | {_gib_ratio(f['hbm_peak'], f['laid_out'])} | "
             f"{f['memory_analysis'] / 2**30:.2f} GiB | {f['hbm_peak'] / f['memory_analysis']:.3f} |"
@@ -290,8 +293,6 @@ def section() -> str:
 
 def derivation_paragraph(recorded: dict) -> str:
     """What the calibrated column used, and how it was derived (from the recorded runs)."""
-    import textwrap
-
     own = {name: run["own_efficiency"] for name, run in recorded.items() if "own_efficiency" in run}
     used = sorted({run.get("efficiency") for run in recorded.values()} - {None})
     bounds = [run.get(f"{mode}_bound_s", 0.0) for run in recorded.values() for mode in ("nominal", "calibrated")]
@@ -310,7 +311,8 @@ def derivation_paragraph(recorded: dict) -> str:
     note = (
         "The 128B row runs tensor parallelism over rows of 16 chips: its collective matmuls exchange activations with "
         "collective-permutes the module writes as synchronous instructions between the partial matmuls, which netsim "
-        "plays in that order, exposed (39 % of the time of a run of one trip of each loop); MaxText's run set "
+        "plays in that order, exposed (the step report's `communication, exposed`: `netsim program --hlo "
+        "scenarios/programs/hlo/steps/128b.txt.gz --topology tpu-v5e:16x16`); MaxText's run set "
         "`--xla_tpu_overlap_compute_collective_tc`, which changes nothing in the module's text."
     )
     return "\n\n".join(textwrap.fill(t, 95, break_on_hyphens=False) for t in (text, note)) + "\n\n"

@@ -186,20 +186,25 @@ def test_hierarchical_with_the_dcn_axis_second_says_so():
     )
 
 
+def _psum_across_slices(topology: str, ici: int):
+    """A timing-only psum of 1 MiB a device over the DCN axis of two slices and the ICI axis within them."""
+    data = {
+        "name": "e",
+        "topology": topology,
+        "mesh": {"shape": {"dcn": 2, "ici": ici}},
+        "collective": {"op": "psum", "axes": ["dcn", "ici"]},
+        "input": {"bytes_per_device": "1 MiB", "dtype": "float32"},
+        "data": "none",
+    }
+    return netsim.simulate(scenario_from_data(data, "e.yaml"))
+
+
 def test_explain_and_run_give_one_closed_form_across_slices():
     from netsim.analysis.why import analyse
     from netsim.network.units import format_seconds
     from netsim.teaching.explain import explain
 
-    data = {
-        "name": "e",
-        "topology": "tpu-v5e:2x2x2slices",
-        "mesh": {"shape": {"dcn": 2, "ici": 4}},
-        "collective": {"op": "psum", "axes": ["dcn", "ici"]},
-        "input": {"bytes_per_device": "1 MiB", "dtype": "float32"},
-        "data": "none",
-    }
-    result = netsim.simulate(scenario_from_data(data, "e.yaml"))
+    result = _psum_across_slices("tpu-v5e:2x2x2slices", 4)
     bound = analyse(result).estimate
     assert bound.kind == "lower_bound"
     text = " ".join(explain(result).split())
@@ -210,14 +215,6 @@ def test_explain_of_a_32_device_psum_is_summarised_not_thousands_of_lines():
     from netsim.teaching.explain import explain
     from netsim.teaching.explain_scale import summary
 
-    data = {
-        "name": "e",
-        "topology": "tpu-v5e:4x4x2slices",
-        "mesh": {"shape": {"dcn": 2, "ici": 16}},
-        "collective": {"op": "psum", "axes": ["dcn", "ici"]},
-        "input": {"bytes_per_device": "1 MiB", "dtype": "float32"},
-        "data": "none",
-    }
-    result = netsim.simulate(scenario_from_data(data, "e.yaml"))
+    result = _psum_across_slices("tpu-v5e:4x4x2slices", 16)
     text = explain(result)
     assert text == summary(result) and len(text.splitlines()) < 200  # it was 12,515 lines or more, step by step

@@ -55,6 +55,7 @@ Reduce-scatter (and all-reduce: reduce-scatter, then the gather above)
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -97,30 +98,8 @@ def gather_array(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> np.ndarray:
     >>> moves[16:18].tolist()  # step 1 (stage 1), member 0 sends its part-0 bundle (block 4 + 0) along axis 1
     [[1, 0, 1, 4, 0, 1], [1, 0, 1, 4, 1, -1]]
     """
-    n = math.prod(shape)
-    strides = _strides(shape)
-    out = []
-    for part, order in enumerate(_orders(shape)):
-        offset = 0
-        for stage, axis in enumerate(order):
-            one = np.array(list(_one_axis("gather", wraps[axis])(shape[axis])), np.int64).reshape(-1, 6)
-            starts = _line_starts(shape, axis)[:, None]
-            stride = strides[axis]
-            moves = np.empty((len(starts), len(one), 6), np.int32)  # (half the memory of int64: a pod has a million moves)
-            moves[..., 0] = offset + one[:, 0]
-            moves[..., 1] = starts + one[:, 1] * stride
-            moves[..., 2] = starts + one[:, 2] * stride
-            moves[..., 3] = _key_block(stage, starts + one[:, 3] * stride, n)
-            moves[..., 4] = 2 * part + one[:, 4]
-            moves[..., 5] = one[:, 5]
-            out.append(moves.reshape(-1, 6))
-            offset += 1 + int(one[:, 0].max(initial=-1))
-    if not out:
-        return np.empty((0, 6), np.int64)
-    moves = np.concatenate(out)
-    # By step, then sender: the engine handles a member's sends together, and neighbouring
-    # transfers in memory play several times faster on big runs than scattered ones.
-    return moves[stable_order(moves[:, 0].astype(np.int64) * n + moves[:, 1])]
+    return _moves(shape, wraps, "gather", lambda stage, stages, starts, along: _key_block(stage, starts + along, math.prod(shape)))
+
 
 
 def _reduce_key(stage: int, last: int, first_block: np.ndarray, n: int, k: int) -> np.ndarray:
@@ -148,24 +127,34 @@ def reduce_scatter_array(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> np.
     >>> moves[:2].tolist()  # step 0, member 0, part 0 (gathered along axis 0, then 1): reduced along axis 1 first, one bundle of two blocks
     [[0, 0, 1, 9, 0, 1], [0, 0, 1, 9, 1, -1]]
     """
+    n, k = math.prod(shape), len([d for d in shape if d > 1])
+
+    def key(stage: int, stages: list[int], starts: np.ndarray, along: np.ndarray) -> np.ndarray:
+        return _reduce_key(stage, k - 1, _fixed(starts, shape, stages[:stage]) + along, n, k)
+
+    return _moves(shape, wraps, "reduce_scatter", key)
+
+
+def _moves(
+    shape: tuple[int, ...], wraps: tuple[bool, ...], pattern: str, key: Callable[[int, list[int], np.ndarray, np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """The moves ``[moves, 6]`` of every part's stages (a reduce-scatter's backwards), one-axis plans down every line;
+    ``key(stage, stages, line starts, block's offset along the line)`` names the block each move sends."""
     n = math.prod(shape)
     strides = _strides(shape)
-    orders = _orders(shape)
-    k = len(orders[0]) if orders else 0
     out = []
-    for part, order in enumerate(orders):
+    for part, order in enumerate(_orders(shape)):
         offset = 0
-        backwards = order[::-1]
-        for stage, axis in enumerate(backwards):
-            one = np.array(list(_one_axis("reduce_scatter", wraps[axis])(shape[axis])), np.int64).reshape(-1, 6)
+        stages = order if pattern == "gather" else order[::-1]
+        for stage, axis in enumerate(stages):
+            one = np.array(list(_one_axis(pattern, wraps[axis])(shape[axis])), np.int64).reshape(-1, 6)
             starts = _line_starts(shape, axis)[:, None]
             stride = strides[axis]
-            first_block = _fixed(starts, shape, backwards[:stage]) + one[:, 3] * stride
-            moves = np.empty((len(starts), len(one), 6), np.int32)
+            moves = np.empty((len(starts), len(one), 6), np.int32)  # (half the memory of int64: a pod has a million moves)
             moves[..., 0] = offset + one[:, 0]
             moves[..., 1] = starts + one[:, 1] * stride
             moves[..., 2] = starts + one[:, 2] * stride
-            moves[..., 3] = _reduce_key(stage, k - 1, first_block, n, k)
+            moves[..., 3] = key(stage, stages, starts, one[:, 3] * stride)
             moves[..., 4] = 2 * part + one[:, 4]
             moves[..., 5] = one[:, 5]
             out.append(moves.reshape(-1, 6))
@@ -173,7 +162,10 @@ def reduce_scatter_array(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> np.
     if not out:
         return np.empty((0, 6), np.int64)
     moves = np.concatenate(out)
+    # By step, then sender: the engine handles a member's sends together, and neighbouring
+    # transfers in memory play several times faster on big runs than scattered ones.
     return moves[stable_order(moves[:, 0].astype(np.int64) * n + moves[:, 1])]
+
 
 
 def _reduce_bundles(shape: tuple[int, ...]) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:

@@ -223,15 +223,26 @@ def _with_parts(
     else:
         which, part = made_of_arrays(codes, src[makes].astype(np.int64), code[makes], is_sent)
         owner = makes[which]
-        base = (src[owner].astype(np.int64) * n_codes + part) * steps
-        lo = searchsorted_many(arrival, base)
-        base += step[owner]
-        counts = searchsorted_many(arrival, base) - lo
-        starts = np.zeros(len(counts), np.int64)
-        np.cumsum(counts[:-1], out=starts[1:])
-        new_owner = np.repeat(owner, counts)
-        new_dep = by_arrival[np.repeat(lo - starts, counts) + np.arange(int(counts.sum()))]
+        new_owner, new_dep = _earlier_arrivals(arrival, by_arrival, owner, src[owner].astype(np.int64) * n_codes + part, step[owner], steps)
     return _merged(dep_ptr, dep_idx, new_owner, new_dep)
+
+
+def _spans(lo: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The positions ``lo[i]`` to ``lo[i] + counts[i] - 1`` of every ``i``, one span after the other."""
+    starts = np.zeros(len(counts), np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    return np.repeat(lo - starts, counts) + np.arange(int(counts.sum()))
+
+
+def _earlier_arrivals(
+    arrival: np.ndarray, by_arrival: np.ndarray, owner: np.ndarray, wanted: np.ndarray, before: np.ndarray, steps: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(waiter, awaited)`` pairs: for each ``owner``, the arrivals of ``wanted`` (device x codes + key) at a step
+    before ``before``, from ``arrival`` (``(code * steps + step)``, sorted; ``by_arrival`` their transfers)."""
+    base = wanted * steps
+    lo = searchsorted_many(arrival, base)
+    counts = searchsorted_many(arrival, base + before) - lo
+    return np.repeat(owner, counts), by_arrival[_spans(lo, counts)]
 
 
 def _with_containers(
@@ -259,22 +270,12 @@ def _with_containers(
     if not len(waiting):
         return dep_ptr, dep_idx
     owner = np.repeat(waiting, counts)
-    starts = np.zeros(len(counts), np.int64)
-    np.cumsum(counts[:-1], out=starts[1:])
-    held_in = holder[np.repeat(lo - starts, counts) + np.arange(int(counts.sum()))]
+    held_in = holder[_spans(lo, counts)]
     steps = int(step.max()) + 1
     n_codes = 1 + max(int(code.max()), int(key_code.max(initial=0)), int(part_code.max(initial=0)))
     arrival = (dst.astype(np.int64) * n_codes + code) * steps + step
     by_arrival = stable_order(arrival)
-    arrival = arrival[by_arrival]
-    base = (src[owner].astype(np.int64) * n_codes + held_in) * steps
-    first = searchsorted_many(arrival, base)
-    base += step[owner]
-    found = searchsorted_many(arrival, base) - first
-    starts = np.zeros(len(found), np.int64)
-    np.cumsum(found[:-1], out=starts[1:])
-    new_owner = np.repeat(owner, found)
-    new_dep = by_arrival[np.repeat(first - starts, found) + np.arange(int(found.sum()))]
+    new_owner, new_dep = _earlier_arrivals(arrival[by_arrival], by_arrival, owner, src[owner].astype(np.int64) * n_codes + held_in, step[owner], steps)
     return _merged(dep_ptr, dep_idx, new_owner, new_dep)
 
 

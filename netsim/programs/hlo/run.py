@@ -71,6 +71,8 @@ class HloRun(ProgramRun):
     """Whose algorithms played the collectives: ``compiler`` (the TPU compiler's, where the module names them) or ``netsim``."""
     other_times: dict[str, float] | None = None
     """Per collective instruction, its time with netsim's own algorithms when the compiler's played (None when not compared)."""
+    memory_needed_bytes: int = 0
+    """What the run was estimated to hold before it played (:func:`netsim.programs.run.memory_needed`)."""
     def describe(self) -> tuple[str, ...]:
         """What compiled the module, where its devices ran and what it holds (the lines under the result's repr).
 
@@ -253,7 +255,7 @@ def _run_loops(program: HloProgram, play: Callable[[HloProgram], Result], source
                     raise
                 refused.append(tuple(trips[loop.line] for loop in loops))
                 raise _Refused from error
-            needs[tuple(trips[loop.line] for loop in loops)] = memory_needed(kept[key].program.lowered).total
+            needs[tuple(trips[loop.line] for loop in loops)] = kept[key].program.memory_needed_bytes
             times[key] = kept[key].time
         return kept[key]
 
@@ -317,8 +319,9 @@ def _play(
         program = without_slices(program)
     hlo = lower_hlo(program, topo, device_map, clock_hz, name, algorithm)
     lowered = hlo.lowered
+    needed = memory_needed(lowered)
     try:
-        check_memory(memory_needed(lowered), timing_only=True, fewer="fewer devices, collectives or loop trips")
+        check_memory(needed, timing_only=True, fewer="fewer devices, collectives or loop trips")
     except MemoryLimitError as error:
         raise ScenarioError(source, "", str(error)) from error
     playback, _ = play_lowered(lowered, topo, engine, values=False)
@@ -334,7 +337,9 @@ def _play(
         scenario=name or program.module,
         provenance=provenance,
         verification="timing only: an HLO module's values are not simulated",
-        program=HloRun(lowered, {}, program, hlo, device_map, clock_hz, source, compiler=_compiler(device_map), algorithm=algorithm),
+        program=HloRun(
+            lowered, {}, program, hlo, device_map, clock_hz, source, compiler=_compiler(device_map), algorithm=algorithm, memory_needed_bytes=needed.total
+        ),
     )
 
 
