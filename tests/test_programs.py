@@ -318,3 +318,25 @@ def test_a_program_too_big_for_memory_is_refused_before_it_plays_with_advice_it_
         refused = rf"^{re.escape(str(path))}: data: this run needs about .* but only 128 KiB is available; {re.escape(advice)}"
         with pytest.raises(netsim.ScenarioError, match=refused):
             netsim.run_program(path)
+
+
+def test_an_all_to_all_followed_by_a_permute_keeps_each_ops_blocks_apart():
+    # an all-to-all's last member keeps its own last block (it never travels); the permute after it starts its pair 0
+    # on that same device: the two ops' blocks must not share a number there (they did, and the block was overwritten)
+    program = Program(
+        "a2a_then_shift",
+        {"X": 4},
+        {"A": Sharded((8, 4), "int32", (("X",), ()))},
+        (
+            Op.of("a2a", "all_to_all", ("A",), "B", axes=("X",), split_axis=1, concat_axis=0, tiled=True),
+            Op.of("shift", "ppermute", ("A",), "C", axes=("X",), perm=((3, 0), (0, 1), (1, 2), (2, 3))),
+        ),
+    )
+    result = netsim.run_program(program, netsim.ring(4), seed=3)  # (it raised KeyError (0, 15, 0))
+    assert result.verified
+    b, c = np.asarray(result.output["B"]), np.asarray(result.output["C"])
+    # all_to_all(split 1, concat 0): device d holds column d of every shard, stacked by source; the shards back from it
+    shards = [np.concatenate([b[d][2 * s : 2 * s + 2] for d in range(4)], axis=1) for s in range(4)]
+    for d in range(4):  # the shift: device d gets device d-1's shard
+        assert np.array_equal(c[d], shards[(d - 1) % 4])
+    assert [op.block_offset for op in result.program.lowered.ops] == [0, 16]  # 4 x 4 all-to-all blocks, then the pairs

@@ -151,8 +151,11 @@ class _Builder:
         self.plans: dict[Any, Schedule] = {}  # a collective's schedule, by what plans it: ops alike are planned once
         self.kept: dict[int, tuple[TransferTable, dict[str, np.ndarray]]] = {}  # its columns, converted once (see _kept)
 
-    def add_schedule(self, schedule: Schedule, extra: list[Sequence[int]]) -> tuple[range, int, np.ndarray, np.ndarray]:
+    def add_schedule(self, schedule: Schedule, extra: list[Sequence[int]], blocks: int = 0) -> tuple[range, int, np.ndarray, np.ndarray]:
         """Append a collective's transfers, each also waiting for ``extra[src]``; (range, block offset, dst, block) of them.
+
+        ``blocks`` block numbers are reserved for the op at least (its layout's, some of which may never travel:
+        an all-to-all's last member keeps its own last block).
 
         Where a device waits for several steps, its transfers wait for one join of them
         (:class:`~netsim.algorithms.compute.Compute` ``join=True``): one dependency each,
@@ -183,7 +186,7 @@ class _Builder:
             parts[:, 0] += offset
             self.bundles.append(BundleTable(keys, bundles.ptr, parts))
             last = max(last, int(bundles.key_array[:, 0].max(initial=-1)))
-        self.blocks += last + 1
+        self.blocks += max(last + 1, blocks)
         return range(base, base + n), offset, kept["dst64"], kept["block"]
 
     def _kept(self, table: TransferTable) -> dict[str, np.ndarray]:
@@ -395,7 +398,7 @@ def _lower_collective(op: CollectiveOp, x: Sharded, mesh: Mesh, build: _Builder,
     overhead = in_force(mesh.topology).collective_overhead_s if len(schedule.transfers) else 0.0  # (moving nothing costs nothing)
     if overhead:  # calibrated: the fixed cost per collective, a launch step on each device before its first byte leaves
         before = [(build.add_compute(d, 0.0, 0.0, overhead, before[d], f"{op.name} launch"),) for d in range(len(before))]
-    span, offset, dst, _ = build.add_schedule(schedule, before)
+    span, offset, dst, _ = build.add_schedule(schedule, before, layout.block_count())
     after = _arrivals(dst, span.start, before)
     launches = _span([b[0] for b in before]) if overhead else range(0)
     return LoweredOp(op, span, launches, layout, schedule.pieces, offset, algorithm, planned=schedule.group_wraparound), after

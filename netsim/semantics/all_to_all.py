@@ -74,6 +74,16 @@ class AllToAllLayout(_Layout):
             return (*shape[:c], n * shape[c], *shape[c + 1 :])
         return (*shape[:c], n, *shape[c:])
 
+    def block_count(self) -> int:
+        """n^2 for groups of n: member i's blocks are ``i*n .. (i+1)*n - 1`` (its own one stays on it).
+
+        Examples
+        --------
+        >>> AllToAllLayout.check(np.zeros((4, 4, 3)), 0, 0, False, None).block_count()
+        16
+        """
+        return len(self.groups[0]) ** 2
+
     def block_sizes(self, n_devices: int) -> list[dict[int, int]]:
         """Member i starts with blocks ``i*n + j``, each one n-th of its input.
 

@@ -68,6 +68,10 @@ class AllGatherLayout(_Layout):
                 held[device][j] = _flat(x[device])
         return held
 
+    def block_count(self) -> int:
+        """One block per member of the largest group."""
+        return max(map(len, self.groups))
+
     def block_sizes(self, n_devices: int) -> list[dict[int, int]]:
         """Member j starts with block j: one device's whole input.
 

@@ -114,6 +114,14 @@ class _Layout:
         rows = dict(self.reference_rows(x))
         return np.stack([rows[d] for d in range(x.shape[0])])
 
+    def block_count(self) -> int:
+        """How many block numbers the layout uses (blocks ``0 .. count-1``), whether or not each travels.
+
+        A lowering reserves them for its op, so that no other op's blocks share a number.
+        """
+        n = 1 + max((d for group in self.groups for d in group), default=-1)
+        return 1 + max((max(sizes, default=-1) for sizes in self.block_sizes(n)), default=-1)
+
     def block_sizes(self, n_devices: int) -> list[dict[int, int]]:
         """Per device, the blocks it starts with and their sizes in elements.
 

@@ -87,6 +87,10 @@ class PermuteLayout(_Layout):
         """Shape of one device's output."""
         return self.shape
 
+    def block_count(self) -> int:
+        """One block per pair."""
+        return len(self.groups)
+
     def block_sizes(self, n_devices: int) -> list[dict[int, int]]:
         """The source of pair k starts with block k: its whole input."""
         sizes: list[dict[int, int]] = [{} for _ in range(n_devices)]

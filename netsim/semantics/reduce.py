@@ -114,6 +114,10 @@ class ReduceScatterLayout(_Layout):
             return [dict(enumerate(listed[d * n : (d + 1) * n])) for d in range(x.shape[0])]
         return [{k: _flat(part) for k, part in enumerate(np.split(x[d], n, axis=self.scatter_dimension))} for d in range(x.shape[0])]
 
+    def block_count(self) -> int:
+        """One block per member of a group."""
+        return len(self.groups[0])
+
     def block_sizes(self, n_devices: int) -> list[dict[int, int]]:
         """Every device contributes to every block; blocks are equal."""
         n = len(self.groups[0])
@@ -190,6 +194,10 @@ class AllReduceLayout(_Layout):
         n, size = len(self.groups[0]), math.prod(self.shape)
         small, big = divmod(size, n)
         return [k * small + min(k, big) for k in range(n + 1)]
+
+    def block_count(self) -> int:
+        """One block per slice of the flattened input."""
+        return len(self._bounds) - 1
 
     def block_sizes(self, n_devices: int) -> list[dict[int, int]]:
         """Every device contributes to every block of the flattened input."""
