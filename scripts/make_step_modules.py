@@ -7,7 +7,8 @@ Needs ``jax[tpu]`` (jax 0.10.2 with libtpu 0.0.42.1 wrote the bundled modules); 
     /tmp/venv-tpu/bin/python scripts/make_step_modules.py          # writes scenarios/programs/hlo/steps/
 
 For each row of ``netsim/programs/hlo/maxtext.py`` (MaxText's 16B, 32B, 64B and 128B rows on
-a v5e 16x16 slice, and the held-out 22B and 52B rows on v4 4x4x4 and 4x4x12 slices), the
+a v5e 16x16 slice, and the held-out 22B and 52B rows on v4 4x4x4 and 4x4x12 slices and 32B and
+64B rows on a v5p 4x4x4 slice), the
 training step is compiled for the row's slice, on a mesh laid out as MaxText lays out its own
 (``mesh_utils.create_device_mesh``: each mesh axis along the slice's rings, so the 128B's
 tensor axis of 16 is a row of chips), and three files are written per model:
@@ -95,7 +96,8 @@ def compile_model(name: str, out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", nargs="*", default=["16b", "32b", "64b", "128b", "22b_v4", "52b_v4"], help="rows of MODELS or HELD_OUT (default: all)")
+    rows = ["16b", "32b", "64b", "128b", "22b_v4", "52b_v4", "32b_v5p", "64b_v5p"]
+    parser.add_argument("--models", nargs="*", default=rows, help="rows of MODELS or HELD_OUT (default: all)")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args()
     if "NETSIM_XLA_DUMP" not in os.environ:  # the compiler's memory-usage report: read back after each compile

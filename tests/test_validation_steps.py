@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import load_script
 
-from netsim.programs.hlo.maxtext import MODELS, individual_scales
+from netsim.programs.hlo.maxtext import HELD_OUT, MODELS, individual_scales
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,7 +21,7 @@ def steps():
     return load_script("scripts/validation_steps.py", "validation_steps")
 
 
-BUNDLED = [name for name in MODELS if (ROOT / "scenarios" / "programs" / "hlo" / "steps" / f"{name}.txt.gz").exists()]
+BUNDLED = [name for name in {**MODELS, **HELD_OUT} if (ROOT / "scenarios" / "programs" / "hlo" / "steps" / f"{name}.txt.gz").exists()]
 
 
 def test_maxtexts_scales_and_formula_by_hand():
@@ -34,6 +34,18 @@ def test_maxtexts_scales_and_formula_by_hand():
     tflops = (6 * m.params() * 2048 * 6 + 12 * 32 * 32 * 256 * 2048**2 * 6) / 1e12
     assert m.model_tflops_per_device() == pytest.approx(tflops, rel=1e-12)
     assert m.step_time_s() == pytest.approx(tflops * 1e12 / (0.6110 * 197e12), rel=1e-12)  # about 10.6 s
+
+
+def test_maxtexts_v5p_rows_by_hand():
+    # v5p/32b.sh at 76bd53b0f: global_parameter_scale=32 -> 32 = 2^5, base 1, rem 2: embed, heads, mlp x4, layers x2
+    m = HELD_OUT["32b_v5p"]
+    assert (m.emb, m.heads, m.mlp, m.layers, m.fsdp, m.tensor, m.per_device_batch) == (10240, 32, 32768, 32, 16, 4, 8)
+    per_layer = 10240 + 4 * 10240 * 32 * 256 + 3 * 256 + 2 * 10240 * 32768  # rotary positions: no bias table, a value norm
+    assert m.params() == 32 * per_layer + 32768 * 10240 + 10240
+    tflops = (6 * m.params() * 2048 * 8 + 12 * 32 * 32 * 256 * 2048**2 * 8 / 2) / 1e12  # attention counted causal
+    assert m.model_tflops_per_device() == pytest.approx(tflops, rel=1e-12)
+    assert m.step_time_s() == pytest.approx(tflops * 1e12 / (0.7147 * 459e12), rel=1e-12)  # about 9.9 s
+    assert m.published_tflops == pytest.approx(0.7147 * 459, rel=0.001)  # the table's 328 TFLOP/s beside its MFU
 
 
 @pytest.mark.parametrize("name", BUNDLED)

@@ -85,6 +85,12 @@ class MaxTextConfig:
     """libtpu's name of the slice the row ran on."""
     peak_flops: float = 197e12
     """The chip's peak bf16 FLOP/s that MaxText's MFU divides by."""
+    rope: bool = False
+    """The December 2023 layer (``76bd53b0f``): rotary positions and a value norm instead of T5 relative biases."""
+    remat: str = "full"
+    """MaxText's ``remat_policy``: ``full`` (one ``jax.checkpoint`` per layer) or ``minimal`` (saves dots without batch dimensions)."""
+    causal_flops: bool = False
+    """Whether the MFU formula counts attention causal (halved), as MaxText's did from December 2023."""
 
     @classmethod
     def scaled(cls, name: str, scale: int, per_device_batch: int, fsdp: int, tensor: int, mfu: float, tflops: float) -> MaxTextConfig:
@@ -111,18 +117,9 @@ class MaxTextConfig:
     def layer_shapes(self) -> dict[str, tuple[int, ...]]:
         """One layer's parameters (without the layer axis)."""
         e, h, d, f = self.emb, self.heads, self.head_dim, self.mlp
-        return {
-            "norm": (e,),
-            "query": (e, h, d),
-            "key": (e, h, d),
-            "value": (e, h, d),
-            "out": (h, d, e),
-            "query_norm": (d,),
-            "key_norm": (d,),
-            "relpos": (h, 32),
-            "wi": (e, f),
-            "wo": (f, e),
-        }
+        shapes = {"norm": (e,), "query": (e, h, d), "key": (e, h, d), "value": (e, h, d), "out": (h, d, e), "query_norm": (d,), "key_norm": (d,)}
+        shapes.update({"value_norm": (d,)} if self.rope else {"relpos": (h, 32)})
+        return {**shapes, "wi": (e, f), "wo": (f, e)}
 
     def params(self) -> int:
         """Parameters, as MaxText counts them (every leaf of the parameter tree)."""
@@ -130,10 +127,10 @@ class MaxTextConfig:
         return self.layers * per_layer + self.vocab * self.emb + self.emb
 
     def model_tflops_per_device(self) -> float:
-        """MaxText's ``calculate_training_tflops`` at 9bc243c95 (TFLOPs per device per step)."""
+        """MaxText's ``calculate_training_tflops`` at 9bc243c95 (TFLOPs per device per step); from 76bd53b0f attention is halved (causal)."""
         weights = 6 * self.params() * self.seq * self.per_device_batch
         attention = 12 * self.heads * self.layers * self.head_dim * self.seq**2 * self.per_device_batch
-        return (weights + attention) / 1e12
+        return (weights + attention / (2 if self.causal_flops else 1)) / 1e12
 
     def step_time_s(self) -> float:
         """The step time MaxText's published MFU implies."""
@@ -148,16 +145,35 @@ MODELS = {
 }
 """MaxText's v5e-256 rows (README at 9bc243c95; configs ``MaxText/configs/largest_job/*.sh``): the derivation set."""
 
+
+def _v5p(name: str, scale: int, per_device_batch: int, mfu: float, tflops: float) -> MaxTextConfig:
+    """A row of MaxText's v5p table (``MaxText/configs/v5p/README.md`` at 76bd53b0f, 2023-12-15)."""
+    e, h, f, n = individual_scales(scale)
+    size = (BASE["emb"] * 2**e, BASE["heads"] * 2**h, BASE["mlp"] * 2**f, BASE["layers"] * 2**n)
+    return MaxTextConfig(name, *size, per_device_batch, 16, 4, mfu, tflops, "v5p", "v5p:4x4x4", 459e12, rope=True, remat="minimal", causal_flops=True)
+
+
 HELD_OUT = {
     "22b_v4": MaxTextConfig("22b_v4", 6144, 24, 24576, 48, 16, 64, 1, 0.567, 156, "v4", "v4:4x4x4", 275e12),
     "52b_v4": MaxTextConfig("52b_v4", 12288, 32, 49152, 32, 10, 192, 1, 0.560, 154, "v4", "v4:4x4x12", 275e12),
+    "32b_v5p": _v5p("32b_v5p", 32, 8, 0.7147, 328),
+    "64b_v5p": _v5p("64b_v5p", 64, 4, 0.7031, 323),
 }
-"""Rows of another generation, never derived from (README at 9bc243c95, "TPU v4"): MaxText's 22B on
-one v4-128 (64 chips; ``MaxText/configs/1xv4-128.sh``: ici_fsdp_parallelism=64,
-per_device_batch_size=16, base_emb_dim=6144, base_num_heads=24, base_mlp_dim=24576,
-base_num_decoder_layers=48) and its 52B on one v4-384 (192 chips; ``MaxText/configs/1xv4-384.sh``:
-ici_fsdp_parallelism=192, per_device_batch_size=10, base_emb_dim=12288, base_num_heads=32,
-base_mlp_dim=49152, base_num_decoder_layers=32)."""
+"""Rows of other generations, never derived from.
+
+- README at 9bc243c95, "TPU v4": MaxText's 22B on one v4-128 (64 chips;
+  ``MaxText/configs/1xv4-128.sh``: ici_fsdp_parallelism=64, per_device_batch_size=16,
+  base_emb_dim=6144, base_num_heads=24, base_mlp_dim=24576, base_num_decoder_layers=48) and
+  its 52B on one v4-384 (192 chips; ``MaxText/configs/1xv4-384.sh``: ici_fsdp_parallelism=192,
+  per_device_batch_size=10, base_emb_dim=12288, base_num_heads=32, base_mlp_dim=49152,
+  base_num_decoder_layers=32).
+- ``MaxText/configs/v5p/README.md`` at 76bd53b0f (2023-12-15): the 32B and 64B on one
+  v5p-128 (64 chips, 4x4x4; ``v5p/32b.sh``, ``v5p/64b.sh``: global_parameter_scale 32 and 64,
+  per_device_batch_size 8 and 4, ici_fsdp_parallelism=-1 (16), ici_tensor_parallelism=4,
+  remat_policy=minimal), 71.47 % and 70.31 % MFU of v5p's 459 TFLOP/s. That commit's layer
+  has rotary positions and query, key and value norms (``layers/attentions.py``), and its
+  MFU formula halves attention (``maxtext_utils.calculate_training_tflops``).
+"""
 
 
 def build_step(config: MaxTextConfig, mesh):  # pragma: no cover - needs JAX; run by scripts/make_step_modules.py
@@ -168,6 +184,7 @@ def build_step(config: MaxTextConfig, mesh):  # pragma: no cover - needs JAX; ru
     from jax.sharding import PartitionSpec as P
 
     c = config
+    b = jnp.bfloat16
     rules = {"embed": "fsdp", "heads": "tensor", "mlp": "tensor", "vocab": "tensor", "layers": None, None: None}
     axes = {
         "norm": ("embed",),
@@ -177,6 +194,7 @@ def build_step(config: MaxTextConfig, mesh):  # pragma: no cover - needs JAX; ru
         "out": ("heads", None, "embed"),
         "query_norm": (None,),
         "key_norm": (None,),
+        "value_norm": (None,),
         "relpos": ("heads", None),
         "wi": ("embed", "mlp"),
         "wo": ("mlp", "embed"),
@@ -213,19 +231,28 @@ def build_step(config: MaxTextConfig, mesh):  # pragma: no cover - needs JAX; ru
         large = max_exact + (jnp.log(jnp.maximum(n, 1) / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)).astype(jnp.int32)
         return jnp.where(n < max_exact, n, jnp.minimum(large, num_buckets - 1))
 
+    def rotary(x):  # MaxText's LLaMARotaryEmbedding: timescales 1 .. 10^4 over half the head
+        half = c.head_dim // 2
+        timescale = 1e4 ** (2 * jnp.arange(half, dtype=jnp.float32) / c.head_dim)
+        angle = (jnp.arange(c.seq, dtype=jnp.float32)[:, None] / timescale)[None, :, None, :]
+        x1, x2 = jnp.split(x.astype(jnp.float32), 2, axis=-1)
+        return jnp.concatenate([x1 * jnp.cos(angle) - x2 * jnp.sin(angle), x2 * jnp.cos(angle) + x1 * jnp.sin(angle)], axis=-1).astype(b)
+
     def layer(x, p):
-        b = jnp.bfloat16
         lnx = rms(x, p["norm"])
         q = jnp.einsum("bse,ehd->bshd", lnx, p["query"].astype(b))
         k = jnp.einsum("bse,ehd->bshd", lnx, p["key"].astype(b))
         v = jnp.einsum("bse,ehd->bshd", lnx, p["value"].astype(b))
-        q = rms(q, p["query_norm"]) / jnp.sqrt(jnp.asarray(c.head_dim, b))
-        k = rms(k, p["key_norm"])
+        if c.rope:
+            q, k, v = rms(rotary(q), p["query_norm"]), rms(rotary(k), p["key_norm"]), rms(v, p["value_norm"])
+        else:
+            q, k = rms(q, p["query_norm"]) / jnp.sqrt(jnp.asarray(c.head_dim, b)), rms(k, p["key_norm"])
         logits = jnp.einsum("bqhd,bkhd->bhqk", q, k)
-        one_hot = jax.nn.one_hot(relpos_bucket(c.seq), 32, dtype=b)
-        bias = jnp.einsum("hn,qkn->hqk", p["relpos"].astype(b), one_hot)
+        if not c.rope:
+            one_hot = jax.nn.one_hot(relpos_bucket(c.seq), 32, dtype=b)
+            logits = logits + jnp.einsum("hn,qkn->hqk", p["relpos"].astype(b), one_hot)
         causal = jnp.tril(jnp.ones((c.seq, c.seq), bool))
-        logits = jnp.where(causal, logits + bias, jnp.asarray(-1e10, b))
+        logits = jnp.where(causal, logits, jnp.asarray(-1e10, b))
         weights = jax.nn.softmax(logits.astype(jnp.float32)).astype(b)
         attended = jnp.einsum("bhqk,bkhd->bqhd", weights, v)
         attention = jnp.einsum("bshd,hde->bse", attended, p["out"].astype(b))
@@ -237,7 +264,8 @@ def build_step(config: MaxTextConfig, mesh):  # pragma: no cover - needs JAX; ru
     def loss_fn(params, tokens):
         emb = params["embedding"].astype(jnp.bfloat16)
         x = jax.lax.with_sharding_constraint(emb[tokens], act)
-        x, _ = jax.lax.scan(jax.checkpoint(layer), x, params["layers"])
+        policy = jax.checkpoint_policies.checkpoint_dots_with_no_batch_dims if c.remat == "minimal" else None
+        x, _ = jax.lax.scan(jax.checkpoint(layer, policy=policy), x, params["layers"])
         x = rms(x, params["final_norm"])
         logits = jnp.einsum("bse,ve->bsv", x, emb) / jnp.sqrt(jnp.asarray(c.emb, jnp.bfloat16))
         targets = jnp.roll(tokens, -1, axis=1)
