@@ -91,6 +91,33 @@ def test_an_async_pair_overlaps_the_work_written_between_start_and_done():
     assert run_hlo(hlo_from_text(overlapped), V5E, device_map=ROW_MAJOR, algorithm="netsim").time == pytest.approx(max(comm, ROOFLINE), rel=1e-12)
 
 
+def test_a_sync_collective_holds_the_stream_in_order_and_lets_independent_work_run_beside_it_under_overlap():
+    text = module(
+        f"%p = bf16[1024,1024]{{1,0}} parameter(0)\n%ag = bf16[4096,1024]{{1,0}} all-gather(%p), {GATHER}\n%f = bf16[1024,1024]{{1,0}} fusion(%p, %p), kind=kOutput, calls=%mm",
+        DOT,
+    )
+    comm = _gather_alone()
+    runs = {mode: run_hlo(hlo_from_text(text), V5E, device_map=ROW_MAJOR, algorithm="netsim", sync_collectives=mode) for mode in ("in_order", "overlap")}
+    assert runs["in_order"].time == pytest.approx(comm + ROOFLINE, rel=1e-12)
+    assert runs["overlap"].time == pytest.approx(max(comm, ROOFLINE), rel=1e-12)  # the fusion does not read the gather
+    assert runs["overlap"].program.sync_collectives == "overlap" and "sync collectives: overlap" in runs["overlap"].program.describe()[3]
+    # the default: in order for a module without the TPU's layouts or device map, overlap for one the TPU compiler wrote
+    assert run_hlo(hlo_from_text(text), V5E, device_map=ROW_MAJOR, algorithm="netsim").program.sync_collectives == "in_order"
+    tpu = DeviceMap((None,) * 8, (0,) * 8, {}, "row-major", compiler={"platform": "tpu"})
+    default = run_hlo(hlo_from_text(text), V5E, device_map=tpu, algorithm="netsim")
+    assert default.program.sync_collectives == "overlap" and default.time == pytest.approx(runs["overlap"].time, rel=1e-12)
+    with pytest.raises(ValueError, match=r"^sync_collectives must be 'overlap' or 'in_order', got 'later'$"):
+        run_hlo(hlo_from_text(text), V5E, device_map=ROW_MAJOR, sync_collectives="later")
+
+
+def test_cli_sync_collectives_is_reported_and_checked():
+    path = str(ROOT / "scenarios" / "programs" / "hlo" / "psum.txt")
+    out = runner.invoke(app, ["program", "--hlo", path, "--topology", "tpu-v5e:2x4", "--sync-collectives", "overlap", "--json"])
+    assert out.exit_code == 0 and json.loads(out.output)["hlo"]["sync_collectives"] == "overlap"
+    bad = runner.invoke(app, ["program", "--hlo", path, "--topology", "tpu-v5e:2x4", "--sync-collectives", "later"])
+    assert bad.exit_code == 2 and "--sync-collectives: overlap or in_order, not 'later'" in bad.output
+
+
 def test_estimated_cycles_time_a_compute_step_when_a_clock_is_given():
     text = module(
         '%p = bf16[1024,1024]{1,0} parameter(0)\n%f = bf16[1024,1024]{1,0} fusion(%p, %p), kind=kOutput, calls=%mm, backend_config={"estimated_cycles":"3000000"}',

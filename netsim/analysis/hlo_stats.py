@@ -181,6 +181,7 @@ def hlo_summary(result: Any, stats: ProgramStats | None = None) -> dict[str, Any
             "placement": placement,
             "compiler": getattr(run, "compiler", ""),
             "dtypes": getattr(run, "dtypes", "as compiled"),
+            "sync_collectives": getattr(run, "sync_collectives", "in_order"),
             "groups_matched_against": run.hlo.mesh_source,
             "clock_hz": run.clock_hz,
             "algorithms": getattr(run, "algorithm", "netsim"),

@@ -27,8 +27,10 @@ def run_any(
     engine: str | None,
     calibration: str | None = None,
     require_fit: bool = False,
+    sync_collectives: str | None = None,
 ) -> Any:
-    """Run a program file of either kind, or an HLO module on a slice (``calibration``: the file's unless given; ``require_fit``: checked before it plays)."""
+    """Run a program file of either kind, or an HLO module on a slice (``calibration``: the file's unless given; ``require_fit``: checked before it plays;
+    ``sync_collectives``: an HLO module's, see :data:`netsim.programs.hlo.run.SYNC_COLLECTIVES`)."""
     from netsim.network.calibration import calibrate, check_calibration
     from netsim.programs.hlo.files import HloProgramFile, load_any_program  # (here: `netsim run` need not import them)
     from netsim.programs.hlo.run import run_hlo, run_hlo_program
@@ -37,6 +39,8 @@ def run_any(
 
     if calibration is not None:
         check_calibration(calibration)
+    if sync_collectives is not None and sync_collectives not in ("overlap", "in_order"):
+        raise ValueError(f"--sync-collectives: overlap or in_order, not {sync_collectives!r}")
     if hlo is not None:
         if file is not None:
             raise ValueError(f"give a program file or --hlo MODULE, not both (got {file} and --hlo {hlo})")
@@ -45,7 +49,7 @@ def run_any(
         where = _slice(topology)
         where = calibrate(where, calibration) if calibration is not None else where
         try:
-            return run_hlo(hlo, where, clock_hz=clock_hz, engine=engine or "auto", require_fit=require_fit)
+            return run_hlo(hlo, where, clock_hz=clock_hz, engine=engine or "auto", require_fit=require_fit, sync_collectives=sync_collectives)
         except ScenarioError as error:
             if error.field == "require_fit":
                 raise ValueError(f"{hlo}: {error.problem} (--require-fit)") from None
@@ -58,13 +62,12 @@ def run_any(
     if isinstance(loaded, HloProgramFile):
         if data == "values":
             raise ValueError(f"{file}: an HLO module runs timing only (--data none)")
-        if calibration is not None:
-            where = calibrate(loaded.topology_obj, calibration)
-            fit = require_fit or loaded.require_fit
-            return run_hlo(loaded.hlo_path, where, clock_hz=loaded.clock_hz, engine=engine or loaded.engine, name=loaded.name, require_fit=fit)
         if require_fit and not loaded.require_fit:
             loaded = loaded.model_copy(update={"require_fit": True})
-        return run_hlo_program(loaded, engine=engine)
+        if sync_collectives is not None:
+            loaded = loaded.model_copy(update={"sync_collectives": sync_collectives})
+        where = calibrate(loaded.topology_obj, calibration) if calibration is not None else None
+        return run_hlo_program(loaded, engine=engine, topology=where)
     loaded = loaded.model_copy(update={"require_fit": True}) if require_fit else loaded  # refused before it plays, not after
     return run_program(loaded.with_calibration(calibration) if calibration is not None else loaded, data=data, engine=engine)
 
@@ -206,6 +209,7 @@ def print_hlo(result: Any, stats: ProgramStats) -> None:
         ("topology", stats.topology),
         ("compiled by", summary["compiler"] or "-"),
         ("dtypes timed", summary["dtypes"]),
+        ("sync collectives", summary["sync_collectives"]),
         ("placement", summary["placement"]),
         ("time", _us(stats.time_s) + (" (long loops extended; the rows below are of the trips played)" if summary["loops_extended"] else "")),
         ("compute (busiest device)", _us(stats.compute_s)),

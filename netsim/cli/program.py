@@ -57,6 +57,7 @@ def run_or_exit(
     clock_hz: float | None = None,
     calibration: str | None = None,
     require_fit: bool = False,
+    sync_collectives: str | None = None,
 ) -> Result:
     """Run a program file (or an HLO module on a slice), or exit with one line (2 for a user's mistake, 3 for a bug in netsim).
 
@@ -66,7 +67,7 @@ def run_or_exit(
     from netsim.engine import EngineError
 
     try:
-        return run_any(file, hlo, topology, clock_hz, data, engine, calibration, require_fit)
+        return run_any(file, hlo, topology, clock_hz, data, engine, calibration, require_fit, sync_collectives)
     except EngineError as error:
         raise _fail(f"internal error in netsim while running {file}: {error}", INTERNAL_ERROR) from None
     except MemoryError:
@@ -109,6 +110,15 @@ def program(
     ] = None,
     calibration: Annotated[str | None, typer.Option("--calibration", metavar="MODE", help=CALIBRATION_HELP)] = None,
     require_fit: Annotated[bool, typer.Option("--require-fit", help="Exit 2 when a device's arrays do not fit in its chip's HBM.")] = False,
+    sync_collectives: Annotated[
+        str | None,
+        typer.Option(
+            "--sync-collectives",
+            metavar="MODE",
+            help="An HLO module's collectives written synchronous: overlap (the work after one that does not read it runs beside it; "
+            "the default for a TPU-compiled module) or in_order (each holds the device's instruction stream).",
+        ),
+    ] = None,
 ) -> None:
     """Run a program (collectives and compute on a sharded mesh) and print its time, overlap and ops."""
     from netsim.analysis.program_stats import program_stats
@@ -123,7 +133,9 @@ def program(
             check_file("--trace", trace, inputs=files_read(file, hlo))
     except ValueError as error:
         raise _fail(str(error), USER_ERROR) from None
-    result = run_or_exit(file, data, engine, hlo=hlo, topology=topology, clock_hz=clock_hz, calibration=calibration, require_fit=require_fit)
+    result = run_or_exit(
+        file, data, engine, hlo=hlo, topology=topology, clock_hz=clock_hz, calibration=calibration, require_fit=require_fit, sync_collectives=sync_collectives
+    )
     stats = program_stats(result)
     if require_fit and stats.memory.get("fits") is not True:  # (an HLO module: checked once played)
         raise _fail(f"{file or hlo}: {stats.memory['note']} (--require-fit)", USER_ERROR)

@@ -294,6 +294,7 @@ _HLO = _obj(
         "placement": _t("string", "how device ids were placed on chips"),
         "compiler": _t("string", "which compiler made the module (the TPU's, with libtpu's version, or XLA's CPU compiler and what its module lacks)"),
         "dtypes": _t("string", "which dtypes were timed: as compiled, or source (the arguments' dtype, for a CPU-compiled module)"),
+        "sync_collectives": _t("string", "how sync collectives played: overlap (the work after one that does not read it ran beside it) or in_order"),
         "groups_matched_against": _STR,
         "clock_hz": _t(["number", "null"], "the clock that times estimated_cycles"),
         "algorithms": _t("string", "whose algorithms played the collectives: compiler or netsim"),

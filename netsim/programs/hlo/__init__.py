@@ -67,8 +67,11 @@ MAX_HLO_BYTES = 64 * 2**20
 """The largest HLO text read (64 MiB: reading takes about 0.3 s and 10 bytes of memory per byte of text)."""
 
 
-def hlo_from_text(text: str, source: str = "<hlo>") -> HloProgram:
+def hlo_from_text(text: str, source: str = "<hlo>", overlap_sync: bool = False) -> HloProgram:
     """The steps of the HLO module written in ``text``; ``source`` names it in errors.
+
+    ``overlap_sync``: sync collectives leave the instruction stream free
+    (:func:`~netsim.programs.hlo.flatten.flatten`).
 
     Raises
     ------
@@ -101,7 +104,7 @@ def hlo_from_text(text: str, source: str = "<hlo>") -> HloProgram:
         loops = long_loops(module)
         trips = {loop.line: 1 for loop in loops}
         check_steps(module, {loop.line: 3 for loop in loops}, loops)
-        program = flatten(module, trips)
+        program = flatten(module, trips, overlap_sync)
         program.text, program.flops = text, _executed_flops(module)
     except HloSyntaxError as error:
         raise ScenarioError(source, f"line {error.line}", cut_long_words(error.problem)) from None

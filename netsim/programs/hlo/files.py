@@ -12,6 +12,8 @@ A program file may name an HLO module instead of arrays and ops::
                                    # them; the default then) or netsim (netsim's own)
     dtypes: source                 # optional: compiled (default) or source: a CPU module's f32
                                    # collectives and dots timed at its parameters' dtype (bf16)
+    sync_collectives: in_order     # optional: overlap (the default for a TPU-compiled module: the work
+                                   # after a sync collective that does not read it runs beside it) or in_order
     engine: auto
     model: {params: 1.6e10, layers: 48, heads: 40, head_dim: 128, seq: 2048, per_device_batch: 6}
                                    # optional: the transformer's shape; the step report then counts
@@ -64,6 +66,7 @@ class HloProgramFile(Strict):
     clock_hz: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     algorithm: Literal["compiler", "netsim"] | None = None
     dtypes: Literal["compiled", "source"] = "compiled"
+    sync_collectives: Literal["overlap", "in_order"] | None = None
     engine: Literal["auto", "processes", "fast"] = "auto"
     calibration: Literal["nominal", "calibrated"] = "nominal"
     model: ModelSpec | None = None

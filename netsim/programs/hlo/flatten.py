@@ -6,7 +6,10 @@ such sets for tuples), so every step knows the steps it reads from: the data dep
 Order on the device's single instruction stream is kept as well: a compute step or a sync
 collective waits for the stream's previous step, and holds the stream until it ends; an
 async ``*-start`` leaves the stream free, and its ``*-done`` makes the stream wait for the
-collective, so the work written between the two overlaps it.
+collective, so the work written between the two overlaps it. With ``overlap_sync=True`` a
+sync collective leaves the stream free too: the work after it that does not read its result
+runs beside it (what the TPU does with its TensorCore's collectives, see
+:data:`netsim.programs.hlo.run.SYNC_COLLECTIVES`); what reads it waits for it.
 
 ``while`` loops with a ``known_trip_count`` run their body that many times; ``call``s are
 inlined; fusions are one compute step (their FLOPs as XLA counts them, their dots and
@@ -94,6 +97,8 @@ class _Walk:
     caller: Computation | None = None
     transfers: dict[str, int] = field(default_factory=dict)
     """Megascale transfers in flight: the rendezvous name, and the send and recv instructions' names -> their collective's step."""
+    overlap_sync: bool = False
+    """Whether a sync collective leaves the stream free (the work after it that does not read it runs beside it)."""
 
     def note(self, instruction: Instruction, reason: str) -> None:
         key = (instruction.name, instruction.line)
@@ -194,7 +199,7 @@ class _Walk:
         step = self.add(collective, reads)
         if collective.asynchronous:
             self.pending[ins.name] = step
-        else:
+        elif not self.overlap_sync:
             self.stream = frozenset({step})
         return frozenset({step})
 
@@ -268,11 +273,13 @@ class _Walk:
         return state
 
 
-def flatten(module: Module, trips: Mapping[int, int] | None = None) -> HloProgram:
+def flatten(module: Module, trips: Mapping[int, int] | None = None, overlap_sync: bool = False) -> HloProgram:
     """The module's steps, in scheduled order, with their dependences and what is not modelled.
 
     ``trips`` gives, by the line of their ``while`` instruction, how many trips of some
     loops to play instead of their ``known_trip_count`` (see :mod:`~netsim.programs.hlo.loops`).
+    ``overlap_sync``: a sync collective leaves the instruction stream free (the work after
+    it that does not read it runs beside it), as an async pair does.
 
     Raises
     ------
@@ -290,8 +297,21 @@ def flatten(module: Module, trips: Mapping[int, int] | None = None) -> HloProgra
     ... }'''))
     >>> [(s.op.name, s.deps) for s in program.steps], program.steps[0].op.groups
     ([('ag', ()), ('e', (0,))], [[0, 1, 2, 3]])
+
+    Work after a sync collective that does not read it waits for it on the stream, or not:
+
+    >>> text = '''HloModule m, num_partitions=4
+    ... ENTRY %main (p: f32[8], q: f32[8]) -> f32[32] {
+    ...   %p = f32[8]{0} parameter(0)
+    ...   %q = f32[8]{0} parameter(1)
+    ...   %ag = f32[32]{0} all-gather(%p), channel_id=1, replica_groups=[1,4]<=[4], dimensions={0}, use_global_device_ids=true
+    ...   %n = f32[8]{0} negate(%q)
+    ...   ROOT %e = f32[32]{0} exponential(%ag)
+    ... }'''
+    >>> [s.deps for s in flatten(parse_module(text)).steps], [s.deps for s in flatten(parse_module(text), overlap_sync=True).steps]
+    ([(), (0,), (0, 1)], [(), (), (0, 1)])
     """
-    walk = _Walk(module, trips=trips or {})
+    walk = _Walk(module, trips=trips or {}, overlap_sync=overlap_sync)
     entry = module.entry
     walk.run(entry, [])
     for name in walk.pending:

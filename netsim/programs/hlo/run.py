@@ -24,7 +24,7 @@ from netsim.analysis.step_report import maxtext_flops, step_report
 from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, MemoryLimitError, available_memory, check_memory, return_freed_memory
 from netsim.checks.program_memory import fit_note
 from netsim.network.topology import Topology
-from netsim.programs.hlo import HloProgram, load_hlo
+from netsim.programs.hlo import HloProgram, hlo_from_text, load_hlo
 from netsim.programs.hlo.devices import CPU_CAVEAT, DeviceMap, default_device_map, load_device_map
 from netsim.programs.hlo.dtypes import at_source_dtype, source_dtype
 from netsim.programs.hlo.files import HloProgramFile, load_any_program
@@ -48,6 +48,20 @@ TPU_SOURCE_DTYPES = (
     "whose dtypes are those the TPU runs: leave dtypes out (compiled)"
 )
 """Why ``dtypes: source`` is refused for a TPU-compiled module (its f32 arrays are real: halving them would be wrong)."""
+
+SYNC_COLLECTIVES = {
+    "overlap": "the work after a sync collective that does not read its result runs beside it",
+    "in_order": "a sync collective holds the instruction stream until it ends",
+}
+"""How a collective written synchronous (not as a ``*-start``/``*-done`` pair) plays.
+
+The default is ``overlap`` for a module the TPU compiler wrote, ``in_order`` for any other. A
+TPU's TensorCore drives its own collectives, and XLA's TPU flag
+``--xla_tpu_overlap_compute_collective_tc`` (set by MaxText's TPU configs) overlaps them with
+the compute around them; the same libtpu writes a collective matmul's permutes as sync
+instructions for v5e and as ``collective-permute-start``/``-done`` pairs for v5p. ``in_order``
+plays the module's text as written.
+"""
 
 
 @dataclass(frozen=True)
@@ -73,6 +87,8 @@ class HloRun(ProgramRun):
     """Per collective instruction, its time with netsim's own algorithms when the compiler's played (None when not compared)."""
     memory_needed_bytes: int = 0
     """What the run was estimated to hold before it played (:func:`netsim.programs.run.memory_needed`)."""
+    sync_collectives: str = "in_order"
+    """How collectives written synchronous played (:data:`SYNC_COLLECTIVES`)."""
     def describe(self) -> tuple[str, ...]:
         """What compiled the module, where its devices ran and what it holds (the lines under the result's repr).
 
@@ -87,7 +103,7 @@ class HloRun(ProgramRun):
         placed = self.device_map.source if self.device_map is not None else "row-major"
         kept = f"; text in .program.module_text ({len(self.module_text.splitlines())} lines)" if self.module_text else ""
         held = f"{module.module}: {module.devices} devices, {len(module.collectives)} collective(s), {len(module.unmodelled)} instruction(s) not modelled{kept}"
-        timed = f"algorithms: {self.algorithm}; dtypes timed: {self.dtypes}"
+        timed = f"algorithms: {self.algorithm}; dtypes timed: {self.dtypes}; sync collectives: {self.sync_collectives}"
         return (f"compiled by: {self.compiler or 'not said'}", f"placement: {placed}", f"module: {held}", timed)
 
     memory: Any = None
@@ -125,6 +141,7 @@ def run_hlo(
     dtypes: str = "compiled",
     require_fit: bool = False,
     model: dict[str, float] | None = None,
+    sync_collectives: str | None = None,
 ) -> Result:
     """Simulate the HLO module ``module`` (a text file, or already read) on ``topology``, timing only.
 
@@ -171,6 +188,10 @@ def run_hlo(
         The transformer's shape (``params``, ``layers``, ``heads``, ``head_dim``, ``seq``,
         ``per_device_batch``): the step report (``result.report()``) then counts FLOPs by
         MaxText's formula and gives tokens/s (:mod:`netsim.analysis.step_report`).
+    sync_collectives : {"overlap", "in_order"}, optional
+        How collectives written synchronous play (:data:`SYNC_COLLECTIVES`): ``overlap``
+        lets the work after one that does not read it run beside it. Default:
+        ``overlap`` for a module the TPU compiler wrote, else ``in_order``.
 
     Returns
     -------
@@ -202,6 +223,11 @@ def run_hlo(
         device_map = load_device_map(module, program.devices, topo.name) if isinstance(module, (str, Path)) else default_device_map(program.devices, topo.name)
     if dtypes not in ("compiled", "source"):
         raise ValueError(f"dtypes must be 'compiled' or 'source', got {dtypes!r}")
+    if sync_collectives not in (None, *SYNC_COLLECTIVES):
+        raise ValueError(f"sync_collectives must be 'overlap' or 'in_order', got {sync_collectives!r}")
+    sync = sync_collectives or ("overlap" if program.tpu_layouts or device_map.compiler.get("platform") == "tpu" else "in_order")
+    if sync == "overlap" and not program.long_loops and program.text:  # (read in order: flattened again)
+        program = hlo_from_text(program.text, source, overlap_sync=True)
     if dtypes == "source" and (program.tpu_layouts or device_map.compiler.get("platform") == "tpu"):
         raise ScenarioError(source, "dtypes", TPU_SOURCE_DTYPES)
     capacity = topo.device(0).get("hbm_capacity_bytes")
@@ -216,17 +242,17 @@ def run_hlo(
     named = any(step.op.compiler_algorithm for step in program.collectives)
     chosen = algorithm or ("compiler" if named else "netsim")
     play = functools.partial(_play, topo=topo, device_map=device_map, clock_hz=clock_hz, engine=engine, name=name, source=source, wanted=wanted)
-    result = _run_loops(program, functools.partial(play, algorithm=chosen), source, unroll)
+    result = _run_loops(program, functools.partial(play, algorithm=chosen), source, unroll, sync == "overlap")
     times = None
     if compare and named and chosen == "compiler":
-        other = _run_loops(program, functools.partial(play, algorithm="netsim"), source, unroll)
+        other = _run_loops(program, functools.partial(play, algorithm="netsim"), source, unroll, sync == "overlap")
         times = {c["hlo_name"]: c["time_s"] for c in collectives(other)}
     module = dataclasses.replace(result.program.module, text=program.text, flops=program.flops)  # (a loop's runs are flattened afresh)
-    ran = dataclasses.replace(result.program, module=module, other_times=times, dtypes=timed, model=model, memory=program.memory)
+    ran = dataclasses.replace(result.program, module=module, other_times=times, dtypes=timed, model=model, memory=program.memory, sync_collectives=sync)
     return dataclasses.replace(result, program=ran)
 
 
-def _run_loops(program: HloProgram, play: Callable[[HloProgram], Result], source: str, unroll: bool) -> Result:
+def _run_loops(program: HloProgram, play: Callable[[HloProgram], Result], source: str, unroll: bool, overlap_sync: bool = False) -> Result:
     """The module played by ``play`` (one run of steps as flattened): whole, or its long loops a few trips each and extended."""
     if not program.long_loops:
         return play(program)
@@ -238,7 +264,7 @@ def _run_loops(program: HloProgram, play: Callable[[HloProgram], Result], source
             raise ScenarioError(
                 source, "unroll", f"every trip of its long loops is {steps} steps, more than the {MAX_STEPS} netsim plays; leave the loops extended"
             )
-        return play(_flattened(module_text, trips, source))
+        return play(_flattened(module_text, trips, source, overlap_sync))
     kept: dict[tuple, Result] = {}  # only the last run (a run holds its schedule): the one reported is played again if it is not that
     needs: dict[tuple[int, ...], float] = {}  # trips (loop by loop) -> the memory its run was estimated to need
     times: dict[tuple, float] = {}  # every run's time, kept across tries
@@ -249,7 +275,7 @@ def _run_loops(program: HloProgram, play: Callable[[HloProgram], Result], source
         if key not in kept:
             kept.clear()
             try:
-                kept[key] = play(_flattened(module_text, trips, source))
+                kept[key] = play(_flattened(module_text, trips, source, overlap_sync))
             except ScenarioError as error:
                 if not isinstance(error.__cause__, MemoryLimitError):
                     raise
@@ -289,10 +315,10 @@ class _Refused(Exception):
     """A loop run the memory check refused (said again as the ScenarioError it came from if nothing else can be played)."""
 
 
-def _flattened(module: Any, trips: dict[int, int], source: str) -> HloProgram:
+def _flattened(module: Any, trips: dict[int, int], source: str, overlap_sync: bool = False) -> HloProgram:
     try:
         check_steps(module, trips, ())
-        return flatten(module, trips)
+        return flatten(module, trips, overlap_sync)
     except HloSyntaxError as error:
         raise ScenarioError(source, f"line {error.line}", cut_long_words(error.problem)) from None
 
@@ -354,8 +380,10 @@ def _compiler(device_map: DeviceMap) -> str:
     return "not said (no compiler in the device map)"
 
 
-def run_hlo_program(program: str | Path | HloProgramFile, engine: str | None = None, compare: bool = True) -> Result:
+def run_hlo_program(program: str | Path | HloProgramFile, engine: str | None = None, compare: bool = True, topology: Topology | None = None) -> Result:
     """Simulate an HLO program file (``hlo:`` a module, ``topology:`` a slice; see :mod:`netsim.programs.hlo.files`).
+
+    ``topology``: the file's slice as another calibration has it (default: the file's own).
 
     Examples
     --------
@@ -367,9 +395,9 @@ def run_hlo_program(program: str | Path | HloProgramFile, engine: str | None = N
     if not isinstance(loaded, HloProgramFile):
         raise ValueError(f"{program}: not an HLO program file (it has no hlo: field); run it with netsim.run_program")
     options = {"clock_hz": loaded.clock_hz, "engine": engine or loaded.engine, "name": loaded.name, "algorithm": loaded.algorithm, "dtypes": loaded.dtypes}
-    options["model"] = loaded.model.model_dump() if loaded.model is not None else None
+    options.update(model=loaded.model.model_dump() if loaded.model is not None else None, sync_collectives=loaded.sync_collectives)
     try:
-        return run_hlo(loaded.hlo_path, loaded.topology_obj, compare=compare, require_fit=loaded.require_fit, **options)
+        return run_hlo(loaded.hlo_path, topology or loaded.topology_obj, compare=compare, require_fit=loaded.require_fit, **options)
     except ScenarioError as error:
         if error.field in ("dtypes", "require_fit"):  # the program file's field, not the module's
             raise ScenarioError(loaded.source, error.field, error.problem) from None
