@@ -218,6 +218,11 @@ def _gib_ratio(peak: float, laid_out: float) -> str:
     return f"{laid_out / 2**30:.2f} GiB | {peak / laid_out:.3f}" if laid_out else "- | -"
 
 
+def _published(name: str) -> float:
+    """The published step time of the row named ``name``."""
+    return next(row.config.step_time_s() for row in ROWS if row.config.name == name)
+
+
 def mfu(row: StepRow, seconds: float) -> float:
     """MaxText's MFU of a step that takes ``seconds``."""
     return row.config.model_tflops_per_device() * 1e12 / (seconds * row.config.peak_flops)
@@ -250,13 +255,14 @@ def simulate_rows(names: list[str] | None = None) -> dict[str, dict[str, float]]
         recorded[row.config.name] = {**{f"{k}_s": v for k, v in times.items()}, "efficiency": efficiency, "commit": commit}
         for mode in times:
             extension = simulate(row, mode, None).program.extension
-            steady = extension is None or extension.steady
+            steady = extension is None or extension.steady or extension.every_trip_played
             recorded[row.config.name][f"{mode}_bound_s"] = (extension.bound_s if extension is not None else 0.0) if steady else None
         if row.derive:  # the efficiency at which its calibrated run would take the published time
             recorded[row.config.name]["own_efficiency"] = row_efficiency(row)
         mine = recorded[row.config.name]
         recorded = json.loads(RECORDED.read_text()) if RECORDED.exists() else {}  # (rows recorded meanwhile by other processes kept)
-        recorded[row.config.name] = mine
+        kept = {k: v for k, v in recorded.get(row.config.name, {}).items() if k.startswith("in_order")}  # (--in-order's runs kept)
+        recorded[row.config.name] = {**kept, **mine}
         RECORDED.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
         print(row.config.name, recorded[row.config.name], flush=True)
     return recorded
@@ -285,8 +291,8 @@ def section() -> str:
                 "formula of the row's commit over the chip's peak (from December 2023 it counts attention causal, halved); "
                 "the published step time is that formula's FLOPs over MFU x peak. Errors are netsim's step time against "
                 "the published one. The four v5e rows are the derivation set for v5e's matmul efficiency; the v4 and v5p "
-                "rows are held out: v4 and v5p have no measured terms of their own and run on v5e's (docs/validation.md, "
-                "\"borrowed\"), the matmul efficiency derived here among them."
+                "rows are held out: v4 and v5p have no measured terms of their own and run on v5e's (\"Borrowed terms\" "
+                "above), the matmul efficiency derived here among them."
             ),
             95,
             break_on_hyphens=False,
@@ -332,12 +338,20 @@ def derivation_paragraph(recorded: dict) -> str:
         f"extended to +-{max([b for b in bounds if b is not None], default=0.0) * 1e6:.2g} us at most"
         + (f" ({', '.join(changing)}: still changing, extended from its last trips' time)." if changing else ".")
     )
+    in_order = [
+        f"{name} {run['in_order_nominal_s']:.2f} s ({run['in_order_nominal_s'] / _published(name) - 1:+.1%}, at {run['in_order_commit']})"
+        for name, run in ((row.config.name, recorded.get(row.config.name, {})) for row in ROWS)
+        if "in_order_nominal_s" in run
+    ]
     note = (
-        "The 128B row runs tensor parallelism over rows of 16 chips: its collective matmuls exchange activations with "
-        "collective-permutes the module writes as synchronous instructions between the partial matmuls, which netsim "
-        "plays in that order, exposed (the step report's `communication, exposed`: `netsim program --hlo "
-        "scenarios/programs/hlo/steps/128b.txt.gz --topology tpu-v5e:16x16`); MaxText's run set "
-        "`--xla_tpu_overlap_compute_collective_tc`, which changes nothing in the module's text."
+        "Every row runs as `netsim program --hlo` runs a TPU-compiled module, its sync collectives overlapping the work "
+        "after them that does not read them (docs/hlo.md, \"Collectives written synchronous\"). This matters most "
+        "for the 128B row, which runs tensor parallelism over rows of 16 chips: its collective matmuls exchange "
+        "activations with collective-permutes that libtpu writes for v5e as synchronous instructions before the "
+        "partial matmuls that do not read them (for v5p it writes the same permutes as start/done pairs). Played in "
+        "the order written (`--sync-collectives in_order`), they are exposed; the nominal runs recorded that way: "
+        + ("; ".join(in_order) or "none")
+        + "."
     )
     return "\n\n".join(textwrap.fill(t, 95, break_on_hyphens=False) for t in (text, note)) + "\n\n"
 

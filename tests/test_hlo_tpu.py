@@ -147,11 +147,12 @@ def test_the_docs_table_of_compiler_algorithms_is_what_the_script_makes(runs):
 def test_the_docs_commands_run():
     lines = (ROOT / "docs" / "hlo.md").read_text().splitlines()
     commands = [line.split()[1:] for line in lines if line.startswith("    ") and line.strip().startswith("netsim program ")]
-    assert len(commands) == 3
+    assert len(commands) == 4
     for args in commands:
         shown = CliRunner().invoke(app, args, env={"COLUMNS": "120"})
         assert shown.exit_code == 0, (args, shown.output)
         assert "compiled by" in shown.output
+        assert ("in_order" if "--sync-collectives" in args else "overlap") in shown.output  # TPU-compiled: overlap unless asked
 
 
 def test_without_its_device_map_a_tpu_module_runs_where_its_map_would_put_it(tmp_path):

@@ -214,9 +214,10 @@ class _Builder:
         n = self.n_transfers
         if self.ptrs:
             cols = {k: np.concatenate(v) for k, v in self.columns.items()}
-            ptr = np.concatenate([[0], *self.ptrs]).astype(np.int64)
-            idx = np.concatenate(self.idxs).astype(np.int64)
-            idx = np.where(idx < 0, n - idx - 1, idx)
+            ptr = np.concatenate([np.zeros(1, np.int64), *self.ptrs]).astype(np.int64, copy=False)
+            idx = np.concatenate(self.idxs).astype(np.int64, copy=False)  # (a fresh array: renumbered in place)
+            computes = idx < 0
+            idx[computes] = n - 1 - idx[computes]
         else:
             cols = {k: np.zeros(0, np.int8 if k == "phase" else bool if k == "reduce" else np.int32) for k in self.columns}
             ptr, idx = np.zeros(1, np.int64), np.zeros(0, np.int64)

@@ -139,6 +139,11 @@ class Extension:
     within_s: float = 0.0
 
     @property
+    def every_trip_played(self) -> bool:
+        """Whether the run reported played every trip of every loop (its time is then exact, extended by nothing)."""
+        return self.played == tuple(loop.trips for loop in self.loops)
+
+    @property
     def bound_s(self) -> float:
         """How far, at most, the extended time may be off: :attr:`within_s` for every trip extended.
 
@@ -160,7 +165,7 @@ class Extension:
         """
         if self.repetition is not None:
             return [f"{self.loops[0].name} (line {self.loops[0].line}): {self.repetition.describe()}"]
-        if self.played == tuple(loop.trips for loop in self.loops):
+        if self.every_trip_played:
             return [
                 f"{loop.name} (line {loop.line}): {loop.trips} trips; every trip played (the time a trip adds is not linear in the trips)"
                 for loop in self.loops
