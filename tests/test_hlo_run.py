@@ -108,6 +108,11 @@ def test_a_sync_collective_holds_the_stream_in_order_and_lets_independent_work_r
     assert default.program.sync_collectives == "overlap" and default.time == pytest.approx(runs["overlap"].time, rel=1e-12)
     with pytest.raises(ValueError, match=r"^sync_collectives must be 'overlap' or 'in_order', got 'later'$"):
         run_hlo(hlo_from_text(text), V5E, device_map=ROW_MAJOR, sync_collectives="later")
+    bare = hlo_from_text(text)
+    bare.text = ""  # steps made without a text cannot be flattened again: in order by default, refused when overlap is asked for
+    assert run_hlo(bare, V5E, device_map=tpu, algorithm="netsim").program.sync_collectives == "in_order"
+    with pytest.raises(ValueError, match=r"^sync_collectives='overlap' needs the module's text \(HloProgram.text\), to flatten it again$"):
+        run_hlo(bare, V5E, device_map=tpu, sync_collectives="overlap")
 
 
 def test_cli_sync_collectives_is_reported_and_checked():
