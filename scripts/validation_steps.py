@@ -57,9 +57,10 @@ class StepRow:
         return f"tpu-{self.config.topology}"
 
     @property
-    def model(self) -> dict[str, float]:
+    def model(self) -> dict[str, float | bool]:
         c = self.config
-        return {"params": c.params(), "layers": c.layers, "heads": c.heads, "head_dim": c.head_dim, "seq": c.seq, "per_device_batch": c.per_device_batch}
+        shape = {"params": c.params(), "layers": c.layers, "heads": c.heads, "head_dim": c.head_dim, "seq": c.seq, "per_device_batch": c.per_device_batch}
+        return {**shape, "causal_attention": True} if c.causal_flops else shape
 
 
 ROWS = tuple(StepRow(c, True) for c in MODELS.values()) + tuple(StepRow(c, False) for c in HELD_OUT.values())

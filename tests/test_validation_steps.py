@@ -100,3 +100,12 @@ def test_v5es_matmul_efficiency_is_the_median_the_recorded_runs_derive(steps):
     assert v5e.compute_efficiency == value
     assert {f"MaxText {name} v5e-256" for name in MODELS} <= set(v5e.derived_from)
     assert "maxtext" in v5e.source.lower() and "9bc243c95" in v5e.source
+
+
+def test_the_step_reports_formula_is_each_rows_own(steps):
+    # what netsim's step report counts for a row (its model: shape, and causal attention from December 2023) is what the table divides by
+    from netsim.analysis.step_report import maxtext_flops
+
+    for row in steps.ROWS:
+        assert maxtext_flops(row.model) == pytest.approx(row.config.model_tflops_per_device() * 1e12, rel=1e-12)
+        assert row.model.get("causal_attention", False) == (row.config.name.endswith("v5p"))

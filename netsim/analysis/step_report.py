@@ -9,7 +9,8 @@ FLOPs per device
     v5e table (``MaxText/train.py``, ``calculate_training_tflops``, 2023, after PaLM's
     appendix B): ``6 * params * seq * per_device_batch`` (the weights, forward and backward)
     ``+ 12 * heads * layers * head_dim * seq**2 * per_device_batch`` (attention, not halved
-    for causality). Without it, the module's compute FLOPs as XLA's cost analysis counts
+    for causality; ``causal_attention: true`` halves it, as MaxText's formula did from
+    December 2023). Without it, the module's compute FLOPs as XLA's cost analysis counts
     them (``netsim.programs.hlo.flops``), each loop by its trips: remat's recomputation
     included, so MFU reads higher than MaxText's. The report says which.
 TFLOP/s per device, MFU, tokens/s
@@ -42,6 +43,9 @@ __all__ = ["MODEL_FIELDS", "StepReport", "maxtext_flops", "step_report"]
 MODEL_FIELDS = ("params", "layers", "heads", "head_dim", "seq", "per_device_batch")
 """A transformer's shape, as MaxText's FLOP formula takes it."""
 
+MODEL_OPTIONS = ("causal_attention",)
+"""What ``model`` may say besides its shape: ``causal_attention`` (true: attention's FLOPs halved)."""
+
 MAXTEXT_FORMULA = "MaxText's formula (train.py, calculate_training_tflops, 2023): 6·params·seq·batch + 12·heads·layers·head_dim·seq²·batch"
 MODULE_FLOPS = "the module's FLOPs as XLA's cost analysis counts them (loops by their trips; remat's recomputation included)"
 TOP_FUSIONS = 10
@@ -58,9 +62,11 @@ def maxtext_flops(model: dict[str, float]) -> float:
     >>> m = {"params": 1e9, "layers": 2, "heads": 8, "head_dim": 128, "seq": 2048, "per_device_batch": 4}
     >>> maxtext_flops(m) == 6 * 1e9 * 2048 * 4 + 12 * 8 * 2 * 128 * 2048**2 * 4
     True
+    >>> maxtext_flops({**m, "causal_attention": True}) == 6 * 1e9 * 2048 * 4 + 12 * 8 * 2 * 128 * 2048**2 * 4 / 2
+    True
     """
     missing = [k for k in MODEL_FIELDS if k not in model]
-    unknown = sorted(set(model) - set(MODEL_FIELDS))
+    unknown = sorted(set(model) - set(MODEL_FIELDS) - set(MODEL_OPTIONS))
     if missing or unknown:
         problem = f"lacks {', '.join(missing)}" if missing else f"has unknown fields {', '.join(unknown)}"
         raise ValueError(f"model {problem}: give {', '.join(MODEL_FIELDS)}")
@@ -68,8 +74,12 @@ def maxtext_flops(model: dict[str, float]) -> float:
         value = model[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
             raise ValueError(f"model {key} must be a positive number, got {value!r}")
+    causal = model.get("causal_attention", False)
+    if not isinstance(causal, bool):
+        raise ValueError(f"model causal_attention must be true or false, got {causal!r}")
     batch, seq = model["per_device_batch"], model["seq"]
-    return 6 * model["params"] * seq * batch + 12 * model["heads"] * model["layers"] * model["head_dim"] * seq**2 * batch
+    attention = 12 * model["heads"] * model["layers"] * model["head_dim"] * seq**2 * batch
+    return 6 * model["params"] * seq * batch + (attention / 2 if causal else attention)
 
 
 @dataclass(frozen=True)
@@ -245,7 +255,7 @@ def step_report(result: Any, model: dict[str, float] | None = None) -> StepRepor
     total_busy = sum(e - s for s, e in union(busy + comm + dma))
     efficiency = in_force(topology).compute_efficiency
     if model is not None:
-        flops, source = maxtext_flops(model), MAXTEXT_FORMULA
+        flops, source = maxtext_flops(model), MAXTEXT_FORMULA + (" (attention halved: causal)" if model.get("causal_attention") else "")
         tokens = model["per_device_batch"] * model["seq"] * result.n_devices / result.time if result.time > 0 else None
     else:
         source, tokens = MODULE_FLOPS if getattr(run, "module", None) is not None else "the program's FLOPs as lowered", None

@@ -53,6 +53,8 @@ class ModelSpec(Strict):
     head_dim: Annotated[int, Field(gt=0)]
     seq: Annotated[int, Field(gt=0)]
     per_device_batch: Annotated[float, Field(gt=0, allow_inf_nan=False, strict=False)]
+    causal_attention: bool = False
+    """Whether MaxText's formula halves attention's FLOPs (causal), as it did from December 2023."""
 
 
 class HloProgramFile(Strict):
