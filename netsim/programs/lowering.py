@@ -40,6 +40,7 @@ Collective matmul
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -242,7 +243,15 @@ class _Builder:
 
 
 def _numbered(deps: Any, n: int) -> np.ndarray:
-    """A compute step's dependencies as an int64 array, compute step j (coded ``-(j + 1)``) as step ``n + j``."""
+    """A compute step's dependencies as an int64 array, compute step j (coded ``-(j + 1)``) as step ``n + j``.
+
+    Examples
+    --------
+    >>> _numbered((3, -1, -2), 10).tolist(), _numbered(np.array([-1, 4]), 10).tolist()
+    ([3, 10, 11], [10, 4])
+    """
+    if isinstance(deps, tuple):  # (a few steps: renumbered as the array is made, the common case of a program's compute steps)
+        return np.array([s if s >= 0 else n - s - 1 for s in deps], np.int64)
     steps = deps if isinstance(deps, np.ndarray) and deps.dtype == np.int64 else np.asarray(deps, np.int64).reshape(-1)
     return np.where(steps < 0, n - steps - 1, steps) if len(steps) and steps.min() < 0 else steps
 
@@ -364,6 +373,8 @@ def _waits(ready: dict[str, list[Any]], done: dict[str, list[Any]], op: Op, devi
     parts = [part for part in [*(ready[name][device] for name in op.inputs), *(done[o][device] for o in op.after)] if len(part)]
     if len(parts) <= 1:
         return parts[0] if parts else ()
+    if all(type(part) is tuple for part in parts):  # (a few steps each: distinct, in the order first met, without NumPy's overhead)
+        return tuple(dict.fromkeys(itertools.chain.from_iterable(parts)))
     steps = np.concatenate([np.asarray(part, np.int64).reshape(-1) for part in parts])
     _, first = np.unique(steps, return_index=True)
     return steps[np.sort(first)]
