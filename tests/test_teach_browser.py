@@ -2,8 +2,8 @@
 
 The page's simulated time and closed form must be ``netsim run``'s for the same scenario;
 stepping, scrubbing and comparing two algorithms on one clock must work without a
-JavaScript error; screenshots at a laptop's and a phone's size are written (the one at
-1280x800 is docs/images/teach.png). Skipped where chromium or playwright is missing.
+JavaScript error; screenshots at a laptop's and a phone's size are written (docs/teaching.md's
+pictures are taken by scripts/shoot_teach.py). Skipped where chromium or playwright is missing.
 """
 
 from __future__ import annotations
