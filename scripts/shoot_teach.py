@@ -68,7 +68,8 @@ def shoot(out: Path) -> None:
                 boxes = [b for b in (e.bounding_box() for e in page.locator("#sweep-chart *").all()) if b and b["width"] * b["height"]]
                 left, top = min(title["x"], *(b["x"] for b in boxes)) - MARGIN, title["y"] - MARGIN
                 right, bottom = max(b["x"] + b["width"] for b in boxes) + MARGIN, max(b["y"] + b["height"] for b in boxes) + MARGIN
-                page.screenshot(path=str(out / "teach_sweep.png"), full_page=True, clip={"x": max(left, 0), "y": max(top, 0), "width": right - max(left, 0), "height": bottom - max(top, 0)})
+                left, top = max(left, 0), max(top, 0)
+                page.screenshot(path=str(out / "teach_sweep.png"), full_page=True, clip={"x": left, "y": top, "width": right - left, "height": bottom - top})
                 browser.close()
         finally:
             server.terminate()
