@@ -11,6 +11,7 @@ Every other row (another generation) is held out: reported with the same machine
 never derived from.
 
     python scripts/validation_steps.py --simulate  # run every row, record its times (step_times.json)
+    python scripts/validation_steps.py --simulate --in-order  # the nominal runs with sync collectives in the order written
     python scripts/validation_steps.py --derive    # v5e's matmul efficiency (one run per row)
     python scripts/validation_steps.py             # print the section (from the recorded times)
 
@@ -67,20 +68,21 @@ ROWS = tuple(StepRow(c, True) for c in MODELS.values()) + tuple(StepRow(c, False
 
 
 @functools.lru_cache(maxsize=64)
-def simulate(row: StepRow, mode: str, efficiency: float | None = None):
-    """netsim's run of ``row`` under ``mode`` (``efficiency``: the matmul efficiency tried instead of the preset's)."""
+def simulate(row: StepRow, mode: str, efficiency: float | None = None, sync: str | None = None):
+    """netsim's run of ``row`` under ``mode`` (``efficiency``: the matmul efficiency tried instead of the preset's;
+    ``sync``: how its sync collectives play, default as ``netsim program --hlo`` plays a TPU-compiled module)."""
     from netsim.programs.hlo.run import run_hlo
     from netsim.run import resolve_topology
 
     topology = calibrate(resolve_topology(row.topology, None), mode)
     if efficiency is not None:
         topology = calibrate(topology, "calibrated", dataclasses.replace(offered(topology), compute_efficiency=efficiency))
-    return run_hlo(row.module, topology, compare=False, model=row.model)
+    return run_hlo(row.module, topology, compare=False, model=row.model, sync_collectives=sync)
 
 
-def step_time(row: StepRow, mode: str, efficiency: float | None = None) -> float:
+def step_time(row: StepRow, mode: str, efficiency: float | None = None, sync: str | None = None) -> float:
     """netsim's step time of ``row`` (see :func:`simulate`)."""
-    return simulate(row, mode, efficiency).time
+    return simulate(row, mode, efficiency, sync).time
 
 
 def time_at(report, efficiency: float) -> float:
@@ -189,7 +191,7 @@ def checks_section() -> str:
     more = f"{min(above):.1f} to {max(above):.1f} GiB" if above else "more"
     text = (
         "FLOPs per device as XLA's cost analysis counts them (each loop body once) beside libtpu's `cost_analysis()`; "
-        "the step's FLOPs (each loop by its trips) beside MaxText's formula plus what full remat recomputes "
+        "the step's FLOPs (each loop by its trips) beside MaxText's formula plus what remat recomputes "
         "(`recomputed_flops` in `scripts/validation_steps.py`); the HBM peak of netsim's liveness pass beside the HBM "
         "the compiler's buffer assignment lays out (its allocations in HBM: the arguments and the temporaries' one "
         "allocation, read from `--xla_dump_to` by `scripts/make_step_modules.py`) and beside `memory_analysis()` "
@@ -239,30 +241,36 @@ RECORDED = STEPS / "step_times.json"
 """The simulated step times ``--simulate`` records (each a whole-step run of minutes), which the section reads."""
 
 
-def simulate_rows(names: list[str] | None = None) -> dict[str, dict[str, float]]:
-    """Run the rows (nominal, then calibrated) and record their step times in :data:`RECORDED`."""
+def simulate_rows(names: list[str] | None = None, in_order: bool = False) -> dict[str, dict[str, float]]:
+    """Run the rows (nominal, then calibrated) and record their step times in :data:`RECORDED`.
+
+    ``in_order``: instead, each row's nominal run with its sync collectives played in the order written
+    (``in_order_nominal_s``, beside the row's other figures).
+    """
     import json
     import subprocess
 
     from netsim.run import resolve_topology
 
-    recorded = json.loads(RECORDED.read_text()) if RECORDED.exists() else {}
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    recorded = json.loads(RECORDED.read_text()) if RECORDED.exists() else {}
     for row in ROWS:
         if (names and row.config.name not in names) or not row.module.exists():
             continue
-        times = {mode: step_time(row, mode) for mode in ("nominal", "calibrated")}
-        efficiency = offered(calibrate(resolve_topology(row.topology, None), "calibrated")).compute_efficiency
-        recorded[row.config.name] = {**{f"{k}_s": v for k, v in times.items()}, "efficiency": efficiency, "commit": commit}
-        for mode in times:
-            extension = simulate(row, mode, None).program.extension
-            steady = extension is None or extension.steady or extension.every_trip_played
-            recorded[row.config.name][f"{mode}_bound_s"] = (extension.bound_s if extension is not None else 0.0) if steady else None
-        if row.derive:  # the efficiency at which its calibrated run would take the published time
-            recorded[row.config.name]["own_efficiency"] = row_efficiency(row)
-        mine = recorded[row.config.name]
+        if in_order:
+            mine = {"in_order_nominal_s": step_time(row, "nominal", sync="in_order"), "in_order_commit": commit}
+        else:
+            times = {mode: step_time(row, mode) for mode in ("nominal", "calibrated")}
+            efficiency = offered(calibrate(resolve_topology(row.topology, None), "calibrated")).compute_efficiency
+            mine = {**{f"{k}_s": v for k, v in times.items()}, "efficiency": efficiency, "commit": commit}
+            for mode in times:
+                extension = simulate(row, mode, None).program.extension
+                steady = extension is None or extension.steady or extension.every_trip_played
+                mine[f"{mode}_bound_s"] = (extension.bound_s if extension is not None else 0.0) if steady else None
+            if row.derive:  # the efficiency at which its calibrated run would take the published time
+                mine["own_efficiency"] = row_efficiency(row)
         recorded = json.loads(RECORDED.read_text()) if RECORDED.exists() else {}  # (rows recorded meanwhile by other processes kept)
-        kept = {k: v for k, v in recorded.get(row.config.name, {}).items() if k.startswith("in_order")}  # (--in-order's runs kept)
+        kept = {k: v for k, v in recorded.get(row.config.name, {}).items() if k.startswith("in_order") != in_order}  # (the other kind's runs)
         recorded[row.config.name] = {**kept, **mine}
         RECORDED.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
         print(row.config.name, recorded[row.config.name], flush=True)
@@ -350,7 +358,7 @@ def derivation_paragraph(recorded: dict) -> str:
         "for the 128B row, which runs tensor parallelism over rows of 16 chips: its collective matmuls exchange "
         "activations with collective-permutes that libtpu writes for v5e as synchronous instructions before the "
         "partial matmuls that do not read them (for v5p it writes the same permutes as start/done pairs). Played in "
-        "the order written (`--sync-collectives in_order`), they are exposed; the nominal runs recorded that way: "
+        "the order written (`--sync-collectives in_order`; `--simulate --in-order` here), they are exposed; the nominal runs recorded that way: "
         + ("; ".join(in_order) or "none")
         + "."
     )
@@ -361,9 +369,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--derive", action="store_true", help="derive v5e's matmul efficiency from the four v5e rows and print it")
     parser.add_argument("--simulate", nargs="*", metavar="MODEL", help="simulate these rows (default: every row with a module) and record their times")
+    parser.add_argument("--in-order", action="store_true", help="with --simulate: the nominal runs with sync collectives played in the order written")
     args = parser.parse_args()
     if args.simulate is not None:
-        simulate_rows(args.simulate)
+        simulate_rows(args.simulate, args.in_order)
         return
     if args.derive:
         value, each = derive()

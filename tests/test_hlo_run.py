@@ -115,6 +115,19 @@ def test_a_sync_collective_holds_the_stream_in_order_and_lets_independent_work_r
         run_hlo(bare, V5E, device_map=tpu, sync_collectives="overlap")
 
 
+def test_a_tpu_compiled_module_is_read_once_its_steps_flattened_as_it_plays(monkeypatch):
+    import netsim.programs.hlo as hlo
+
+    reads = []
+    real = hlo.parse_module
+    monkeypatch.setattr(hlo, "parse_module", lambda text: reads.append(len(text)) or real(text))
+    module = ROOT / "scenarios" / "programs" / "hlo" / "tpu" / "v5e_4x4" / "mlp.txt"
+    default = run_hlo(module, "tpu-v5e:4x4", compare=False)
+    assert default.program.sync_collectives == "overlap" and len(reads) == 1  # (the TPU's layouts: flattened to overlap when read)
+    in_order = run_hlo(module, "tpu-v5e:4x4", compare=False, sync_collectives="in_order")
+    assert in_order.program.sync_collectives == "in_order" and len(reads) == 3  # (read, then flattened in order again from its text)
+
+
 def test_cli_sync_collectives_is_reported_and_checked():
     path = str(ROOT / "scenarios" / "programs" / "hlo" / "psum.txt")
     out = runner.invoke(app, ["program", "--hlo", path, "--topology", "tpu-v5e:2x4", "--sync-collectives", "overlap", "--json"])

@@ -109,3 +109,17 @@ def test_the_step_reports_formula_is_each_rows_own(steps):
     for row in steps.ROWS:
         assert maxtext_flops(row.model) == pytest.approx(row.config.model_tflops_per_device() * 1e12, rel=1e-12)
         assert row.model.get("causal_attention", False) == (row.config.name.endswith("v5p"))
+
+
+def test_the_in_order_runs_are_recorded_beside_a_rows_figures_and_keep_them(steps, tmp_path, monkeypatch):
+    import json
+
+    recorded = tmp_path / "step_times.json"
+    recorded.write_text(json.dumps({"16b": {"nominal_s": 1.5, "commit": "a", "in_order_nominal_s": 9.0, "in_order_commit": "old"}}))
+    monkeypatch.setattr(steps, "RECORDED", recorded)
+    asked = []
+    monkeypatch.setattr(steps, "step_time", lambda row, mode, efficiency=None, sync=None: asked.append((row.config.name, mode, sync)) or 2.5)
+    steps.simulate_rows(["16b"], in_order=True)
+    row = json.loads(recorded.read_text())["16b"]
+    assert asked == [("16b", "nominal", "in_order")]  # one run: nominal, its sync collectives in order
+    assert row["nominal_s"] == 1.5 and row["commit"] == "a" and row["in_order_nominal_s"] == 2.5 and row["in_order_commit"] != "old"

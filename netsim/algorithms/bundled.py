@@ -101,7 +101,6 @@ def gather_array(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> np.ndarray:
     return _moves(shape, wraps, "gather", lambda stage, stages, starts, along: _key_block(stage, starts + along, math.prod(shape)))
 
 
-
 def _reduce_key(stage: int, last: int, first_block: np.ndarray, n: int, k: int) -> np.ndarray:
     """The ``block`` of the key sent at reduce stage ``stage``: a bundle's, else (the last stage) the block's own."""
     return first_block if stage == last else k * n + stage * n + first_block
@@ -165,7 +164,6 @@ def _moves(
     # By step, then sender: the engine handles a member's sends together, and neighbouring
     # transfers in memory play several times faster on big runs than scattered ones.
     return moves[stable_order(moves[:, 0].astype(np.int64) * n + moves[:, 1])]
-
 
 
 def _reduce_bundles(shape: tuple[int, ...]) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:

@@ -33,14 +33,14 @@ def run_any(
     ``sync_collectives``: an HLO module's, see :data:`netsim.programs.hlo.run.SYNC_COLLECTIVES`)."""
     from netsim.network.calibration import calibrate, check_calibration
     from netsim.programs.hlo.files import HloProgramFile, load_any_program  # (here: `netsim run` need not import them)
-    from netsim.programs.hlo.run import run_hlo, run_hlo_program
+    from netsim.programs.hlo.run import SYNC_COLLECTIVES, run_hlo, run_hlo_program
     from netsim.programs.run import run_program
     from netsim.scenario import ScenarioError
 
     if calibration is not None:
         check_calibration(calibration)
-    if sync_collectives is not None and sync_collectives not in ("overlap", "in_order"):
-        raise ValueError(f"--sync-collectives: overlap or in_order, not {sync_collectives!r}")
+    if sync_collectives is not None and sync_collectives not in SYNC_COLLECTIVES:
+        raise ValueError(f"--sync-collectives: {' or '.join(SYNC_COLLECTIVES)}, not {sync_collectives!r}")
     if hlo is not None:
         if file is not None:
             raise ValueError(f"give a program file or --hlo MODULE, not both (got {file} and --hlo {hlo})")

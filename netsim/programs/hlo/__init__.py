@@ -67,11 +67,12 @@ MAX_HLO_BYTES = 64 * 2**20
 """The largest HLO text read (64 MiB: reading takes about 0.3 s and 10 bytes of memory per byte of text)."""
 
 
-def hlo_from_text(text: str, source: str = "<hlo>", overlap_sync: bool = False) -> HloProgram:
+def hlo_from_text(text: str, source: str = "<hlo>", overlap_sync: bool | None = None) -> HloProgram:
     """The steps of the HLO module written in ``text``; ``source`` names it in errors.
 
     ``overlap_sync``: sync collectives leave the instruction stream free
-    (:func:`~netsim.programs.hlo.flatten.flatten`).
+    (:func:`~netsim.programs.hlo.flatten.flatten`); default: when the module has the TPU's
+    layouts, as :func:`~netsim.programs.hlo.run.run_hlo` plays such a module by default.
 
     Raises
     ------
@@ -104,14 +105,15 @@ def hlo_from_text(text: str, source: str = "<hlo>", overlap_sync: bool = False) 
         loops = long_loops(module)
         trips = {loop.line: 1 for loop in loops}
         check_steps(module, {loop.line: 3 for loop in loops}, loops)
-        program = flatten(module, trips, overlap_sync)
+        tpu_layouts = ":T(" in module.attrs.get("entry_computation_layout", "")
+        program = flatten(module, trips, tpu_layouts if overlap_sync is None else overlap_sync)
         program.text, program.flops = text, _executed_flops(module)
     except HloSyntaxError as error:
         raise ScenarioError(source, f"line {error.line}", cut_long_words(error.problem)) from None
     if loops:
         program.long_loops, program.parsed = loops, module
     program.memory = module_memory(module)
-    program.tpu_layouts = ":T(" in module.attrs.get("entry_computation_layout", "")
+    program.tpu_layouts = tpu_layouts
     return program
 
 

@@ -319,4 +319,4 @@ def flatten(module: Module, trips: Mapping[int, int] | None = None, overlap_sync
         raise HloSyntaxError(start.line if start else entry.line, f"{name} is started but never waited for by a matching -done")
     devices = module.count("replica_count") * module.count("num_partitions")
     parameters = tuple(leaf.dtype for i in entry.instructions if i.opcode == "parameter" for leaf in leaves(i.shape))
-    return HloProgram(module.name, devices, walk.steps, walk.unmodelled, module.is_scheduled, parameter_dtypes=parameters)
+    return HloProgram(module.name, devices, walk.steps, walk.unmodelled, module.is_scheduled, parameter_dtypes=parameters, overlap_sync=overlap_sync)

@@ -144,6 +144,8 @@ class HloProgram:
     """The HBM one device holds at the module's peak (:func:`netsim.programs.hlo.memory.module_memory`), when read from text."""
     tpu_layouts: bool = False
     """Whether the module's layouts are the TPU's (tiles such as ``T(8,128)``): the TPU compiler wrote it."""
+    overlap_sync: bool = False
+    """Whether its steps were flattened with sync collectives leaving the stream free (:func:`~netsim.programs.hlo.flatten.flatten`'s ``overlap_sync``)."""
     text: str = field(default="", repr=False)
     """The module's text, as it was read."""
     flops: int | None = None

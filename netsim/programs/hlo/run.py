@@ -225,15 +225,16 @@ def run_hlo(
         raise ValueError(f"dtypes must be 'compiled' or 'source', got {dtypes!r}")
     if sync_collectives not in (None, *SYNC_COLLECTIVES):
         raise ValueError(f"sync_collectives must be 'overlap' or 'in_order', got {sync_collectives!r}")
-    sync = sync_collectives or ("overlap" if program.tpu_layouts or device_map.compiler.get("platform") == "tpu" else "in_order")
-    if sync == "overlap" and not program.long_loops:  # (read in order: flattened again, from its text)
+    tpu_compiled = program.tpu_layouts or device_map.compiler.get("platform") == "tpu"
+    sync = sync_collectives or ("overlap" if tpu_compiled else "in_order")
+    if (sync == "overlap") != program.overlap_sync and not program.long_loops:  # (read the other way: flattened again, from its text)
         if not program.text and sync_collectives is None:
-            sync = "in_order"  # (steps made without a text: played as they were flattened)
+            sync = "overlap" if program.overlap_sync else "in_order"  # (steps made without a text: played as they were flattened)
         elif not program.text:
-            raise ValueError("sync_collectives='overlap' needs the module's text (HloProgram.text), to flatten it again")
+            raise ValueError(f"sync_collectives={sync!r} needs the module's text (HloProgram.text), to flatten it again")
         else:
-            program = hlo_from_text(program.text, source, overlap_sync=True)
-    if dtypes == "source" and (program.tpu_layouts or device_map.compiler.get("platform") == "tpu"):
+            program = hlo_from_text(program.text, source, overlap_sync=sync == "overlap")
+    if dtypes == "source" and tpu_compiled:
         raise ScenarioError(source, "dtypes", TPU_SOURCE_DTYPES)
     capacity = topo.device(0).get("hbm_capacity_bytes")
     if require_fit and program.memory is not None and capacity is not None and program.memory.peak_bytes > capacity:
