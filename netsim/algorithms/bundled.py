@@ -134,9 +134,7 @@ def reduce_scatter_array(shape: tuple[int, ...], wraps: tuple[bool, ...]) -> np.
     return _moves(shape, wraps, "reduce_scatter", key)
 
 
-def _moves(
-    shape: tuple[int, ...], wraps: tuple[bool, ...], pattern: str, key: Callable[[int, list[int], np.ndarray, np.ndarray], np.ndarray]
-) -> np.ndarray:
+def _moves(shape: tuple[int, ...], wraps: tuple[bool, ...], pattern: str, key: Callable[[int, list[int], np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
     """The moves ``[moves, 6]`` of every part's stages (a reduce-scatter's backwards), one-axis plans down every line;
     ``key(stage, stages, line starts, block's offset along the line)`` names the block each move sends."""
     n = math.prod(shape)

@@ -125,8 +125,7 @@ def _across_slices(
 
 
 DCN_NOT_FIRST = (
-    " (the DCN axis is not the group's first, which hierarchical takes as the slow network's:"
-    " list it first in axes for the plan XLA uses across slices)"
+    " (the DCN axis is not the group's first, which hierarchical takes as the slow network's: list it first in axes for the plan XLA uses across slices)"
 )
 
 

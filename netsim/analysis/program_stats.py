@@ -31,6 +31,7 @@ from netsim.analysis.op_estimates import TOLERANCE, OpEstimate, link_sharing, op
 from netsim.analysis.program_times import program_times
 from netsim.analysis.why import _t
 from netsim.checks.program_memory import device_memory, module_fit
+from netsim.engine.columns import compute_columns
 from netsim.network.calibration import in_force
 
 if TYPE_CHECKING:
@@ -193,7 +194,7 @@ def program_stats(result: Result) -> ProgramStats:
     schedule = lowered.schedule
     sent, arrived = np.asarray(playback.sent_at, float), np.asarray(playback.arrived_at, float)
     started, ended = playback.computes.started_at, playback.computes.ended_at
-    devices = np.array([c.device for c in schedule.computes], np.int64)
+    devices = np.asarray(compute_columns(schedule.computes)["device"], np.int64)
     facts = result.topology_obj.device(0)
     peak, hbm = facts["peak_flops"], facts["hbm_bandwidth_Bps"]
     ops = []

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from netsim.engine.columns import compute_columns
+
 __all__ = ["ProgramTimes", "program_times"]
 
 
@@ -57,7 +59,7 @@ def program_times(lowered: Any, playback: Any, time_s: float) -> ProgramTimes:
     """
     sent, arrived = np.asarray(playback.sent_at, float), np.asarray(playback.arrived_at, float)
     started, ended = playback.computes.started_at, playback.computes.ended_at
-    devices = np.array([c.device for c in lowered.schedule.computes], np.int64)
+    devices = np.asarray(compute_columns(lowered.schedule.computes)["device"], np.int64)
     in_flight = [
         (float(sent[r.transfers.start : r.transfers.stop].min()), float(arrived[r.transfers.start : r.transfers.stop].max()))
         for r in lowered.ops

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from netsim.analysis.program_times import idle, overlap, union
+from netsim.engine.columns import compute_columns
 from netsim.network.calibration import in_force
 
 __all__ = ["MODEL_FIELDS", "StepReport", "maxtext_flops", "step_report"]
@@ -214,9 +215,8 @@ def step_report(result: Any, model: dict[str, float] | None = None) -> StepRepor
     lowered = run.lowered
     computes = lowered.schedule.computes
     started, ended = np.asarray(playback.computes.started_at, float), np.asarray(playback.computes.ended_at, float)
-    device = np.array([c.device for c in computes], np.int64)
-    unit = np.array([getattr(c, "unit", 0) for c in computes], np.int64)
-    join = np.array([c.join for c in computes], bool)
+    columns = compute_columns(computes)
+    device, unit, join = (np.asarray(columns[k], t) for k, t in (("device", np.int64), ("unit", np.int64), ("join", bool)))
     played = float(playback.time)
     work = ~join & (unit == 0)
     critical = None

@@ -276,6 +276,9 @@ def compute_columns(computes: Sequence[ComputeLike]) -> dict[str, Any]:
     >>> c["device"].tolist(), c["seconds"].tolist(), c["dep_idx"].tolist()
     ([1], [2e-06], [0])
     """
+    held = getattr(computes, "columns", None)
+    if isinstance(held, dict):  # steps held as columns already (a lowered program's ComputeTable): as they are
+        return held
     n = len(computes)
     counts = np.fromiter((len(c.deps) for c in computes), np.int64, n)
     dep_ptr = np.zeros(n + 1, np.int64)

@@ -48,6 +48,8 @@ the bound the Python player, 50x slower, would play it."""
 def _plays_compute(computes: Sequence[Any]) -> bool:
     """Whether the compiled loop can play these compute steps: none computes values (a Python
     function the loop cannot call). (A join that waits for nothing never gets here: ``play`` refuses it.)"""
+    if isinstance(getattr(computes, "columns", None), dict):  # steps held as columns compute no values
+        return True
     return all(getattr(c, "fn", None) is None or getattr(c, "output", None) is None for c in computes)
 
 

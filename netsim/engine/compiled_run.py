@@ -51,7 +51,7 @@ class ComputeSteps(NamedTuple):
         if not computes:
             none = np.zeros(0, np.int64)
             return cls(none, np.zeros(0, np.float64), np.zeros(0, np.bool_), np.zeros(1, np.int64), none)
-        join = np.fromiter((bool(getattr(c, "join", False)) for c in computes), np.bool_, len(computes))
+        join = np.asarray(columns["join"], np.bool_)
         ptr, idx = (np.asarray(columns[name], np.int64) for name in ("dep_ptr", "dep_idx"))
         lane = np.asarray(columns["unit"], np.int64) if "unit" in columns and np.any(columns["unit"]) else None
         return cls(np.asarray(columns["device"], np.int64), np.asarray(durations, np.float64), join, ptr, idx, lane)

@@ -83,7 +83,7 @@ from netsim.engine.columns import step_dependencies, waiter_keys
 from netsim.engine.link_model import LinkModel, serve, transmission_s
 from netsim.engine.payloads import ABSENT, computed, made, take
 
-__all__ = ["ComputeUnit", "Device", "Link", "Message", "Model", "Server", "compute_time_s", "run_counting"]
+__all__ = ["ComputeUnit", "Device", "Link", "Message", "Model", "Server", "compute_time_s", "compute_times_s", "run_counting"]
 
 
 def run_counting(env: simpy.Environment) -> int:
@@ -136,6 +136,43 @@ def compute_time_s(step: Any, peak_flops: float | None, hbm_bandwidth_Bps: float
                 time = max(time, amount / rate)
     if not 0 <= time < float("inf"):
         raise ValueError(f"compute step #{index} on device {device} would take {time!r} s: give a finite time >= 0")
+    return time
+
+
+def compute_times_s(columns: dict[str, Any], rates: Sequence[tuple[float | None, float | None]]) -> np.ndarray:
+    """:func:`compute_time_s` of every step at once, from their columns (:func:`~netsim.engine.columns.compute_columns`
+    with ``efficiency``), to the bit; the same errors, for the first step that has one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cols = {"device": np.array([0, 0]), "seconds": np.array([np.nan, 5e-6]), "flops": np.array([2e12, 0.0]),
+    ...     "bytes": np.array([4e9, 0.0]), "efficiency": np.array([1.0, 1.0])}
+    >>> compute_times_s(cols, [(1e15, 1e12)]).tolist()
+    [0.004, 5e-06]
+    """
+    device = np.asarray(columns["device"], np.int64)
+    peak_of = np.array([np.nan if p is None else p for p, _ in rates] or [np.nan], np.float64)
+    hbm_of = np.array([np.nan if b is None else b for _, b in rates] or [np.nan], np.float64)
+    seconds, flops, nbytes = (np.asarray(columns[k], np.float64) for k in ("seconds", "flops", "bytes"))
+    efficiency = np.asarray(columns["efficiency"], np.float64)
+    peak, hbm = peak_of[device], hbm_of[device]
+    timed = np.isnan(seconds)
+    rate = np.where(efficiency != 1, peak * efficiency, peak)
+    no_peak = timed & (flops != 0) & (np.isnan(peak) | (peak == 0))
+    no_hbm = timed & (nbytes != 0) & (np.isnan(hbm) | (hbm == 0))
+    if no_peak.any() or no_hbm.any():
+        j = int(np.flatnonzero(no_peak | no_hbm)[0])
+        what, field = ("flops", "peak_flops") if no_peak[j] else ("HBM bytes", "hbm_bandwidth")
+        raise ValueError(f"compute step #{j} counts {what} but device {device[j]} has no {field}: give the topology's device: {{{field}: ...}}")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        by_flops = np.where(flops != 0, flops / rate, 0.0)
+        by_bytes = np.where(nbytes != 0, nbytes / hbm, 0.0)
+    time = np.where(timed, np.maximum(np.maximum(0.0, by_flops), by_bytes), seconds)
+    bad = ~((time >= 0) & (time < np.inf))
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"compute step #{j} on device {device[j]} would take {float(time[j])!r} s: give a finite time >= 0")
     return time
 
 

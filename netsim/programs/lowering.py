@@ -48,13 +48,11 @@ from typing import Any
 
 import numpy as np
 
-from netsim.algorithms.bundles import BundleTable, as_table
-from netsim.algorithms.compute import Compute as ComputeStep
 from netsim.algorithms.direct import permutation
 from netsim.algorithms.schedule import Schedule, build_schedule
-from netsim.algorithms.transfers import PHASES, TransferTable
 from netsim.network.calibration import in_force
 from netsim.network.device_mesh import Mesh
+from netsim.programs.builder import ScheduleBuilder, Waits
 from netsim.programs.model import CollectiveOp, Compute, Einsum, Matmul, Op, Program, ProgramError, Sharded, einsum_subscripts
 from netsim.programs.plans import collective_plan
 from netsim.semantics.program_values import itemsize
@@ -135,173 +133,6 @@ class Lowered:
     ops: tuple[LoweredOp, ...]
 
 
-class _Builder:
-    """Collects transfer columns and compute steps; compute steps are referred to as ``-(j + 1)`` until the end."""
-
-    def __init__(self, n_devices: int) -> None:
-        self.n_devices = n_devices
-        self.columns: dict[str, list[np.ndarray]] = {k: [] for k in ("step", "src", "dst", "block", "piece", "reduce", "direction", "phase")}
-        self.ptrs: list[np.ndarray] = []
-        self.idxs: list[np.ndarray] = []
-        self.n_dependencies = 0  # entries of self.idxs, all together
-        self.n_transfers = 0
-        self.steps = 0
-        self.blocks = 0
-        self.computes: list[tuple[int, float | None, float, float, Sequence[int], str, bool, float, int]] = []
-        self.bundles: list[BundleTable] = []  # each bundled collective's bundles, their blocks renumbered
-        self.plans: dict[Any, Schedule] = {}  # a collective's schedule, by what plans it: ops alike are planned once
-        self.kept: dict[int, tuple[TransferTable, dict[str, np.ndarray]]] = {}  # its columns, converted once (see _kept)
-
-    def add_schedule(self, schedule: Schedule, extra: list[Sequence[int]], blocks: int = 0) -> tuple[range, int, np.ndarray, np.ndarray]:
-        """Append a collective's transfers, each also waiting for ``extra[src]``; (range, block offset, dst, block) of them.
-
-        ``blocks`` block numbers are reserved for the op at least (its layout's, some of which may never travel:
-        an all-to-all's last member keeps its own last block).
-
-        Where a device waits for several steps, its transfers wait for one join of them
-        (:class:`~netsim.algorithms.compute.Compute` ``join=True``): one dependency each,
-        however many arrivals the op waits for.
-        """
-        extra = [self.joined(d, steps) for d, steps in enumerate(extra)]
-        table = schedule.transfers
-        if not isinstance(table, TransferTable):
-            rows = list(table)
-            table = _as_table(rows)
-        n, base, offset = len(table), self.n_transfers, self.blocks
-        kept = self._kept(table)
-        self.columns["step"].append((kept["step"] + self.steps).astype(np.int32))
-        self.columns["block"].append((kept["block"] + offset).astype(np.int32))
-        for name in ("src", "dst", "piece", "reduce", "direction", "phase"):  # (a plan's own arrays, shared by the ops alike)
-            self.columns[name].append(kept[name])
-        ptr, idx = _with_extra(kept["dep_ptr"], kept["dep_idx"] + base, kept["src64"], extra)
-        self.ptrs.append(ptr[1:] + self.n_dependencies)
-        self.idxs.append(idx)
-        self.n_dependencies += len(idx)
-        self.n_transfers += n
-        self.steps += schedule.n_steps
-        last = int(table.block.max()) if n else -1
-        if table.bundles:  # bundle keys and their parts move with the collective's blocks
-            bundles = as_table(table.bundles)
-            keys, parts = bundles.key_array.copy(), bundles.part_array.copy()
-            keys[:, 0] += offset
-            parts[:, 0] += offset
-            self.bundles.append(BundleTable(keys, bundles.ptr, parts))
-            last = max(last, int(bundles.key_array[:, 0].max(initial=-1)))
-        self.blocks += max(last + 1, blocks)
-        return range(base, base + n), offset, kept["dst64"], kept["block"]
-
-    def _kept(self, table: TransferTable) -> dict[str, np.ndarray]:
-        """A plan's columns as the lowering keeps them, converted once per plan (ops alike share a plan): int32
-        (half the memory of int64; a program's steps, devices, blocks and pieces stay far below 2**31), and the
-        int64 forms the lowering computes with."""
-        found = self.kept.get(id(table))
-        if found is None or found[0] is not table:
-            i32 = {name: getattr(table, name).astype(np.int32) for name in ("src", "dst", "piece", "direction")}
-            i64 = {name: getattr(table, name).astype(np.int64) for name in ("step", "block", "dep_ptr", "dep_idx")}
-            more = {"reduce": np.asarray(table.reduce, bool), "phase": table.phase.astype(np.int8)}
-            found = (table, {**i32, **i64, **more, "src64": table.src.astype(np.int64), "dst64": table.dst.astype(np.int64)})
-            self.kept[id(table)] = found
-        return found[1]
-
-    def add_compute(self, device: int, flops: float, nbytes: float, seconds: float | None, deps: Any, name: str, join=False, eff=1.0, unit=0) -> int:
-        self.computes.append((device, seconds, flops, nbytes, deps, name, join, eff, unit))
-        return -len(self.computes)
-
-    def joined(self, device: int, steps: Sequence[int]) -> Sequence[int]:
-        """``steps`` as one dependency: themselves if there are at most one, else a join of them on ``device``."""
-        return steps if len(steps) <= 1 else (self.add_compute(device, 0.0, 0.0, 0.0, steps, "join", join=True),)
-
-    def schedule(self) -> Schedule:
-        n = self.n_transfers
-        if self.ptrs:
-            cols = {k: np.concatenate(v) for k, v in self.columns.items()}
-            ptr = np.concatenate([np.zeros(1, np.int64), *self.ptrs]).astype(np.int64, copy=False)
-            idx = np.concatenate(self.idxs).astype(np.int64, copy=False)  # (a fresh array: renumbered in place)
-            computes = idx < 0
-            idx[computes] = n - 1 - idx[computes]
-        else:
-            cols = {k: np.zeros(0, np.int8 if k == "phase" else bool if k == "reduce" else np.int32) for k in self.columns}
-            ptr, idx = np.zeros(1, np.int64), np.zeros(0, np.int64)
-        bundles = None
-        if self.bundles:
-            sizes = [len(b.part_array) for b in self.bundles]
-            starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-            bundles = BundleTable(
-                np.concatenate([b.key_array for b in self.bundles]),
-                np.concatenate([[0]] + [b.ptr[1:] + s for b, s in zip(self.bundles, starts, strict=True)]),
-                np.concatenate([b.part_array for b in self.bundles]),
-            )
-        columns = (cols["step"], cols["src"], cols["dst"], cols["block"], cols["piece"], cols["reduce"], cols["direction"], cols["phase"])
-        table = TransferTable(*columns, ptr, idx, bundles=bundles)
-        # Compute step j is coded -(j + 1) until now, step n + j from now on. Dependencies are int arrays: a step
-        # that waits for transfers only keeps the array of the arrivals it waits for (shared, not copied).
-        computes = tuple(
-            ComputeStep(device=d, seconds=s, flops=f, bytes=b, deps=_numbered(deps, n), name=name, join=join, efficiency=e, unit=u)
-            for d, s, f, b, deps, name, join, e, u in self.computes
-        )
-        return Schedule("program", "program", ((*range(self.n_devices),),), 1, table, None, computes)
-
-
-def _numbered(deps: Any, n: int) -> np.ndarray:
-    """A compute step's dependencies as an int64 array, compute step j (coded ``-(j + 1)``) as step ``n + j``.
-
-    Examples
-    --------
-    >>> _numbered((3, -1, -2), 10).tolist(), _numbered(np.array([-1, 4]), 10).tolist()
-    ([3, 10, 11], [10, 4])
-    """
-    if isinstance(deps, tuple):  # (a few steps: renumbered as the array is made, the common case of a program's compute steps)
-        return np.array([s if s >= 0 else n - s - 1 for s in deps], np.int64)
-    steps = deps if isinstance(deps, np.ndarray) and deps.dtype == np.int64 else np.asarray(deps, np.int64).reshape(-1)
-    return np.where(steps < 0, n - steps - 1, steps) if len(steps) and steps.min() < 0 else steps
-
-
-def _as_table(rows: list[Any]) -> TransferTable:
-    """Transfers given one by one (ppermute's plan) as columns."""
-    ptr = np.concatenate([[0], np.cumsum([len(t.deps) for t in rows], dtype=np.int64)]).astype(np.int64)
-    return TransferTable(
-        np.array([t.step for t in rows], np.int64),
-        np.array([t.src for t in rows], np.int64),
-        np.array([t.dst for t in rows], np.int64),
-        np.array([t.key[0] for t in rows], np.int64),
-        np.array([t.key[1] for t in rows], np.int64),
-        np.array([t.reduce for t in rows], bool),
-        np.array([t.direction for t in rows], np.int64),
-        np.array([PHASES.index(t.phase) for t in rows], np.int8),
-        ptr,
-        np.array([d for t in rows for d in t.deps], np.int64),
-    )
-
-
-def _with_extra(dep_ptr: np.ndarray, dep_idx: np.ndarray, src: np.ndarray, extra: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """Each transfer's dependencies, then ``extra[src]``, what its source waits for before the op starts.
-
-    ``extra[d]`` is one step at most (a join of several: :meth:`_Builder.joined`).
-
-    Examples
-    --------
-    >>> ptr, idx = _with_extra(np.array([0, 0, 1]), np.array([0]), np.array([1, 0]), [(), (-3,)])
-    >>> ptr.tolist(), idx.tolist()
-    ([0, 1, 2], [-3, 0])
-    """
-    if not any(len(e) for e in extra):
-        return dep_ptr - dep_ptr[0], dep_idx
-    waits = np.fromiter((len(e) for e in extra), np.int64, len(extra))
-    if waits.max() > 1:
-        raise ValueError("a transfer's extra dependencies are one join at most (see _Builder.joined)")
-    step = np.fromiter((e[0] if len(e) else 0 for e in extra), np.int64, len(extra))
-    add = waits[src]
-    ptr = np.zeros(len(src) + 1, np.int64)
-    np.cumsum(np.diff(dep_ptr) + add, out=ptr[1:])
-    last = ptr[1:][add > 0] - 1  # each transfer's extra step ends its list
-    own = np.ones(int(ptr[-1]), bool)
-    own[last] = False
-    idx = np.empty(int(ptr[-1]), np.int64)
-    idx[own] = dep_idx
-    idx[last] = step[src[add > 0]]
-    return ptr, idx
-
-
 def lower(program: Program, mesh: Mesh) -> Lowered:
     """Lower a program onto a mesh (laid on its topology): one schedule, transfers and compute steps.
 
@@ -336,27 +167,28 @@ def lower(program: Program, mesh: Mesh) -> Lowered:
         raise ProgramError(program.name, "mesh", f"the program's mesh {program.mesh} is not the mesh given ({mesh.shape})")
     arrays = program.arrays_after()
     n = mesh.topology.n_devices
-    build = _Builder(n)
-    ready: dict[str, list[Sequence[int]]] = {name: [()] * n for name in program.arrays}
-    done: dict[str, list[Sequence[int]]] = {}
+    build = ScheduleBuilder(n)
+    devices = np.arange(n)
+    ready: dict[str, Waits] = {name: np.zeros((n, 0), np.int64) for name in program.arrays}
+    done: dict[str, Waits] = {}
     lowered: list[LoweredOp] = []
     chip = in_force(mesh.topology).compute_efficiency
     for op in program.ops:
         efficiency = chip if getattr(op, "efficiency", None) is None else op.efficiency
-        before = [_waits(ready, done, op, d) for d in range(n)]
+        before = _waits(ready, done, op, n)
         match op:
             case CollectiveOp():
                 record, after = _lower_collective(op, arrays[op.inputs[0]], mesh, build, before)
             case Compute():
                 unit = 1 if op.unit == "dma" else 0
-                steps = [build.add_compute(d, op.flops, op.bytes, op.seconds, before[d], op.name, eff=efficiency, unit=unit) for d in range(n)]
-                record, after = LoweredOp(op, range(0), _span(steps), flops=op.flops, bytes=op.bytes, efficiency=efficiency), [(s,) for s in steps]
+                steps = build.add_computes(devices, op.flops, op.bytes, op.seconds, before, op.name, eff=efficiency, unit=unit)
+                record, after = LoweredOp(op, range(0), _span(steps), flops=op.flops, bytes=op.bytes, efficiency=efficiency), steps[:, None]
             case Matmul(overlap="collective"):
                 record, after = _lower_collective_matmul(op, [arrays[name] for name in op.inputs], arrays[op.output], mesh, build, before, efficiency)
             case Matmul() | Einsum():
                 flops, nbytes = product_work(op, [arrays[name] for name in op.inputs], arrays[op.output], mesh.shape)
-                steps = [build.add_compute(d, flops, nbytes, None, before[d], op.name, eff=efficiency) for d in range(n)]
-                record, after = LoweredOp(op, range(0), _span(steps), flops=flops, bytes=nbytes, efficiency=efficiency), [(s,) for s in steps]
+                steps = build.add_computes(devices, flops, nbytes, None, before, op.name, eff=efficiency)
+                record, after = LoweredOp(op, range(0), _span(steps), flops=flops, bytes=nbytes, efficiency=efficiency), steps[:, None]
         lowered.append(record)
         done[op.name] = after
         if op.output is not None:
@@ -365,16 +197,38 @@ def lower(program: Program, mesh: Mesh) -> Lowered:
     return Lowered(program, arrays, mesh, build.schedule(), tuple(lowered))
 
 
-def _waits(ready: dict[str, list[Any]], done: dict[str, list[Any]], op: Op, device: int) -> Any:
-    """What ``op`` waits for on ``device``: what makes its inputs ready there, then what the ops in its ``after`` did there, each step once.
+def _waits(ready: dict[str, Waits], done: dict[str, Waits], op: Op, n: int) -> Waits:
+    """What ``op`` waits for on each device: what makes its inputs ready there, then what the ops in its ``after`` did
+    there, each step once.
 
-    Each part is a tuple or an int array of distinct steps; one part is handed on as it is (not copied).
+    Where every part is an array ``(devices, k)`` (made by compute ops) and no step is in two of them, the parts side
+    by side; else one sequence per device (a tuple or an int array), each part's steps in order, first met kept.
     """
-    parts = [part for part in [*(ready[name][device] for name in op.inputs), *(done[o][device] for o in op.after)] if len(part)]
+    parts: list[Waits] = []
+    for part in [*(ready[name] for name in op.inputs), *(done[o] for o in op.after)]:
+        if not any(part is seen for seen in parts) and not (isinstance(part, np.ndarray) and part.shape[1] == 0):
+            parts.append(part)
+    if not parts:
+        return np.zeros((n, 0), np.int64)
+    if len(parts) == 1:
+        return parts[0]
+    if all(isinstance(part, np.ndarray) for part in parts):
+        side = np.concatenate(parts, axis=1)
+        ordered = np.sort(side, axis=1)
+        if not (ordered[:, 1:] == ordered[:, :-1]).any():
+            return side
+    return [_merged([part[d] for part in parts]) for d in range(n)]
+
+
+def _merged(parts: list[Any]) -> Any:
+    """Steps of several parts, each once, in the order first met (a part handed on as it is when it is the only one)."""
+    parts = [part for part in parts if len(part)]
     if len(parts) <= 1:
         return parts[0] if parts else ()
     if all(type(part) is tuple for part in parts):  # (a few steps each: distinct, in the order first met, without NumPy's overhead)
         return tuple(dict.fromkeys(itertools.chain.from_iterable(parts)))
+    if all(len(part) <= 8 for part in parts):
+        return tuple(dict.fromkeys(itertools.chain.from_iterable(part if type(part) is tuple else part.tolist() for part in parts)))
     steps = np.concatenate([np.asarray(part, np.int64).reshape(-1) for part in parts])
     _, first = np.unique(steps, return_index=True)
     return steps[np.sort(first)]
@@ -393,12 +247,12 @@ def _check_rates(lowered: list[LoweredOp], mesh: Mesh) -> None:
                 )
 
 
-def _span(steps: list[int]) -> range:
+def _span(steps: Sequence[int] | np.ndarray) -> range:
     """Compute steps made one after another (encoded ``-(j + 1)``): their numbers within the schedule's compute steps."""
-    return range(-steps[0] - 1, -steps[0] - 1 + len(steps)) if steps else range(0)
+    return range(-int(steps[0]) - 1, -int(steps[0]) - 1 + len(steps)) if len(steps) else range(0)
 
 
-def _lower_collective(op: CollectiveOp, x: Sharded, mesh: Mesh, build: _Builder, before: list[Sequence[int]]) -> tuple[LoweredOp, list[Sequence[int]]]:
+def _lower_collective(op: CollectiveOp, x: Sharded, mesh: Mesh, build: ScheduleBuilder, before: Waits) -> tuple[LoweredOp, Waits]:
     plan = collective_plan(op, x, mesh)
     layout, algorithm = plan.layout, plan.algorithm
     if layout.pattern == "permute":  # pairs, each sent straight along its route
@@ -409,14 +263,15 @@ def _lower_collective(op: CollectiveOp, x: Sharded, mesh: Mesh, build: _Builder,
             schedule = build.plans[plan.key] = build_schedule(layout.pattern, layout.groups, algorithm, **plan.shaped)
     overhead = in_force(mesh.topology).collective_overhead_s if len(schedule.transfers) else 0.0  # (moving nothing costs nothing)
     if overhead:  # calibrated: the fixed cost per collective, a launch step on each device before its first byte leaves
-        before = [(build.add_compute(d, 0.0, 0.0, overhead, before[d], f"{op.name} launch"),) for d in range(len(before))]
+        codes = build.add_computes(np.arange(len(before)), 0.0, 0.0, overhead, before, f"{op.name} launch")
+        before = codes[:, None]
     span, offset, dst, _ = build.add_schedule(schedule, before, layout.block_count())
     after = _arrivals(dst, span.start, before)
-    launches = _span([b[0] for b in before]) if overhead else range(0)
+    launches = _span(codes) if overhead else range(0)
     return LoweredOp(op, span, launches, layout, schedule.pieces, offset, algorithm, planned=schedule.group_wraparound), after
 
 
-def _arrivals(dst: np.ndarray, base: int, before: list[Any]) -> list[Any]:
+def _arrivals(dst: np.ndarray, base: int, before: Waits) -> list[Any]:
     """Per device, the transfers arriving there, as an int64 array (or, where none do, what the op waited for)."""
     order = np.argsort(dst, kind="stable")
     bounds = np.searchsorted(dst[order], np.arange(len(before) + 1)).tolist()
@@ -454,8 +309,8 @@ def product_work(op: Matmul | Einsum, inputs: list[Sharded], out: Sharded, mesh:
 
 
 def _lower_collective_matmul(
-    op: Matmul, inputs: list[Sharded], out: Sharded, mesh: Mesh, build: _Builder, before: list[Sequence[int]], efficiency: float = 1.0
-) -> tuple[LoweredOp, list[Sequence[int]]]:
+    op: Matmul, inputs: list[Sharded], out: Sharded, mesh: Mesh, build: ScheduleBuilder, before: Waits, efficiency: float = 1.0
+) -> tuple[LoweredOp, Waits]:
     a, b = inputs
     axes = a.sharding[-1]
     gather = Op.of(op.name, "all_gather", (op.inputs[0],), None, axes=axes, axis=len(a.shape) - 1, tiled=True, algorithm=op.algorithm)

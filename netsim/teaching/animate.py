@@ -317,6 +317,7 @@ class Animation:
                 progress(k + 1, len(self.frames))
 
         if suffix == ".gif":  # one palette for every frame: a device's colour never changes
+
             def rgb(f: Frame) -> Any:
                 return Image.open(io.BytesIO(drawing.png(f))).convert("RGB")
 

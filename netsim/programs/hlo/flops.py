@@ -118,7 +118,6 @@ ELEMENTWISE = frozenset(
 """Opcodes XLA counts at one FLOP per element of the result."""
 
 
-
 @dataclass(frozen=True)
 class Window:
     """One spatial dim of a convolution's ``window={...}``."""

@@ -89,6 +89,7 @@ class HloRun(ProgramRun):
     """What the run was estimated to hold before it played (:func:`netsim.programs.run.memory_needed`)."""
     sync_collectives: str = "in_order"
     """How collectives written synchronous played (:data:`SYNC_COLLECTIVES`)."""
+
     def describe(self) -> tuple[str, ...]:
         """What compiled the module, where its devices ran and what it holds (the lines under the result's repr).
 

@@ -62,6 +62,7 @@ def streaming_transfers(pattern: str, shape: tuple[int, ...], groups: int) -> in
     k = len([d for d in shape if d > 1]) or 1
     return groups * n * (n - 1) * 2 * k * (2 if pattern == "all_reduce" else 1)
 
+
 _STRATEGY = re.compile(r"([A-Za-z0-9]+Strategy[A-Za-z0-9]*|Strategy[A-Za-z0-9]+)\{([^\n]*)\}")
 _FIELD = re.compile(r"(\w+):((?:\{[^{}]*\}(?:,\{[^{}]*\})*)|[^\s{},]+)")
 

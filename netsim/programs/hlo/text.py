@@ -80,6 +80,7 @@ def cut_long_words(message: str) -> str:
     >>> cut_long_words("collective-permute " + "n" * 2_000_000 + ": pairs repeat")[-42:]  # the colon kept
     'nnnn... (2000001 characters): pairs repeat'
     """
+
     def cut(word: re.Match[str]) -> str:
         text = word.group()
         return shown(text) + (text[-1] if text[-1] in ":;," else "")  # the name's colon stays after its count

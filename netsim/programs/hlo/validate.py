@@ -25,6 +25,7 @@ MAX_RANK = 32
 MAX_ARRAY_BYTES = 2**50
 """The largest array read (1 PiB on one device: far beyond any chip's memory)."""
 
+
 def _count(module: Module, attr: str) -> int:
     text = module.attrs.get(attr, "1").strip()
     if not (text.isascii() and text.isdigit() and len(text) <= 12 and 1 <= int(text) <= MAX_DEVICES):

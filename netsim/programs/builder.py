@@ -1,0 +1,255 @@
+"""The schedule a program is lowered into, built op by op: transfer columns and compute steps in batches.
+
+:func:`netsim.programs.lowering.lower` appends each collective's transfers
+(:meth:`ScheduleBuilder.add_schedule`) and each op's compute steps, one batch per
+op on all its devices (:meth:`ScheduleBuilder.add_computes`), and takes the
+schedule at the end (:meth:`ScheduleBuilder.schedule`): transfers as a
+:class:`~netsim.algorithms.transfers.TransferTable`, compute steps as a
+:class:`~netsim.algorithms.compute_table.ComputeTable`. Until then a compute step
+is referred to as ``-(j + 1)``; in the schedule it is step ``n + j`` after the
+``n`` transfers.
+
+What an op waits for on each device is either one array of shape
+``(devices, k)`` (row ``d``: the ``k`` steps it waits for on device ``d``; the common
+case of an op after compute ops) or a list of one sequence of steps per device.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from netsim.algorithms.bundles import BundleTable, as_table
+from netsim.algorithms.compute_table import ComputeTable
+from netsim.algorithms.schedule import Schedule
+from netsim.algorithms.transfers import PHASES, TransferTable
+
+__all__ = ["ScheduleBuilder", "Waits"]
+
+Waits = np.ndarray | list[Any]
+"""Per device, the steps an op waits for: an int array ``(devices, k)``, or one sequence per device."""
+
+
+class ScheduleBuilder:
+    """Collects transfer columns and batches of compute steps; compute steps are referred to as ``-(j + 1)`` until the end.
+
+    Examples
+    --------
+    >>> b = ScheduleBuilder(2)
+    >>> first = b.add_computes(np.arange(2), 4.0, 2.0, None, np.zeros((2, 0), np.int64), "mm")
+    >>> b.add_computes(np.arange(2), 0.0, 0.0, 1e-6, first[:, None], "add").tolist()
+    [-3, -4]
+    >>> s = b.schedule()
+    >>> len(s.computes), s.computes[2].deps.tolist(), s.computes[3].name
+    (4, [0], 'add')
+    """
+
+    def __init__(self, n_devices: int) -> None:
+        self.n_devices = n_devices
+        self.columns: dict[str, list[np.ndarray]] = {k: [] for k in ("step", "src", "dst", "block", "piece", "reduce", "direction", "phase")}
+        self.ptrs: list[np.ndarray] = []
+        self.idxs: list[np.ndarray] = []
+        self.n_dependencies = 0  # entries of self.idxs, all together
+        self.n_transfers = 0
+        self.steps = 0
+        self.blocks = 0
+        self.n_computes = 0
+        # each batch: [devices, seconds, flops, bytes, deps, name, join, efficiency, unit]; devices and deps are
+        # lists while single steps are added to the batch, arrays for a batch added whole
+        self.batches: list[list[Any]] = []
+        self.bundles: list[BundleTable] = []  # each bundled collective's bundles, their blocks renumbered
+        self.plans: dict[Any, Schedule] = {}  # a collective's schedule, by what plans it: ops alike are planned once
+        self.kept: dict[int, tuple[TransferTable, dict[str, np.ndarray]]] = {}  # its columns, converted once (see _kept)
+
+    def add_schedule(self, schedule: Schedule, extra: Waits, blocks: int = 0) -> tuple[range, int, np.ndarray, np.ndarray]:
+        """Append a collective's transfers, each also waiting for ``extra[src]``; (range, block offset, dst, block) of them.
+
+        ``blocks`` block numbers are reserved for the op at least (its layout's, some of which may never travel:
+        an all-to-all's last member keeps its own last block).
+
+        Where a device waits for several steps, its transfers wait for one join of them
+        (:class:`~netsim.algorithms.compute.Compute` ``join=True``): one dependency each,
+        however many arrivals the op waits for.
+        """
+        waits, step = self.joined(extra)
+        table = schedule.transfers
+        if not isinstance(table, TransferTable):
+            table = _as_table(list(table))
+        n, base, offset = len(table), self.n_transfers, self.blocks
+        kept = self._kept(table)
+        self.columns["step"].append((kept["step"] + self.steps).astype(np.int32))
+        self.columns["block"].append((kept["block"] + offset).astype(np.int32))
+        for name in ("src", "dst", "piece", "reduce", "direction", "phase"):  # (a plan's own arrays, shared by the ops alike)
+            self.columns[name].append(kept[name])
+        ptr, idx = _with_extra(kept["dep_ptr"], kept["dep_idx"] + base, kept["src64"], waits, step)
+        self.ptrs.append(ptr[1:] + self.n_dependencies)
+        self.idxs.append(idx)
+        self.n_dependencies += len(idx)
+        self.n_transfers += n
+        self.steps += schedule.n_steps
+        last = int(table.block.max()) if n else -1
+        if table.bundles:  # bundle keys and their parts move with the collective's blocks
+            bundles = as_table(table.bundles)
+            keys, parts = bundles.key_array.copy(), bundles.part_array.copy()
+            keys[:, 0] += offset
+            parts[:, 0] += offset
+            self.bundles.append(BundleTable(keys, bundles.ptr, parts))
+            last = max(last, int(bundles.key_array[:, 0].max(initial=-1)))
+        self.blocks += max(last + 1, blocks)
+        return range(base, base + n), offset, kept["dst64"], kept["block"]
+
+    def _kept(self, table: TransferTable) -> dict[str, np.ndarray]:
+        """A plan's columns as the lowering keeps them, converted once per plan (ops alike share a plan): int32
+        (half the memory of int64; a program's steps, devices, blocks and pieces stay far below 2**31), and the
+        int64 forms the lowering computes with."""
+        found = self.kept.get(id(table))
+        if found is None or found[0] is not table:
+            i32 = {name: getattr(table, name).astype(np.int32) for name in ("src", "dst", "piece", "direction")}
+            i64 = {name: getattr(table, name).astype(np.int64) for name in ("step", "block", "dep_ptr", "dep_idx")}
+            more = {"reduce": np.asarray(table.reduce, bool), "phase": table.phase.astype(np.int8)}
+            found = (table, {**i32, **i64, **more, "src64": table.src.astype(np.int64), "dst64": table.dst.astype(np.int64)})
+            self.kept[id(table)] = found
+        return found[1]
+
+    def add_compute(self, device: int, flops: float, nbytes: float, seconds: float | None, deps: Any, name: str, join=False, eff=1.0, unit=0) -> int:
+        """One compute step on ``device``, waiting for ``deps``: its code ``-(j + 1)``."""
+        fields = (seconds, flops, nbytes, name, join, eff, unit)
+        last = self.batches[-1] if self.batches else None
+        if last is None or type(last[0]) is not list or (last[1], last[2], last[3], last[5], last[6], last[7], last[8]) != fields:
+            last = [[], seconds, flops, nbytes, [], name, join, eff, unit]
+            self.batches.append(last)
+        last[0].append(device)
+        last[4].append(deps)
+        self.n_computes += 1
+        return -self.n_computes
+
+    def add_computes(
+        self, devices: np.ndarray, flops: float, nbytes: float, seconds: float | None, deps: Waits, name: str, join=False, eff=1.0, unit=0
+    ) -> np.ndarray:
+        """One compute step on each of ``devices``, the i-th waiting for ``deps[i]``: their codes (an int64 array)."""
+        m = len(devices)
+        self.batches.append([np.asarray(devices, np.int64), seconds, flops, nbytes, deps, name, join, eff, unit])
+        codes = -np.arange(self.n_computes + 1, self.n_computes + m + 1, dtype=np.int64)
+        self.n_computes += m
+        return codes
+
+    def joined(self, waits: Waits) -> tuple[np.ndarray, np.ndarray]:
+        """Per device, whether it waits for one step and which (0 where none): several steps are joined into one
+        (:class:`~netsim.algorithms.compute.Compute` ``join=True``)."""
+        n = len(waits)
+        if isinstance(waits, np.ndarray):
+            if waits.shape[1] == 0:
+                return np.zeros(n, np.int64), np.zeros(n, np.int64)
+            step = waits[:, 0] if waits.shape[1] == 1 else self.add_computes(np.arange(n), 0.0, 0.0, 0.0, waits, "join", join=True)
+            return np.ones(n, np.int64), step
+        one = [s if len(s) <= 1 else (self.add_compute(d, 0.0, 0.0, 0.0, s, "join", join=True),) for d, s in enumerate(waits)]
+        has = np.fromiter((len(e) for e in one), np.int64, n)
+        return has, np.fromiter((e[0] if len(e) else 0 for e in one), np.int64, n)
+
+    def schedule(self) -> Schedule:
+        """The schedule built: every transfer, then every compute step, dependencies numbered as the players take them."""
+        n = self.n_transfers
+        if self.ptrs:
+            cols = {k: np.concatenate(v) for k, v in self.columns.items()}
+            ptr = np.concatenate([np.zeros(1, np.int64), *self.ptrs]).astype(np.int64, copy=False)
+            idx = np.concatenate(self.idxs).astype(np.int64, copy=False)  # (a fresh array: renumbered in place)
+            _renumber(idx, n)
+        else:
+            cols = {k: np.zeros(0, np.int8 if k == "phase" else bool if k == "reduce" else np.int32) for k in self.columns}
+            ptr, idx = np.zeros(1, np.int64), np.zeros(0, np.int64)
+        bundles = None
+        if self.bundles:
+            sizes = [len(b.part_array) for b in self.bundles]
+            starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+            bundles = BundleTable(
+                np.concatenate([b.key_array for b in self.bundles]),
+                np.concatenate([[0]] + [b.ptr[1:] + s for b, s in zip(self.bundles, starts, strict=True)]),
+                np.concatenate([b.part_array for b in self.bundles]),
+            )
+        columns = (cols["step"], cols["src"], cols["dst"], cols["block"], cols["piece"], cols["reduce"], cols["direction"], cols["phase"])
+        table = TransferTable(*columns, ptr, idx, bundles=bundles)
+        return Schedule("program", "program", ((*range(self.n_devices),),), 1, table, None, self._computes(n))
+
+    def _computes(self, n: int) -> ComputeTable:
+        """The compute steps' columns, batch by batch; compute step j (coded ``-(j + 1)``) becomes step ``n + j``."""
+        names: dict[str, int] = {}
+        device, counts, idxs, scalars = [], [], [], []
+        for devices, seconds, flops, nbytes, deps, name, join, eff, unit in self.batches:
+            m = len(devices)
+            device.append(np.asarray(devices, np.int64))
+            scalars.append((m, np.nan if seconds is None else seconds, flops, nbytes, eff, join, unit, names.setdefault(name, len(names))))
+            if isinstance(deps, np.ndarray):  # (m, k): k each
+                counts.append(np.full(m, deps.shape[1], np.int64))
+                idxs.append(deps.reshape(-1))
+            else:
+                counts.append(np.fromiter((len(d) for d in deps), np.int64, m))
+                idxs.extend(np.asarray(d, np.int64).reshape(-1) for d in deps if len(d))
+        sizes = np.array([s[0] for s in scalars], np.int64)
+
+        def column(k: int, dtype: Any) -> np.ndarray:
+            return np.repeat(np.array([s[k] for s in scalars], dtype), sizes)
+
+        dep_ptr = np.zeros(self.n_computes + 1, np.int64)
+        if counts:
+            np.cumsum(np.concatenate(counts), out=dep_ptr[1:])
+        dep_idx = np.concatenate(idxs).astype(np.int64) if idxs else np.zeros(0, np.int64)  # (a fresh array)
+        _renumber(dep_idx, n)
+        return ComputeTable(
+            np.concatenate(device) if device else np.zeros(0, np.int64),
+            column(1, np.float64), column(2, np.float64), column(3, np.float64), column(4, np.float64),
+            column(5, bool), column(6, np.int64), column(7, np.int64), tuple(names), dep_ptr, dep_idx,
+        )  # fmt: skip
+
+
+def _renumber(idx: np.ndarray, n: int) -> None:
+    """Compute step j, coded ``-(j + 1)``, as step ``n + j``, in place.
+
+    Examples
+    --------
+    >>> idx = np.array([3, -1, -2])
+    >>> _renumber(idx, 10); idx.tolist()
+    [3, 10, 11]
+    """
+    computes = idx < 0
+    idx[computes] = n - 1 - idx[computes]
+
+
+def _as_table(rows: list[Any]) -> TransferTable:
+    """Transfers given one by one (ppermute's plan) as columns."""
+    ptr = np.concatenate([[0], np.cumsum([len(t.deps) for t in rows], dtype=np.int64)]).astype(np.int64)
+    return TransferTable(
+        np.array([t.step for t in rows], np.int64),
+        np.array([t.src for t in rows], np.int64),
+        np.array([t.dst for t in rows], np.int64),
+        np.array([t.key[0] for t in rows], np.int64),
+        np.array([t.key[1] for t in rows], np.int64),
+        np.array([t.reduce for t in rows], bool),
+        np.array([t.direction for t in rows], np.int64),
+        np.array([PHASES.index(t.phase) for t in rows], np.int8),
+        ptr,
+        np.array([d for t in rows for d in t.deps], np.int64),
+    )
+
+
+def _with_extra(dep_ptr: np.ndarray, dep_idx: np.ndarray, src: np.ndarray, waits: np.ndarray, step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each transfer's dependencies, then ``step[src]`` where ``waits[src]``: what its source waits for before the op starts.
+
+    Examples
+    --------
+    >>> ptr, idx = _with_extra(np.array([0, 0, 1]), np.array([0]), np.array([1, 0]), np.array([0, 1]), np.array([0, -3]))
+    >>> ptr.tolist(), idx.tolist()
+    ([0, 1, 2], [-3, 0])
+    """
+    if not waits.any():
+        return dep_ptr - dep_ptr[0], dep_idx
+    add = waits[src]
+    ptr = np.zeros(len(src) + 1, np.int64)
+    np.cumsum(np.diff(dep_ptr) + add, out=ptr[1:])
+    last = ptr[1:][add > 0] - 1  # each transfer's extra step ends its list
+    own = np.ones(int(ptr[-1]), bool)
+    own[last] = False
+    idx = np.empty(int(ptr[-1]), np.int64)
+    idx[own] = dep_idx
+    idx[last] = step[src[add > 0]]
+    return ptr, idx
