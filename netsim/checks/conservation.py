@@ -11,6 +11,7 @@ from netsim.checks.arrays import _Arrays, _compiled_first, _first, _later, _slac
 from netsim.checks.errors import InvariantError
 from netsim.engine import Playback, TransferLike
 from netsim.engine.row_buffers import RowBuffers
+from netsim.engine.size_buffers import SizeBuffers
 
 
 def _check_link_bytes(playback: Playback, a: _Arrays) -> None:
@@ -67,15 +68,7 @@ def _compiled_link_sums(a: _Arrays) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 
 
 def _check_device_bytes(transfers: Sequence[TransferLike], buffers: Sequence[dict[Hashable, Any]], playback: Playback, a: _Arrays) -> None:
-    size: dict[Hashable, int] = {}  # each key's size in the first buffer holding it with one
-    if isinstance(buffers, RowBuffers):  # (every device holds the same keys, each chunk a row of one array)
-        buffers = buffers[:1]
-    for held in buffers:
-        for key in [key for key in held if key not in size]:  # (devices mostly hold keys met already)
-            chunk = held[key]
-            if hasattr(chunk, "nbytes"):  # payload-free (timing-only) chunks have no size to compare
-                size[key] = int(chunk.nbytes)
-    key_size = np.fromiter((size.get(key, -1) for key in a.keys), np.int64, len(a.keys))
+    key_size = _key_sizes(buffers, a.keys)
     n = a.topology.n_devices
     sums = _compiled_device_sums(a, key_size, n) if _compiled_first(len(a.src)) and len(a.keys) else None
     sent, received = _device_sums(a, key_size, n) if sums is None else sums
@@ -95,6 +88,24 @@ def _check_device_bytes(transfers: Sequence[TransferLike], buffers: Sequence[dic
             f"device {d} took in {int(link_in[d])} B and received {int(received[d])} B, but put out {int(link_out[d])} B and sent {int(sent[d])} B "
             f"(forwarded {int(forwarded_in[d])} B in, {int(forwarded_out[d])} B out)",
         )
+
+
+def _key_sizes(buffers: Sequence[dict[Hashable, Any]], keys: Sequence[Hashable]) -> np.ndarray:
+    """Each key's size in the first buffer holding it with one (-1: none does)."""
+    if isinstance(buffers, SizeBuffers):
+        try:
+            return buffers.key_sizes(keys)
+        except (TypeError, ValueError, OverflowError):  # (keys that are not pairs of ints: looked up one by one)
+            pass
+    size: dict[Hashable, int] = {}
+    if isinstance(buffers, RowBuffers):  # (every device holds the same keys, each chunk a row of one array)
+        buffers = buffers[:1]
+    for held in buffers:
+        for key in [key for key in held if key not in size]:  # (devices mostly hold keys met already)
+            chunk = held[key]
+            if hasattr(chunk, "nbytes"):  # payload-free (timing-only) chunks have no size to compare
+                size[key] = int(chunk.nbytes)
+    return np.fromiter((size.get(key, -1) for key in keys), np.int64, len(keys))
 
 
 def _device_sums(a: _Arrays, key_size: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

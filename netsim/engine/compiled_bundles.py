@@ -42,6 +42,7 @@ import numpy as np
 
 from netsim.algorithms.bundles import Bundle, BundleTable
 from netsim.engine.compiled_run import CompiledRun, ComputeSteps, waiting_lists
+from netsim.engine.size_buffers import SizeBuffers
 from netsim.network.topology import Topology
 from netsim.semantics.chunks import SizeOnly
 
@@ -56,17 +57,20 @@ def _key_numbers(keys: list[Hashable], buffers: Sequence[dict], bundles: Mapping
     Keys that are pairs of non-negative ints ``(block, piece)`` with a :class:`BundleTable` are numbered
     on arrays; any other keys and mappings one by one.
     """
-    start = list(itertools.chain.from_iterable(buffers))
+    sized = isinstance(buffers, SizeBuffers)  # (its keys are pairs of ints already, in an array)
+    start = [] if sized else list(itertools.chain.from_iterable(buffers))
     if isinstance(bundles, BundleTable):
         try:  # (a tuple of two ints each, or the try fails)
             key_pairs = np.fromiter(itertools.chain.from_iterable(keys), np.int64, 2 * len(keys)).reshape(len(keys), 2)
-            start_pairs = np.fromiter(itertools.chain.from_iterable(start), np.int64, 2 * len(start)).reshape(len(start), 2)
+            start_pairs = buffers.keys if sized else np.fromiter(itertools.chain.from_iterable(start), np.int64, 2 * len(start)).reshape(len(start), 2)
         except (TypeError, ValueError, OverflowError):
             key_pairs = None
         every = list(itertools.chain(keys, start))
         pairs = key_pairs is not None and set(map(type, every)) <= {tuple} and set(map(len, every)) <= {2}
         if pairs and min(key_pairs.min(initial=0), start_pairs.min(initial=0), bundles.key_array.min(initial=0), bundles.part_array.min(initial=0)) >= 0:
             return _pair_numbers(keys, key_pairs, start_pairs, bundles)
+    if sized:
+        start = list(itertools.chain.from_iterable(buffers))
     index = {key: j for j, key in enumerate(keys)}
     start_number = np.fromiter((index.setdefault(key, len(index)) for key in start), np.int64, len(start))
     table = [(index.setdefault(key, len(index)), [index.setdefault(part, len(index)) for part in parts]) for key, parts in bundles.items()]
@@ -110,7 +114,8 @@ class BundledBuffers(Sequence):
     def __init__(
         self, buffers: Sequence[dict], chunks: list, made: tuple, final: tuple[list[Hashable], np.ndarray, np.ndarray], new: tuple, sums: tuple = (0, ())
     ) -> None:
-        self._start = [dict(b) for b in buffers]  # (as the Python player copies them when it starts)
+        # (as the Python player copies them when it starts; size-only buffers held as columns change for no one: copied when read)
+        self._start = buffers if isinstance(buffers, SizeBuffers) else [dict(b) for b in buffers]
         self._chunks, self._made, self._final, self._new, self._sums = chunks, made, final, new, sums
         self._built: list[dict] | None = None
 
@@ -129,10 +134,10 @@ class BundledBuffers(Sequence):
                 chunks[made + m] = Bundle([chunks[p] for p in parts[ptr[m] : ptr[m + 1]]])
             keys, held, slot_key = self._final
             start_slot, new_slots, new_start, new_count = self._new
-            built = self._start
+            built = [dict(b) for b in self._start] if isinstance(self._start, SizeBuffers) else self._start
             first = held[start_slot]
             changed = np.flatnonzero(first != np.arange(len(start_slot)))  # a chunk came in place of one held
-            owner = np.repeat(np.arange(len(built)), [len(b) for b in self._start])
+            owner = np.repeat(np.arange(len(built)), [len(b) for b in built])
             for s, d in zip(start_slot[changed].tolist(), owner[changed].tolist(), strict=True):
                 built[d][keys[slot_key[s]]] = chunks[held[s]]
             for d, (a, b) in enumerate(zip(new_start[:-1].tolist(), (new_start[:-1] + new_count).tolist(), strict=True)):
@@ -171,9 +176,13 @@ class BundledPlayer(CompiledRun):
         src, dst, key = (np.asarray(columns[name], np.int64) for name in ("src", "dst", "key_index"))
         keys, start_key, part_start, part_count, part_key = _key_numbers(columns["keys"], buffers, self.bundles)
         width = len(keys)
-        chunks = list(itertools.chain.from_iterable(buffer.values() for buffer in buffers))
+        if isinstance(buffers, SizeBuffers):
+            chunks = buffers.chunk_list()
+            holder = buffers.holder
+        else:
+            chunks = list(itertools.chain.from_iterable(buffer.values() for buffer in buffers))
+            holder = np.repeat(np.arange(n_devices, dtype=np.int64), [len(b) for b in buffers])
         n_start = len(chunks)
-        holder = np.repeat(np.arange(n_devices, dtype=np.int64), [len(b) for b in buffers])
         # Slots: every (device, key) the run can look up, numbered in the order of device * width + key.
         looked = n_start + 2 * n
         self.status = 1
@@ -194,10 +203,13 @@ class BundledPlayer(CompiledRun):
         held[start_slot] = np.arange(n_start, dtype=np.int32)
         reduce = np.asarray(columns["reduce"], np.bool_)
         n_sums = int(np.count_nonzero(reduce))
-        if n_sums and not all(type(c) is SizeOnly for c in chunks):
+        if n_sums and not isinstance(buffers, SizeBuffers) and not all(type(c) is SizeOnly for c in chunks):
             return  # (sums of values: the Python player)
         size = np.zeros(n_start + n_slots + n_sums, np.int64)  # (each slot makes one bundle at most; the sums after them)
-        size[:n_start] = np.fromiter(map(operator.attrgetter("nbytes"), chunks), np.int64, n_start)
+        if isinstance(buffers, SizeBuffers):
+            size[:n_start] = buffers.nbytes
+        else:
+            size[:n_start] = np.fromiter(map(operator.attrgetter("nbytes"), chunks), np.int64, n_start)
         sum_of, sum_with = np.zeros(n_sums, np.int64), np.zeros(n_sums, np.int64)
 
         inverse, route_ptr, route_links, bandwidth, latency = self._routes(topology, columns)

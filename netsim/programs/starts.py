@@ -10,12 +10,18 @@ memory estimate, :func:`netsim.programs.run.memory_needed`).
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+import numpy as np
+
+from netsim.engine.size_buffers import SizeBuffers
 
 if TYPE_CHECKING:
     from netsim.programs.lowering import Lowered
 
-__all__ = ["start_chunk_count", "start_chunks", "start_pairs"]
+__all__ = ["start_chunk_count", "start_chunks", "start_pairs", "start_sizes"]
 
 Pair = tuple[tuple[int, int], tuple[int, int, int]]
 
@@ -64,3 +70,39 @@ def start_pairs(lowered: Lowered) -> list[list[list[Pair]]]:
                     pairs = entries[(block, elements)] = [((offset, p), (index, block, small + (p < big))) for p in range(op.pieces)]
                 held[device].append(pairs)
     return held
+
+
+def start_sizes(lowered: Lowered, widths: Sequence[int]) -> SizeBuffers:
+    """:func:`start_chunks` as size-only chunks held in columns (op ``i``'s elements ``widths[i]`` bytes each):
+    the same keys and sizes, in the same order on each device, without a dict per device.
+
+    Examples
+    --------
+    >>> from netsim.programs.files import load_program
+    >>> from netsim.programs.lowering import lower
+    >>> p = load_program("scenarios/programs/megatron_mlp.yaml")
+    >>> low = lower(p.program, p.mesh_obj)
+    >>> sized, held = start_sizes(low, [4] * len(low.ops)), start_chunks(low)
+    >>> all(list(sized[d]) == list(held[d]) for d in range(len(held)))
+    True
+    """
+    n = lowered.mesh.topology.n_devices
+    parts: list[tuple[np.ndarray, ...]] = []
+    for index, op in enumerate(lowered.ops):
+        if op.layout is None:  # a compute op (a collective matmul has its gather's layout)
+            continue
+        sizes = op.layout.block_sizes(n)
+        m = sum(map(len, sizes))
+        device = np.repeat(np.arange(n, dtype=np.int64), [len(b) for b in sizes])
+        block = np.fromiter(itertools.chain.from_iterable(sizes), np.int64, m)
+        elements = np.fromiter(itertools.chain.from_iterable(b.values() for b in sizes), np.int64, m)
+        pieces = op.pieces
+        small, big = np.divmod(elements, pieces)
+        piece = np.tile(np.arange(pieces, dtype=np.int64), m)
+        count = np.repeat(small, pieces) + (piece < np.repeat(big, pieces))
+        parts.append((np.repeat(device, pieces), np.repeat(block + op.block_offset, pieces), piece, count * widths[index]))
+    if not parts:
+        return SizeBuffers(n, np.zeros(0, np.int64), np.zeros((0, 2), np.int64), np.zeros(0, np.int64))
+    device, block, piece, nbytes = (np.concatenate(column) for column in zip(*parts, strict=True))
+    order = np.argsort(device, kind="stable")
+    return SizeBuffers(n, device[order], np.stack([block[order], piece[order]], axis=1), nbytes[order])

@@ -24,8 +24,7 @@ from netsim.engine import Playback
 from netsim.outputs import output_row
 from netsim.programs.lowering import Lowered
 from netsim.programs.model import CollectiveOp, Einsum, Matmul, Sharded, einsum_subscripts
-from netsim.programs.starts import start_chunks, start_pairs
-from netsim.semantics.chunks import SizeOnly
+from netsim.programs.starts import start_chunks, start_sizes
 from netsim.semantics.program_values import block_of, dtype_of, itemsize, product, shard, tolerance
 
 __all__ = ["Pending", "Sum", "check_values", "evaluate", "inputs_of", "start_buffers"]
@@ -68,20 +67,9 @@ class Sum(Pending):
 def start_buffers(lowered: Lowered, values: bool) -> tuple[list[dict], list[dict]]:
     """Each device's starting chunks (``Pending`` with values, ``SizeOnly`` without: one stand-in per size, shared), and the pending ones by op."""
     widths = [itemsize(lowered.arrays[record.op.inputs[0]].dtype) if record.op.inputs else 0 for record in lowered.ops]
-    if not values:  # (a whole step holds millions of chunks of a few sizes: each shared list of pairs is made into chunks once)
-        sizes: dict[int, SizeOnly] = {}
-        made: dict[int, list] = {}
-        pairs_of = start_pairs(lowered)
-        buffers = []
-        for lists in pairs_of:
-            buffer: dict = {}
-            for pairs in lists:
-                chunks = made.get(id(pairs))
-                if chunks is None:
-                    chunks = made[id(pairs)] = [(key, sizes.setdefault(n * widths[i], SizeOnly(n * widths[i]))) for key, (i, _, n) in pairs]
-                buffer.update(chunks)
-            buffers.append(buffer)
-        return buffers, [{} for _ in buffers]
+    if not values:  # (a whole step holds millions of chunks of a few sizes: held as columns, a device's dict made when read)
+        buffers = start_sizes(lowered, widths)
+        return buffers, [{} for _ in range(len(buffers))]
     starts = start_chunks(lowered)
     buffers = [{} for _ in starts]
     pending: list[dict] = [{} for _ in starts]

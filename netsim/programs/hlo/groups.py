@@ -20,6 +20,7 @@ already global device ids, ``replica * num_partitions + partition``, i.e. positi
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 
@@ -176,12 +177,18 @@ def parse_pairs(text: str) -> list[tuple[int, int]]:
     >>> parse_pairs("{{0,1},{1,0}}")
     [(0, 1), (1, 0)]
     """
+    return list(_pairs(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _pairs(text: str) -> tuple[tuple[int, int], ...]:
+    """:func:`parse_pairs`, read once per text (a loop's permutes are read again on every trip played)."""
     pairs = []
     for group in _lists(text):
         if len(group) != 2:
             raise ValueError(f"a source-target pair has two ids, got {group}")
         pairs.append((group[0], group[1]))
-    return pairs
+    return tuple(pairs)
 
 
 def group_mode(opcode: str, attrs: dict[str, str]) -> str:
