@@ -138,6 +138,28 @@ def test_two_loops_whose_trips_differ_by_nanoseconds_are_extended_with_the_bound
     assert extension.to_dict()["bound_s"] == extension.bound_s
 
 
+@pytest.mark.parametrize(("stray_s", "steady"), [(0.1e-6, True), (2e-6, False)])
+def test_trips_that_stray_by_a_tenth_of_a_microsecond_in_63_ms_are_steady_within_it_and_by_two_they_are_not(stray_s, steady):
+    """Trips of 63.5 and 175 ms (a calibrated 128B step's) that stray by 0.1 us each, never settling: the corners
+    miss the linear form by a few tenths of a microsecond, above a millionth of a trip (63.5 ns) and under
+    JITTER_RTOL (1e-5: 635 ns), so steady within that at the third trips; strays of 2 us are not steady."""
+    from netsim.programs.hlo.loops import JITTER_RTOL, Loop, extend
+
+    loops_ = (Loop("forward", 3, 64), Loop("backward", 9, 64))
+    stray = [stray_s * ((k % 3) - 1) for k in range(80)]  # -s, 0, +s: no steady state
+
+    def time_at(trips):
+        a, b = trips[3], trips[9]
+        return 0.35 + 0.0635 * (a - 1) + 0.175 * (b - 1) + sum(stray[:a]) + sum(stray[40 : 40 + b])
+
+    extension, played = extend(loops_, time_at, lambda t: True)
+    if steady:
+        assert extension.steady and 1e-6 * 0.0635 < extension.within_s <= JITTER_RTOL * 0.0635 and played == {3: 3, 9: 3}
+        assert abs(extension.time_s - time_at({3: 64, 9: 64})) <= extension.bound_s
+    else:
+        assert not extension.steady and played == {3: 64, 9: 64}  # (every trip played: it fits)
+
+
 def test_a_change_the_first_check_further_on_sees_is_played_past_and_checked_again():
     """Made-up runs of two loops, linear but for 1 us more while the trips played together number 20 to 24 (a transient
     well after the first trips): the check 8 trips further on sees it, later corners and checks pass it, and the loops
