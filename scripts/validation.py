@@ -202,7 +202,7 @@ def render(timed: dict[str, Timed] | None = None) -> str:
         "  absent from a nominal run. A program's launches of its collectives are their fixed cost,",
         "  not compute: the `collective overhead` row and `launches_s`, outside `compute_s`.",
         "- A program's `--json` has `memory`: the peak bytes one device's arrays hold at once against",
-        "  its chip's HBM, and a note such as `does not fit: 36.5 GB on a 16 GB chip`;",
+        "  its chip's HBM, and a note such as `does not fit: 34 GiB on a 16 GiB chip`;",
         "  `netsim program --require-fit` and `require_fit: true` in a program file (or a study's",
         "  base) refuse it, exit 2, before it plays, so a sweep's point that does not fit is a row",
         "  with that error; on a chip that gives no HBM capacity they say there is nothing to check",

@@ -232,8 +232,8 @@ def mfu(row: StepRow, seconds: float) -> float:
 
 
 NOT_COMPILED = {
-    "22b_v4": "libtpu 0.0.42.1 refuses the step as written: 39.3 GB of temporaries over the 30.75 GB of a v4 chip (MaxText's run fit, compiled in 2023)",
-    "52b_v4": "libtpu 0.0.42.1 refuses the step as written: 35.48 GB of temporaries over the 30.75 GB of a v4 chip (MaxText's run fit, compiled in 2023)",
+    "22b_v4": "libtpu 0.0.42.1 refuses the step as written: 39.3 GiB of temporaries over the 30.75 GiB a v4 chip offers (MaxText's run fit, compiled in 2023)",
+    "52b_v4": "libtpu 0.0.42.1 refuses the step as written: 35.48 GiB of temporaries over the 30.75 GiB a v4 chip offers (MaxText's run fit, compiled in 2023)",
 }
 """Rows whose step the TPU compiler refuses as written, and why."""
 

@@ -94,10 +94,10 @@ def test_require_fit_refuses_before_playing(tmp_path, monkeypatch):
         raise AssertionError("played a program --require-fit refuses")
 
     monkeypatch.setattr(run, "play_lowered", never)
-    path = _program(tmp_path, "tpu-v5e:2x2", 4096)  # 4 GiB a device, gathered into 16 GiB: 21.5 GB on a 16 GB chip
+    path = _program(tmp_path, "tpu-v5e:2x2", 4096)  # 4 GiB a device, gathered into 16 GiB: 20 GiB on a 16 GiB chip
     out = runner.invoke(app, ["program", path, "--require-fit"])
     assert out.exit_code == 2
-    assert out.output == f"error: {path}: does not fit: 21.5 GB on a 16 GB chip (--require-fit)\n"
+    assert out.output == f"error: {path}: does not fit: 20 GiB on a 16 GiB chip (--require-fit)\n"
 
 
 def test_require_fit_on_a_chip_without_hbm_capacity_says_it_cannot_check(tmp_path):
@@ -105,8 +105,8 @@ def test_require_fit_on_a_chip_without_hbm_capacity_says_it_cannot_check(tmp_pat
     out = runner.invoke(app, ["program", path, "--require-fit"])
     assert out.exit_code == 2
     assert out.output == (
-        f"error: {path}: unknown: 0.021 GB, the chip gives no HBM capacity to check against;"
-        " give the topology's device: {hbm_capacity: 16 GB} (--require-fit)\n"
+        f"error: {path}: unknown: 0.0195 GiB, the chip gives no HBM capacity to check against;"
+        " give the topology's device: {hbm_capacity: 16 GiB} (--require-fit)\n"
     )
     table = runner.invoke(app, ["program", path], env={"COLUMNS": "200"})
     assert "│ chip                     │ FLOP/s unknown, HBM unknown" in table.output and "0 TFLOP/s" not in table.output

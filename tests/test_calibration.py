@@ -151,12 +151,12 @@ def _gather_program(per_device_elements):
 
 
 def test_hbm_capacity_flags_an_oversized_program_and_not_a_fitting_one(tmp_path):
-    # each device holds its shard, then the gathered copy: 17 x 2.15 GB = 36.6 GB on a 16 GB v5e chip
+    # each device holds its shard, then the gathered copy: 17 x 2.15 GB = 34 GiB on a 16 GiB v5e chip
     big = program_stats(netsim.run_program(_gather_program(1_075_000_000), "tpu-v5e:4x4", data="none"))
     assert big.memory["peak_bytes"] == 17 * 1_075_000_000 * 2 and big.memory["fits"] is False
-    assert big.memory["note"] == "does not fit: 36.5 GB on a 16 GB chip" and big.memory["peak_at"] == "g"
+    assert big.memory["note"] == "does not fit: 34 GiB on a 16 GiB chip" and big.memory["peak_at"] == "g"
     small = program_stats(netsim.run_program("scenarios/programs/allgather_matmul.yaml"))
-    assert small.memory["fits"] is True and small.memory["capacity_bytes"] == 16 * 10**9
+    assert small.memory["fits"] is True and small.memory["capacity_bytes"] == 16 * 2**30
     # --require-fit turns the flag into an error (exit 2), so a sweep can skip such points
     data = program_as_data(_gather_program(1_075_000_000), "tpu-v5e:4x4", data="none")
     (tmp_path / "big.yaml").write_text(yaml.safe_dump(data))
@@ -164,7 +164,7 @@ def test_hbm_capacity_flags_an_oversized_program_and_not_a_fitting_one(tmp_path)
     flagged = runner.invoke(app, ["program", str(tmp_path / "big.yaml"), "--json"])
     assert flagged.exit_code == 0 and json.loads(flagged.output)["memory"]["fits"] is False
     refused = runner.invoke(app, ["program", str(tmp_path / "big.yaml"), "--require-fit"])
-    assert refused.exit_code == 2 and "does not fit: 36.5 GB on a 16 GB chip (--require-fit)" in refused.output
+    assert refused.exit_code == 2 and "does not fit: 34 GiB on a 16 GiB chip (--require-fit)" in refused.output
     fits = runner.invoke(app, ["program", "scenarios/programs/allgather_matmul.yaml", "--require-fit", "--json"])
     assert fits.exit_code == 0, fits.output
 
@@ -238,7 +238,7 @@ def test_a_program_sweep_skips_points_that_do_not_fit(tmp_path):
     table = sweep({"name": "fit", "base": {**base, "params": {"N": 1000}, "require_fit": True}, "grid": {"params.N": [1000, 1_075_000_000]}}, workers=1)
     small, big = table.to_dict("records")
     assert not isinstance(small["error"], str) or small["error"] == ""
-    assert big["error"] == "require_fit: does not fit: 36.5 GB on a 16 GB chip"
+    assert big["error"] == "require_fit: does not fit: 34 GiB on a 16 GiB chip"
 
 
 def test_explain_of_a_calibrated_run_uses_the_effective_rate_and_the_fixed_cost():

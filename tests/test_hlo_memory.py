@@ -135,7 +135,7 @@ def test_a_20_gib_parameter_is_counted_and_does_not_fit_on_v5e(tmp_path):
     module.write_text(PARAMETER_20_GIB)
     refused = runner.invoke(app, ["program", "--hlo", str(module), "--topology", "tpu-v5e:2x2", "--require-fit"])
     assert refused.exit_code == 2
-    assert refused.output.strip() == f"error: {module}: does not fit: 21.5 GB on a 16 GB chip (--require-fit)"  # before: fits: 1.02e-05 GB
+    assert refused.output.strip() == f"error: {module}: does not fit: 20 GiB on a 16 GiB chip (--require-fit)"  # before: fits: 1.02e-05 GB, counting only collective buffers
     shown = runner.invoke(app, ["program", "--hlo", str(module), "--topology", "tpu-v5e:2x2", "--json"])
     memory = json.loads(shown.output)["memory"]
     assert (memory["fits"], memory["peak_bytes"], memory["parameter_bytes"]) == (False, 20 * GiB + 2048, 20 * GiB + 1024)
@@ -156,12 +156,12 @@ def test_require_fit_refuses_a_module_before_it_plays(tmp_path, monkeypatch):
     monkeypatch.setattr(hlo_run, "_run_loops", never)
     refused = runner.invoke(app, ["program", str(program)])
     assert refused.exit_code == 2
-    assert refused.output.strip() == f"error: {program}: require_fit: does not fit: 21.5 GB on a 16 GB chip"
+    assert refused.output.strip() == f"error: {program}: require_fit: does not fit: 20 GiB on a 16 GiB chip"
     refused = runner.invoke(app, ["program", "--hlo", str(tmp_path / "big.txt"), "--topology", "tpu-v5e:2x2", "--require-fit"])
-    assert refused.output.strip() == f"error: {tmp_path / 'big.txt'}: does not fit: 21.5 GB on a 16 GB chip (--require-fit)"
+    assert refused.output.strip() == f"error: {tmp_path / 'big.txt'}: does not fit: 20 GiB on a 16 GiB chip (--require-fit)"
     with pytest.raises(ValueError) as error:
         hlo_run.run_hlo(tmp_path / "big.txt", "tpu-v5e:2x2", require_fit=True)
-    assert str(error.value) == f"{tmp_path / 'big.txt'}: require_fit: does not fit: 21.5 GB on a 16 GB chip"
+    assert str(error.value) == f"{tmp_path / 'big.txt'}: require_fit: does not fit: 20 GiB on a 16 GiB chip"
 
 
 def test_a_loop_carrying_a_32_gib_accumulator_holds_it_and_its_bodys_temporary_at_once():

@@ -37,13 +37,14 @@ def test_generation_numbers_are_the_documented_ones():
 
 
 def test_chip_figures_are_the_cited_ones():
-    # The scaling book's TPU chapter, table "TPU specs", per chip: bf16 FLOP/s, HBM bytes/s, HBM GB (10**9 bytes).
+    # The scaling book's TPU chapter, table "TPU specs", per chip: bf16 FLOP/s, HBM bytes/s, HBM "GB", which are GiB
+    # (libtpu's available HBM is more than 10**9 x the figure on every generation: see the next test).
     expected = {
-        "tpu-v4": (2.75e14, 1.2e12, 32 * 10**9),
-        "tpu-v5p": (4.59e14, 2.8e12, 96 * 10**9),
-        "tpu-v5e": (1.97e14, 8.1e11, 16 * 10**9),
-        "tpu-v6e": (9.20e14, 1.6e12, 32 * 10**9),
-        "tpu-v3": (1.4e14, 9.0e11, 32 * 10**9),
+        "tpu-v4": (2.75e14, 1.2e12, 32 * 2**30),
+        "tpu-v5p": (4.59e14, 2.8e12, 96 * 2**30),
+        "tpu-v5e": (1.97e14, 8.1e11, 16 * 2**30),
+        "tpu-v6e": (9.20e14, 1.6e12, 32 * 2**30),
+        "tpu-v3": (1.4e14, 9.0e11, 32 * 2**30),
         "tpu-v2": (None, None, None),  # not in the book's table: unknown
         # TPU7x, per device = half a chip: 2307 TFLOP/s bf16 and 192 GiB (Cloud TPU7x page), 7.37 TB/s (Google)
         "tpu7x": (2307e12 / 2, 7.37e12 / 2, 192 * 2**30 // 2),
@@ -58,6 +59,15 @@ def test_chip_figures_are_the_cited_ones():
     v5e = tpu_slice("tpu-v5e:4x4").device(0)
     assert v5e["peak_flops"] / v5e["hbm_bandwidth_Bps"] == pytest.approx(243, abs=1)
 
+
+
+def test_capacities_hold_the_hbm_the_tpu_compiler_offers_which_is_more_than_the_tables_gb():
+    """libtpu 0.0.42.1 (scripts/tpu_hbm_available.py) offers 30.75, 95.74, 15.75 and 31.25 GiB of HBM on v4, v5p,
+    v5e and v6e: more than 32, 96, 16 and 32 x 10**9 bytes, so the tables' GB are GiB; the capacity holds it."""
+    offered = {"tpu-v4": 30.75, "tpu-v5p": 95.74, "tpu-v5e": 15.75, "tpu-v6e": 31.25}
+    for name, gib in offered.items():
+        capacity = GENERATIONS[name].hbm_capacity_bytes
+        assert gib * 2**30 > capacity // 2**30 * 10**9 and gib * 2**30 <= capacity, name
 
 def test_a_scenario_device_section_overrides_the_preset_field_by_field(tmp_path):
     text = """

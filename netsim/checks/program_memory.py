@@ -23,20 +23,20 @@ SHOWN_ITEMS = 5
 
 
 def fit_note(peak_bytes: int, capacity_bytes: int | None) -> str:
-    """One line on whether ``peak_bytes`` fit in ``capacity_bytes``, in GB (10**9 bytes) as chips are sold.
+    """One line on whether ``peak_bytes`` fit in ``capacity_bytes``, in GiB (2**30 bytes), as HBM comes and as the TPU compiler counts it.
 
     Examples
     --------
-    >>> fit_note(34_400_000_000, 16 * 10**9)
-    'does not fit: 34.4 GB on a 16 GB chip'
-    >>> fit_note(2**30, 16 * 10**9), fit_note(2**30, None)
-    ('fits: 1.07 GB on a 16 GB chip', 'unknown: 1.07 GB, the chip gives no HBM capacity')
+    >>> fit_note(34_400_000_000, 16 * 2**30)
+    'does not fit: 32 GiB on a 16 GiB chip'
+    >>> fit_note(2**30, 16 * 2**30), fit_note(2**30, None)
+    ('fits: 1 GiB on a 16 GiB chip', 'unknown: 1 GiB, the chip gives no HBM capacity')
     """
-    peak = f"{peak_bytes / 1e9:.3g} GB"
+    peak = f"{peak_bytes / 2**30:.3g} GiB"
     if capacity_bytes is None:
         return f"unknown: {peak}, the chip gives no HBM capacity"
     verdict = "fits" if peak_bytes <= capacity_bytes else "does not fit"
-    return f"{verdict}: {peak} on a {capacity_bytes / 1e9:.3g} GB chip"
+    return f"{verdict}: {peak} on a {capacity_bytes / 2**30:.3g} GiB chip"
 
 
 def device_memory(program: Any, arrays: Mapping[str, Any], mesh: Mapping[str, int], capacity_bytes: int | None) -> dict[str, Any]:
@@ -97,9 +97,9 @@ def memory_fit(peak_bytes: int, peak_at: str, capacity_bytes: int | None, items:
 
     Examples
     --------
-    >>> m = memory_fit(20 * 2**30, "p", 16 * 10**9, [{"name": "p", "bytes": 20 * 2**30, "kind": "parameter"}])
+    >>> m = memory_fit(20 * 2**30, "p", 16 * 2**30, [{"name": "p", "bytes": 20 * 2**30, "kind": "parameter"}])
     >>> m["fits"], m["note"]
-    (False, 'does not fit: 21.5 GB on a 16 GB chip')
+    (False, 'does not fit: 20 GiB on a 16 GiB chip')
     """
     fits = None if capacity_bytes is None else peak_bytes <= capacity_bytes
     return {
@@ -137,9 +137,9 @@ def peak_line(memory: Mapping[str, Any], shown: int = SHOWN_ITEMS) -> str:
 
     Examples
     --------
-    >>> m = memory_fit(3 * 2**20, "f", 16 * 10**9, [{"name": n, "bytes": 2**20, "kind": "temporary"} for n in "abc"])
+    >>> m = memory_fit(3 * 2**20, "f", 16 * 2**30, [{"name": n, "bytes": 2**20, "kind": "temporary"} for n in "abc"])
     >>> peak_line(m, shown=2)
-    'fits: 0.00315 GB on a 16 GB chip (peak at f): a 1 MiB temporary, b 1 MiB temporary, and 1 more'
+    'fits: 0.00293 GiB on a 16 GiB chip (peak at f): a 1 MiB temporary, b 1 MiB temporary, and 1 more'
     """
     items = memory.get("items", [])
     named = ", ".join(f"{i['name']} {_size(i['bytes'])} {i['kind']}" for i in items[:shown])

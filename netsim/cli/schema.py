@@ -418,7 +418,7 @@ PROGRAM = {
                     "peak_at": _t("string", "the op at that peak, or start"),
                     "capacity_bytes": _t(["integer", "null"], "one device's HBM capacity"),
                     "fits": _t(["boolean", "null"], "whether the peak fits (null: capacity unknown)"),
-                    "note": _t("string", "e.g. does not fit: 34.4 GB on a 16 GB chip"),
+                    "note": _t("string", "e.g. does not fit: 32 GiB on a 16 GiB chip"),
                     "parameter_bytes": _t("integer", "an HLO module's parameters (held for the whole run)"),
                     "output_bytes": _t("integer", "an HLO module's outputs (each from its definition to the end)"),
                     "temporary_bytes": _t("integer", "an HLO module's temporaries live at the peak"),

@@ -63,14 +63,19 @@ chapter, table "TPU specs" (jax-ml.github.io/scaling-book/tpus):
 ============  ===============  ==============  ============
 generation    bf16 peak        HBM bandwidth   HBM capacity
 ============  ===============  ==============  ============
-``tpu-v4``    2.75e14 FLOP/s   1.2e12 B/s      32 GB
-``tpu-v5p``   4.59e14 FLOP/s   2.8e12 B/s      96 GB
-``tpu-v5e``   1.97e14 FLOP/s   8.1e11 B/s      16 GB
-``tpu-v6e``   9.20e14 FLOP/s   1.6e12 B/s      32 GB
+``tpu-v4``    2.75e14 FLOP/s   1.2e12 B/s      32 GiB
+``tpu-v5p``   4.59e14 FLOP/s   2.8e12 B/s      96 GiB
+``tpu-v5e``   1.97e14 FLOP/s   8.1e11 B/s      16 GiB
+``tpu-v6e``   9.20e14 FLOP/s   1.6e12 B/s      32 GiB
 ``tpu7x``     2.307e15 FLOP/s  7.37e12 B/s     192 GiB
 ============  ===============  ==============  ============
 
-GB is 10**9 bytes, as the book and the Cloud TPU pages write it. The Cloud TPU
+The book and the Cloud TPU pages write the capacities in "GB"; they are GiB (2**30
+bytes), as HBM stacks come: the TPU compiler (libtpu 0.0.42.1, compiling ahead of
+time a program too big for one chip) reports the HBM it can allocate as 30.75 GiB on
+v4, 95.74 GiB on v5p, 15.75 GiB on v5e and 31.25 GiB on v6e (its "available HBM
+(15.75G)", with 32 GiB of temporaries written "32.00G"): each more than 32, 96, 16
+and 32 x 10**9 bytes. ``scripts/tpu_hbm_available.py`` asks it again. The Cloud TPU
 pages ("TPU v5e", "TPU v6e") agree with the book on v5e's peak and capacity
 (197 TFLOPs, 16 GB) but give 819 GBps for its HBM; for v6e they give 918 TFLOPs,
 32 GB and 1600 to 1640 GBps (depending on the page's version). We take the
@@ -194,7 +199,7 @@ class Generation:
         Examples
         --------
         >>> GENERATIONS["tpu-v5e"].device
-        {'peak_flops': 197000000000000.0, 'hbm_bandwidth_Bps': 810000000000.0, 'hbm_capacity_bytes': 16000000000}
+        {'peak_flops': 197000000000000.0, 'hbm_bandwidth_Bps': 810000000000.0, 'hbm_capacity_bytes': 17179869184}
         """
         return {"peak_flops": self.peak_flops, "hbm_bandwidth_Bps": self.hbm_bandwidth_Bps, "hbm_capacity_bytes": self.hbm_capacity_bytes}
 
@@ -211,32 +216,32 @@ MXU_128, MXU_256 = 128, 256
 
 # Chip figures (the last three numbers of each generation): the scaling book's TPU chapter
 # (jax-ml.github.io/scaling-book/tpus), table "TPU specs", per chip: bf16 FLOP/s, HBM bandwidth
-# in bytes/s, HBM capacity in GB (10**9 bytes, as the book and the Cloud TPU pages write it).
+# in bytes/s, HBM capacity in GiB (the book's "GB": libtpu's own figures are GiB, see the module's docstring).
 GENERATIONS: dict[str, Generation] = {
     # scaling book, TPU chapter: v4 ICI 4.5e10 B/s one way per link direction; 3D torus;
     # pod 16x16x16 = 4096 chips (Cloud TPU v4 docs); ~1 us per hop (the book).
     # Chip (book, "TPU specs", v4p): 2.75e14 bf16 FLOP/s, 1.2e12 B/s HBM, 32 GB HBM.
-    "tpu-v4": Generation("tpu-v4", 3, 45e9, 1e-6, 4096, None, _CUBES, _whole_cubes, 2.75e14, 1.2e12, 32 * 10**9, mxu_tile=MXU_128),
+    "tpu-v4": Generation("tpu-v4", 3, 45e9, 1e-6, 4096, None, _CUBES, _whole_cubes, 2.75e14, 1.2e12, 32 * 2**30, mxu_tile=MXU_128),
     # scaling book: v5p 9e10 B/s one way (the Cloud docs' 1200 GB/s per chip suggests 100 GB/s
     # per port; we take the book's); 3D torus; pod 16x20x28 = 8960 chips (Cloud TPU v5p docs).
     # Chip (book, "TPU specs"): 4.59e14 bf16 FLOP/s, 2.8e12 B/s HBM, 96 GB HBM.
-    "tpu-v5p": Generation("tpu-v5p", 3, 90e9, 1e-6, 8960, None, _CUBES, _whole_cubes, 4.59e14, 2.8e12, 96 * 10**9, mxu_tile=MXU_128),
+    "tpu-v5p": Generation("tpu-v5p", 3, 90e9, 1e-6, 8960, None, _CUBES, _whole_cubes, 4.59e14, 2.8e12, 96 * 2**30, mxu_tile=MXU_128),
     # scaling book: v5e 4.5e10 B/s one way (Cloud docs: 400 GB/s per chip over 4 ports = 50 GB/s
     # one way per port; we take the book's); 2D torus, wraparound only on an axis of 16; pod 16x16.
     # Chip (book, "TPU specs"): 1.97e14 bf16 FLOP/s, 8.1e11 B/s HBM, 16 GB HBM (the Cloud TPU v5e
     # page: 197 TFLOPs bf16, "16 GB, 819 GBps"; we take the book's 8.1e11).
-    "tpu-v5e": Generation("tpu-v5e", 2, 45e9, 1e-6, 256, 16, _SIXTEEN, _sixteen, 1.97e14, 8.1e11, 16 * 10**9, mxu_tile=MXU_128),
+    "tpu-v5e": Generation("tpu-v5e", 2, 45e9, 1e-6, 256, 16, _SIXTEEN, _sixteen, 1.97e14, 8.1e11, 16 * 2**30, mxu_tile=MXU_128),
     # scaling book: v6e (Trillium) 9e10 B/s one way (Cloud docs: 800 GB/s per chip, 4 ports);
     # 2D torus, wraparound only on an axis of 16; pod 16x16.
     # Chip (book, "TPU specs"): 9.20e14 bf16 FLOP/s, 1.6e12 B/s HBM, 32 GB HBM (the Cloud TPU v6e
     # page: 918 TFLOPs bf16, 32 GB, 1600-1640 GBps; we take the book's).
-    "tpu-v6e": Generation("tpu-v6e", 2, 90e9, 1e-6, 256, 16, _SIXTEEN, _sixteen, 9.20e14, 1.6e12, 32 * 10**9, mxu_tile=MXU_256),
+    "tpu-v6e": Generation("tpu-v6e", 2, 90e9, 1e-6, 256, 16, _SIXTEEN, _sixteen, 9.20e14, 1.6e12, 32 * 2**30, mxu_tile=MXU_256),
     # scaling book, TPU chapter, interconnect table: v3 1e11 B/s one way per link (2e11 bidi);
     # 2D torus; pod 32x32 = 1024 chips (the book's "TPU specs" table). The book gives the
     # wraparound rule only for v4/v5p and v5e/v6e; we take v5e's: an axis wraps only when it
     # spans the pod's whole axis (32). Chip ("TPU specs", v3): 1.4e14 bf16 FLOP/s, 9.0e11 B/s
     # HBM, 32 GB HBM.
-    "tpu-v3": Generation("tpu-v3", 2, 100e9, 1e-6, 1024, 32, _THIRTY_TWO, _thirty_two, 1.4e14, 9.0e11, 32 * 10**9, mxu_tile=MXU_128),
+    "tpu-v3": Generation("tpu-v3", 2, 100e9, 1e-6, 1024, 32, _THIRTY_TWO, _thirty_two, 1.4e14, 9.0e11, 32 * 2**30, mxu_tile=MXU_128),
     # v2: the scaling book's profiling chapter times its example on one v2 link at 1.2e11 B/s
     # bidirectional, 6e10 one way; 2D torus, pod 16x16 = 256 chips (Cloud TPU v2 docs); wraparound
     # as v5e's (an axis of 16), by the same assumption as v3. The book gives no v2 chip figures,

@@ -207,7 +207,7 @@ def _run_model(model: Program, mesh: Mesh, loaded: ProgramFile | None, data: str
         if fit["fits"] is False:
             raise ScenarioError(loaded.source, "require_fit", fit["note"])
         if fit["fits"] is None:  # nothing to check against: say so rather than pass
-            raise ScenarioError(loaded.source, "require_fit", f"{fit['note']} to check against; give the topology's device: {{hbm_capacity: 16 GB}}")
+            raise ScenarioError(loaded.source, "require_fit", f"{fit['note']} to check against; give the topology's device: {{hbm_capacity: 16 GiB}}")
 
     def refused(message: str, kind: type[ValueError]) -> ValueError:
         return ScenarioError(loaded.source, "data", message) if loaded is not None else kind(f"program {model.name}: {message}")
