@@ -31,7 +31,7 @@ def available_hbm(topology_name: str, chip_config: str, gib: int = 64) -> str:
     x = jax.ShapeDtypeStruct((gib, 2**28), jnp.float32, sharding=SingleDeviceSharding(device))
     try:
         jax.jit(lambda a: jnp.sin(a) * jnp.cos(a) + a[::-1]).lower(x).compile()
-    except Exception as error:  # noqa: BLE001 (the refusal is what is read)
+    except Exception as error:
         found = re.search(r"HLO temporaries \(([\d.]+G)\) exceeds available HBM \(([\d.]+G)\)", str(error))
         return f"temporaries {found.group(1)}, available HBM {found.group(2)}" if found else str(error).splitlines()[0]
     return f"{gib} GiB compiled: ask for more"

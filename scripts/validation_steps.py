@@ -184,18 +184,33 @@ def module_checks(row: StepRow) -> dict[str, float]:
     }
 
 
+OFFERED_HBM_GIB = {"tpu-v5e": 15.75, "tpu-v5p": 95.74}
+"""The HBM libtpu 0.0.42.1 offers a chip (its "available HBM" when a program does not fit: scripts/tpu_hbm_available.py)."""
+
+
 def checks_section() -> str:
     """The modules' FLOPs and HBM against the compiler's figures and MaxText's formula."""
     checks = {row.config.name: module_checks(row) for row in ROWS if row.module.exists()}
     above = [(f["memory_analysis"] - f["laid_out"]) / 2**30 for f in checks.values() if f["laid_out"]]
     more = f"{min(above):.1f} to {max(above):.1f} GiB" if above else "more"
+    sums = {
+        generation: [checks[r.config.name]["memory_analysis"] / 2**30 for r in ROWS if r.config.name in checks and r.topology.startswith(generation + ":")]
+        for generation in OFFERED_HBM_GIB
+    }
+    offered = "; ".join(
+        f"{gib} GiB on {generation}, where it sums to {min(sums[generation]):.2f} to {max(sums[generation]):.2f} GiB"
+        for generation, gib in OFFERED_HBM_GIB.items()
+        if sums[generation]
+    )
     text = (
         "FLOPs per device as XLA's cost analysis counts them (each loop body once) beside libtpu's `cost_analysis()`; "
         "the step's FLOPs (each loop by its trips) beside MaxText's formula plus what remat recomputes "
         "(`recomputed_flops` in `scripts/validation_steps.py`); the HBM peak of netsim's liveness pass beside the HBM "
         "the compiler's buffer assignment lays out (its allocations in HBM: the arguments and the temporaries' one "
         "allocation, read from `--xla_dump_to` by `scripts/make_step_modules.py`) and beside `memory_analysis()` "
-        f"(arguments + outputs + temporaries - aliases), which comes out {more} above that layout."
+        f"(arguments + outputs + temporaries - aliases), which comes out {more} above that layout. "
+        f"That sum is not the HBM a chip holds: it exceeds the HBM libtpu 0.0.42.1 offers ({offered}; "
+        "`scripts/tpu_hbm_available.py`) on every row the compiler accepted."
     )
     lines = [
         "### The modules' work and memory",
@@ -300,7 +315,7 @@ def section() -> str:
                 "formula of the row's commit over the chip's peak (from December 2023 it counts attention causal, halved); "
                 "the published step time is that formula's FLOPs over MFU x peak. Errors are netsim's step time against "
                 "the published one. The four v5e rows are the derivation set for v5e's matmul efficiency; the v4 and v5p "
-                "rows are held out: v4 and v5p have no measured terms of their own and run on v5e's (\"Borrowed terms\" "
+                'rows are held out: v4 and v5p have no measured terms of their own and run on v5e\'s ("Borrowed terms" '
                 "above), the matmul efficiency derived here among them."
             ),
             95,
@@ -341,7 +356,7 @@ def derivation_paragraph(recorded: dict) -> str:
         "A row's *own efficiency* is the matmul efficiency at which its calibrated run would take the published time: "
         "the run's instructions moved to each efficiency tried (each takes max(MXU, HBM), its MXU time as the "
         "efficiency's inverse), bisected; a row slower than published at the ideal MXU has 1. v5e's matmul efficiency "
-        f"is the median of the four, {median} (`CALIBRATIONS[\"tpu-v5e\"]`), and the calibrated column is a run at "
+        f'is the median of the four, {median} (`CALIBRATIONS["tpu-v5e"]`), and the calibrated column is a run at '
         f"{' and '.join(f'{e:.3f}' for e in used) or 'it'}. Each step's two layer loops are played for a few trips and "
         "extended (docs/programs_limits.md); the trips of a 256-chip step stray by nanoseconds, which bounds each time "
         f"extended to +-{max([b for b in bounds if b is not None], default=0.0) * 1e6:.2g} us at most"
@@ -354,7 +369,7 @@ def derivation_paragraph(recorded: dict) -> str:
     ]
     note = (
         "Every row runs as `netsim program --hlo` runs a TPU-compiled module, its sync collectives overlapping the work "
-        "after them that does not read them (docs/hlo.md, \"Collectives written synchronous\"). This matters most "
+        'after them that does not read them (docs/hlo.md, "Collectives written synchronous"). This matters most '
         "for the 128B row, which runs tensor parallelism over rows of 16 chips: its collective matmuls exchange "
         "activations with collective-permutes that libtpu writes for v5e as synchronous instructions before the "
         "partial matmuls that do not read them (for v5p it writes the same permutes as start/done pairs). Played in "
