@@ -14,8 +14,10 @@ when too long. With several long loops (one after another, or one inside another
 the time is taken as linear in each loop's trip count: the runs at the corners
 ``{k, k + 1}`` of every long loop give the coefficients, the mixed differences of a
 nested pair included, checked once more 8 trips further on (a period the corners cannot
-see shows there); a module whose time is not linear in its loops' trips is played whole
-when it fits, else extended from its last trips with "still changing" in the report.
+see shows there); a module whose time is not linear in its loops' trips, or linear only
+within the strays :data:`JITTER_RTOL` allows, is played whole when it fits (exact), else
+extended: within those strays with the bound they put on the time, or from its last trips
+with "still changing" in the report.
 What was played and what was extended is in the report (:class:`Extension`).
 
 The steps a module unrolls into are counted before anything is built
@@ -71,8 +73,9 @@ STEADY_RTOL = 1e-9
 JITTER_RTOL = 1e-5
 """Trips whose times differ by at most this fraction of a trip (the nanoseconds by which chips drift apart on a
 big slice, trip after trip: under calibrated terms a 128B step's 63 ms forward trips stray by about half a
-microsecond, 8e-6 of a trip) are taken as steady *within* that difference: the report gives the bound it puts on
-the time (:attr:`Extension.within_s`)."""
+microsecond, 8e-6 of a trip) are taken as steady *within* that difference when every trip is too many to play:
+the report gives the bound it puts on the time (:attr:`Extension.within_s`). When every trip fits in a run, they are
+all played instead (the time exact)."""
 
 NOISE_RTOL = 1e-12
 """A mixed difference of the runs' times smaller than this fraction of them is rounding, taken as zero (loops one after another add no cross term)."""
@@ -461,7 +464,7 @@ def extend(loops: tuple[Loop, ...], time_at: Callable[[dict[int, int]], float], 
             break
         steady, within = False, 0.0  # a change the corners could not see (trips that settle later): on to later corners
     full = tuple(loop.trips for loop in loops)
-    if not steady and can_play(dict(zip(lines, full, strict=True))):  # not linear in the trips: play them all
+    if (not steady or within > 0) and can_play(dict(zip(lines, full, strict=True))):  # not linear, or only within strays: play them all
         return Extension(loops, full, tuple(0.0 for _ in loops), run(full), run(full), False, len(cache)), dict(zip(lines, full, strict=True))
     top = tuple(level + 1 for _ in loops)
     scale = max(abs(t) for t in cache.values()) or 1.0
