@@ -51,6 +51,7 @@ class ScheduleBuilder:
         self.ptrs: list[np.ndarray] = []
         self.idxs: list[np.ndarray] = []
         self.n_dependencies = 0  # entries of self.idxs, all together
+        self.extra_at: list[np.ndarray] = []  # where in them a transfer's extra step is (the only ones that may be compute steps)
         self.n_transfers = 0
         self.steps = 0
         self.blocks = 0
@@ -82,9 +83,11 @@ class ScheduleBuilder:
         self.columns["block"].append((kept["block"] + offset).astype(np.int32))
         for name in ("src", "dst", "piece", "reduce", "direction", "phase"):  # (a plan's own arrays, shared by the ops alike)
             self.columns[name].append(kept[name])
-        ptr, idx = _with_extra(kept["dep_ptr"], kept["dep_idx"] + base, kept["src64"], waits, step)
+        ptr, idx, extra_at = _with_extra(kept["dep_ptr"], kept["dep_idx"] + base, kept["src64"], waits, step)
         self.ptrs.append(ptr[1:] + self.n_dependencies)
         self.idxs.append(idx)
+        if len(extra_at):  # (only these entries may name a compute step: renumbered at the end, the rest left as they are)
+            self.extra_at.append(extra_at + self.n_dependencies)
         self.n_dependencies += len(idx)
         self.n_transfers += n
         self.steps += schedule.n_steps
@@ -154,7 +157,11 @@ class ScheduleBuilder:
             cols = {k: np.concatenate(v) for k, v in self.columns.items()}
             ptr = np.concatenate([np.zeros(1, np.int64), *self.ptrs]).astype(np.int64, copy=False)
             idx = np.concatenate(self.idxs).astype(np.int64, copy=False)  # (a fresh array: renumbered in place)
-            _renumber(idx, n)
+            if self.extra_at:
+                at = np.concatenate(self.extra_at)
+                extra = idx[at]
+                _renumber(extra, n)
+                idx[at] = extra
         else:
             cols = {k: np.zeros(0, np.int8 if k == "phase" else bool if k == "reduce" else np.int32) for k in self.columns}
             ptr, idx = np.zeros(1, np.int64), np.zeros(0, np.int64)
@@ -232,17 +239,18 @@ def _as_table(rows: list[Any]) -> TransferTable:
     )
 
 
-def _with_extra(dep_ptr: np.ndarray, dep_idx: np.ndarray, src: np.ndarray, waits: np.ndarray, step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each transfer's dependencies, then ``step[src]`` where ``waits[src]``: what its source waits for before the op starts.
+def _with_extra(dep_ptr: np.ndarray, dep_idx: np.ndarray, src: np.ndarray, waits: np.ndarray, step: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each transfer's dependencies, then ``step[src]`` where ``waits[src]``: what its source waits for before the op
+    starts; and where those extra steps are in ``idx``.
 
     Examples
     --------
-    >>> ptr, idx = _with_extra(np.array([0, 0, 1]), np.array([0]), np.array([1, 0]), np.array([0, 1]), np.array([0, -3]))
-    >>> ptr.tolist(), idx.tolist()
-    ([0, 1, 2], [-3, 0])
+    >>> ptr, idx, at = _with_extra(np.array([0, 0, 1]), np.array([0]), np.array([1, 0]), np.array([0, 1]), np.array([0, -3]))
+    >>> ptr.tolist(), idx.tolist(), at.tolist()
+    ([0, 1, 2], [-3, 0], [0])
     """
     if not waits.any():
-        return dep_ptr - dep_ptr[0], dep_idx
+        return dep_ptr - dep_ptr[0], dep_idx, np.zeros(0, np.int64)
     add = waits[src]
     ptr = np.zeros(len(src) + 1, np.int64)
     np.cumsum(np.diff(dep_ptr) + add, out=ptr[1:])
@@ -252,4 +260,4 @@ def _with_extra(dep_ptr: np.ndarray, dep_idx: np.ndarray, src: np.ndarray, waits
     idx = np.empty(int(ptr[-1]), np.int64)
     idx[own] = dep_idx
     idx[last] = step[src[add > 0]]
-    return ptr, idx
+    return ptr, idx, last

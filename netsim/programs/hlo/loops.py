@@ -170,10 +170,8 @@ class Extension:
         if self.repetition is not None:
             return [f"{self.loops[0].name} (line {self.loops[0].line}): {self.repetition.describe()}"]
         if self.every_trip_played:
-            return [
-                f"{loop.name} (line {loop.line}): {loop.trips} trips; every trip played (the time a trip adds is not linear in the trips)"
-                for loop in self.loops
-            ]
+            why = f"strays by up to {self.within_s * 1e9:.3g} ns from linear in the trips" if self.within_s else "is not linear in the trips"
+            return [f"{loop.name} (line {loop.line}): {loop.trips} trips; every trip played (the time a trip adds {why})" for loop in self.loops]
         state = "the same for the last trips played" if self.steady else "still changing: the last trips' time used"
         if self.steady and self.within_s:
             state = f"the same to within {self.within_s * 1e9:.3g} ns a trip: the time to +-{self.bound_s * 1e6:.3g} us"
@@ -465,7 +463,8 @@ def extend(loops: tuple[Loop, ...], time_at: Callable[[dict[int, int]], float], 
         steady, within = False, 0.0  # a change the corners could not see (trips that settle later): on to later corners
     full = tuple(loop.trips for loop in loops)
     if (not steady or within > 0) and can_play(dict(zip(lines, full, strict=True))):  # not linear, or only within strays: play them all
-        return Extension(loops, full, tuple(0.0 for _ in loops), run(full), run(full), False, len(cache)), dict(zip(lines, full, strict=True))
+        whole = Extension(loops, full, tuple(0.0 for _ in loops), run(full), run(full), False, len(cache), within_s=within if steady else 0.0)
+        return whole, dict(zip(lines, full, strict=True))
     top = tuple(level + 1 for _ in loops)
     scale = max(abs(t) for t in cache.values()) or 1.0
     # a difference as small as rounding (sequential loops' mixed terms) is zero: times the product of huge trip counts it would not be
