@@ -275,13 +275,15 @@ def simulate_rows(names: list[str] | None = None, in_order: bool = False) -> dic
         if in_order:
             mine = {"in_order_nominal_s": step_time(row, "nominal", sync="in_order"), "in_order_commit": commit}
         else:
-            times = {mode: step_time(row, mode) for mode in ("nominal", "calibrated")}
             efficiency = offered(calibrate(resolve_topology(row.topology, None), "calibrated")).compute_efficiency
-            mine = {**{f"{k}_s": v for k, v in times.items()}, "efficiency": efficiency, "commit": commit}
-            for mode in times:
-                extension = simulate(row, mode, None).program.extension
+            mine = {"efficiency": efficiency, "commit": commit}
+            for mode in ("nominal", "calibrated"):  # (the time and its bound from one run)
+                result = simulate(row, mode, None)
+                extension = result.program.extension
                 steady = extension is None or extension.steady or extension.every_trip_played
+                mine[f"{mode}_s"] = result.time
                 mine[f"{mode}_bound_s"] = (extension.bound_s if extension is not None else 0.0) if steady else None
+                del result
             if row.derive:  # the efficiency at which its calibrated run would take the published time
                 mine["own_efficiency"] = row_efficiency(row)
         recorded = json.loads(RECORDED.read_text()) if RECORDED.exists() else {}  # (rows recorded meanwhile by other processes kept)
