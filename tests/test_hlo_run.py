@@ -344,3 +344,24 @@ def test_hlo_json_follows_the_program_schema(tmp_path):
         result = runner.invoke(app, ["program", *args, "--json"])
         assert result.exit_code == 0, result.output
         jsonschema.validate(json.loads(result.output), schema("program"))
+
+
+def test_a_collective_sent_as_bundles_counts_the_bytes_each_bundle_carries(monkeypatch):
+    """An all-reduce over both axes of a 2x4 slice, planned one message per ring step (multiaxis_bundled, as a
+    256-chip step's all-reduces are): each device's bytes received are those the run's transfers delivered to it."""
+    import netsim.programs.plans as plans
+    from netsim.analysis.hlo_stats import received_bytes
+
+    monkeypatch.setattr(plans, "AUTO_BUNDLED_ABOVE", 0)
+    text = (ROOT / "scenarios/programs/hlo/psum.txt").read_text().replace("replica_groups={{0,4},{1,5},{2,6},{3,7}}", "replica_groups={{0,1,2,3,4,5,6,7}}")
+    result = run_hlo(hlo_from_text(text), V5E, compare=False)
+    lowered = result.program.hlo.lowered
+    (record,) = [r for r in result.program.hlo.records if len(lowered.ops[r.index].transfers)]
+    assert lowered.ops[record.index].algorithm == "multiaxis_bundled" and lowered.schedule.transfers.bundles
+    playback = result.leaves[0].playback
+    span = lowered.ops[record.index].transfers
+    delivered = np.bincount(
+        np.asarray(lowered.schedule.transfers.dst[span.start : span.stop], np.int64), weights=np.asarray(playback.nbytes)[span.start : span.stop], minlength=8
+    )
+    assert received_bytes(lowered, record.index).tolist() == delivered.astype(np.int64).tolist()
+    assert axis_bytes(result) == {"ici0,ici1": int(delivered.max())}

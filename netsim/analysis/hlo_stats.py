@@ -69,8 +69,17 @@ def received_bytes(lowered: Any, index: int) -> np.ndarray:
             for p in range(op.pieces):
                 pieces[(block + op.block_offset, p)] = small + (p < big)
     table = lowered.schedule.transfers
+    bundles = table.bundles or {}
+
+    def elements_of(key: tuple[int, int]) -> int:
+        """A piece's elements, or a bundle's (one message per ring step): its parts' (bundles in bundles included)."""
+        found = pieces.get(key)
+        if found is None:
+            found = pieces[key] = sum(elements_of(part) for part in bundles[key])
+        return found
+
     span = slice(op.transfers.start, op.transfers.stop)
-    nbytes = np.array([pieces[(int(b), int(p))] * size for b, p in zip(table.block[span], table.piece[span], strict=True)], np.int64)
+    nbytes = np.array([elements_of((int(b), int(p))) * size for b, p in zip(table.block[span], table.piece[span], strict=True)], np.int64)
     np.add.at(out, table.dst[span].astype(np.int64), nbytes)
     return out
 
