@@ -177,7 +177,9 @@ def run_hlo(
         own. Default: ``compiler`` when the module names any, else ``netsim``.
     compare : bool
         When the compiler's algorithms play, also play the module with netsim's own and
-        keep each collective's time beside (``result.program.other_times``).
+        keep each collective's time beside (``result.program.other_times``): the trips the
+        reported run played, when long loops were extended (each collective's time in the
+        report is that run's).
     dtypes : {"compiled", "source"}
         ``source``: time f32 collectives and dots at the narrowest floating dtype of the
         module's parameters (:func:`~netsim.programs.hlo.dtypes.at_source_dtype`), for a
@@ -251,9 +253,15 @@ def run_hlo(
     play = functools.partial(_play, topo=topo, device_map=device_map, clock_hz=clock_hz, engine=engine, name=name, source=source, wanted=wanted)
     result = _run_loops(program, functools.partial(play, algorithm=chosen), source, unroll, sync == "overlap")
     times = None
-    if compare and named and chosen == "compiler":
-        other = _run_loops(program, functools.partial(play, algorithm="netsim"), source, unroll, sync == "overlap")
+    if compare and named and chosen == "compiler":  # netsim's algorithms on the trips the report's run played: one run more
+        extension = result.program.extension
+        if extension is None or unroll:
+            other = _run_loops(program, functools.partial(play, algorithm="netsim"), source, unroll, sync == "overlap")
+        else:
+            trips = {loop.line: played for loop, played in zip(extension.loops, extension.played, strict=True)}
+            other = play(_flattened(program.parsed, trips, source, sync == "overlap"), algorithm="netsim")
         times = {c["hlo_name"]: c["time_s"] for c in collectives(other)}
+        del other
     module = dataclasses.replace(result.program.module, text=program.text, flops=program.flops)  # (a loop's runs are flattened afresh)
     ran = dataclasses.replace(result.program, module=module, other_times=times, dtypes=timed, model=model, memory=program.memory, sync_collectives=sync)
     return dataclasses.replace(result, program=ran)
