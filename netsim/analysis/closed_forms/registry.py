@@ -8,6 +8,7 @@ a collective's groups on a grid without building any graph.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -63,6 +64,12 @@ def estimate(
         return lower_bound(collective, geometry, bytes_per_device, latency_s, bandwidth_Bps, None, "")
     return model.estimate(geometry, bytes_per_device, latency_s, bandwidth_Bps, item_bytes)
 
+
+
+@functools.lru_cache(maxsize=4096)
+def _geometry(dims: tuple[int, ...], wraparound: tuple[bool, ...], members: tuple[int, ...]) -> Geometry:
+    """:func:`group_geometry`, worked out once per group (a program's ops over the same groups, a step's loop trips)."""
+    return group_geometry(dims, wraparound, members)
 
 @dataclass(frozen=True)
 class CollectiveEstimate:
@@ -157,7 +164,8 @@ def estimate_collective(
     ('torus 16x16x16', 'bandwidth-bound', 15.907)
     """
     groups = [tuple(g) for g in groups] or [(0,)]  # a ppermute with no pairs: one device, nothing moves
-    geometries = {group_geometry(dims, wraparound, g) for g in set(groups)}
+    grid = (tuple(dims), tuple(wraparound))
+    geometries = {_geometry(*grid, g) for g in set(groups)}
     extra = {"shared": shared, "routes": routes, "ports": ports, "pieces": pieces, "planned": None if planned is None else tuple(planned)}
     if hops is not None:
         extra["hops"] = hops
