@@ -79,7 +79,11 @@ def received_bytes(lowered: Any, index: int) -> np.ndarray:
         return found
 
     span = slice(op.transfers.start, op.transfers.stop)
-    nbytes = np.array([elements_of((int(b), int(p))) * size for b, p in zip(table.block[span], table.piece[span], strict=True)], np.int64)
+    block, piece = (np.asarray(column[span], np.int64) for column in (table.block, table.piece))
+    width = max(op.pieces, int(piece.max()) + 1)
+    keys, which = np.unique(block * width + piece, return_inverse=True)  # (a few keys, each sent many times)
+    elements = np.array([elements_of((int(k) // width, int(k) % width)) for k in keys], np.int64)
+    nbytes = elements[which.reshape(-1)] * size
     np.add.at(out, table.dst[span].astype(np.int64), nbytes)
     return out
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -210,6 +211,12 @@ def permutation_loads(dims: Sequence[int], wraparound: Sequence[bool], pairs: Se
     >>> permutation_loads((4,), (True,), [(0, 2), (2, 0)])   # each pair both ways round, on its own links
     (2, 1, 2)
     """
+    return _loads(tuple(map(int, dims)), tuple(map(bool, wraparound)), tuple((int(a), int(b)) for a, b in pairs))
+
+
+@functools.lru_cache(maxsize=1024)
+def _loads(dims: tuple[int, ...], wraparound: tuple[bool, ...], pairs: tuple[tuple[int, int], ...]) -> tuple[int, int, int]:
+    """:func:`permutation_loads`, worked out once per permutation (a step's layers permute the same pairs)."""
     users: dict[tuple[int, int, int], set[int]] = {}
     longest, spread = 0, set()
     for k, (a, b) in enumerate(pairs):
