@@ -16,6 +16,7 @@ case of an op after compute ops) or a list of one sequence of steps per device.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -25,10 +26,82 @@ from netsim.algorithms.compute_table import ComputeTable
 from netsim.algorithms.schedule import Schedule
 from netsim.algorithms.transfers import PHASES, TransferTable
 
-__all__ = ["ScheduleBuilder", "Waits"]
+__all__ = ["Ragged", "ScheduleBuilder", "Waits"]
 
-Waits = np.ndarray | list[Any]
-"""Per device, the steps an op waits for: an int array ``(devices, k)``, or one sequence per device."""
+
+class Ragged:
+    """Per device, a run of steps of its own length: device ``d``'s are ``idx[ptr[d]:ptr[d + 1]]``.
+
+    Examples
+    --------
+    >>> r = Ragged.of([(5,), (), (6, 7)])
+    >>> len(r), r[2].tolist(), r.counts.tolist(), r.rows(np.array([2, 0])).idx.tolist()
+    (3, [6, 7], [1, 0, 2], [6, 7, 5])
+    >>> Ragged.side_by_side([r, Ragged.of(np.array([[1], [2], [3]]))]).idx.tolist()
+    [5, 1, 2, 6, 7, 3]
+    """
+
+    __slots__ = ("idx", "ptr")
+
+    def __init__(self, ptr: np.ndarray, idx: np.ndarray) -> None:
+        self.ptr, self.idx = ptr, idx
+
+    @classmethod
+    def of(cls, waits: Any) -> Ragged:
+        """``waits`` (an array ``(devices, k)``, a Ragged, or one sequence per device) as a Ragged."""
+        if isinstance(waits, Ragged):
+            return waits
+        if isinstance(waits, np.ndarray):
+            n, k = waits.shape
+            return cls(np.arange(n + 1, dtype=np.int64) * k, waits.reshape(-1))
+        counts = np.fromiter((len(w) for w in waits), np.int64, len(waits))
+        ptr = np.zeros(len(waits) + 1, np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        rows = [np.asarray(w, np.int64).reshape(-1) for w in waits if len(w)]
+        return cls(ptr, np.concatenate(rows) if rows else np.zeros(0, np.int64))
+
+    def __len__(self) -> int:
+        return len(self.ptr) - 1
+
+    def __getitem__(self, device: int) -> np.ndarray:
+        return self.idx[self.ptr[device] : self.ptr[device + 1]]
+
+    @property
+    def counts(self) -> np.ndarray:
+        """How many steps each device has."""
+        return np.diff(self.ptr)
+
+    def rows(self, which: np.ndarray) -> Ragged:
+        """The runs of devices ``which``, in that order."""
+        counts = self.counts[which]
+        ptr = np.zeros(len(which) + 1, np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        return Ragged(ptr, self.idx[np.repeat(self.ptr[which] - ptr[:-1], counts) + np.arange(ptr[-1])])
+
+    @staticmethod
+    def side_by_side(parts: list[Ragged]) -> Ragged | None:
+        """Each device's runs of ``parts``, one after another; None when a device would wait for a step twice."""
+        n = len(parts[0])
+        counts = sum(part.counts for part in parts)
+        ptr = np.zeros(n + 1, np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        idx = np.empty(int(ptr[-1]), np.int64)
+        offset = ptr[:-1].copy()
+        for part in parts:
+            own = part.counts
+            row = np.repeat(np.arange(n), own)
+            idx[offset[row] + np.arange(len(part.idx)) - part.ptr[row]] = part.idx
+            offset += own
+        if len(idx) > n:  # (a step twice on one device: each part's own order is kept only by the merge one device at a time)
+            row = np.repeat(np.arange(n), counts)
+            order = np.lexsort((idx, row))
+            if np.any((idx[order][1:] == idx[order][:-1]) & (row[order][1:] == row[order][:-1])):
+                return None
+        return Ragged(ptr, idx)
+
+
+Waits = np.ndarray | Ragged | list[Any]
+"""Per device, the steps an op waits for: an int array ``(devices, k)``, a :class:`Ragged`, or one sequence per device."""
 
 
 class ScheduleBuilder:
@@ -102,6 +175,14 @@ class ScheduleBuilder:
         self.blocks += max(last + 1, blocks)
         return range(base, base + n), offset, kept["dst64"], kept["block"]
 
+    @staticmethod
+    def as_columns(schedule: Schedule) -> Schedule:
+        """``schedule`` with its transfers as a :class:`~netsim.algorithms.transfers.TransferTable` (a plan given
+        transfer by transfer, kept to be added again: converted once)."""
+        if isinstance(schedule.transfers, TransferTable):
+            return schedule
+        return dataclasses.replace(schedule, transfers=_as_table(list(schedule.transfers)))
+
     def _kept(self, table: TransferTable) -> dict[str, np.ndarray]:
         """A plan's columns as the lowering keeps them, converted once per plan (ops alike share a plan): int32
         (half the memory of int64; a program's steps, devices, blocks and pieces stay far below 2**31), and the
@@ -146,6 +227,15 @@ class ScheduleBuilder:
                 return np.zeros(n, np.int64), np.zeros(n, np.int64)
             step = waits[:, 0] if waits.shape[1] == 1 else self.add_computes(np.arange(n), 0.0, 0.0, 0.0, waits, "join", join=True)
             return np.ones(n, np.int64), step
+        if isinstance(waits, Ragged):
+            counts = waits.counts
+            step = np.zeros(n, np.int64)
+            single = counts == 1
+            step[single] = waits.idx[waits.ptr[:-1][single]]
+            several = np.flatnonzero(counts > 1)
+            if len(several):  # (one join each, made device after device)
+                step[several] = self.add_computes(several, 0.0, 0.0, 0.0, waits.rows(several), "join", join=True)
+            return (counts > 0).astype(np.int64), step
         one = [s if len(s) <= 1 else (self.add_compute(d, 0.0, 0.0, 0.0, s, "join", join=True),) for d, s in enumerate(waits)]
         has = np.fromiter((len(e) for e in one), np.int64, n)
         return has, np.fromiter((e[0] if len(e) else 0 for e in one), np.int64, n)
@@ -189,6 +279,9 @@ class ScheduleBuilder:
             if isinstance(deps, np.ndarray):  # (m, k): k each
                 counts.append(np.full(m, deps.shape[1], np.int64))
                 idxs.append(deps.reshape(-1))
+            elif isinstance(deps, Ragged):
+                counts.append(deps.counts)
+                idxs.append(deps.idx)
             else:
                 counts.append(np.fromiter((len(d) for d in deps), np.int64, m))
                 idxs.extend(np.asarray(d, np.int64).reshape(-1) for d in deps if len(d))

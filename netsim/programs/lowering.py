@@ -52,7 +52,7 @@ from netsim.algorithms.direct import permutation
 from netsim.algorithms.schedule import Schedule, build_schedule
 from netsim.network.calibration import in_force
 from netsim.network.device_mesh import Mesh
-from netsim.programs.builder import ScheduleBuilder, Waits
+from netsim.programs.builder import Ragged, ScheduleBuilder, Waits
 from netsim.programs.model import CollectiveOp, Compute, Einsum, Matmul, Op, Program, ProgramError, Sharded, einsum_subscripts
 from netsim.programs.plans import collective_plan
 from netsim.semantics.program_values import itemsize
@@ -206,7 +206,8 @@ def _waits(ready: dict[str, Waits], done: dict[str, Waits], op: Op, n: int) -> W
     """
     parts: list[Waits] = []
     for part in [*(ready[name] for name in op.inputs), *(done[o] for o in op.after)]:
-        if not any(part is seen for seen in parts) and not (isinstance(part, np.ndarray) and part.shape[1] == 0):
+        empty = (isinstance(part, np.ndarray) and part.shape[1] == 0) or (isinstance(part, Ragged) and not len(part.idx))
+        if not empty and not any(part is seen for seen in parts):
             parts.append(part)
     if not parts:
         return np.zeros((n, 0), np.int64)
@@ -217,6 +218,10 @@ def _waits(ready: dict[str, Waits], done: dict[str, Waits], op: Op, n: int) -> W
         ordered = np.sort(side, axis=1)
         if not (ordered[:, 1:] == ordered[:, :-1]).any():
             return side
+    if all(isinstance(part, (np.ndarray, Ragged)) for part in parts):
+        joined = Ragged.side_by_side([Ragged.of(part) for part in parts])
+        if joined is not None:
+            return joined
     return [_merged([part[d] for part in parts]) for d in range(n)]
 
 
@@ -255,8 +260,10 @@ def _span(steps: Sequence[int] | np.ndarray) -> range:
 def _lower_collective(op: CollectiveOp, x: Sharded, mesh: Mesh, build: ScheduleBuilder, before: Waits) -> tuple[LoweredOp, Waits]:
     plan = collective_plan(op, x, mesh)
     layout, algorithm = plan.layout, plan.algorithm
-    if layout.pattern == "permute":  # pairs, each sent straight along its route
-        schedule = permutation(layout.groups)
+    if layout.pattern == "permute":  # pairs, each sent straight along its route (planned once per set of pairs, as columns)
+        schedule = build.plans.get(plan.key)
+        if schedule is None:
+            schedule = build.plans[plan.key] = build.as_columns(permutation(layout.groups))
     else:
         schedule = build.plans.get(plan.key)
         if schedule is None:
@@ -271,12 +278,26 @@ def _lower_collective(op: CollectiveOp, x: Sharded, mesh: Mesh, build: ScheduleB
     return LoweredOp(op, span, launches, layout, schedule.pieces, offset, algorithm, planned=schedule.group_wraparound), after
 
 
-def _arrivals(dst: np.ndarray, base: int, before: Waits) -> list[Any]:
-    """Per device, the transfers arriving there, as an int64 array (or, where none do, what the op waited for)."""
+def _arrivals(dst: np.ndarray, base: int, before: Waits) -> Waits:
+    """Per device, the transfers arriving there (or, where none do, what the op waited for there)."""
+    n = len(before)
     order = np.argsort(dst, kind="stable")
-    bounds = np.searchsorted(dst[order], np.arange(len(before) + 1)).tolist()
-    order += base
-    return [order[bounds[d] : bounds[d + 1]] if bounds[d + 1] > bounds[d] else before[d] for d in range(len(before))]
+    counts = np.bincount(dst, minlength=n)
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    arrived = Ragged(ptr, order + base)
+    none = counts == 0
+    if not none.any():
+        return arrived
+    if isinstance(before, list):
+        return [arrived[d] if counts[d] else before[d] for d in range(n)]
+    waited = Ragged.of(before)
+    kept = np.where(none, waited.counts, 0)
+    ptr_kept = np.zeros(n + 1, np.int64)
+    np.cumsum(kept, out=ptr_kept[1:])
+    rows = np.flatnonzero(none)
+    only = Ragged(ptr_kept, waited.rows(rows).idx)  # (what devices without arrivals waited for, the others empty)
+    return Ragged.side_by_side([arrived, only])
 
 
 def product_work(op: Matmul | Einsum, inputs: list[Sharded], out: Sharded, mesh: Mapping[str, int]) -> tuple[float, float]:
