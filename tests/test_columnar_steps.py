@@ -106,3 +106,30 @@ def test_size_buffers_share_one_stand_in_per_size_and_refuse_unsorted_holders():
     assert b[0][(0, 0)] is b[2][(0, 0)] and b[1] == {} and b.chunk_list()[2].nbytes == 4 and type(b.chunk_list()[2]) is SizeOnly
     with pytest.raises(ValueError, match="holder must be sorted device numbers below 3"):
         SizeBuffers(3, np.array([2, 0]), np.array([[0, 0], [1, 0]]), np.array([8, 8]))
+
+
+def test_a_bundled_timing_run_from_size_buffers_ends_with_the_chunks_the_python_player_leaves(monkeypatch):
+    """Gathers over both axes sent as bundles (multiaxis_bundled), timing only: the compiled loop starts from
+    SizeBuffers and lists their chunks only when its final buffers are read; those hold, on every device, the keys
+    and sizes the Python player's leave, and the times are the same to the bit."""
+    import netsim.engine.compiled as compiled
+    import netsim.programs.plans as plans
+    from netsim.engine import play
+    from netsim.engine.compiled_bundles import BundledBuffers
+    from netsim.programs.values import start_buffers
+
+    monkeypatch.setattr(plans, "AUTO_BUNDLED_ABOVE", 0)
+    low = _lowered("fsdp_two_layers.yaml")
+    assert low.schedule.transfers.bundles and any(op.algorithm == "multiaxis_bundled" for op in low.ops)
+    topology = low.mesh.topology
+    runs = {}
+    for minimum in (1, 10**9):  # the compiled loop, then the Python player
+        monkeypatch.setattr(compiled, "MIN_TRANSFERS", minimum)
+        buffers, _ = start_buffers(low, values=False)
+        assert isinstance(buffers, SizeBuffers)
+        runs[minimum] = play(topology, low.schedule.transfers, buffers, computes=low.schedule.computes, engine="fast")
+    loop, python = runs[1], runs[10**9]
+    assert isinstance(loop.buffers, BundledBuffers) and isinstance(python.buffers, list)  # (the compiled loop's, and the Python player's)
+    assert loop.time == python.time and loop.arrived_at == python.arrived_at
+    for mine, theirs in zip(loop.buffers, python.buffers, strict=True):
+        assert list(mine) == list(theirs) and [c.nbytes for c in mine.values()] == [c.nbytes for c in theirs.values()]

@@ -112,7 +112,7 @@ class BundledBuffers(Sequence):
     """
 
     def __init__(
-        self, buffers: Sequence[dict], chunks: list, made: tuple, final: tuple[list[Hashable], np.ndarray, np.ndarray], new: tuple, sums: tuple = (0, ())
+        self, buffers: Sequence[dict], chunks: list | None, made: tuple, final: tuple[list[Hashable], np.ndarray, np.ndarray], new: tuple, sums: tuple = (0, ())
     ) -> None:
         # (as the Python player copies them when it starts; size-only buffers held as columns change for no one: copied when read)
         self._start = buffers if isinstance(buffers, SizeBuffers) else [dict(b) for b in buffers]
@@ -121,7 +121,7 @@ class BundledBuffers(Sequence):
 
     def _all(self) -> list[dict]:
         if self._built is None:
-            chunks = self._chunks
+            chunks = self._start.chunk_list() if self._chunks is None else self._chunks
             ptr, parts = (a.tolist() for a in self._made)
             first_sum, sum_of = self._sums
             made = len(chunks)
@@ -176,13 +176,13 @@ class BundledPlayer(CompiledRun):
         src, dst, key = (np.asarray(columns[name], np.int64) for name in ("src", "dst", "key_index"))
         keys, start_key, part_start, part_count, part_key = _key_numbers(columns["keys"], buffers, self.bundles)
         width = len(keys)
-        if isinstance(buffers, SizeBuffers):
-            chunks = buffers.chunk_list()
+        if isinstance(buffers, SizeBuffers):  # (its chunks listed when the final buffers are read)
+            chunks = None
             holder = buffers.holder
         else:
             chunks = list(itertools.chain.from_iterable(buffer.values() for buffer in buffers))
             holder = np.repeat(np.arange(n_devices, dtype=np.int64), [len(b) for b in buffers])
-        n_start = len(chunks)
+        n_start = len(holder)
         # Slots: every (device, key) the run can look up, numbered in the order of device * width + key.
         looked = n_start + 2 * n
         self.status = 1

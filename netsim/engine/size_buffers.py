@@ -45,13 +45,20 @@ class SizeBuffers(MadeWhenRead):
             raise ValueError(f"holder must be sorted device numbers below {n_devices}")
         super().__init__(n_devices)
         self.bounds = np.searchsorted(self.holder, np.arange(n_devices + 1))
-        sizes, self._size = np.unique(self.nbytes, return_inverse=True)
-        self._stand_ins = [SizeOnly(int(s)) for s in sizes]
+        self._shared: tuple[list[SizeOnly], np.ndarray] | None = None  # (the stand-ins, each chunk's): made when a chunk is read
+
+    def _stand_ins(self) -> tuple[list[SizeOnly], np.ndarray]:
+        """One stand-in per size, and which each chunk is."""
+        if self._shared is None:
+            sizes, which = np.unique(self.nbytes, return_inverse=True)
+            self._shared = ([SizeOnly(int(s)) for s in sizes], which.reshape(-1))
+        return self._shared
 
     def _make(self, device: int) -> dict:
         a, b = int(self.bounds[device]), int(self.bounds[device + 1])
+        stand_ins, which = self._stand_ins()
         keys = zip(self.keys[a:b, 0].tolist(), self.keys[a:b, 1].tolist(), strict=True)
-        return dict(zip(keys, map(self._stand_ins.__getitem__, self._size[a:b].tolist()), strict=True))
+        return dict(zip(keys, map(stand_ins.__getitem__, which[a:b].tolist()), strict=True))
 
     def counts(self) -> np.ndarray:
         """How many chunks each device starts with."""
@@ -59,7 +66,8 @@ class SizeBuffers(MadeWhenRead):
 
     def chunk_list(self) -> list[SizeOnly]:
         """Every device's chunks, buffer after buffer: the very stand-ins the dicts hold."""
-        return list(map(self._stand_ins.__getitem__, self._size.tolist()))
+        stand_ins, which = self._stand_ins()
+        return list(map(stand_ins.__getitem__, which.tolist()))
 
     def key_sizes(self, keys: Sequence[tuple[int, int]]) -> np.ndarray:
         """Each key's size in the first buffer holding it (-1: none holds it)."""
