@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,16 @@ def normalize_perm(perm: Sequence[Sequence[int]], n_devices: int) -> tuple[tuple
     ...
     ValueError: perm repeats destination 1: (0, 1) and (2, 1) both send to it
     """
+    if isinstance(perm, tuple):  # (a program's permutes repeat their pairs, trip after trip: checked once each)
+        try:
+            return _normalized(perm, n_devices)
+        except TypeError:  # (unhashable entries: checked, and said, below)
+            pass
+    return _normalize(perm, n_devices)
+
+
+def _normalize(perm: Sequence[Sequence[int]], n_devices: int) -> tuple[tuple[int, int], ...]:
+    """:func:`normalize_perm`, uncached."""
     try:
         pairs = [tuple(p) for p in perm]
     except TypeError:
@@ -55,6 +66,9 @@ def normalize_perm(perm: Sequence[Sequence[int]], n_devices: int) -> tuple[tuple
                 raise ValueError(f"perm repeats {what} {p[end]}: {first[p[end]]} and {p} both {verb} it")
             first[p[end]] = p
     return tuple(pairs)
+
+
+_normalized = functools.lru_cache(maxsize=1024)(_normalize)
 
 
 @dataclass(frozen=True)

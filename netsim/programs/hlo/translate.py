@@ -330,7 +330,17 @@ def _collective(collective: Collective, label: str, after: tuple[str, ...], cont
 
 
 def _permute_axes(pairs: list[tuple[int, int]], mesh: Mesh) -> tuple[str, ...]:
-    """The mesh axes along which a permute's sources and targets differ."""
-    where = {int(d): index for index, d in np.ndenumerate(mesh.devices)}
-    moved = {a for s, t in pairs for a, (i, j) in enumerate(zip(where[s], where[t], strict=True)) if i != j}
-    return tuple(mesh.axis_names[a] for a in sorted(moved))
+    """The mesh axes along which a permute's sources and targets differ (found once per set of pairs and mesh)."""
+    key = (tuple(pairs), id(mesh))
+    found = _PERMUTE_AXES.get(key)
+    if found is None or found[0] is not mesh:
+        where = {int(d): index for index, d in np.ndenumerate(mesh.devices)}
+        moved = {a for s, t in pairs for a, (i, j) in enumerate(zip(where[s], where[t], strict=True)) if i != j}
+        if len(_PERMUTE_AXES) > 4096:
+            _PERMUTE_AXES.clear()
+        found = _PERMUTE_AXES[key] = (mesh, tuple(mesh.axis_names[a] for a in sorted(moved)))
+    return found[1]
+
+
+_PERMUTE_AXES: dict[tuple, tuple[Mesh, tuple[str, ...]]] = {}
+""":func:`_permute_axes`' answers, by pairs and mesh (the mesh kept beside: an id is reused only once it is gone)."""
