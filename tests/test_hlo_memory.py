@@ -135,7 +135,9 @@ def test_a_20_gib_parameter_is_counted_and_does_not_fit_on_v5e(tmp_path):
     module.write_text(PARAMETER_20_GIB)
     refused = runner.invoke(app, ["program", "--hlo", str(module), "--topology", "tpu-v5e:2x2", "--require-fit"])
     assert refused.exit_code == 2
-    assert refused.output.strip() == f"error: {module}: does not fit: 20 GiB on a 16 GiB chip (--require-fit)"  # before: fits: 1.02e-05 GB, counting only collective buffers
+    assert (
+        refused.output.strip() == f"error: {module}: does not fit: 20 GiB on a 16 GiB chip (--require-fit)"
+    )  # before: fits: 1.02e-05 GB, counting only collective buffers
     shown = runner.invoke(app, ["program", "--hlo", str(module), "--topology", "tpu-v5e:2x2", "--json"])
     memory = json.loads(shown.output)["memory"]
     assert (memory["fits"], memory["peak_bytes"], memory["parameter_bytes"]) == (False, 20 * GiB + 2048, 20 * GiB + 1024)

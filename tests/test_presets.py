@@ -60,7 +60,6 @@ def test_chip_figures_are_the_cited_ones():
     assert v5e["peak_flops"] / v5e["hbm_bandwidth_Bps"] == pytest.approx(243, abs=1)
 
 
-
 def test_capacities_hold_the_hbm_the_tpu_compiler_offers_which_is_more_than_the_tables_gb():
     """libtpu 0.0.42.1 (scripts/tpu_hbm_available.py) offers 30.75, 95.74, 15.75 and 31.25 GiB of HBM on v4, v5p,
     v5e and v6e: more than 32, 96, 16 and 32 x 10**9 bytes, so the tables' GB are GiB; the capacity holds it."""
@@ -68,6 +67,7 @@ def test_capacities_hold_the_hbm_the_tpu_compiler_offers_which_is_more_than_the_
     for name, gib in offered.items():
         capacity = GENERATIONS[name].hbm_capacity_bytes
         assert gib * 2**30 > capacity // 2**30 * 10**9 and gib * 2**30 <= capacity, name
+
 
 def test_a_scenario_device_section_overrides_the_preset_field_by_field(tmp_path):
     text = """

@@ -65,11 +65,11 @@ def estimate(
     return model.estimate(geometry, bytes_per_device, latency_s, bandwidth_Bps, item_bytes)
 
 
-
 @functools.lru_cache(maxsize=4096)
 def _geometry(dims: tuple[int, ...], wraparound: tuple[bool, ...], members: tuple[int, ...]) -> Geometry:
     """:func:`group_geometry`, worked out once per group (a program's ops over the same groups, a step's loop trips)."""
     return group_geometry(dims, wraparound, members)
+
 
 @dataclass(frozen=True)
 class CollectiveEstimate:
