@@ -17,6 +17,7 @@ case of an op after compute ops) or a list of one sequence of steps per device.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 import numpy as np
@@ -92,7 +93,9 @@ class Ragged:
             row = np.repeat(np.arange(n), own)
             idx[offset[row] + np.arange(len(part.idx)) - part.ptr[row]] = part.idx
             offset += own
-        if len(idx) > n:  # (a step twice on one device: each part's own order is kept only by the merge one device at a time)
+        spans = sorted((int(part.idx.min()), int(part.idx.max())) for part in parts if len(part.idx))
+        apart = all(a[1] < b[0] for a, b in itertools.pairwise(spans))  # (no step in two parts: none twice)
+        if len(idx) > n and not apart:  # (a step twice on one device: each part's own order is kept only by the merge one device at a time)
             row = np.repeat(np.arange(n), counts)
             order = np.lexsort((idx, row))
             if np.any((idx[order][1:] == idx[order][:-1]) & (row[order][1:] == row[order][:-1])):
@@ -124,7 +127,6 @@ class ScheduleBuilder:
         self.ptrs: list[np.ndarray] = []
         self.idxs: list[np.ndarray] = []
         self.n_dependencies = 0  # entries of self.idxs, all together
-        self.extra_at: list[np.ndarray] = []  # where in them a transfer's extra step is (the only ones that may be compute steps)
         self.n_transfers = 0
         self.steps = 0
         self.blocks = 0
@@ -156,11 +158,9 @@ class ScheduleBuilder:
         self.columns["block"].append((kept["block"] + offset).astype(np.int32))
         for name in ("src", "dst", "piece", "reduce", "direction", "phase"):  # (a plan's own arrays, shared by the ops alike)
             self.columns[name].append(kept[name])
-        ptr, idx, extra_at = _with_extra(kept["dep_ptr"], kept["dep_idx"] + base, kept["src64"], waits, step)
+        ptr, idx = _with_extra(kept["dep_ptr"], kept["dep_idx"] + base, kept["src64"], waits, step)
         self.ptrs.append(ptr[1:] + self.n_dependencies)
         self.idxs.append(idx)
-        if len(extra_at):  # (only these entries may name a compute step: renumbered at the end, the rest left as they are)
-            self.extra_at.append(extra_at + self.n_dependencies)
         self.n_dependencies += len(idx)
         self.n_transfers += n
         self.steps += schedule.n_steps
@@ -247,11 +247,7 @@ class ScheduleBuilder:
             cols = {k: np.concatenate(v) for k, v in self.columns.items()}
             ptr = np.concatenate([np.zeros(1, np.int64), *self.ptrs]).astype(np.int64, copy=False)
             idx = np.concatenate(self.idxs).astype(np.int64, copy=False)  # (a fresh array: renumbered in place)
-            if self.extra_at:
-                at = np.concatenate(self.extra_at)
-                extra = idx[at]
-                _renumber(extra, n)
-                idx[at] = extra
+            _renumber(idx, n)
         else:
             cols = {k: np.zeros(0, np.int8 if k == "phase" else bool if k == "reduce" else np.int32) for k in self.columns}
             ptr, idx = np.zeros(1, np.int64), np.zeros(0, np.int64)
@@ -293,7 +289,7 @@ class ScheduleBuilder:
         dep_ptr = np.zeros(self.n_computes + 1, np.int64)
         if counts:
             np.cumsum(np.concatenate(counts), out=dep_ptr[1:])
-        dep_idx = np.concatenate(idxs).astype(np.int64) if idxs else np.zeros(0, np.int64)  # (a fresh array)
+        dep_idx = np.concatenate(idxs).astype(np.int64, copy=False) if idxs else np.zeros(0, np.int64)  # (a fresh array)
         _renumber(dep_idx, n)
         return ComputeTable(
             np.concatenate(device) if device else np.zeros(0, np.int64),
@@ -311,8 +307,7 @@ def _renumber(idx: np.ndarray, n: int) -> None:
     >>> _renumber(idx, 10); idx.tolist()
     [3, 10, 11]
     """
-    computes = idx < 0
-    idx[computes] = n - 1 - idx[computes]
+    np.subtract(n - 1, idx, out=idx, where=idx < 0)
 
 
 def _as_table(rows: list[Any]) -> TransferTable:
@@ -332,18 +327,17 @@ def _as_table(rows: list[Any]) -> TransferTable:
     )
 
 
-def _with_extra(dep_ptr: np.ndarray, dep_idx: np.ndarray, src: np.ndarray, waits: np.ndarray, step: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each transfer's dependencies, then ``step[src]`` where ``waits[src]``: what its source waits for before the op
-    starts; and where those extra steps are in ``idx``.
+def _with_extra(dep_ptr: np.ndarray, dep_idx: np.ndarray, src: np.ndarray, waits: np.ndarray, step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each transfer's dependencies, then ``step[src]`` where ``waits[src]``: what its source waits for before the op starts.
 
     Examples
     --------
-    >>> ptr, idx, at = _with_extra(np.array([0, 0, 1]), np.array([0]), np.array([1, 0]), np.array([0, 1]), np.array([0, -3]))
-    >>> ptr.tolist(), idx.tolist(), at.tolist()
-    ([0, 1, 2], [-3, 0], [0])
+    >>> ptr, idx = _with_extra(np.array([0, 0, 1]), np.array([0]), np.array([1, 0]), np.array([0, 1]), np.array([0, -3]))
+    >>> ptr.tolist(), idx.tolist()
+    ([0, 1, 2], [-3, 0])
     """
     if not waits.any():
-        return dep_ptr - dep_ptr[0], dep_idx, np.zeros(0, np.int64)
+        return dep_ptr - dep_ptr[0], dep_idx
     add = waits[src]
     ptr = np.zeros(len(src) + 1, np.int64)
     np.cumsum(np.diff(dep_ptr) + add, out=ptr[1:])
@@ -353,4 +347,4 @@ def _with_extra(dep_ptr: np.ndarray, dep_idx: np.ndarray, src: np.ndarray, waits
     idx = np.empty(int(ptr[-1]), np.int64)
     idx[own] = dep_idx
     idx[last] = step[src[add > 0]]
-    return ptr, idx, last
+    return ptr, idx
