@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from netsim.network.calibration import calibrate, offered  # noqa: E402
+from netsim.network.presets import HBM_OFFERED_GIB  # noqa: E402
 from netsim.programs.hlo.maxtext import HELD_OUT, MODELS, MaxTextConfig  # noqa: E402
 
 STEPS = ROOT / "scenarios" / "programs" / "hlo" / "steps"
@@ -184,10 +185,6 @@ def module_checks(row: StepRow) -> dict[str, float]:
     }
 
 
-OFFERED_HBM_GIB = {"tpu-v5e": 15.75, "tpu-v5p": 95.74}
-"""The HBM libtpu 0.0.42.1 offers a chip (its "available HBM" when a program does not fit: scripts/tpu_hbm_available.py)."""
-
-
 def checks_section() -> str:
     """The modules' FLOPs and HBM against the compiler's figures and MaxText's formula."""
     checks = {row.config.name: module_checks(row) for row in ROWS if row.module.exists()}
@@ -195,11 +192,11 @@ def checks_section() -> str:
     more = f"{min(above):.1f} to {max(above):.1f} GiB" if above else "more"
     sums = {
         generation: [checks[r.config.name]["memory_analysis"] / 2**30 for r in ROWS if r.config.name in checks and r.topology.startswith(generation + ":")]
-        for generation in OFFERED_HBM_GIB
+        for generation in HBM_OFFERED_GIB
     }
     offered = "; ".join(
         f"{gib} GiB on {generation}, where it sums to {min(sums[generation]):.2f} to {max(sums[generation]):.2f} GiB"
-        for generation, gib in OFFERED_HBM_GIB.items()
+        for generation, gib in HBM_OFFERED_GIB.items()
         if sums[generation]
     )
     text = (

@@ -40,7 +40,8 @@ def test_compute_times_are_compute_time_s_to_the_bit_step_by_step():
         for _ in range(n)
     ]
     rates = [(1.97e14, 8.1e11), (4.59e14, 2.8e12), (9.2e14, 1.6e12)]
-    columns = {**compute_columns(steps), "efficiency": np.array([s.efficiency for s in steps])}
+    columns = compute_columns(steps)
+    assert columns["efficiency"].tolist() == [s.efficiency for s in steps]
     expected = [compute_time_s(s, *rates[s.device], s.device, j) for j, s in enumerate(steps)]
     assert compute_times_s(columns, rates).tolist() == expected  # (==: bit for bit)
 
@@ -48,7 +49,7 @@ def test_compute_times_are_compute_time_s_to_the_bit_step_by_step():
 def test_compute_times_raise_what_compute_time_s_raises_for_the_first_step_that_has_no_rate():
     steps = [Compute(device=0, flops=0.0, bytes=8.0), Compute(device=1, flops=0.0, bytes=8.0), Compute(device=1, flops=4.0)]
     rates = [(1e12, 1e9), (None, 1e9)]
-    columns = {**compute_columns(steps), "efficiency": np.ones(3)}
+    columns = compute_columns(steps)
     with pytest.raises(ValueError) as one:
         [compute_time_s(s, *rates[s.device], s.device, j) for j, s in enumerate(steps)]
     with pytest.raises(ValueError) as other:
@@ -60,8 +61,8 @@ def test_compute_times_raise_what_compute_time_s_raises_for_the_first_step_that_
 def test_a_lowered_program_holds_its_compute_steps_as_a_table_that_reads_as_the_steps(name):
     low = _lowered(name)
     table = low.schedule.computes
-    assert isinstance(table, ComputeTable) and compute_columns(table) is not None
     columns = compute_columns(table)
+    assert isinstance(table, ComputeTable) and all(columns[k] is getattr(table, k) for k in ("device", "seconds", "dep_idx"))  # (its arrays, not copies)
     steps = list(table)
     again = compute_columns([dataclasses.replace(s, deps=tuple(int(d) for d in s.deps)) for s in steps])  # one object at a time
     for key in ("device", "seconds", "flops", "bytes", "join", "unit", "dep_ptr", "dep_idx"):

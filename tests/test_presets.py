@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import textwrap
 
 import numpy as np
@@ -61,12 +62,27 @@ def test_chip_figures_are_the_cited_ones():
 
 
 def test_capacities_hold_the_hbm_the_tpu_compiler_offers_which_is_more_than_the_tables_gb():
-    """libtpu 0.0.42.1 (scripts/tpu_hbm_available.py) offers 30.75, 95.74, 15.75 and 31.25 GiB of HBM on v4, v5p,
-    v5e and v6e: more than 32, 96, 16 and 32 x 10**9 bytes, so the tables' GB are GiB; the capacity holds it."""
-    offered = {"tpu-v4": 30.75, "tpu-v5p": 95.74, "tpu-v5e": 15.75, "tpu-v6e": 31.25}
-    for name, gib in offered.items():
+    """What libtpu offers a chip (HBM_OFFERED_GIB) is more than the tables' figure read as 10**9 bytes, so the
+    tables' GB are GiB; each capacity holds it."""
+    from netsim.network.presets import HBM_OFFERED_GIB
+
+    assert set(HBM_OFFERED_GIB) == {"tpu-v4", "tpu-v5p", "tpu-v5e", "tpu-v6e"}
+    for name, gib in HBM_OFFERED_GIB.items():
         capacity = GENERATIONS[name].hbm_capacity_bytes
         assert gib * 2**30 > capacity // 2**30 * 10**9 and gib * 2**30 <= capacity, name
+
+
+@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None, reason="needs libtpu (the tpu extra)")
+def test_the_tpu_compiler_offers_a_v5e_chip_the_hbm_the_presets_say():
+    """Where libtpu is installed: its refusal of two 16 GiB temporaries on a v5e chip names the HBM it offers."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from tpu_hbm_available import available_hbm
+
+    from netsim.network.presets import HBM_OFFERED_GIB
+
+    assert available_hbm("v5e:2x2", "default", 16) == f"temporaries 32.00G, available HBM {HBM_OFFERED_GIB['tpu-v5e']}G"
 
 
 def test_a_scenario_device_section_overrides_the_preset_field_by_field(tmp_path):

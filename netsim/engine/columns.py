@@ -266,7 +266,7 @@ def compute_columns(computes: Sequence[ComputeLike]) -> dict[str, Any]:
     """The compute steps as arrays: ``device``, ``seconds`` (NaN where the step gives
     ``flops`` and ``bytes`` instead), ``flops``, ``bytes``, ``join`` (a step of no work,
     :class:`~netsim.algorithms.compute.Compute`), ``unit`` (0: the device's compute unit,
-    1: its DMA engine) and the dependencies as
+    1: its DMA engine), ``efficiency`` (the fraction of peak FLOP/s it reaches) and the dependencies as
     ``dep_ptr`` / ``dep_idx`` (numbered as in :func:`netsim.engine.play`).
 
     Examples
@@ -291,6 +291,7 @@ def compute_columns(computes: Sequence[ComputeLike]) -> dict[str, Any]:
         "bytes": np.fromiter((float(c.bytes) for c in computes), np.float64, n),
         "join": np.fromiter((bool(getattr(c, "join", False)) for c in computes), bool, n),
         "unit": np.fromiter((int(getattr(c, "unit", 0)) for c in computes), np.int64, n),
+        "efficiency": np.fromiter((float(getattr(c, "efficiency", 1.0)) for c in computes), np.float64, n),
         "dep_ptr": dep_ptr,
         "dep_idx": np.concatenate([np.asarray(c.deps, np.int64).reshape(-1) for c in computes]) if n else np.zeros(0, np.int64),
     }

@@ -57,20 +57,13 @@ def _key_numbers(keys: list[Hashable], buffers: Sequence[dict], bundles: Mapping
     Keys that are pairs of non-negative ints ``(block, piece)`` with a :class:`BundleTable` are numbered
     on arrays; any other keys and mappings one by one.
     """
-    sized = isinstance(buffers, SizeBuffers)  # (its keys are pairs of ints already, in an array)
-    start = [] if sized else list(itertools.chain.from_iterable(buffers))
     if isinstance(bundles, BundleTable):
-        try:  # (a tuple of two ints each, or the try fails)
-            key_pairs = np.fromiter(itertools.chain.from_iterable(keys), np.int64, 2 * len(keys)).reshape(len(keys), 2)
-            start_pairs = buffers.keys if sized else np.fromiter(itertools.chain.from_iterable(start), np.int64, 2 * len(start)).reshape(len(start), 2)
-        except (TypeError, ValueError, OverflowError):
-            key_pairs = None
-        every = list(itertools.chain(keys, start))
-        pairs = key_pairs is not None and set(map(type, every)) <= {tuple} and set(map(len, every)) <= {2}
-        if pairs and min(key_pairs.min(initial=0), start_pairs.min(initial=0), bundles.key_array.min(initial=0), bundles.part_array.min(initial=0)) >= 0:
+        key_pairs = _int_pairs(keys)
+        start_pairs = buffers.keys if isinstance(buffers, SizeBuffers) else _int_pairs(list(itertools.chain.from_iterable(buffers)))
+        arrays = (key_pairs, start_pairs, bundles.key_array, bundles.part_array)
+        if key_pairs is not None and start_pairs is not None and min(a.min(initial=0) for a in arrays) >= 0:
             return _pair_numbers(keys, key_pairs, start_pairs, bundles)
-    if sized:
-        start = list(itertools.chain.from_iterable(buffers))
+    start = list(itertools.chain.from_iterable(buffers))
     index = {key: j for j, key in enumerate(keys)}
     start_number = np.fromiter((index.setdefault(key, len(index)) for key in start), np.int64, len(start))
     table = [(index.setdefault(key, len(index)), [index.setdefault(part, len(index)) for part in parts]) for key, parts in bundles.items()]
@@ -82,6 +75,22 @@ def _key_numbers(keys: list[Hashable], buffers: Sequence[dict], bundles: Mapping
         part_start[k], part_count[k] = at, len(parts)
         at += len(parts)
     return list(index), start_number, part_start, part_count, part_key
+
+
+def _int_pairs(keys: list[Hashable]) -> np.ndarray | None:
+    """``keys`` as an int array ``[keys, 2]`` when every one is a tuple of two ints, else None.
+
+    Examples
+    --------
+    >>> _int_pairs([(0, 1), (2, 0)]).tolist(), _int_pairs([(0, 1), "x"]), _int_pairs([(0, 1, 2)])
+    ([[0, 1], [2, 0]], None, None)
+    """
+    if not set(map(type, keys)) <= {tuple} or not set(map(len, keys)) <= {2}:
+        return None
+    try:
+        return np.fromiter(itertools.chain.from_iterable(keys), np.int64, 2 * len(keys)).reshape(len(keys), 2)
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 def _pair_numbers(keys: list[Hashable], key_pairs: np.ndarray, start_pairs: np.ndarray, table: BundleTable) -> tuple:
@@ -176,12 +185,12 @@ class BundledPlayer(CompiledRun):
         src, dst, key = (np.asarray(columns[name], np.int64) for name in ("src", "dst", "key_index"))
         keys, start_key, part_start, part_count, part_key = _key_numbers(columns["keys"], buffers, self.bundles)
         width = len(keys)
-        if isinstance(buffers, SizeBuffers):  # (its chunks listed when the final buffers are read)
-            chunks = None
-            holder = buffers.holder
+        if isinstance(buffers, SizeBuffers):  # (stand-ins of the sizes given, listed when the final buffers are read)
+            chunks, holder, start_size = None, buffers.holder, buffers.nbytes
         else:
             chunks = list(itertools.chain.from_iterable(buffer.values() for buffer in buffers))
             holder = np.repeat(np.arange(n_devices, dtype=np.int64), [len(b) for b in buffers])
+            start_size = np.fromiter(map(operator.attrgetter("nbytes"), chunks), np.int64, len(chunks))
         n_start = len(holder)
         # Slots: every (device, key) the run can look up, numbered in the order of device * width + key.
         looked = n_start + 2 * n
@@ -203,13 +212,10 @@ class BundledPlayer(CompiledRun):
         held[start_slot] = np.arange(n_start, dtype=np.int32)
         reduce = np.asarray(columns["reduce"], np.bool_)
         n_sums = int(np.count_nonzero(reduce))
-        if n_sums and not isinstance(buffers, SizeBuffers) and not all(type(c) is SizeOnly for c in chunks):
+        if n_sums and chunks is not None and not all(type(c) is SizeOnly for c in chunks):
             return  # (sums of values: the Python player)
         size = np.zeros(n_start + n_slots + n_sums, np.int64)  # (each slot makes one bundle at most; the sums after them)
-        if isinstance(buffers, SizeBuffers):
-            size[:n_start] = buffers.nbytes
-        else:
-            size[:n_start] = np.fromiter(map(operator.attrgetter("nbytes"), chunks), np.int64, n_start)
+        size[:n_start] = start_size
         sum_of, sum_with = np.zeros(n_sums, np.int64), np.zeros(n_sums, np.int64)
 
         inverse, route_ptr, route_links, bandwidth, latency = self._routes(topology, columns)

@@ -15,7 +15,7 @@ from netsim.engine.fast import FastPlayer
 from netsim.engine.link_model import LinkModel
 from netsim.engine.payloads import sizes
 from netsim.engine.playback import ComputeLike, ComputeRecord, ComputeStats, EngineError, Playback, TransferLike
-from netsim.engine.processes import ComputeUnit, Link, Model, compute_time_s, compute_times_s
+from netsim.engine.processes import ComputeUnit, Link, Model, compute_times_s
 from netsim.engine.routes import Routes, check_schedule
 from netsim.network.topology import Topology
 
@@ -149,10 +149,7 @@ def play(
         devices = computed["device"].tolist()
         if engine == "fast":
             rates = _rates(topology) if devices else []  # (every device's, for the process model's compute units)
-            if "efficiency" in computed:  # (steps held as columns: timed as columns, to the bit)
-                durations = compute_times_s(computed, rates).tolist() if devices else []
-            else:
-                durations = [compute_time_s(step, *rates[d], d, j) for j, (step, d) in enumerate(zip(computes, devices, strict=True))]
+            durations = compute_times_s(computed, rates).tolist() if devices else []  # (compute_time_s of each, to the bit)
             run = compiled_player(topology, columns, buffers, cut_through, start_s, computes, computed, durations)
             if run is None:
                 run = FastPlayer(topology, columns, buffers, cut_through, start_s, computes, computed, durations)

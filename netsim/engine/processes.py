@@ -140,8 +140,8 @@ def compute_time_s(step: Any, peak_flops: float | None, hbm_bandwidth_Bps: float
 
 
 def compute_times_s(columns: dict[str, Any], rates: Sequence[tuple[float | None, float | None]]) -> np.ndarray:
-    """:func:`compute_time_s` of every step at once, from their columns (:func:`~netsim.engine.columns.compute_columns`
-    with ``efficiency``), to the bit; the same errors, for the first step that has one.
+    """:func:`compute_time_s` of every step at once, from their columns (:func:`~netsim.engine.columns.compute_columns`),
+    to the bit; the same errors, for the first step that has one.
 
     Examples
     --------
@@ -158,7 +158,7 @@ def compute_times_s(columns: dict[str, Any], rates: Sequence[tuple[float | None,
     efficiency = np.asarray(columns["efficiency"], np.float64)
     peak, hbm = peak_of[device], hbm_of[device]
     timed = np.isnan(seconds)
-    rate = np.where(efficiency != 1, peak * efficiency, peak)
+    rate = peak * efficiency  # (x 1 changes nothing: the same rate as compute_time_s takes)
     no_peak = timed & (flops != 0) & (np.isnan(peak) | (peak == 0))
     no_hbm = timed & (nbytes != 0) & (np.isnan(hbm) | (hbm == 0))
     if no_peak.any() or no_hbm.any():

@@ -75,7 +75,7 @@ bytes), as HBM stacks come: the TPU compiler (libtpu 0.0.42.1, compiling ahead o
 time a program too big for one chip) reports the HBM it can allocate as 30.75 GiB on
 v4, 95.74 GiB on v5p, 15.75 GiB on v5e and 31.25 GiB on v6e (its "available HBM
 (15.75G)", with 32 GiB of temporaries written "32.00G"): each more than 32, 96, 16
-and 32 x 10**9 bytes. ``scripts/tpu_hbm_available.py`` asks it again. The Cloud TPU
+and 32 x 10**9 bytes (:data:`HBM_OFFERED_GIB`; ``scripts/tpu_hbm_available.py`` asks it again). The Cloud TPU
 pages ("TPU v5e", "TPU v6e") agree with the book on v5e's peak and capacity
 (197 TFLOPs, 16 GB) but give 819 GBps for its HBM; for v6e they give 918 TFLOPs,
 32 GB and 1600 to 1640 GBps (depending on the page's version). We take the
@@ -103,6 +103,7 @@ from netsim.network.topology import Topology, torus
 
 __all__ = [
     "GENERATIONS",
+    "HBM_OFFERED_GIB",
     "TPU7X_CHIP_LINK_BANDWIDTH_BPS",
     "TPU7X_CHIP_LINK_LATENCY_S",
     "Generation",
@@ -213,6 +214,11 @@ _THIRTY_TWO = "an axis wraps only when it has 32 chips (the whole pod's axis)"
 # or 128 x 128 (TPU versions prior to v6e) multiply-accumulators in a systolic array".
 # TPU7x: ASSUMED as v6e's, 256 (no public figure found).
 MXU_128, MXU_256 = 128, 256
+
+HBM_OFFERED_GIB = {"tpu-v4": 30.75, "tpu-v5p": 95.74, "tpu-v5e": 15.75, "tpu-v6e": 31.25}
+"""The HBM (GiB) the TPU compiler, libtpu 0.0.42.1, can allocate on one chip of each generation: its "available
+HBM" when a program does not fit (``scripts/tpu_hbm_available.py`` asks it). Each is more than the spec tables'
+figure read as 10**9 bytes: the capacities below are GiB."""
 
 # Chip figures (the last three numbers of each generation): the scaling book's TPU chapter
 # (jax-ml.github.io/scaling-book/tpus), table "TPU specs", per chip: bf16 FLOP/s, HBM bandwidth

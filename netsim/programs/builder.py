@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -103,6 +103,20 @@ class Ragged:
         return Ragged(ptr, idx)
 
 
+class _Batch(NamedTuple):
+    """Compute steps added together: one on each of ``devices``, the i-th waiting for ``deps[i]``; the rest the same for all."""
+
+    devices: np.ndarray
+    seconds: float | None
+    flops: float
+    bytes: float
+    deps: Any
+    name: str
+    join: bool
+    efficiency: float
+    unit: int
+
+
 Waits = np.ndarray | Ragged | list[Any]
 """Per device, the steps an op waits for: an int array ``(devices, k)``, a :class:`Ragged`, or one sequence per device."""
 
@@ -131,9 +145,7 @@ class ScheduleBuilder:
         self.steps = 0
         self.blocks = 0
         self.n_computes = 0
-        # each batch: [devices, seconds, flops, bytes, deps, name, join, efficiency, unit]; devices and deps are
-        # lists while single steps are added to the batch, arrays for a batch added whole
-        self.batches: list[list[Any]] = []
+        self.batches: list[_Batch] = []  # the compute steps, op after op
         self.bundles: list[BundleTable] = []  # each bundled collective's bundles, their blocks renumbered
         self.plans: dict[Any, Schedule] = {}  # a collective's schedule, by what plans it: ops alike are planned once
         self.kept: dict[int, tuple[TransferTable, dict[str, np.ndarray]]] = {}  # its columns, converted once (see _kept)
@@ -196,24 +208,12 @@ class ScheduleBuilder:
             self.kept[id(table)] = found
         return found[1]
 
-    def add_compute(self, device: int, flops: float, nbytes: float, seconds: float | None, deps: Any, name: str, join=False, eff=1.0, unit=0) -> int:
-        """One compute step on ``device``, waiting for ``deps``: its code ``-(j + 1)``."""
-        fields = (seconds, flops, nbytes, name, join, eff, unit)
-        last = self.batches[-1] if self.batches else None
-        if last is None or type(last[0]) is not list or (last[1], last[2], last[3], last[5], last[6], last[7], last[8]) != fields:
-            last = [[], seconds, flops, nbytes, [], name, join, eff, unit]
-            self.batches.append(last)
-        last[0].append(device)
-        last[4].append(deps)
-        self.n_computes += 1
-        return -self.n_computes
-
     def add_computes(
         self, devices: np.ndarray, flops: float, nbytes: float, seconds: float | None, deps: Waits, name: str, join=False, eff=1.0, unit=0
     ) -> np.ndarray:
         """One compute step on each of ``devices``, the i-th waiting for ``deps[i]``: their codes (an int64 array)."""
         m = len(devices)
-        self.batches.append([np.asarray(devices, np.int64), seconds, flops, nbytes, deps, name, join, eff, unit])
+        self.batches.append(_Batch(np.asarray(devices, np.int64), seconds, flops, nbytes, deps, name, join, eff, unit))
         codes = -np.arange(self.n_computes + 1, self.n_computes + m + 1, dtype=np.int64)
         self.n_computes += m
         return codes
@@ -227,7 +227,8 @@ class ScheduleBuilder:
                 return np.zeros(n, np.int64), np.zeros(n, np.int64)
             step = waits[:, 0] if waits.shape[1] == 1 else self.add_computes(np.arange(n), 0.0, 0.0, 0.0, waits, "join", join=True)
             return np.ones(n, np.int64), step
-        if isinstance(waits, Ragged):
+        if not isinstance(waits, np.ndarray):  # (one sequence per device, or a Ragged)
+            waits = Ragged.of(waits)
             counts = waits.counts
             step = np.zeros(n, np.int64)
             single = counts == 1
@@ -236,9 +237,6 @@ class ScheduleBuilder:
             if len(several):  # (one join each, made device after device)
                 step[several] = self.add_computes(several, 0.0, 0.0, 0.0, waits.rows(several), "join", join=True)
             return (counts > 0).astype(np.int64), step
-        one = [s if len(s) <= 1 else (self.add_compute(d, 0.0, 0.0, 0.0, s, "join", join=True),) for d, s in enumerate(waits)]
-        has = np.fromiter((len(e) for e in one), np.int64, n)
-        return has, np.fromiter((e[0] if len(e) else 0 for e in one), np.int64, n)
 
     def schedule(self) -> Schedule:
         """The schedule built: every transfer, then every compute step, dependencies numbered as the players take them."""

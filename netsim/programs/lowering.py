@@ -348,15 +348,16 @@ def _lower_collective_matmul(
     block_elements = math.prod(local_a)
     columns_b = math.prod(b.shape[1:])
     rows_b = local_a[-1]
-    steps: list[list[int]] = [[] for _ in range(mesh.topology.n_devices)]
     flops = 2.0 * block_elements * columns_b
     nbytes = float(block_elements * itemsize(a.dtype) + rows_b * columns_b * itemsize(b.dtype) + block_elements // rows_b * columns_b * itemsize(out.dtype))
-    for group in layout.groups:
-        for d in group:
-            for j in range(len(group)):
-                deps = before[d] if group[j] == d else tuple(arrival[(d, j, p)] for p in range(pieces))
-                steps[d].append(build.add_compute(d, flops, nbytes, None, deps, op.name, eff=efficiency))
+    devices = [d for group in layout.groups for d in group for _ in group]  # (each device a step per block of its group)
+    deps = [
+        before[d] if group[j] == d else tuple(arrival[(d, j, p)] for p in range(pieces)) for group in layout.groups for d in group for j in range(len(group))
+    ]
+    codes = build.add_computes(np.array(devices, np.int64), flops, nbytes, None, deps, op.name, eff=efficiency)
+    steps: list[list[int]] = [[] for _ in range(mesh.topology.n_devices)]
+    for d, code in zip(devices, codes.tolist(), strict=True):
+        steps[d].append(code)
     flops_total, bytes_total = flops * len(layout.groups[0]), nbytes * len(layout.groups[0])
-    codes = [s for device_steps in steps for s in device_steps]
     lowered = LoweredOp(op, record.transfers, _span(codes), layout, pieces, record.block_offset, record.algorithm, flops_total, bytes_total, efficiency)
     return lowered, [tuple(s) for s in steps]

@@ -275,8 +275,12 @@ def memory_needed(lowered: Lowered, values: int = 0, engine: str = "auto") -> Me
     crossings = sum(len(r.transfers) * mean_hops(r.algorithm, tuple(topology.dims), tuple(topology.wraparound)) for r in lowered.ops)
     if not values and choose_engine(engine, transfers) == "fast":  # the compiled player, timing only: as measured for it
         return estimate_planned_memory(transfers, len(schedule.computes), 0, crossings, start_chunk_count(lowered))
-    dependencies = int(schedule.transfers.dep_ptr[-1]) + int(compute_columns(schedule.computes)["dep_ptr"][-1])
-    return estimate_program_memory(transfers, crossings / max(transfers, 1), len(schedule.computes), dependencies, values)
+    return estimate_program_memory(transfers, crossings / max(transfers, 1), len(schedule.computes), _dependencies(schedule), values)
+
+
+def _dependencies(schedule: Any) -> int:
+    """The schedule's dependency entries, transfers' and compute steps'."""
+    return int(schedule.transfers.dep_ptr[-1]) + int(compute_columns(schedule.computes)["dep_ptr"][-1])
 
 
 def run_estimate(lowered: Lowered, values: int = 0) -> dict[str, int]:
@@ -301,7 +305,7 @@ def run_estimate(lowered: Lowered, values: int = 0) -> dict[str, int]:
     return {
         "transfers": len(schedule.transfers),
         "compute_steps": len(schedule.computes),
-        "dependencies": int(schedule.transfers.dep_ptr[-1]) + int(compute_columns(schedule.computes)["dep_ptr"][-1]),
+        "dependencies": _dependencies(schedule),
         "link_crossings": round(crossings),
         "memory_bytes": memory_needed(lowered, values).total,
     }

@@ -255,7 +255,7 @@ def run_hlo(
     times = None
     if compare and named and chosen == "compiler":  # netsim's algorithms on the trips the report's run played: one run more
         extension = result.program.extension
-        if extension is None or unroll:
+        if extension is None:  # (no loop extended: every trip played, as the run reported)
             other = _run_loops(program, functools.partial(play, algorithm="netsim"), source, unroll, sync == "overlap")
         else:
             trips = {loop.line: played for loop, played in zip(extension.loops, extension.played, strict=True)}

@@ -153,6 +153,7 @@ class _Context:
     meshes: list[Mesh]
     arrays: dict[str, Sharded]
     matched: dict = field(default_factory=dict)
+    permute_axes: dict = field(default_factory=dict)  # a permute's mesh axes, by its pairs
     algorithm: str = "netsim"
     dims: tuple[int, ...] = ()
 
@@ -296,8 +297,10 @@ def _collective(collective: Collective, label: str, after: tuple[str, ...], cont
     if not registry.COLLECTIVES[kind].grouped:  # source-target pairs
         pairs = tuple((nodes[s], nodes[t]) for s, t in collective.pairs)
         context.arrays[array] = Sharded(shape, dtype)
-        moving = [(s, t) for s, t in pairs if s != t]
-        return Op.of(label, kind, (array,), f"{label}:out", after=after, perm=pairs), _permute_axes(moving, context.meshes[0]), ""
+        axes = context.permute_axes.get(pairs)
+        if axes is None:  # (a loop's permutes repeat their pairs on every trip: found once a translation)
+            axes = context.permute_axes[pairs] = _permute_axes([(s, t) for s, t in pairs if s != t], context.meshes[0])
+        return Op.of(label, kind, (array,), f"{label}:out", after=after, perm=pairs), axes, ""
     node_groups = [[nodes[d] for d in g] for g in collective.groups]
     groups = _mesh_groups(node_groups, context.meshes, context.matched)
     if kind == "all_to_all" and shape[dimension] % len(node_groups[0]):
@@ -330,17 +333,7 @@ def _collective(collective: Collective, label: str, after: tuple[str, ...], cont
 
 
 def _permute_axes(pairs: list[tuple[int, int]], mesh: Mesh) -> tuple[str, ...]:
-    """The mesh axes along which a permute's sources and targets differ (found once per set of pairs and mesh)."""
-    key = (tuple(pairs), id(mesh))
-    found = _PERMUTE_AXES.get(key)
-    if found is None or found[0] is not mesh:
-        where = {int(d): index for index, d in np.ndenumerate(mesh.devices)}
-        moved = {a for s, t in pairs for a, (i, j) in enumerate(zip(where[s], where[t], strict=True)) if i != j}
-        if len(_PERMUTE_AXES) > 4096:
-            _PERMUTE_AXES.clear()
-        found = _PERMUTE_AXES[key] = (mesh, tuple(mesh.axis_names[a] for a in sorted(moved)))
-    return found[1]
-
-
-_PERMUTE_AXES: dict[tuple, tuple[Mesh, tuple[str, ...]]] = {}
-""":func:`_permute_axes`' answers, by pairs and mesh (the mesh kept beside: an id is reused only once it is gone)."""
+    """The mesh axes along which a permute's sources and targets differ."""
+    where = {int(d): index for index, d in np.ndenumerate(mesh.devices)}
+    moved = {a for s, t in pairs for a, (i, j) in enumerate(zip(where[s], where[t], strict=True)) if i != j}
+    return tuple(mesh.axis_names[a] for a in sorted(moved))
