@@ -208,7 +208,7 @@ def test_explain_and_run_give_one_closed_form_across_slices():
     bound = analyse(result).estimate
     assert bound.kind == "lower_bound"
     text = " ".join(explain(result).split())
-    assert f"[ICI 6 us | DCN 63.943 us]: {format_seconds(bound.time_s)} ({bound.time_s!r} s)" in text
+    assert f"[ICI 4 us | DCN 63.943 us]: {format_seconds(bound.time_s)} ({bound.time_s!r} s)" in text
 
 
 def test_explain_of_a_32_device_psum_is_summarised_not_thousands_of_lines():

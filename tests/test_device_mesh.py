@@ -84,6 +84,38 @@ def test_rings_and_lines():
     assert Mesh({"x": 4}, mesh((4,)), devices=[0, 2, 1, 3]).axis_is_ring("x") is True
 
 
+def test_a_mesh_axis_over_several_physical_axes_runs_along_them():
+    """``fsdp: 16`` over a 4x4x4 torus's first two axes: from the end of one row to the start of the next is two hops,
+    so it is no ring; its groups run along the two physical axes, each a ring, the members in the mesh axis's order."""
+    t = torus((4, 4, 4))
+    m = Mesh({"fsdp": 16, "tp": 4}, t)
+    fsdp = m.groups("fsdp")
+    assert (fsdp.axes, fsdp.shape, fsdp.wraparound) == (("fsdp",), (4, 4), (True, True))
+    assert [list(g) for g in fsdp] == jax_groups(m.devices, ["fsdp", "tp"], ["fsdp"])  # JAX's order, as before
+    both = m.groups(["tp", "fsdp"])
+    assert (both.shape, both.wraparound) == ((4, 4, 4), (True, True, True))
+    assert fsdp.shape == netsim.network.device_mesh.group_sizes(m.shape, t.dims, ["fsdp"])
+    # axis_dims: the physical axes in the order listed (row-major over them); a line stays a line
+    folded = Mesh({"a": 4, "b": 16}, torus((4, 4, 4), wraparound=(True, True, False)), axis_dims={"a": 1, "b": [2, 0]})
+    assert (folded.groups("b").shape, folded.groups("b").wraparound) == ((4, 4), (False, True))
+    # an axis over part of a physical axis, and an explicit device list, keep the axis whole
+    assert Mesh({"x": 2, "y": 8}, torus((4, 4))).groups("y").shape == (8,)
+    assert Mesh({"fsdp": 16, "tp": 4}, t, devices=np.arange(64)).groups("fsdp").shape == (16,)
+
+
+def test_a_collective_over_a_folded_axis_equals_the_reference_and_uses_both_axes():
+    """A psum over ``fsdp: 16`` on a 4x4 torus runs as multiaxis over (4, 4): the reference's values, and 4 link
+    directions busy where a ring of 16 uses 2 (and two hops at each row's end)."""
+    t = torus((4, 4))
+    m = Mesh({"fsdp": 16}, t)
+    x = np.random.default_rng(0).integers(-50, 50, size=(16, 64)).astype(np.int32)
+    r = netsim.psum(x, m.groups("fsdp"), t)
+    np.testing.assert_array_equal(r.output, expected_psum(x, [list(range(16))]))
+    flat = netsim.psum(x, [list(range(16))], t, algorithm="bidirectional_ring")
+    np.testing.assert_array_equal(flat.output, r.output)
+    assert r.time < flat.time
+
+
 @pytest.mark.parametrize(
     ("make", "message"),
     [

@@ -138,12 +138,26 @@ def _gather(topology: str, mesh: dict, algorithm: str | None = None) -> dict:
 
 
 @pytest.mark.parametrize(
-    ("topology", "mesh"),
-    [("tpu-v5e:1x8", {"X": 8}), ("tpu-v4:4x4x4", {"X": 64}), ("tpu-v5e:4x4", {"X": 4, "Y": 4}), ("tpu-v4:4x4x4", {"X": 4, "Y": 4, "Z": 4})],
+    ("topology", "mesh", "axes"),
+    [
+        ("tpu-v5e:1x8", {"X": 8}, 1),
+        ("tpu-v4:4x4x4", {"X": 4, "Y": 16}, 1),  # (a group over X alone)
+        ("tpu-v4:4x4x4", {"X": 64}, 3),  # one mesh axis over the three physical axes: it runs along them
+        ("tpu-v5e:4x4", {"X": 4, "Y": 4}, 2),
+        ("tpu-v4:4x4x4", {"X": 4, "Y": 4, "Z": 4}, 3),
+    ],
 )
-def test_one_message_per_ring_step_takes_the_streaming_time_on_one_axis_and_longer_over_several(topology, mesh):
-    streaming, bundled = (run_program(_gather(topology, mesh, a)).time for a in ("multiaxis", "multiaxis_bundled"))
-    if len(mesh) == 1:
+def test_one_message_per_ring_step_takes_the_streaming_time_on_one_axis_and_longer_over_several(topology, mesh, axes):
+    def gather(algorithm):
+        data = _gather(topology, mesh, algorithm)
+        if axes == 1:  # over the first axis alone
+            data["ops"][0]["axes"] = data["arrays"]["A"]["sharding"][0] = list(mesh)[:1]
+        return run_program(data)
+
+    streaming, bundled = gather("multiaxis"), gather("multiaxis_bundled")
+    assert len(streaming.program.lowered.ops[0].planned) == axes
+    streaming, bundled = streaming.time, bundled.time
+    if axes == 1:
         assert bundled == streaming  # to the bit: on one axis the bundle is the block
     else:
         assert streaming < bundled < 1.5 * streaming  # each stage waits for its whole super-block (4 MiB: 1.14x, 1.33x)
@@ -161,3 +175,54 @@ def test_a_gather_too_big_to_stream_plays_bundled_by_default(monkeypatch):
     assert default.program.lowered.ops[0].algorithm == "multiaxis_bundled"
     assert default.time == run_program(_gather("tpu-v5e:4x4", {"X": 4, "Y": 4}, "multiaxis_bundled")).time
     assert run_program(_gather("tpu-v5e:4x4", {"X": 4, "Y": 4}, "multiaxis")).program.lowered.ops[0].algorithm == "multiaxis"  # as named
+
+
+def _gathers(topology: str, mesh: dict, sizes: list[int], repeat: int | None = None, algorithms: dict | None = None) -> dict:
+    """Gathers of weights of ``sizes`` rows over every mesh axis, each then multiplied (in a ``repeat:`` block if given)."""
+    axes, algorithms = list(mesh), algorithms or {}
+    arrays = {"x": {"shape": [64, 64], "dtype": "bfloat16", "sharding": [axes, None]}}
+    ops = []
+    for i, rows in enumerate(sizes):
+        arrays[f"W{i}"] = {"shape": [rows, 64], "dtype": "bfloat16", "sharding": [axes, None]}
+        gather = {"name": f"g{i}", "op": "all_gather", "in": f"W{i}", "axes": axes, "axis": 0, "tiled": True, "out": f"F{i}"}
+        named = {"algorithm": algorithms[f"g{i}"]} if f"g{i}" in algorithms else {}
+        ops += [{**gather, **named}, {"name": f"m{i}", "op": "compute", "in": [f"F{i}"], "flops": 1e6}]
+    body = [{"repeat": repeat, "ops": ops}] if repeat else ops
+    return {"name": "gathers", "topology": topology, "mesh": mesh, "arrays": arrays, "ops": body, "data": "none"}
+
+
+def test_a_program_streaming_too_much_together_bundles_its_biggest_collectives_first(monkeypatch):
+    """Each gather streams 16 x 15 x 4 = 960 transfers on a 4x4 and is bundled to 16 x 2 x 3 x 4 = 384; with the bound at
+    2,500, three of them (2,880) are too many together, and one bundled (2,304) is enough."""
+    monkeypatch.setattr(plans, "AUTO_BUNDLED_ABOVE", 2500)
+    loaded = program_from_data(_gathers("tpu-v5e:4x4", {"X": 4, "Y": 4}, [64, 128, 64]))
+    assert planned_transfers(collective_plan(loaded.program.ops[0], loaded.program.arrays_after()["W0"], loaded.mesh_obj)) == 960
+    assert plans.bundled_defaults(loaded.program, loaded.mesh_obj) == {"g0"}  # equal savings (sizes do not count): the first
+    monkeypatch.setattr(plans, "AUTO_BUNDLED_ABOVE", 2000)  # 2,304 is still too many: a second one
+    assert plans.bundled_defaults(loaded.program, loaded.mesh_obj) == {"g0", "g1"}
+    monkeypatch.setattr(plans, "AUTO_BUNDLED_ABOVE", 2500)
+    lowered = lower(loaded.program, loaded.mesh_obj)
+    assert [op.algorithm for op in lowered.ops if op.collective] == ["multiaxis_bundled", "multiaxis", "multiaxis"]
+    assert planned_counts(loaded.program, loaded.mesh_obj)["transfers"] == len(lowered.schedule.transfers) == 384 + 2 * 960
+    named = run_program(_gathers("tpu-v5e:4x4", {"X": 4, "Y": 4}, [64, 128, 64], algorithms={"g0": "multiaxis_bundled"}))
+    assert run_program(loaded).time == named.time  # to the bit: the same plans
+    # an algorithm named is kept, and counts in the total: with g0 named streaming, g1 is bundled instead
+    loaded = program_from_data(_gathers("tpu-v5e:4x4", {"X": 4, "Y": 4}, [64, 128, 64], algorithms={"g0": "multiaxis"}))
+    assert plans.bundled_defaults(loaded.program, loaded.mesh_obj) == {"g1"}
+    # on one axis a bundle is the block: nothing to save, nothing bundled
+    loaded = program_from_data(_gathers("tpu-v5e:1x16", {"X": 16}, [64, 128, 64]))
+    assert plans.bundled_defaults(loaded.program, loaded.mesh_obj) == frozenset()
+
+
+def test_every_trip_of_a_repeated_block_plays_the_plan_its_op_as_written_gets(monkeypatch):
+    """A block's ops are counted once whatever its trips: the runs of a loop's extension, and ``unroll: true``, play one plan."""
+    monkeypatch.setattr(plans, "AUTO_BUNDLED_ABOVE", 2500)
+    loaded = program_from_data(_gathers("tpu-v5e:4x4", {"X": 4, "Y": 4}, [64, 64, 64], repeat=6))
+    for trips in (1, 2, 6):
+        program = loaded.program_at((trips,))
+        assert plans.bundled_defaults(program, loaded.mesh_obj) == {"g0"}
+        algorithms = [op.algorithm for op in lower(program, loaded.mesh_obj).ops if op.collective]
+        assert algorithms == ["multiaxis_bundled", "multiaxis", "multiaxis"] * trips
+    extended = run_program(loaded)
+    unrolled = run_program({**_gathers("tpu-v5e:4x4", {"X": 4, "Y": 4}, [64, 64, 64], repeat=6), "unroll": True})
+    assert extended.time == pytest.approx(unrolled.time, rel=1e-9, abs=0)

@@ -91,7 +91,8 @@ def op_estimate(record: Any, lowered: Any, topology: Any, peak: float | None, hb
         if isinstance(topology, SlicedTopology):  # across slices: the DCN's closed forms (netsim.analysis.across_slices)
             axes = tuple(getattr(op, "axes", None) or ())
             planned = getattr(record, "planned", None)  # over mesh axes: the groups' axes as the algorithm planned them, not one flat ring
-            shape = tuple(lowered.mesh.shape[a] for a in axes) if axes and planned is not None and len(planned) == len(axes) else None
+            shape = lowered.mesh.groups(list(axes)).shape if axes and planned is not None else None  # (a mesh axis over several physical axes: each)
+            shape = shape if shape is not None and len(shape) == len(planned) else None
             sliced = across_slices(topology, op.op, record.algorithm, groups, nbytes, *ici_link(topology), shape, planned if shape else None)
             if sliced is not None:
                 e = sliced.estimate

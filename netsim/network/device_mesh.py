@@ -30,6 +30,17 @@ Rings and lines
     is, it is a *line* (an axis without wraparound). Algorithms run a ring
     algorithm on a ring and a line algorithm on a line; an axis laid out in any
     other way counts as a ring whose messages take several hops.
+
+Axes over several physical axes
+    A mesh axis that netsim lays over several whole physical axes (by default, as
+    ``fsdp: 256`` over the first two axes of a 16x16x16 torus; or with ``axis_dims``)
+    is no ring: from the end of one row to the start of the next is more than a hop.
+    Its groups run along those physical axes instead, as a TPU's collectives run
+    on a sub-torus: the group's ``shape`` lists them (``(16, 16)``), each a ring or
+    a line of its own, and ``multiaxis`` works on all of them at once. The members'
+    order, and so which block each holds, is the mesh axis's, row-major over the
+    physical axes. A mesh laid out by an explicit ``devices`` list keeps its axes
+    whole.
 """
 
 from __future__ import annotations
@@ -44,7 +55,7 @@ import numpy as np
 from netsim.network.hops import one_hop
 from netsim.network.topology import Topology
 
-__all__ = ["AxisGroups", "Mesh"]
+__all__ = ["AxisGroups", "Mesh", "group_sizes", "physical_axes"]
 
 
 @dataclass(frozen=True)
@@ -61,9 +72,11 @@ class AxisGroups(Sequence):
     axes : tuple of str
         The named axes, in the order given.
     shape : tuple of int
-        Size of each named axis, in that order; their product is the group size.
+        The axes a group runs along, in that order: each named axis's size, or, for
+        one laid over several physical axes that are rings or lines where the named axis
+        is neither, those physical axes' sizes. Their product is the group size.
     wraparound : tuple of bool
-        Per named axis: True if it runs as a ring, False if it is a line.
+        Per entry of ``shape``: True if it runs as a ring, False if it is a line.
     topology : Topology
         The topology the mesh lies on.
     """
@@ -153,12 +166,15 @@ class Mesh:
             raise ValueError(f"mesh {self._shape_text()} has {product} = {math.prod(sizes)} devices but topology {topology.name} has {n}")
         if devices is not None and axis_dims is not None:
             raise ValueError("give devices or axis_dims, not both")
+        # the physical axes each mesh axis is laid over, where netsim lays it (None: an explicit devices list)
+        self._physical: dict[str, tuple[int, ...]] | None = None
         if devices is not None:
             order = self._check_devices(devices, n)
         elif axis_dims is not None:
             order = self._order_from_dims(axis_dims)
         else:
             order = np.arange(n)
+            self._physical = physical_axes(self.shape, tuple(topology.dims))
         self.devices: np.ndarray = order.reshape(sizes)
         self.devices.flags.writeable = False
 
@@ -217,6 +233,7 @@ class Mesh:
             problem = f"physical axis {repeated[0]} is used twice" if repeated else f"physical axis {sorted(set(range(len(dims))) - set(order))[0]} is unused"
             raise ValueError(f"axis_dims must use every physical axis of {self.topology.name} exactly once; {problem}")
         # The mapping may list the mesh axes in any order; the mesh's own order counts.
+        self._physical = physical_axes(self.shape, dims, by_axis)
         perm = [d for name in self.shape for d in by_axis[name]]
         return np.arange(self.topology.n_devices).reshape(dims).transpose(perm).reshape(-1)
 
@@ -260,14 +277,33 @@ class Mesh:
         ([[0, 1, 2, 3]], [[0, 2, 1, 3]])
         >>> m.groups("model").shape, m.groups("model").wraparound
         ((2,), (True,))
+
+        A mesh axis laid over two physical axes runs along both:
+
+        >>> Mesh({"fsdp": 16, "tp": 4}, torus((4, 4, 4))).groups("fsdp").shape
+        (4, 4)
         """
         named = self._axis_indices(axes)
         others = [a for a in range(len(self.shape)) if a not in named]
-        shape = tuple(self.devices.shape[a] for a in named)
-        members = self.devices.transpose(others + named).reshape(-1, math.prod(shape))
+        members = self.devices.transpose(others + named).reshape(-1, math.prod(self.devices.shape[a] for a in named))
         groups = tuple(tuple(int(d) for d in row) for row in members)
-        wraps = tuple(self.axis_is_ring(self.axis_names[a]) for a in named)
+        shape: tuple[int, ...] = ()
+        wraps: tuple[bool, ...] = ()
+        for a in named:
+            sizes, rings = self._runs_along(self.axis_names[a])
+            shape, wraps = shape + sizes, wraps + rings
         return AxisGroups(groups, tuple(self.axis_names[a] for a in named), shape, wraps, self.topology)
+
+    def _runs_along(self, axis: str) -> tuple[tuple[int, ...], tuple[bool, ...]]:
+        """The sizes and ring flags of what a group runs along on ``axis``: the axis, or the physical axes it is laid over."""
+        a = self.axis_names.index(axis)
+        physical = (self._physical or {}).get(axis, ())
+        if len(physical) < 2:
+            return (self.devices.shape[a],), (self.axis_is_ring(axis),)
+        sizes = tuple(self.topology.dims[d] for d in physical)
+        split = self.devices.reshape(self.devices.shape[:a] + sizes + self.devices.shape[a + 1 :])
+        found = [_rings_and_chains(self.topology, _lines(split, a + k)) for k in range(len(sizes))]
+        return sizes, tuple(rings or not chains for rings, chains in found)
 
     def axis_is_ring(self, axis: str) -> bool:
         """Whether an axis runs as a ring (True) or as a line without wraparound (False).
@@ -282,28 +318,77 @@ class Mesh:
         >>> m.axis_is_ring("x"), m.axis_is_ring("y")
         (True, False)
         """
-        a = self._axis_indices(axis)[0]
-        lines = np.moveaxis(self.devices, a, -1).reshape(-1, self.devices.shape[a])
-        if lines.shape[1] == 1:
-            return True
-        if not self.topology.down_links:  # every route is dimension order: all lines at once, on arrays
-            following = np.roll(lines, -1, axis=1)
-            forward, backward = _one_hop(self.topology, lines, following, 1), _one_hop(self.topology, following, lines, -1)
-            hops = np.sort(np.concatenate([forward, backward], axis=1), axis=1)
-            rings = bool((hops >= 0).all() and (hops[:, 1:] != hops[:, :-1]).all())
-            chains = bool((forward[:, :-1] >= 0).all() and (backward[:, :-1] >= 0).all())
-            return rings or not chains
-        rings = chains = True
-        for line in lines.tolist():
-            n = len(line)
-            forward = [self.topology.route(line[i], line[(i + 1) % n], 1) for i in range(n)]
-            backward = [self.topology.route(line[(i + 1) % n], line[i], -1) for i in range(n)]
-            hops = forward + backward
-            if any(len(r) != 1 for r in hops) or len({r[0] for r in hops}) != 2 * n:
-                rings = False
-            if any(len(forward[i]) != 1 or len(backward[i]) != 1 for i in range(n - 1)):
-                chains = False
+        rings, chains = _rings_and_chains(self.topology, _lines(self.devices, self._axis_indices(axis)[0]))
         return rings or not chains
+
+
+def physical_axes(shape: Mapping[str, int], dims: Sequence[int], axis_dims: Mapping[str, Sequence[int]] | None = None) -> dict[str, tuple[int, ...]]:
+    """The physical axes (of more than one device) each mesh axis is laid over: ``axis_dims``'s, else as the
+    mesh lies row-major on the torus (where an axis covers part of a physical axis, it and the axes after it
+    are left out).
+
+    Examples
+    --------
+    >>> physical_axes({"fsdp": 256, "tp": 16}, (16, 16, 16)), physical_axes({"x": 2, "y": 8}, (4, 4))
+    ({'fsdp': (0, 1), 'tp': (2,)}, {})
+    >>> physical_axes({"a": 4, "b": 16}, (4, 4, 4), {"a": [1], "b": [2, 0]})
+    {'a': (1,), 'b': (2, 0)}
+    """
+    if axis_dims is not None:
+        return {name: tuple(int(d) for d in axis_dims[name] if dims[d] > 1) for name in shape}
+    covered: dict[str, tuple[int, ...]] = {}
+    d = 0
+    for name, size in shape.items():
+        start, product = d, 1
+        while d < len(dims) and product * dims[d] <= size and (product < size or dims[d] == 1):
+            product *= dims[d]
+            d += 1
+        if product != size:
+            break
+        covered[name] = tuple(k for k in range(start, d) if dims[k] > 1)
+    return covered
+
+
+def group_sizes(shape: Mapping[str, int], dims: Sequence[int], axes: Sequence[str], axis_dims: Mapping[str, Sequence[int]] | None = None) -> tuple[int, ...]:
+    """The sizes a group over mesh ``axes`` runs along (:attr:`AxisGroups.shape`), from the shapes alone,
+    for a mesh netsim lays out (not an explicit ``devices`` list).
+
+    Examples
+    --------
+    >>> group_sizes({"fsdp": 256, "tp": 16}, (16, 16, 16), ["tp", "fsdp"])
+    (16, 16, 16)
+    """
+    physical = physical_axes(shape, dims, axis_dims)
+    return tuple(size for a in axes for size in ((dims[d] for d in physical[a]) if len(physical.get(a, ())) > 1 else (shape[a],)))
+
+
+def _lines(devices: np.ndarray, axis: int) -> np.ndarray:
+    """The devices along ``axis`` of a device array, a row per line."""
+    return np.moveaxis(devices, axis, -1).reshape(-1, devices.shape[axis])
+
+
+def _rings_and_chains(topology: Topology, lines: np.ndarray) -> tuple[bool, bool]:
+    """Whether every line is a ring of one-hop neighbours on distinct links both ways round, and whether every open chain is one-hop."""
+    if lines.shape[1] == 1:
+        return True, True
+    if not topology.down_links:  # every route is dimension order: all lines at once, on arrays
+        following = np.roll(lines, -1, axis=1)
+        forward, backward = _one_hop(topology, lines, following, 1), _one_hop(topology, following, lines, -1)
+        hops = np.sort(np.concatenate([forward, backward], axis=1), axis=1)
+        rings = bool((hops >= 0).all() and (hops[:, 1:] != hops[:, :-1]).all())
+        chains = bool((forward[:, :-1] >= 0).all() and (backward[:, :-1] >= 0).all())
+        return rings, chains
+    rings = chains = True
+    for line in lines.tolist():
+        n = len(line)
+        forward = [topology.route(line[i], line[(i + 1) % n], 1) for i in range(n)]
+        backward = [topology.route(line[(i + 1) % n], line[i], -1) for i in range(n)]
+        hops = forward + backward
+        if any(len(r) != 1 for r in hops) or len({r[0] for r in hops}) != 2 * n:
+            rings = False
+        if any(len(forward[i]) != 1 or len(backward[i]) != 1 for i in range(n - 1)):
+            chains = False
+    return rings, chains
 
 
 def _one_hop(topology: Topology, src: np.ndarray, dst: np.ndarray, tie: int) -> np.ndarray:

@@ -47,7 +47,7 @@ from netsim.network.device_mesh import Mesh
 from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import Topology
 from netsim.programs.model import Op, Program, ProgramError, Sharded
-from netsim.programs.repeats import TRIP_MARK, Block, unrolled
+from netsim.programs.repeats import Block, unrolled, written_name
 from netsim.scenario.errors import ScenarioError
 from netsim.scenario.fields import Seconds, Strict
 from netsim.scenario.models import ExpectedSpec, MeshSpec, mesh_shorthand
@@ -299,7 +299,7 @@ class ProgramFile(Strict):
     def _error(self, error: ProgramError) -> ScenarioError:
         if error.array:
             return ScenarioError(self.source, f"arrays.{error.op}.{error.field}", error.problem)
-        written = error.op.rpartition(TRIP_MARK)[0] or error.op  # an op of a repeated block: named as written
+        written = written_name(error.op)  # an op of a repeated block: named as written
         where = error.field
         for i, item in enumerate(self.ops):
             if isinstance(item, RepeatSpec):

@@ -54,7 +54,7 @@ from netsim.network.calibration import in_force
 from netsim.network.device_mesh import Mesh
 from netsim.programs.builder import Ragged, ScheduleBuilder, Waits
 from netsim.programs.model import CollectiveOp, Compute, Einsum, Matmul, Op, Program, ProgramError, Sharded, einsum_subscripts
-from netsim.programs.plans import collective_plan
+from netsim.programs.plans import bundled_defaults, collective_plan
 from netsim.semantics.program_values import itemsize
 
 __all__ = ["Lowered", "LoweredOp", "lower"]
@@ -173,12 +173,13 @@ def lower(program: Program, mesh: Mesh) -> Lowered:
     done: dict[str, Waits] = {}
     lowered: list[LoweredOp] = []
     chip = in_force(mesh.topology).compute_efficiency
+    bundled = bundled_defaults(program, mesh)
     for op in program.ops:
         efficiency = chip if getattr(op, "efficiency", None) is None else op.efficiency
         before = _waits(ready, done, op, n)
         match op:
             case CollectiveOp():
-                record, after = _lower_collective(op, arrays[op.inputs[0]], mesh, build, before)
+                record, after = _lower_collective(op, arrays[op.inputs[0]], mesh, build, before, bundled)
             case Compute():
                 unit = 1 if op.unit == "dma" else 0
                 steps = build.add_computes(devices, op.flops, op.bytes, op.seconds, before, op.name, eff=efficiency, unit=unit)
@@ -257,8 +258,10 @@ def _span(steps: Sequence[int] | np.ndarray) -> range:
     return range(-int(steps[0]) - 1, -int(steps[0]) - 1 + len(steps)) if len(steps) else range(0)
 
 
-def _lower_collective(op: CollectiveOp, x: Sharded, mesh: Mesh, build: ScheduleBuilder, before: Waits) -> tuple[LoweredOp, Waits]:
-    plan = collective_plan(op, x, mesh)
+def _lower_collective(
+    op: CollectiveOp, x: Sharded, mesh: Mesh, build: ScheduleBuilder, before: Waits, bundled: frozenset[str] = frozenset()
+) -> tuple[LoweredOp, Waits]:
+    plan = collective_plan(op, x, mesh, bundled)
     layout, algorithm = plan.layout, plan.algorithm
     if layout.pattern == "permute":  # pairs, each sent straight along its route (planned once per set of pairs, as columns)
         schedule = build.plans.get(plan.key)

@@ -14,7 +14,12 @@ The default plan of an all_gather, psum_scatter or psum over several mesh axes i
 streaming ``multiaxis``, unless that would make more than :data:`AUTO_BUNDLED_ABOVE`
 transfers (a 4096-chip gather makes 100 M): then it is ``multiaxis_bundled``, one message
 per ring step as a TPU sends it (1.1 M transfers on 4096 chips; a reduction's partial
-sums, one bundle a step). On one axis the two plans are the same
+sums, one bundle a step). The same bound holds for the program as a whole
+(:func:`bundled_defaults`): where its collectives, each op of a ``repeat:`` block counted
+once, would stream more than :data:`AUTO_BUNDLED_ABOVE` transfers together, the biggest
+of them whose plan a bundle shrinks play bundled until the rest fit (an 80-layer step of
+14 gathers and reduce-scatters over 256 chips a layer: 68 M transfers a layer streamed,
+9.1 M bundled). On one axis the two plans are the same
 and take the same time to the bit; over several, the bundled one waits for each
 stage's whole super-block and takes 1 to 47 % longer where measured (tests/test_program_plans.py,
 docs/programs_limits.md). The before-run estimate
@@ -35,12 +40,14 @@ from netsim.checks.memory import mean_hops
 from netsim.network.calibration import in_force
 from netsim.network.device_mesh import AxisGroups, Mesh
 from netsim.programs.model import CollectiveOp, Matmul, Program, ProgramError, Sharded
+from netsim.programs.repeats import written_name
 
-__all__ = ["AUTO_BUNDLED_ABOVE", "CollectivePlan", "collective_plan", "planned_counts", "planned_transfers"]
+__all__ = ["AUTO_BUNDLED_ABOVE", "CollectivePlan", "bundled_defaults", "collective_plan", "planned_counts", "planned_transfers"]
 
 AUTO_BUNDLED_ABOVE = 2**24
 """A collective over mesh axes with no algorithm named whose streaming ``multiaxis`` plan would make more than
-this many transfers (about 2.6 GiB of memory at 168 B each, for that op alone) plays ``multiaxis_bundled``."""
+this many transfers (about 2.6 GiB of memory at 168 B each, for that op alone) plays ``multiaxis_bundled``; so do
+the biggest of a program's collectives that would stream more than this many together (:func:`bundled_defaults`)."""
 
 STREAMING = frozenset(name for name, entry in ALGORITHMS.items() if entry.each_piece_once)
 """Algorithms that say, on their registry entry, which plans send each piece to each member once (``each_piece_once``)."""
@@ -69,8 +76,9 @@ def _layout(op: CollectiveOp, x: Sharded, mesh: Mesh, groups: Any) -> Any:
     return collective.check(proxy, groups if op.axes or collective.grouped else None, **arguments)
 
 
-def collective_plan(op: CollectiveOp, x: Sharded, mesh: Mesh) -> CollectivePlan:
-    """The plan a collective op of a program runs as (``x`` its input).
+def collective_plan(op: CollectiveOp, x: Sharded, mesh: Mesh, bundled: frozenset[str] = frozenset()) -> CollectivePlan:
+    """The plan a collective op of a program runs as (``x`` its input; ``bundled`` the names, as written,
+    of the program's collectives whose default plan is bundled: :func:`bundled_defaults`).
 
     Raises
     ------
@@ -97,9 +105,57 @@ def collective_plan(op: CollectiveOp, x: Sharded, mesh: Mesh) -> CollectivePlan:
         raise ProgramError(op.name, "algorithm", str(error)) from None
     shaped = {"group_shape": groups.shape, "wraparound": groups.wraparound} if over_axes else {}
     plan = CollectivePlan(layout, algorithm, shaped)
-    if op.algorithm is None and algorithm == "multiaxis" and planned_transfers(plan) > AUTO_BUNDLED_ABOVE:
+    if op.algorithm is None and algorithm == "multiaxis" and (written_name(op.name) in bundled or planned_transfers(plan) > AUTO_BUNDLED_ABOVE):
         plan = CollectivePlan(layout, check_algorithm(layout.pattern, len(layout.groups[0]), "multiaxis_bundled"), shaped)
     return plan
+
+
+def bundled_defaults(program: Program, mesh: Mesh) -> frozenset[str]:
+    """The collectives (names as written) whose default plan is ``multiaxis_bundled`` because of the program's size.
+
+    Each collective is counted once, whatever the trips of its ``repeat:`` block, so every
+    trip (and every run of a loop's extension) plays the same plan. When the program's
+    collectives would make more than :data:`AUTO_BUNDLED_ABOVE` transfers together, those
+    with no algorithm named whose bundled plan makes fewer transfers than their streaming one
+    (over several axes) play bundled, the most transfers saved first (in program order among
+    equals), until the rest fit.
+
+    Examples
+    --------
+    Three gathers over 1024 chips, each 1024 x 1023 x 6 = 6.3 M transfers streamed (18.9 M
+    together): the first plays bundled (0.2 M), and the other two stream (12.6 M).
+
+    >>> from netsim.programs.files import program_from_data
+    >>> xyz = ["X", "Y", "Z"]
+    >>> p = program_from_data({"name": "p", "topology": "tpu-v4:8x8x16", "mesh": {"X": 8, "Y": 8, "Z": 16}, "data": "none",
+    ...     "arrays": {f"W{i}": {"shape": [4096, 4096], "dtype": "bfloat16", "sharding": [xyz, None]} for i in (1, 2, 3)},
+    ...     "ops": [{"name": f"g{i}", "op": "all_gather", "in": f"W{i}", "axes": xyz, "axis": 0, "tiled": True, "out": f"F{i}"} for i in (1, 2, 3)]})
+    >>> sorted(bundled_defaults(p.program, p.mesh_obj)), planned_counts(p.program, p.mesh_obj)["transfers"]
+    (['g1'], 12748800)
+    """
+    arrays = program.arrays_after()
+    counted: dict[tuple, int] = {}
+    seen: set[str] = set()
+    total, savings = 0, []
+    for index, op in enumerate(program.ops):
+        name = written_name(op.name)
+        if not isinstance(op, CollectiveOp) or name in seen:
+            continue
+        seen.add(name)
+        plan = collective_plan(op, arrays[op.inputs[0]], mesh)
+        made = planned_transfers(plan, counted)
+        total += made
+        if op.algorithm is None and plan.algorithm == "multiaxis":
+            saved = made - planned_transfers(CollectivePlan(plan.layout, "multiaxis_bundled", plan.shaped), counted)
+            if saved > 0:
+                savings.append((-saved, index, name))
+    chosen = []
+    for saved, _, name in sorted(savings):
+        if total <= AUTO_BUNDLED_ABOVE:
+            break
+        total += saved
+        chosen.append(name)
+    return frozenset(chosen)
 
 
 def _pieces(algorithm: Any, shape: tuple[int, ...] | None) -> int:
@@ -164,10 +220,11 @@ def planned_counts(program: Program, mesh: Mesh) -> dict[str, float]:
     dims, wraps = tuple(topology.dims), tuple(topology.wraparound)
     launch = 1 if in_force(topology).collective_overhead_s else 0
     counted: dict[tuple, int] = {}
+    bundled = bundled_defaults(program, mesh)
     transfers = crossings = compute = 0.0
     for op in program.ops:
         if isinstance(op, CollectiveOp):
-            plan = collective_plan(op, arrays[op.inputs[0]], mesh)
+            plan = collective_plan(op, arrays[op.inputs[0]], mesh, bundled)
             made = planned_transfers(plan, counted)
             transfers, crossings, compute = transfers + made, crossings + made * mean_hops(plan.algorithm, dims, wraps), compute + (launch + 1) * n
         elif isinstance(op, Matmul) and op.overlap is not None:

@@ -31,10 +31,21 @@ from dataclasses import dataclass
 from netsim.programs.ops import Op
 from netsim.programs.periods import STEADY_RTOL, DriftError, Repetition, extend_trips
 
-__all__ = ["Block", "BlockExtension", "extend_blocks", "unrolled"]
+__all__ = ["Block", "BlockExtension", "extend_blocks", "unrolled", "written_name"]
 
 TRIP_MARK = "@"
 """What joins an op's or array's name and its trip in an unrolled block (``layer@3``)."""
+
+
+def written_name(name: str) -> str:
+    """An op's name as written: ``layer@3`` (trip 3 of a ``repeat:`` block) is ``layer``.
+
+    Examples
+    --------
+    >>> written_name("layer@3"), written_name("head")
+    ('layer', 'head')
+    """
+    return name.rpartition(TRIP_MARK)[0] or name
 
 
 @dataclass(frozen=True)

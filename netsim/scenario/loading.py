@@ -11,6 +11,7 @@ import numpy as np
 
 from netsim.algorithms.registry import ALGORITHMS, check_algorithm
 from netsim.checks.memory import MATERIALISE_LIMIT_BYTES, MemoryEstimate, MemoryLimitError, check_memory, estimate_memory, mean_hops, pieces_of, transfers_of
+from netsim.network.device_mesh import group_sizes
 from netsim.network.topology import Topology
 from netsim.scenario.errors import ScenarioError
 from netsim.scenario.models import Scenario
@@ -174,10 +175,16 @@ def memory_estimate(scenario: Scenario) -> MemoryEstimate:
         materialised = True
     axes = getattr(scenario.collective, "axes", None)
     known = scenario.mesh.shape if scenario.mesh is not None else {}
-    group_shape = tuple(known[a] for a in axes) if axes is not None and all(a in known for a in axes) else None
+    op, shape = scenario.collective.op, scenario.topology_shape
+    group_shape = None
+    if axes is not None and all(a in known for a in axes):  # as the mesh's groups run (a mesh axis over several physical axes: each)
+        dims = tuple(shape.dims)
+        laid = scenario.mesh.devices is None and math.prod(dims) == math.prod(known.values())
+        given = scenario.mesh.axis_dims
+        axis_dims = {a: [d] if isinstance(d, int) else d for a, d in given.items()} if given is not None else None
+        group_shape = group_sizes(known, dims, axes, axis_dims) if laid else tuple(known[a] for a in axes)
     pieces = pieces_of(ALGORITHMS.get(scenario.algorithm), group_shape)
     transfers = transfers_of(ALGORITHMS.get(scenario.algorithm), n_devices, group_shape)
-    op, shape = scenario.collective.op, scenario.topology_shape
     try:
         algorithm = scenario.resolved_algorithm
     except ValueError:  # bad arguments: named by the layout check after the memory check
