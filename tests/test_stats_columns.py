@@ -132,3 +132,30 @@ def test_the_compiled_step_pass_gives_the_step_summaries_of_the_sorting_one(run,
         monkeypatch.setattr(steps, "COMPILED_MIN", 10**12)
         assert compiled == sorting and sorting[0]
         offset += leaf.playback.time
+
+
+@pytest.mark.parametrize("n_ops", [3, 5000])  # every (op, link) pair an entry; and few of them used (sorted out)
+def test_link_sharing_names_the_ops_whose_intervals_on_a_link_overlap(n_ops):
+    from netsim.analysis.op_estimates import link_sharing
+    from netsim.engine.columns import HopList
+
+    rng = np.random.default_rng(n_ops)
+    n_hops, n_links, n_transfers = 400, 6, 120
+    transfer = rng.integers(0, n_transfers, n_hops)
+    link = rng.integers(0, n_links, n_hops)
+    start = rng.random(n_hops).round(2)
+    end = start + rng.random(n_hops).round(2) / 4
+    op_of_transfer = rng.choice(np.arange(n_ops)[:: max(n_ops // 4, 1)], n_transfers)
+    hops = HopList(transfer, link, start, end, [(k, k + 1, (0, 1)) for k in range(n_links)])
+    expected = [set() for _ in range(n_ops)]  # by the definition: each (op, link) one interval, first start to last end
+    spans = {}
+    for t, lk, a, b in zip(transfer, link, start, end, strict=True):
+        key = (int(op_of_transfer[t]), int(lk))
+        lo, hi = spans.get(key, (np.inf, -np.inf))
+        spans[key] = (min(lo, a), max(hi, b))
+    for (o1, l1), (a1, b1) in spans.items():
+        for (o2, l2), (a2, b2) in spans.items():
+            if l1 == l2 and o1 != o2 and a1 < b2 and a2 < b1:
+                expected[o1].add(o2)
+    assert link_sharing(hops, op_of_transfer, n_ops) == expected
+    assert any(expected)

@@ -216,11 +216,19 @@ def link_sharing(hops: Any, op_of_transfer: np.ndarray, n_ops: int) -> list[set[
         return shared
     op = op_of_transfer[transfer]
     pair = op.astype(np.int64) * len(ids) + link
-    keys, inverse = np.unique(pair, return_inverse=True)
-    first = np.full(len(keys), np.inf)
-    last = np.full(len(keys), -np.inf)
-    np.minimum.at(first, inverse, start)
-    np.maximum.at(last, inverse, end)
+    if n_ops * len(ids) <= 4 * len(pair):  # every (op, link) pair an entry: no sort of the hops (12.6 M of them: 2 s)
+        first = np.full(n_ops * len(ids), np.inf)
+        last = np.full(n_ops * len(ids), -np.inf)
+        np.minimum.at(first, pair, start)
+        np.maximum.at(last, pair, end)
+        keys = np.flatnonzero(last > -np.inf)  # the pairs used, in order, as np.unique gives them
+        first, last = first[keys], last[keys]
+    else:
+        keys, inverse = np.unique(pair, return_inverse=True)
+        first = np.full(len(keys), np.inf)
+        last = np.full(len(keys), -np.inf)
+        np.minimum.at(first, inverse, start)
+        np.maximum.at(last, inverse, end)
     ops_of, links_of = np.divmod(keys, len(ids))
     order = np.argsort(links_of, kind="stable")
     bounds = np.flatnonzero(np.diff(links_of[order])) + 1

@@ -27,7 +27,7 @@ import importlib
 import sys
 from typing import Any
 
-__all__ = ["Dict", "njit", "types"]
+__all__ = ["Dict", "leading_zeros", "njit", "types"]
 
 
 def _import_without_scipy() -> Any:
@@ -48,3 +48,5 @@ _numba = _import_without_scipy()
 njit = _numba.njit
 types = _numba.types
 Dict = importlib.import_module("numba.typed").Dict
+leading_zeros = importlib.import_module("numba.cpython.unsafe.numbers").leading_zeros
+"""The count of leading zero bits of an integer, as one machine instruction (for compiled code only)."""

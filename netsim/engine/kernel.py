@@ -27,9 +27,17 @@ it (see there for the actions and their order), with chunks stood for by numbers
   none of the slots' code (with a flag tested at run time instead it ran 1.5x
   slower).
 
-Instants are buckets of actions (a linked list each) found by their time in a
-dictionary and ordered in a binary heap: actions due at one instant run in the
-order they were scheduled, those scheduled for the instant being played last.
+Pending actions are held in a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan, 1990)
+keyed by the bits of their time (a non-negative float's bits order as the float
+does): bucket 0 holds the actions due at the instant being played, bucket i those
+whose key first differs from it at bit i - 1, each a FIFO list. Actions with the
+same time are always in one bucket, in the order they were scheduled, and a
+bucket emptied into lower ones keeps its order, so actions due at one instant run
+in the order they were scheduled, those scheduled for the instant being played
+last. Each action moves down at most 64 buckets, and no instant is looked up by
+its time: on the 512-chip FSDP program (8 layers on tpu-v4:8x8x8, 12.6 M transfers
+at 6.2 M distinct instants) the loop takes 0.85 of the time of a dictionary of
+instants ordered in a binary heap (bench/README.md).
 
 It returns its status and the parts of the bundles made (``made_parts``, empty
 without bundles). The status is 0, or negative when a chunk is missing (-1 - the
@@ -43,9 +51,9 @@ from __future__ import annotations
 import numpy as np
 
 from netsim.engine.compiled_cache import njit
-from netsim.engine.jit import Dict, types
+from netsim.engine.jit import leading_zeros
 from netsim.engine.kernel_bundles import make_bundle
-from netsim.engine.kernel_parts import append, compute_ready, count_off, occupy, pop, push, unit_acts, wait
+from netsim.engine.kernel_parts import append, compute_ready, count_off, occupy, unit_acts, wait
 from netsim.engine.link_model import serve, transmission_s
 
 __all__ = ["play_kernel"]
@@ -142,27 +150,24 @@ def play_kernel(
         ready = (ready_head, ready_tail)
         stack = np.zeros((m + 1, 2), np.int64)  # joins done within joins (see count_off)
 
-    # instants: buckets of actions; an action is a node of its bucket's list. Each transfer, link,
-    # device and compute unit has at most one action pending, and the one being played holds its node until the next
-    # starts: ``bound`` nodes suffice, and as many buckets (a bucket in use holds a node). The arrays
-    # are allocated once, not filled: never-used entries are taken in order (n_new_*), freed ones from
-    # a stack (free_*), so pages a run never reaches are never touched. (Arrays bound once also keep
-    # the loop free of reference counting.)
+    # pending actions: a node each (its action, its time's bits, the next node of its bucket's list), in
+    # the radix heap's 65 buckets (see the module docstring). Each transfer, link, device and compute unit
+    # has at most one action pending, and the one being played holds its node until the next starts:
+    # ``bound`` nodes suffice. The arrays are allocated once, not filled: never-used nodes are taken in
+    # order (n_new_a), freed ones from a stack (free_a), so pages a run never reaches are never touched.
+    # (Arrays bound once also keep the loop free of reference counting.)
     bound = n + n_links + 2 * n_devices + 1 + (len(computes[5]) - n_devices if computes is not None else 0)
-    b_time = np.empty(bound, np.float64)
-    b_head = np.empty(bound, np.int64)
-    b_tail = np.empty(bound, np.int64)
-    heap = np.empty(bound, np.int64)
-    free_b = np.empty(bound, np.int64)
-    n_free_b = 0
-    n_new_b = 0
-    n_heap = 0
     a_value = np.empty(bound, np.int64)
     a_next = np.empty(bound, np.int32)
+    a_key = np.empty(bound, np.uint64)
     free_a = np.empty(bound, np.int32)
     n_free_a = 0
     n_new_a = 0
-    bucket_at = Dict.empty(key_type=types.float64, value_type=types.int64)
+    r_head = np.full(65, -1, np.int64)
+    r_tail = np.full(65, -1, np.int64)
+    last_key = np.uint64(0)  # the key of the instant being played (bucket 0's), once one is
+    time_bits = np.zeros(1, np.float64)  # a time, and its bits: the key
+    key_of = time_bits.view(np.uint64)
 
     for i in range(n):  # steps that wait for nothing are ready at their source, in order
         if missing[i] == 0:
@@ -189,11 +194,7 @@ def play_kernel(
         pend_t[d] = start_s[d]
         pend_a[d] = ~d
     n_pend = n_devices
-    last_t = -1.0
-    last_b = -1
-    other_t = -1.0
-    other_b = -1
-    b = -1
+    now_key = ~np.uint64(0)  # (no time's bits: the first action starts an instant)
     node = -1
     now = 0.0
     while True:
@@ -201,71 +202,67 @@ def play_kernel(
             if n_free_a == 0 and n_new_a == bound:  # (cannot happen, see above: the Python player would play it)
                 status = 1
                 break
-            when = pend_t[p]
-            if when == now and b >= 0:  # due at the instant being played: the end of its list
-                bb = b
-            elif when == last_t:
-                bb = last_b
-            elif when == other_t:  # (arrivals and links freeing up alternate between two instants)
-                bb = other_b
-                other_t, other_b, last_t, last_b = last_t, last_b, other_t, other_b
-            else:
-                if when in bucket_at:
-                    bb = bucket_at[when]
-                else:
-                    if n_free_b:
-                        n_free_b -= 1
-                        bb = free_b[n_free_b]
-                    else:
-                        bb = n_new_b
-                        n_new_b += 1
-                    b_time[bb] = when
-                    b_head[bb] = -1
-                    b_tail[bb] = -1
-                    bucket_at[when] = bb
-                    n_heap = push(heap, n_heap, b_time, bb)
-                other_t, other_b = last_t, last_b
-                last_t = when
-                last_b = bb
             if n_free_a:
                 n_free_a -= 1
                 fresh = free_a[n_free_a]
             else:
                 fresh = n_new_a
                 n_new_a += 1
+            time_bits[0] = pend_t[p]
+            k = key_of[0]
             a_value[fresh] = pend_a[p]
             a_next[fresh] = -1
-            if b_tail[bb] < 0:
-                b_head[bb] = fresh
+            a_key[fresh] = k
+            differ = k ^ last_key
+            rb = 0 if differ == 0 else 64 - leading_zeros(differ)
+            if r_tail[rb] < 0:
+                r_head[rb] = fresh
             else:
-                a_next[b_tail[bb]] = fresh
-            b_tail[bb] = fresh
+                a_next[r_tail[rb]] = fresh
+            r_tail[rb] = fresh
         n_pend = 0
         if status:
             break
-        if node >= 0:  # the next action of the instant, if any
-            done = node
-            node = a_next[node]
-            free_a[n_free_a] = done
+        if node >= 0:  # done with it
+            free_a[n_free_a] = node
             n_free_a += 1
-        if node < 0:  # the instant is over: on to the next
-            if b >= 0:
-                del bucket_at[now]
-                free_b[n_free_b] = b
-                n_free_b += 1
-                if last_b == b:
-                    last_t = -1.0
-                    last_b = -1
-                if other_b == b:
-                    other_t = -1.0
-                    other_b = -1
-            if n_heap == 0:
+        if r_head[0] < 0:  # the instant is over: the lowest bucket in use is emptied into the ones below, from its least key
+            rb = 1
+            while rb < 65 and r_head[rb] < 0:
+                rb += 1
+            if rb == 65:
                 break
-            b = heap[0]
-            n_heap = pop(heap, n_heap, b_time)
-            now = b_time[b]
+            node = r_head[rb]
+            least = a_key[node]
+            node = a_next[node]
+            while node >= 0:
+                if a_key[node] < least:
+                    least = a_key[node]
+                node = a_next[node]
+            last_key = least
+            node = r_head[rb]
+            r_head[rb] = -1
+            r_tail[rb] = -1
+            while node >= 0:
+                following = a_next[node]
+                a_next[node] = -1
+                differ = a_key[node] ^ last_key
+                lower = 0 if differ == 0 else 64 - leading_zeros(differ)
+                if r_tail[lower] < 0:
+                    r_head[lower] = node
+                else:
+                    a_next[r_tail[lower]] = node
+                r_tail[lower] = node
+                node = following
+        node = r_head[0]  # the next action due now
+        r_head[0] = a_next[node]
+        if r_head[0] < 0:
+            r_tail[0] = -1
+        if a_key[node] != now_key:
+            now_key = a_key[node]
+            key_of[0] = now_key
+            now = time_bits[0]
             instants += 1
-            node = b_head[b]
         a = a_value[node]
         actions += 1
         if a >= 0:  # transfer a is delivered: its tail reached its destination
@@ -369,8 +366,12 @@ def play_kernel(
                             n_new_a += 1
                         a_value[fresh] = ~(unit_base + k - n)
                         a_next[fresh] = -1
-                        a_next[b_tail[b]] = fresh
-                        b_tail[b] = fresh
+                        a_key[fresh] = now_key
+                        if r_tail[0] < 0:
+                            r_head[0] = fresh
+                        else:
+                            a_next[r_tail[0]] = fresh
+                        r_tail[0] = fresh
                     k = following
             awake[c] = True
             i = ready_head[c]
@@ -416,8 +417,12 @@ def play_kernel(
                     break
                 a_value[fresh] = action
                 a_next[fresh] = -1
-                a_next[b_tail[b]] = fresh
-                b_tail[b] = fresh
+                a_key[fresh] = now_key
+                if r_tail[0] < 0:
+                    r_head[0] = fresh
+                else:
+                    a_next[r_tail[0]] = fresh
+                r_tail[0] = fresh
                 i = following
             continue
         if c < forward_base:  # an idle link starts on transfer i

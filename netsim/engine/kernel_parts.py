@@ -1,11 +1,10 @@
-"""Pieces of the compiled loop: the heap of instants, server queues, counting off who waits, compute units.
+"""Pieces of the compiled loop: server queues, counting off who waits, compute units.
 
 :func:`netsim.engine.kernel.play_kernel` plays the actions of
 :class:`netsim.engine.fast.FastPlayer` on integer arrays, with chunks in a table or
 by slot (bundles); what it does in more than one place, or rarely, is here, as
 small numba functions it calls:
 
-* the binary heap that orders the instants (:func:`push`, :func:`pop`);
 * a server's FIFO queue, a link's or a compute unit's, kept as a linked list
   through one ``after`` array (:func:`wait`, :func:`occupy`, :func:`served`);
 * who waits for each step (:func:`waiters`, before the loop), and the steps
@@ -34,45 +33,7 @@ import numpy as np
 
 from netsim.engine.compiled_cache import njit
 
-__all__ = ["append", "compute_ready", "count_off", "occupy", "pop", "push", "served", "unit_acts", "wait", "waiters"]
-
-
-@njit(cache=True)
-def push(heap, n_heap, at, bucket):
-    """Put ``bucket`` into the heap ordered by ``at`` (distinct times); the heap's new size."""
-    k = n_heap
-    heap[k] = bucket
-    t = at[bucket]
-    while k > 0:
-        parent = (k - 1) >> 1
-        if at[heap[parent]] <= t:
-            break
-        heap[k] = heap[parent]
-        k = parent
-    heap[k] = bucket
-    return n_heap + 1
-
-
-@njit(cache=True)
-def pop(heap, n_heap, at):
-    """Take the bucket of the earliest time out of the heap; the heap's new size."""
-    n_heap -= 1
-    last = heap[n_heap]
-    t = at[last]
-    k = 0
-    while True:
-        child = 2 * k + 1
-        if child >= n_heap:
-            break
-        if child + 1 < n_heap and at[heap[child + 1]] < at[heap[child]]:
-            child += 1
-        if at[heap[child]] >= t:
-            break
-        heap[k] = heap[child]
-        k = child
-    if n_heap > 0:
-        heap[k] = last
-    return n_heap
+__all__ = ["append", "compute_ready", "count_off", "occupy", "served", "unit_acts", "wait", "waiters"]
 
 
 @njit(cache=True)
