@@ -142,9 +142,11 @@ def test_a_lazy_output_is_not_counted_up_front(monkeypatch):
 _FRAGMENTS = """
 import os, sys
 import numpy as np
-from netsim.checks.memory import return_freed_memory
+from netsim.checks.memory import keep_freed_memory, return_freed_memory
 if sys.argv[1] == "return":
     assert return_freed_memory()
+if sys.argv[1] == "keep":
+    assert keep_freed_memory()
 page = os.sysconf("SC_PAGE_SIZE")
 def rss():
     return int(open("/proc/self/statm").read().split()[1]) * page
@@ -168,3 +170,36 @@ def test_freed_arrays_go_back_to_the_system_once_runs_ask_for_it():
     mib = 1 << 20
     assert held("default") > 250 * mib  # 299 freed MiB stay in the heap, below the last array
     assert held("return") < 20 * mib  # each array had its own mapping, unmapped when freed
+
+
+_REFAULTS = """
+import resource, sys
+import numpy as np
+from netsim.checks.memory import keep_freed_memory, return_freed_memory
+assert (keep_freed_memory if sys.argv[1] == "keep" else return_freed_memory)()
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+first = np.ones(64 << 20, np.uint8)
+del first
+before = faults()
+again = np.ones(64 << 20, np.uint8)  # the same size, made again: its pages fault in again, or are reused
+print(faults() - before)
+"""
+
+
+@pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc's allocator on Linux")
+def test_big_programs_reuse_freed_pages_where_collectives_map_fresh_ones():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+
+    def refaults(mode: str) -> int:
+        done = subprocess.run([sys.executable, "-c", _REFAULTS, mode], capture_output=True, text=True, check=True, env=env)
+        return int(done.stdout)
+
+    assert refaults("keep") < 8  # the freed 64 MiB is taken again from the heap, its pages still mapped
+    assert refaults("return") >= 32  # a fresh mapping: at least one fault per 2 MiB (a huge page), 16,384 with 4 KiB pages
+    assert held_after_fragments("keep") > 250 * 2**20  # what it costs: freed arrays below a live one stay held
+
+
+def held_after_fragments(mode: str) -> int:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    return int(subprocess.run([sys.executable, "-c", _FRAGMENTS, mode], capture_output=True, text=True, check=True, env=env).stdout)

@@ -21,14 +21,14 @@ import numpy as np
 from netsim.analysis.program_times import program_times
 from netsim.checks.invariants import InvariantError
 from netsim.checks.memory import (
-    RETURN_FREED_MIN_DEVICES,
+    KEEP_FREED_MIN_DEVICES,
     MemoryEstimate,
     MemoryLimitError,
     check_memory,
     estimate_planned_memory,
     estimate_program_memory,
+    keep_freed_memory,
     mean_hops,
-    return_freed_memory,
 )
 from netsim.checks.program_memory import device_memory
 from netsim.engine import Playback
@@ -198,8 +198,8 @@ def _run_model(model: Program, mesh: Mesh, loaded: ProgramFile | None, data: str
     grouped = next((op for op in model.ops if isinstance(op, CollectiveOp) and op.over_devices), None)
     if grouped is not None and data == "values":
         raise ProgramError(grouped.name, "groups", "a collective over explicit groups runs timing-only: use data none")
-    if mesh.topology.n_devices >= RETURN_FREED_MIN_DEVICES:
-        return_freed_memory()
+    if mesh.topology.n_devices >= KEEP_FREED_MIN_DEVICES:
+        keep_freed_memory()
     arrays = model.arrays_after()
     held = _held(arrays, mesh) if data == "values" else 0
     if loaded is not None and loaded.require_fit:

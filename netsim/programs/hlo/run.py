@@ -21,7 +21,7 @@ from typing import Any
 
 from netsim.analysis.hlo_stats import collectives
 from netsim.analysis.step_report import maxtext_flops, step_report
-from netsim.checks.memory import RETURN_FREED_MIN_DEVICES, MemoryLimitError, available_memory, check_memory, return_freed_memory
+from netsim.checks.memory import KEEP_FREED_MIN_DEVICES, MemoryLimitError, available_memory, check_memory, keep_freed_memory
 from netsim.checks.program_memory import fit_note
 from netsim.network.topology import Topology
 from netsim.programs.hlo import HloProgram, hlo_from_text, load_hlo
@@ -244,8 +244,8 @@ def run_hlo(
         raise ScenarioError(source, "require_fit", fit_note(program.memory.peak_bytes, capacity))
     if model is not None:
         maxtext_flops(model)  # checks its fields
-    if topo.n_devices >= RETURN_FREED_MIN_DEVICES:
-        return_freed_memory()
+    if topo.n_devices >= KEEP_FREED_MIN_DEVICES:
+        keep_freed_memory()
     wanted = source_dtype(list(program.parameter_dtypes)) if dtypes == "source" else None
     timed = f"source: f32 collectives and dots timed at the arguments' {wanted}" if wanted is not None else "as compiled"
     named = any(step.op.compiler_algorithm for step in program.collectives)
