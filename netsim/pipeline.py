@@ -23,16 +23,15 @@ import numpy as np
 
 from netsim.algorithms.registry import ALGORITHMS, check_algorithm, default_algorithm
 from netsim.algorithms.schedule import Schedule, build_schedule
+from netsim.allocator import RETURN_FREED_MIN_BYTES, return_freed_memory
 from netsim.analysis.critical_path import critical_path
 from netsim.checks.invariants import InvariantError
 from netsim.checks.memory import (
     MATERIALISE_LIMIT_BYTES,
-    RETURN_FREED_MIN_BYTES,
     check_memory,
     estimate_memory,
     mean_hops,
     pieces_of,
-    return_freed_memory,
     transfers_of,
 )
 from netsim.engine import ComputeUnit, Link
@@ -45,6 +44,7 @@ from netsim.result import LeafRun, Result
 from netsim.run import TopologyLike, check_engine, play_checked, resolve_topology
 from netsim.semantics import ops as registry
 from netsim.semantics.chunks import LazyOutput, SizeOnly
+from netsim.semantics.patterns import PATTERNS
 from netsim.version import __version__
 
 __all__ = [
@@ -372,7 +372,7 @@ def run_collective(
             wanted=layout.wanted,
         )
         out_bytes = n_devices * int(np.prod(layout.output_shape, dtype=np.int64)) * leaf.dtype.itemsize
-        exact = layout.pattern in ("gather", "all_to_all", "permute")
+        exact = not PATTERNS[layout.pattern].reduces
         if data == "none":
             result = None
             checks.append("not materialised: data none, chunks carried sizes only (timings are those of the real data)")

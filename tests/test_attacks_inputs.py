@@ -42,4 +42,3 @@ def test_a_timeline_never_replaces_a_module_a_program_names(module):
     (module / "mlp.devices.json").rename(module / "m.devices.json")
     (module / "mlp.yaml").write_text((module / "mlp.yaml").read_text().replace("hlo: mlp.txt", "hlo: m.png"))
     _refused(["timeline", "mlp.yaml", "-o", "m.png"], "--output", "m.png", module)
-

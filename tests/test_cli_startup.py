@@ -100,8 +100,7 @@ def test_numba_loads_without_scipy_and_scipy_still_imports_after():
 
 def test_a_collective_through_the_api_on_a_topology_imports_no_file_format():
     modules, out = imported(
-        "import numpy as np, netsim\n"
-        "print(netsim.all_gather(np.arange(32, dtype=np.float32).reshape(8, 4), topology=netsim.ring(8)).verified)"
+        "import numpy as np, netsim\nprint(netsim.all_gather(np.arange(32, dtype=np.float32).reshape(8, 4), topology=netsim.ring(8)).verified)"
     )
     assert out == "True\n"
     assert loaded(modules, "netsim.scenario", "pydantic", "yaml", "numba", "scipy", "matplotlib", "pandas", "netsim.programs", "netsim.cli") == []

@@ -26,7 +26,6 @@ input: {shape: [4], dtype: int32}
 """
 
 
-
 def _lines(tmp_path, text, command="run"):
     path = tmp_path / "f.yaml"
     path.write_text(textwrap.dedent(text)) if isinstance(text, str) else path.write_bytes(text)

@@ -26,7 +26,6 @@ from netsim.scenario import scenario_from_data
 runner = CliRunner()
 
 
-
 def _program(**changes):
     data = yaml.safe_load(PROGRAM)
     for path, value in changes.items():

@@ -96,8 +96,7 @@ def test_documented_shell_command(copy, command):
 def test_documented_python_blocks_run_in_order(copy, page):
     root, env = copy
     program = "\n".join(
-        f"print('--- block {i}', flush=True)\nexec(compile({block!r}, '{page} python block {i}', 'exec'))"
-        for i, block in enumerate(python_blocks(PAGES[page]))
+        f"print('--- block {i}', flush=True)\nexec(compile({block!r}, '{page} python block {i}', 'exec'))" for i, block in enumerate(python_blocks(PAGES[page]))
     )
     done = subprocess.run([sys.executable, "-c", program], cwd=root, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"

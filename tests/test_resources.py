@@ -142,7 +142,7 @@ def test_a_lazy_output_is_not_counted_up_front(monkeypatch):
 _FRAGMENTS = """
 import os, sys
 import numpy as np
-from netsim.checks.memory import keep_freed_memory, return_freed_memory
+from netsim.allocator import keep_freed_memory, return_freed_memory
 if sys.argv[1] == "return":
     assert return_freed_memory()
 if sys.argv[1] == "keep":
@@ -175,7 +175,7 @@ def test_freed_arrays_go_back_to_the_system_once_runs_ask_for_it():
 _REFAULTS = """
 import resource, sys
 import numpy as np
-from netsim.checks.memory import keep_freed_memory, return_freed_memory
+from netsim.allocator import keep_freed_memory, return_freed_memory
 assert (keep_freed_memory if sys.argv[1] == "keep" else return_freed_memory)()
 def faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt

@@ -79,7 +79,7 @@ def test_the_page_and_its_assets_are_served_with_a_strict_policy(server):
     with urllib.request.urlopen(url + "/", timeout=10) as response:
         assert "default-src 'self'" in response.headers["Content-Security-Policy"]
         page = response.read().decode()
-    for name in re.findall(r'/assets/([\w.]+)', page):
+    for name in re.findall(r"/assets/([\w.]+)", page):
         assert get(f"{url}/assets/{name}")[0] == 200
 
 

@@ -70,6 +70,7 @@ from netsim.algorithms.compute import Compute
 from netsim.algorithms.planning import _planned_with_arrays, _planned_with_rows
 from netsim.algorithms.registry import ALGORITHMS, Algorithm, AxesAlgorithm, AxesMoves, Move, MoveFn, check_algorithm
 from netsim.algorithms.transfers import Key, Transfer, TransferTable
+from netsim.semantics.patterns import PATTERNS
 
 __all__ = ["Schedule", "build_schedule"]
 
@@ -220,13 +221,8 @@ def build_schedule(
             for moves in (plan.gather_array or plan.gather, plan.reduce_scatter, plan.all_to_all)
         )
         plan = Algorithm(pieces, gather, reduce_scatter, all_to_all=all_to_all)
-    phases: list[tuple[str, MoveFn]] = []
-    if pattern in ("reduce_scatter", "all_reduce") and plan.reduce_scatter is not None:
-        phases.append(("reduce_scatter", plan.reduce_scatter))
-    if pattern in ("gather", "all_reduce") and plan.gather is not None:
-        phases.append(("gather", plan.gather))
-    if pattern == "all_to_all" and plan.all_to_all is not None:
-        phases.append(("all_to_all", plan.all_to_all))
+    moves = {"reduce_scatter": plan.reduce_scatter, "gather": plan.gather, "all_to_all": plan.all_to_all}
+    phases: list[tuple[str, MoveFn]] = [(phase, moves[phase]) for phase in PATTERNS[pattern].phases if moves[phase] is not None]
 
     used_shape = shape if isinstance(ALGORITHMS[algorithm], AxesAlgorithm) else None
     if plan.one_message_per_step:

@@ -17,6 +17,7 @@ from netsim.checks.chunks_bundled import _chunks_bundled
 from netsim.checks.chunks_placed import _chunks_placed
 from netsim.checks.errors import InvariantError
 from netsim.engine.row_buffers import RowBuffers
+from netsim.semantics.patterns import PATTERNS
 
 _PATTERNS = ("gather", "reduce_scatter", "all_reduce", "all_to_all", "permute")
 """Patterns whose chunks the ``chunks`` check follows; other patterns get the other checks."""
@@ -40,7 +41,7 @@ def _check_chunks(
     replay one transfer at a time (:func:`_chunks_folded`). Both raise the same
     error on the same first fault.
     """
-    permute = pattern == "permute"
+    permute = PATTERNS[pattern].pairs
     position = {} if permute else {d: k for members in groups for k, d in enumerate(members)}
     size = len(groups[0]) if groups else 1
     if a.bundles:
@@ -50,7 +51,7 @@ def _check_chunks(
     key_ids, held_codes = _held_codes(buffers)
     # Each transfer's key as a number into key_ids (-1 if no device started with it).
     key_id = np.fromiter((key_ids.get(key, -1) for key in a.keys), np.int32, len(a.keys))[a.key_index] if len(a.keys) else np.zeros(0, np.int32)
-    placed_only = pattern in ("gather", "all_to_all", "permute") and not a.reduce.any()
+    placed_only = not PATTERNS[pattern].reduces and not a.reduce.any()
     if placed_only and (permute or all(d in position for d, held in enumerate(buffers) if held)):
         _chunks_placed(a, buffers, order, position, size, pattern, wanted, key_ids, key_id, held_codes)
     elif not _compiled_first(len(a.src)) or not _compiled_pass(a, buffers, order, position, size, pattern, wanted, key_ids, key_id, held_codes):
@@ -106,7 +107,7 @@ def _chunks_folded(
     Written to allocate few objects: on big runs Python's garbage collector would
     otherwise cost more than the replay.
     """
-    permute = pattern == "permute"
+    permute = PATTERNS[pattern].pairs
     src, dst, kidx, reduce = a.src.tolist(), a.dst.tolist(), a.key_index.tolist(), a.reduce.tolist()
     keys_of = a.keys
 
@@ -157,11 +158,11 @@ def _chunks_folded(
 
 def _whose(pattern: str, block: int, size: int) -> int:
     """Whose data a block must carry at the end, as a mask of group positions."""
-    if pattern in ("reduce_scatter", "all_reduce"):
+    if PATTERNS[pattern].reduces:
         return (1 << size) - 1
-    if pattern == "permute":
+    if PATTERNS[pattern].pairs:
         return 1
-    return 1 << (block // size if pattern == "all_to_all" else block)
+    return 1 << PATTERNS[pattern].owner(block, size)
 
 
 def _bits(mask: int) -> list[int]:

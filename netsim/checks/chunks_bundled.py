@@ -13,6 +13,7 @@ from netsim.algorithms.bundles import as_table, made_of_arrays, opened_codes
 from netsim.checks.arrays import _Arrays, _first, _slack
 from netsim.checks.errors import InvariantError
 from netsim.columnar import in_sorted, searchsorted_many, stable_order
+from netsim.semantics.patterns import PATTERNS
 
 
 def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position: dict[int, int], pattern: str, wanted: Callable[[int], Iterable[int]]) -> None:
@@ -24,7 +25,7 @@ def _chunks_bundled(a: _Arrays, buffers: Sequence[dict[Hashable, Any]], position
     handed a key twice; and at the end each device, its bundles opened, must
     hold each piece of every block it wants exactly once, and no other chunk.
     """
-    if a.reduce.any() and pattern in ("reduce_scatter", "all_reduce"):
+    if a.reduce.any() and PATTERNS[pattern].reduces:
         _chunks_bundled_sums(a, buffers, position, pattern, wanted)
         return
     if pattern != "gather" or a.reduce.any():

@@ -19,6 +19,7 @@ import numpy as np
 from netsim.checks.arrays import _Arrays, _feeding
 from netsim.checks.chunks_placed import _key_ids_of, _Starts, _wanted_blocks
 from netsim.engine.compiled_cache import njit
+from netsim.semantics.patterns import PATTERNS
 
 __all__ = ["chunks_pass"]
 
@@ -104,7 +105,7 @@ def chunks_pass(
     False when it would raise, and where this replay does not follow it: a device
     outside every group holding a chunk, a transfer of a chunk nobody started with.
     """
-    permute = pattern == "permute"
+    permute = PATTERNS[pattern].pairs
     n, n_keys, n_devices = len(a.src), len(key_ids), len(buffers)
     if n == 0 or (key_id < 0).any():
         return False
@@ -157,12 +158,12 @@ def chunks_pass(
     kept = kept[kept >= 0]
     got[rows, kept >> 6] |= np.uint64(1) << (kept & 63).astype(np.uint64)
     expected = np.zeros_like(got)
-    if pattern in ("reduce_scatter", "all_reduce"):
+    if PATTERNS[pattern].reduces:
         for w in range(words):
             bits = min(64, size - 64 * w)
             expected[:, w] = np.uint64((1 << bits) - 1) if bits > 0 else 0
     else:
-        bit = np.zeros(len(got), np.int64) if permute else np.repeat(block // size if pattern == "all_to_all" else block, pieces)
+        bit = np.zeros(len(got), np.int64) if permute else np.repeat(PATTERNS[pattern].owner(block, size), pieces)
         if len(bit) and not 0 <= int(bit.min()) <= int(bit.max()) < 64 * words:
             return False  # (a mask no chunk can end with)
         expected[np.arange(len(got)), bit >> 6] = np.uint64(1) << (bit & 63).astype(np.uint64)

@@ -11,6 +11,7 @@ import numpy as np
 from netsim.checks.arrays import _Arrays, _compiled_first, _feeding, _first
 from netsim.checks.errors import InvariantError
 from netsim.columnar import factorize
+from netsim.semantics.patterns import PATTERNS
 
 
 class _Starts:
@@ -59,7 +60,7 @@ def _chunks_placed(
     """The same replay on whole arrays when no transfer adds: a mask is then one bit or none,
     kept as the bit's number (-1 for none), and a chunk carries what the last arrival it
     waited for brought (or its source's own data)."""
-    permute = pattern == "permute"
+    permute = PATTERNS[pattern].pairs
     n, n_keys = len(a.src), len(key_ids)
     n_devices = len(buffers)
     own = np.full(max(n_devices, int(a.src.max(initial=-1)) + 1, int(a.dst.max(initial=-1)) + 1), -1, np.int64)
@@ -85,7 +86,7 @@ def _chunks_placed(
     else:
         device, block = _wanted_blocks(sets)
         ends = ends_with(device[:, None], _key_ids_of(key_ids, block, pieces))  # [wanted block, piece]
-    expected = np.zeros_like(block) if permute else (block // size if pattern == "all_to_all" else block)
+    expected = np.zeros_like(block) if permute else PATTERNS[pattern].owner(block, size)
     wrong = ends != expected[:, None]
     if wrong.any():
         k = _first(wrong.reshape(-1))

@@ -55,6 +55,7 @@ from netsim.network.device_mesh import Mesh
 from netsim.programs.builder import Ragged, ScheduleBuilder, Waits
 from netsim.programs.model import CollectiveOp, Compute, Einsum, Matmul, Op, Program, ProgramError, Sharded, einsum_subscripts
 from netsim.programs.plans import bundled_defaults, collective_plan
+from netsim.semantics.patterns import PATTERNS
 from netsim.semantics.program_values import itemsize
 
 __all__ = ["Lowered", "LoweredOp", "lower"]
@@ -263,7 +264,7 @@ def _lower_collective(
 ) -> tuple[LoweredOp, Waits]:
     plan = collective_plan(op, x, mesh, bundled)
     layout, algorithm = plan.layout, plan.algorithm
-    if layout.pattern == "permute":  # pairs, each sent straight along its route (planned once per set of pairs, as columns)
+    if PATTERNS[layout.pattern].pairs:  # pairs, each sent straight along its route (planned once per set of pairs, as columns)
         schedule = build.plans.get(plan.key)
         if schedule is None:
             schedule = build.plans[plan.key] = build.as_columns(permutation(layout.groups))

@@ -41,6 +41,7 @@ from netsim.network.calibration import in_force
 from netsim.network.device_mesh import AxisGroups, Mesh
 from netsim.programs.model import CollectiveOp, Matmul, Program, ProgramError, Sharded
 from netsim.programs.repeats import written_name
+from netsim.semantics.patterns import PATTERNS
 
 __all__ = ["AUTO_BUNDLED_ABOVE", "CollectivePlan", "bundled_defaults", "collective_plan", "planned_counts", "planned_transfers"]
 
@@ -97,7 +98,7 @@ def collective_plan(op: CollectiveOp, x: Sharded, mesh: Mesh, bundled: frozenset
     groups: Any = op.groups if isinstance(op.groups, AxisGroups) else mesh.groups(list(op.axes)) if op.axes else [list(g) for g in op.groups]
     over_axes = isinstance(groups, AxisGroups)
     layout = _layout(op, x, mesh, groups)
-    if layout.pattern == "permute":  # pairs, each sent straight along its route
+    if PATTERNS[layout.pattern].pairs:  # pairs, each sent straight along its route
         return CollectivePlan(layout, "direct", {})
     try:
         algorithm = check_algorithm(layout.pattern, len(layout.groups[0]), op.algorithm or default_algorithm(layout.pattern, over_mesh_axes=over_axes))
@@ -182,15 +183,15 @@ def planned_transfers(plan: CollectivePlan, counted: dict[tuple, int] | None = N
     if not len(groups):
         return 0
     n, many = len(groups[0]), len(groups)
-    if layout.pattern == "permute":
+    if PATTERNS[layout.pattern].pairs:
         return sum(len(g) for g in groups)  # a pair per entry of each group (an upper bound: pairs that stay put move nothing)
     entry = ALGORITHMS[plan.algorithm]
     shape = plan.shaped.get("group_shape")
     count = getattr(entry, "transfers", None)
     if count is not None and shape is not None:
-        return many * count(tuple(d for d in shape if d > 1) or (1,)) * (2 if layout.pattern == "all_reduce" else 1)
+        return many * count(tuple(d for d in shape if d > 1) or (1,)) * len(PATTERNS[layout.pattern].phases)
     if layout.pattern in entry.each_piece_once:
-        return many * n * (n - 1) * _pieces(entry, shape) * (2 if layout.pattern == "all_reduce" else 1)
+        return many * n * (n - 1) * _pieces(entry, shape) * len(PATTERNS[layout.pattern].phases)
     key = (layout.pattern, n, plan.algorithm, tuple(sorted(plan.shaped.items())))
     counted = {} if counted is None else counted
     if key not in counted:

@@ -18,16 +18,15 @@ from typing import Any
 
 import numpy as np
 
+from netsim.allocator import KEEP_FREED_MIN_DEVICES, keep_freed_memory
 from netsim.analysis.program_times import program_times
 from netsim.checks.invariants import InvariantError
 from netsim.checks.memory import (
-    KEEP_FREED_MIN_DEVICES,
     MemoryEstimate,
     MemoryLimitError,
     check_memory,
     estimate_planned_memory,
     estimate_program_memory,
-    keep_freed_memory,
     mean_hops,
 )
 from netsim.checks.program_memory import device_memory

@@ -17,6 +17,7 @@ from netsim.scenario.errors import ScenarioError
 from netsim.scenario.models import Scenario
 from netsim.scenario.topology_spec import MAX_DEVICES
 from netsim.scenario.yaml_files import read_yaml, validate
+from netsim.semantics.patterns import PATTERNS
 
 _ARGUMENT_FIELDS = (
     ("axis_index_groups", "collective.axis_index_groups"),
@@ -37,7 +38,7 @@ HIERARCHICAL_NEEDS_AXES = (
 
 def _check_scenario_algorithm(scenario: Scenario, layout: Any) -> None:
     """The algorithm runs the collective on these groups (ppermute: direct, or multipath)."""
-    if layout.pattern == "permute":
+    if PATTERNS[layout.pattern].pairs:
         if scenario.algorithm not in (None, "direct", "multipath"):
             problem = f"ppermute sends every pair directly (direct, the default) or over disjoint shortest routes (multipath), got {scenario.algorithm!r}"
             raise ScenarioError(scenario.source, "algorithm", problem)

@@ -43,6 +43,8 @@ Modules
 ``chunks``     what travels and what comes out when data is too big or not wanted:
                :class:`SizeOnly`, :func:`shape_only`, :class:`LazyOutput`,
                :func:`bounded_slices`
+``patterns``   what each pattern of blocks does, as data (its phases, whether it
+               reduces, whose block is whose): :data:`~netsim.semantics.patterns.PATTERNS`
 ============== =====================================================================
 
 Where a change goes
@@ -52,7 +54,8 @@ doctest beside it. A new collective is a new module: a frozen dataclass deriving
 from ``groups._Layout`` with ``check``, ``output_shape``, ``blocks``,
 ``block_sizes``, ``slot``, ``reference_rows`` (and ``wanted`` or
 ``reference_parts`` when the defaults do not fit), a ``*_reference`` function and
-its ``*_sharded`` and ``*_grouped`` rules; and one entry in
+its ``*_sharded`` and ``*_grouped`` rules; its pattern's entry in
+:data:`netsim.semantics.patterns.PATTERNS` if it plays a new one; and one entry in
 :data:`netsim.semantics.ops.COLLECTIVES` that names them and says the rest (its
 arguments, program-file fields, HLO opcodes, bus bandwidth factor, default
 algorithm, closed-form key). Code inside netsim imports from the defining module,

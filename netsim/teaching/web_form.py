@@ -30,6 +30,7 @@ from netsim.checks.memory import mean_hops, pieces_of, transfers_of
 from netsim.scenario.errors import ScenarioError
 from netsim.scenario.loading import scenario_from_data
 from netsim.scenario.models import Scenario
+from netsim.semantics.patterns import PATTERNS
 
 __all__ = ["LIMITS", "MAX_BYTES", "MIN_BYTES", "OPS", "PRESETS", "SLICES", "applicable", "check_limits", "options", "scenario_data", "scenario_of", "work_of"]
 
@@ -199,11 +200,15 @@ def work_of(scenario: Scenario) -> dict[str, int]:
     algorithm = ALGORITHMS.get(scenario.resolved_algorithm)
     count = transfers_of(algorithm, devices, getattr(layout, "group_shape", None))
     size = len(layout.groups[0]) if layout.groups else 1
-    rough = devices * max(size - 1, 0) * pieces_of(algorithm) * (2 if layout.pattern == "all_reduce" else 1)
+    rough = devices * max(size - 1, 0) * pieces_of(algorithm) * (len(PATTERNS[layout.pattern].phases) or 1)  # (a permute's pairs: one phase)
     if count is None and rough > 2 * LIMITS["transfers"]:  # far over: refused on the count of a ring-like plan, without building it
         return {"devices": devices, "transfers": rough, "crossings": rough, "about": 1}
     elif count is None:
-        count = len(build_schedule(layout.pattern, layout.groups, scenario.resolved_algorithm).transfers) if layout.pattern != "permute" else len(layout.groups)
+        count = (
+            len(build_schedule(layout.pattern, layout.groups, scenario.resolved_algorithm).transfers)
+            if not PATTERNS[layout.pattern].pairs
+            else len(layout.groups)
+        )
     hops = mean_hops(scenario.resolved_algorithm, tuple(topology.dims), tuple(topology.wraparound))
     return {"devices": devices, "transfers": count, "crossings": int(count * hops), "about": 0}
 

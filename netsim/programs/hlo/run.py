@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from netsim.allocator import KEEP_FREED_MIN_DEVICES, keep_freed_memory
 from netsim.analysis.hlo_stats import collectives
 from netsim.analysis.step_report import maxtext_flops, step_report
-from netsim.checks.memory import KEEP_FREED_MIN_DEVICES, MemoryLimitError, available_memory, check_memory, keep_freed_memory
+from netsim.checks.memory import MemoryLimitError, available_memory, check_memory
 from netsim.checks.program_memory import fit_note
 from netsim.network.topology import Topology
 from netsim.programs.hlo import HloProgram, hlo_from_text, load_hlo

@@ -44,6 +44,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from netsim.semantics.patterns import PATTERNS
+
 __all__ = ["BUNDLED_ABOVE", "CompilerAlgorithm", "compiler_plan", "read_algorithm", "streaming_transfers"]
 
 BUNDLED_ABOVE = 2**17
@@ -60,7 +62,7 @@ def streaming_transfers(pattern: str, shape: tuple[int, ...], groups: int) -> in
     """
     n = math.prod(shape)
     k = len([d for d in shape if d > 1]) or 1
-    return groups * n * (n - 1) * 2 * k * (2 if pattern == "all_reduce" else 1)
+    return groups * n * (n - 1) * 2 * k * len(PATTERNS[pattern].phases)
 
 
 _STRATEGY = re.compile(r"([A-Za-z0-9]+Strategy[A-Za-z0-9]*|Strategy[A-Za-z0-9]+)\{([^\n]*)\}")
