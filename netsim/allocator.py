@@ -54,13 +54,7 @@ def return_freed_memory() -> bool:
     >>> return_freed_memory() in (True, False)
     True
     """
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-        m_trim_threshold, m_mmap_threshold = -1, -3  # (malloc.h)
-        return bool(libc.mallopt(m_trim_threshold, 128 * 2**10)) and bool(libc.mallopt(m_mmap_threshold, 128 * 2**10))
-    return False
+    return _mallopt({M_TRIM_THRESHOLD: 128 * 2**10, M_MMAP_THRESHOLD: 128 * 2**10})
 
 
 @functools.cache
@@ -85,18 +79,25 @@ def keep_freed_memory() -> bool:
     Returns
     -------
     bool
-        Whether the thresholds are set (now or by an earlier call).
+        Whether glibc took the three settings (now, or in an earlier call: cached).
 
     Examples
     --------
     >>> keep_freed_memory() in (True, False)
     True
     """
+    return _mallopt({M_MMAP_THRESHOLD: 2**30, M_TRIM_THRESHOLD: 2**30, M_TOP_PAD: 64 * 2**20})
+
+
+M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
+"""glibc's ``mallopt`` options (malloc.h)."""
+
+
+def _mallopt(settings: dict[int, int]) -> bool:
+    """Set glibc's ``mallopt`` options, in order; whether every one was set (False where the C library is not glibc)."""
     with contextlib.suppress(OSError, AttributeError):
         import ctypes
 
         libc = ctypes.CDLL("libc.so.6")
-        m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3  # (malloc.h)
-        settings = ((m_mmap_threshold, 2**30), (m_trim_threshold, 2**30), (m_top_pad, 64 * 2**20))
-        return all(bool(libc.mallopt(option, value)) for option, value in settings)
+        return all(bool(libc.mallopt(option, value)) for option, value in settings.items())
     return False

@@ -161,15 +161,15 @@ print(rss() - before)
 
 @pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc's allocator on Linux")
 def test_freed_arrays_go_back_to_the_system_once_runs_ask_for_it():
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
-
-    def held(mode: str) -> int:
-        done = subprocess.run([sys.executable, "-c", _FRAGMENTS, mode], capture_output=True, text=True, check=True, env=env)
-        return int(done.stdout)
-
     mib = 1 << 20
-    assert held("default") > 250 * mib  # 299 freed MiB stay in the heap, below the last array
-    assert held("return") < 20 * mib  # each array had its own mapping, unmapped when freed
+    assert _allocator_child(_FRAGMENTS, "default") > 250 * mib  # 299 freed MiB stay in the heap, below the last array
+    assert _allocator_child(_FRAGMENTS, "return") < 20 * mib  # each array had its own mapping, unmapped when freed
+
+
+def _allocator_child(script: str, mode: str) -> int:
+    """What ``script`` prints, run in a fresh process with ``mode`` and no MALLOC_ settings of the environment."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    return int(subprocess.run([sys.executable, "-c", script, mode], capture_output=True, text=True, check=True, env=env).stdout)
 
 
 _REFAULTS = """
@@ -189,17 +189,6 @@ print(faults() - before)
 
 @pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc's allocator on Linux")
 def test_big_programs_reuse_freed_pages_where_collectives_map_fresh_ones():
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
-
-    def refaults(mode: str) -> int:
-        done = subprocess.run([sys.executable, "-c", _REFAULTS, mode], capture_output=True, text=True, check=True, env=env)
-        return int(done.stdout)
-
-    assert refaults("keep") < 8  # the freed 64 MiB is taken again from the heap, its pages still mapped
-    assert refaults("return") >= 32  # a fresh mapping: at least one fault per 2 MiB (a huge page), 16,384 with 4 KiB pages
-    assert held_after_fragments("keep") > 250 * 2**20  # what it costs: freed arrays below a live one stay held
-
-
-def held_after_fragments(mode: str) -> int:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
-    return int(subprocess.run([sys.executable, "-c", _FRAGMENTS, mode], capture_output=True, text=True, check=True, env=env).stdout)
+    assert _allocator_child(_REFAULTS, "keep") < 8  # the freed 64 MiB is taken again from the heap, its pages still mapped
+    assert _allocator_child(_REFAULTS, "return") >= 32  # a fresh mapping: a fault per 2 MiB (a huge page) at least, 16,384 with 4 KiB pages
+    assert _allocator_child(_FRAGMENTS, "keep") > 250 * 2**20  # what it costs: freed arrays below a live one stay held

@@ -211,15 +211,9 @@ def play_kernel(
             time_bits[0] = pend_t[p]
             k = key_of[0]
             a_value[fresh] = pend_a[p]
-            a_next[fresh] = -1
             a_key[fresh] = k
             differ = k ^ last_key
-            rb = 0 if differ == 0 else 64 - leading_zeros(differ)
-            if r_tail[rb] < 0:
-                r_head[rb] = fresh
-            else:
-                a_next[r_tail[rb]] = fresh
-            r_tail[rb] = fresh
+            append(r_head, r_tail, a_next, 0 if differ == 0 else 64 - leading_zeros(differ), fresh)
         n_pend = 0
         if status:
             break
@@ -245,14 +239,8 @@ def play_kernel(
             r_tail[rb] = -1
             while node >= 0:
                 following = a_next[node]
-                a_next[node] = -1
                 differ = a_key[node] ^ last_key
-                lower = 0 if differ == 0 else 64 - leading_zeros(differ)
-                if r_tail[lower] < 0:
-                    r_head[lower] = node
-                else:
-                    a_next[r_tail[lower]] = node
-                r_tail[lower] = node
+                append(r_head, r_tail, a_next, 0 if differ == 0 else 64 - leading_zeros(differ), node)
                 node = following
         node = r_head[0]  # the next action due now
         r_head[0] = a_next[node]
@@ -365,13 +353,8 @@ def play_kernel(
                             fresh = n_new_a
                             n_new_a += 1
                         a_value[fresh] = ~(unit_base + k - n)
-                        a_next[fresh] = -1
                         a_key[fresh] = now_key
-                        if r_tail[0] < 0:
-                            r_head[0] = fresh
-                        else:
-                            a_next[r_tail[0]] = fresh
-                        r_tail[0] = fresh
+                        append(r_head, r_tail, a_next, 0, fresh)  # due now
                     k = following
             awake[c] = True
             i = ready_head[c]
@@ -416,13 +399,8 @@ def play_kernel(
                     status = 1
                     break
                 a_value[fresh] = action
-                a_next[fresh] = -1
                 a_key[fresh] = now_key
-                if r_tail[0] < 0:
-                    r_head[0] = fresh
-                else:
-                    a_next[r_tail[0]] = fresh
-                r_tail[0] = fresh
+                append(r_head, r_tail, a_next, 0, fresh)  # due now
                 i = following
             continue
         if c < forward_base:  # an idle link starts on transfer i
