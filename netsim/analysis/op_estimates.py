@@ -216,7 +216,7 @@ def link_sharing(hops: Any, op_of_transfer: np.ndarray, n_ops: int) -> list[set[
         return shared
     op = op_of_transfer[transfer]
     pair = op.astype(np.int64) * len(ids) + link
-    if n_ops * len(ids) <= 4 * len(pair):  # every (op, link) pair an entry: no sort of the hops (12.6 M of them: 2 s)
+    if n_ops * len(ids) <= min(4 * len(pair), 1 << 24):  # every (op, link) pair an entry (256 MiB at most): no sort of the hops (12.6 M: 2 s)
         first = np.full(n_ops * len(ids), np.inf)
         last = np.full(n_ops * len(ids), -np.inf)
         np.minimum.at(first, pair, start)

@@ -73,8 +73,8 @@ class AxisGroups(Sequence):
         The named axes, in the order given.
     shape : tuple of int
         The axes a group runs along, in that order: each named axis's size, or, for
-        one laid over several physical axes that are rings or lines where the named axis
-        is neither, those physical axes' sizes. Their product is the group size.
+        one that netsim lays over several physical axes (see the module docstring), those
+        physical axes' sizes. Their product is the group size.
     wraparound : tuple of bool
         Per entry of ``shape``: True if it runs as a ring, False if it is a line.
     topology : Topology
