@@ -1,7 +1,7 @@
 """How big runs ask the C allocator (glibc's) to handle the large arrays they free.
 
-Two policies, each set once per process by the first run that asks (the thresholds
-are the process's, so the latest call of the two sets them):
+Two policies; the thresholds are the process's, so the one asked for last holds
+(asking again for the one in force does nothing):
 
 * :func:`return_freed_memory`: each large array gets a mapping of its own, unmapped
   when freed, so memory goes back to the system at once (big collectives);
@@ -15,7 +15,6 @@ Neither changes a time or a result; both are no-ops where the C library is not g
 from __future__ import annotations
 
 import contextlib
-import functools
 
 __all__ = ["KEEP_FREED_MIN_DEVICES", "RETURN_FREED_MIN_BYTES", "keep_freed_memory", "return_freed_memory"]
 
@@ -25,7 +24,6 @@ KEEP_FREED_MIN_DEVICES = 256
 """Programs and HLO modules on at least this many devices call :func:`keep_freed_memory` before lowering."""
 
 
-@functools.cache
 def return_freed_memory() -> bool:
     """Have the C allocator give memory back to the system as soon as it is freed (glibc only).
 
@@ -40,24 +38,23 @@ def return_freed_memory() -> bool:
     and results are untouched. It costs fresh pages for every such array (about 6 %
     of a fresh 1024-chip ring all_gather's wall time), so runs ask for it only when
     they are big: collectives whose estimate is :data:`RETURN_FREED_MIN_BYTES` or more
-    (big programs and HLO modules ask for :func:`keep_freed_memory` instead, whose
-    fresh pages cost more than its held memory). Done once per process (cached); a
-    no-op where the C library is not glibc.
+    (big programs and HLO modules ask for :func:`keep_freed_memory` instead: for them
+    the fresh pages cost more than the memory held). Asking again while it is in force
+    does nothing; a no-op where the C library is not glibc.
 
     Returns
     -------
     bool
-        Whether the thresholds are set (now or by an earlier call).
+        Whether the thresholds are set (now, or when this policy was last asked for).
 
     Examples
     --------
     >>> return_freed_memory() in (True, False)
     True
     """
-    return _mallopt({M_TRIM_THRESHOLD: 128 * 2**10, M_MMAP_THRESHOLD: 128 * 2**10})
+    return _policy("return", {M_TRIM_THRESHOLD: 128 * 2**10, M_MMAP_THRESHOLD: 128 * 2**10, M_TOP_PAD: 128 * 2**10})
 
 
-@functools.cache
 def keep_freed_memory() -> bool:
     """Have the C allocator keep big freed blocks for the arrays that follow instead of unmapping them (glibc only).
 
@@ -72,32 +69,40 @@ def keep_freed_memory() -> bool:
     reuse pages already mapped. Times and results are untouched; the peak resident
     memory grows by what the heap holds freed (bench/README.md has the figures).
     Programs and HLO modules on :data:`KEEP_FREED_MIN_DEVICES` devices or more ask for
-    it. Done once per process (cached), and the thresholds are the process's: a later
-    :func:`return_freed_memory` (a collective of 1 GiB or more) sets its own. A no-op where
-    the C library is not glibc.
+    it; a later :func:`return_freed_memory` (a collective of 1 GiB or more) sets its own
+    thresholds. A no-op where the C library is not glibc.
 
     Returns
     -------
     bool
-        Whether glibc took the three settings (now, or in an earlier call: cached).
+        Whether glibc took the three settings (now, or when this policy was last asked for).
 
     Examples
     --------
     >>> keep_freed_memory() in (True, False)
     True
     """
-    return _mallopt({M_MMAP_THRESHOLD: 2**30, M_TRIM_THRESHOLD: 2**30, M_TOP_PAD: 64 * 2**20})
+    return _policy("keep", {M_MMAP_THRESHOLD: 2**30, M_TRIM_THRESHOLD: 2**30, M_TOP_PAD: 64 * 2**20})
 
 
 M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
 """glibc's ``mallopt`` options (malloc.h)."""
 
 
-def _mallopt(settings: dict[int, int]) -> bool:
-    """Set glibc's ``mallopt`` options, in order; whether every one was set (False where the C library is not glibc)."""
+_in_force: list[str] = []
+"""The policy set last (none yet: glibc's own)."""
+
+
+def _policy(name: str, settings: dict[int, int]) -> bool:
+    """Set glibc's ``mallopt`` options, in order, unless policy ``name`` is in force; whether it is (False where
+    the C library is not glibc)."""
+    if _in_force[-1:] == [name]:
+        return True
     with contextlib.suppress(OSError, AttributeError):
         import ctypes
 
         libc = ctypes.CDLL("libc.so.6")
-        return all(bool(libc.mallopt(option, value)) for option, value in settings.items())
+        if all(bool(libc.mallopt(option, value)) for option, value in settings.items()):
+            _in_force[:] = [name]
+            return True
     return False

@@ -12,6 +12,7 @@ from conftest import expected_all_gather, expected_psum, expected_psum_scatter, 
 from typer.testing import CliRunner
 
 import netsim
+from netsim.analysis.stats import run_stats
 from netsim.cli.main import app
 from netsim.network.device_mesh import AxisGroups, Mesh
 from netsim.network.presets import tpu_slice
@@ -104,8 +105,8 @@ def test_a_mesh_axis_over_several_physical_axes_runs_along_them():
 
 
 def test_a_collective_over_a_folded_axis_equals_the_reference_and_uses_both_axes():
-    """A psum over ``fsdp: 16`` on a 4x4 torus runs as multiaxis over (4, 4): the reference's values, and 4 link
-    directions busy where a ring of 16 uses 2 (and two hops at each row's end)."""
+    """A psum over ``fsdp: 16`` on a 4x4 torus runs as multiaxis over (4, 4): the reference's values, and every one of
+    the torus's 64 link directions busy, where a ring of 16 (two hops at each row's end) uses 40."""
     t = torus((4, 4))
     m = Mesh({"fsdp": 16}, t)
     x = np.random.default_rng(0).integers(-50, 50, size=(16, 64)).astype(np.int32)
@@ -114,6 +115,8 @@ def test_a_collective_over_a_folded_axis_equals_the_reference_and_uses_both_axes
     flat = netsim.psum(x, [list(range(16))], t, algorithm="bidirectional_ring")
     np.testing.assert_array_equal(flat.output, r.output)
     assert r.time < flat.time
+    busy = [sum(1 for u in run_stats(run).links if u.bytes > 0) for run in (r, flat)]
+    assert busy[0] == 64 > busy[1]
 
 
 @pytest.mark.parametrize(

@@ -176,7 +176,8 @@ _REFAULTS = """
 import resource, sys
 import numpy as np
 from netsim.allocator import keep_freed_memory, return_freed_memory
-assert (keep_freed_memory if sys.argv[1] == "keep" else return_freed_memory)()
+for mode in sys.argv[1].split(","):  # (the policies in turn: the last one asked for holds)
+    assert (keep_freed_memory if mode == "keep" else return_freed_memory)()
 def faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 first = np.ones(64 << 20, np.uint8)
@@ -191,4 +192,5 @@ print(faults() - before)
 def test_big_programs_reuse_freed_pages_where_collectives_map_fresh_ones():
     assert _allocator_child(_REFAULTS, "keep") < 8  # the freed 64 MiB is taken again from the heap, its pages still mapped
     assert _allocator_child(_REFAULTS, "return") >= 32  # a fresh mapping: a fault per 2 MiB (a huge page) at least, 16,384 with 4 KiB pages
+    assert _allocator_child(_REFAULTS, "keep,return") >= 32 and _allocator_child(_REFAULTS, "return,keep,keep") < 8  # the last holds
     assert _allocator_child(_FRAGMENTS, "keep") > 250 * 2**20  # what it costs: freed arrays below a live one stay held

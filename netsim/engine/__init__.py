@@ -14,7 +14,7 @@ give the same times, hops and statistics, bit for bit. :func:`play` runs either.
 | ``compiled``, ``kernel`` | the fast player's loop compiled (numba) for big schedules, compute steps and joins included |
 | ``jit`` | numba as the compiled loops import it: without the SciPy numba would import for nothing they use |
 | ``play_order`` | transfers numbered in the order they will play, for the compiled loop (the same events, read nearly in order) |
-| ``kernel_parts`` | what the compiled loops share: server queues, counting off waiters, compute units |
+| ``kernel_parts`` | what the compiled loops share: the radix heap's buckets, server queues, counting off waiters, compute units |
 | ``compiled_bundles``, ``kernel_bundles`` | the same loop, compiled for schedules that send bundles: chunks by slot, bundles made in the loop |
 | ``compiled_cache`` | numba's ``njit`` with a cache that is rebuilt when corrupt and bypassed when unwritable, never fatal |
 | ``sums``, ``row_buffers``, ``final_buffers`` | the compiled player's reductions, added in waves; buffers as rows or numbers, chunks looked up when read |

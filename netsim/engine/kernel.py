@@ -51,9 +51,8 @@ from __future__ import annotations
 import numpy as np
 
 from netsim.engine.compiled_cache import njit
-from netsim.engine.jit import leading_zeros
 from netsim.engine.kernel_bundles import make_bundle
-from netsim.engine.kernel_parts import append, compute_ready, count_off, occupy, unit_acts, wait
+from netsim.engine.kernel_parts import append, bucket, compute_ready, count_off, occupy, unit_acts, wait
 from netsim.engine.link_model import serve, transmission_s
 
 __all__ = ["play_kernel"]
@@ -212,8 +211,7 @@ def play_kernel(
             k = key_of[0]
             a_value[fresh] = pend_a[p]
             a_key[fresh] = k
-            differ = k ^ last_key
-            append(r_head, r_tail, a_next, 0 if differ == 0 else 64 - leading_zeros(differ), fresh)
+            append(r_head, r_tail, a_next, bucket(k, last_key), fresh)
         n_pend = 0
         if status:
             break
@@ -239,8 +237,7 @@ def play_kernel(
             r_tail[rb] = -1
             while node >= 0:
                 following = a_next[node]
-                differ = a_key[node] ^ last_key
-                append(r_head, r_tail, a_next, 0 if differ == 0 else 64 - leading_zeros(differ), node)
+                append(r_head, r_tail, a_next, bucket(a_key[node], last_key), node)
                 node = following
         node = r_head[0]  # the next action due now
         r_head[0] = a_next[node]

@@ -5,6 +5,7 @@
 by slot (bundles); what it does in more than one place, or rarely, is here, as
 small numba functions it calls:
 
+* the radix heap's bucket of an action (:func:`bucket`);
 * a server's FIFO queue, a link's or a compute unit's, kept as a linked list
   through one ``after`` array (:func:`wait`, :func:`occupy`, :func:`served`);
 * who waits for each step (:func:`waiters`, before the loop), and the steps
@@ -32,8 +33,9 @@ from __future__ import annotations
 import numpy as np
 
 from netsim.engine.compiled_cache import njit
+from netsim.engine.jit import leading_zeros
 
-__all__ = ["append", "compute_ready", "count_off", "occupy", "served", "unit_acts", "wait", "waiters"]
+__all__ = ["append", "bucket", "compute_ready", "count_off", "occupy", "served", "unit_acts", "wait", "waiters"]
 
 
 @njit(cache=True)
@@ -105,6 +107,14 @@ def waiting_order(dep_ptr, dep_idx, join, n_transfers):
         pos += 1
         w += 1
     return order
+
+
+@njit(cache=True)
+def bucket(key, last):
+    """The radix heap's bucket of an action keyed ``key`` while the instant played is keyed ``last``: 0 if they are
+    equal, else one more than the highest bit in which they differ."""
+    differ = key ^ last
+    return 0 if differ == 0 else 64 - leading_zeros(differ)
 
 
 @njit(cache=True)

@@ -264,14 +264,13 @@ def _lower_collective(
 ) -> tuple[LoweredOp, Waits]:
     plan = collective_plan(op, x, mesh, bundled)
     layout, algorithm = plan.layout, plan.algorithm
-    if PATTERNS[layout.pattern].pairs:  # pairs, each sent straight along its route (planned once per set of pairs, as columns)
-        schedule = build.plans.get(plan.key)
-        if schedule is None:
-            schedule = build.plans[plan.key] = build.as_columns(permutation(layout.groups))
-    else:
-        schedule = build.plans.get(plan.key)
-        if schedule is None:
-            schedule = build.plans[plan.key] = build_schedule(layout.pattern, layout.groups, algorithm, **plan.shaped)
+    schedule = build.plans.get(plan.key)  # (ops alike are planned once)
+    if schedule is None:
+        if PATTERNS[layout.pattern].pairs:  # pairs, each sent straight along its route (as columns)
+            schedule = build.as_columns(permutation(layout.groups))
+        else:
+            schedule = build_schedule(layout.pattern, layout.groups, algorithm, **plan.shaped)
+        build.plans[plan.key] = schedule
     overhead = in_force(mesh.topology).collective_overhead_s if len(schedule.transfers) else 0.0  # (moving nothing costs nothing)
     if overhead:  # calibrated: the fixed cost per collective, a launch step on each device before its first byte leaves
         codes = build.add_computes(np.arange(len(before)), 0.0, 0.0, overhead, before, f"{op.name} launch")
