@@ -19,8 +19,8 @@ from netsim.checks.errors import InvariantError
 from netsim.engine.row_buffers import RowBuffers
 from netsim.semantics.patterns import PATTERNS
 
-_PATTERNS = ("gather", "reduce_scatter", "all_reduce", "all_to_all", "permute")
-"""Patterns whose chunks the ``chunks`` check follows; other patterns get the other checks."""
+_PATTERNS = tuple(PATTERNS)
+"""Patterns whose chunks the ``chunks`` check follows (every pattern of :data:`PATTERNS`); other patterns get the other checks."""
 
 
 def _check_chunks(

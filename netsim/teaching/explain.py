@@ -31,6 +31,19 @@ __all__ = ["explain"]
 
 # ---------------------------------------------------------------- the text
 
+_STARTS_AND_ENDS: dict[str, tuple[str, ...]] = {
+    "gather": ("Each device starts with its own block; at the end every device holds all {n} blocks of its group, block j coming from member j.",),
+    "reduce_scatter": ("Each device starts with its own share of all {n} blocks; at the end member k holds block k summed over the whole group.",),
+    "all_reduce": (
+        "Each device starts with its own share of all {n} blocks; a reduce-scatter sums each block on one member, then an all-gather",
+        "hands the sums to everyone: at the end every member holds the whole group's sum.",
+    ),
+}
+"""Pattern name -> the introduction's lines on what its devices hold at the start and at the end (``{n}``: the group size).
+
+A pattern not listed (``all_to_all``, ``permute``, a program's) gets none.
+"""
+
 
 def _uniform_links(topology: Topology) -> tuple[float, float] | None:
     efficiency = in_force(topology).link_efficiency  # a calibrated run's links move at their effective rate
@@ -153,13 +166,7 @@ def _intro(result: Result, run: _Run, links: tuple[float, float] | None) -> list
         lines.append(f"{devices} devices; {senders} block (s = {s}) {to}: {pairs}.")
     else:
         lines.append(f"{devices} devices in {len(groups)} group{'s' if len(groups) > 1 else ''} of {n}; a block is {s} (s).")
-    if schedule.pattern == "gather":
-        lines.append(f"Each device starts with its own block; at the end every device holds all {n} blocks of its group, block j coming from member j.")
-    elif schedule.pattern == "reduce_scatter":
-        lines.append(f"Each device starts with its own share of all {n} blocks; at the end member k holds block k summed over the whole group.")
-    elif schedule.pattern == "all_reduce":
-        lines.append(f"Each device starts with its own share of all {n} blocks; a reduce-scatter sums each block on one member, then an all-gather")
-        lines.append("hands the sums to everyone: at the end every member holds the whole group's sum.")
+    lines.extend(line.format(n=n) for line in _STARTS_AND_ENDS.get(schedule.pattern, ()))
     if schedule.pieces > 1:
         lines.append(f"Every block is cut into {schedule.pieces} pieces that travel as separate messages{_piece_routes(run)}.")
     if links is not None:

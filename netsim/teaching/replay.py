@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from netsim.algorithms.schedule import Schedule
 from netsim.engine import Playback
+from netsim.semantics.patterns import PATTERNS
 
 __all__ = ["Holdings", "Replay", "initial_holdings"]
 
@@ -31,10 +32,12 @@ Holdings = list[dict[Key, frozenset[int]]]
 def initial_holdings(schedule: Schedule, n_devices: int) -> Holdings:
     """What every device holds before anything moves.
 
-    ``gather``: member j of a group holds every piece of block j, its own input.
-    ``reduce_scatter`` and ``all_reduce``: every member holds its own share of
-    every block. For any other pattern the schedule is read: a device held a chunk
-    at the start if it sends it, or has it added into, before anything places it there.
+    A pattern that reduces (:data:`~netsim.semantics.patterns.PATTERNS`: ``reduce_scatter``,
+    ``all_reduce``): every member holds its own share of every block. A gather (a pattern
+    that neither reduces, nor numbers blocks by member, nor sends pairs): member j of a
+    group holds every piece of block j, its own input. For any other pattern the schedule
+    is read: a device held a chunk at the start if it sends it, or has it added into,
+    before anything places it there.
 
     Examples
     --------
@@ -46,14 +49,15 @@ def initial_holdings(schedule: Schedule, n_devices: int) -> Holdings:
     """
     held: Holdings = [{} for _ in range(n_devices)]
     pieces = range(schedule.pieces)
-    if schedule.pattern == "gather":
-        for group in schedule.groups:
-            for j, device in enumerate(group):
-                held[device].update({(j, p): frozenset({device}) for p in pieces})
-    elif schedule.pattern in ("reduce_scatter", "all_reduce"):
+    pattern = PATTERNS.get(schedule.pattern)  # (None for a schedule of no pattern, a program's)
+    if pattern is not None and pattern.reduces:
         for group in schedule.groups:
             for device in group:
                 held[device].update({(k, p): frozenset({device}) for k in range(len(group)) for p in pieces})
+    elif pattern is not None and not (pattern.pairs or pattern.by_member):  # a gather: block j is member j's (owner(j) == j)
+        for group in schedule.groups:
+            for j, device in enumerate(group):
+                held[device].update({(j, p): frozenset({device}) for p in pieces})
     else:
         placed: set[tuple[int, Key]] = set()
         for t in sorted(schedule.transfers, key=lambda t: t.step):
