@@ -164,6 +164,7 @@ def play_kernel(
     n_new_a = 0
     r_head = np.full(65, -1, np.int64)
     r_tail = np.full(65, -1, np.int64)
+    r_least = np.full(65, ~np.uint64(0), np.uint64)  # each bucket's least key (bucket 0's is never read)
     last_key = np.uint64(0)  # the key of the instant being played (bucket 0's), once one is
     time_bits = np.zeros(1, np.float64)  # a time, and its bits: the key
     key_of = time_bits.view(np.uint64)
@@ -211,7 +212,10 @@ def play_kernel(
             k = key_of[0]
             a_value[fresh] = pend_a[p]
             a_key[fresh] = k
-            append(r_head, r_tail, a_next, bucket(k, last_key), fresh)
+            b = bucket(k, last_key)
+            append(r_head, r_tail, a_next, b, fresh)
+            if k < r_least[b]:
+                r_least[b] = k
         n_pend = 0
         if status:
             break
@@ -224,20 +228,18 @@ def play_kernel(
                 rb += 1
             if rb == 65:
                 break
-            node = r_head[rb]
-            least = a_key[node]
-            node = a_next[node]
-            while node >= 0:
-                if a_key[node] < least:
-                    least = a_key[node]
-                node = a_next[node]
-            last_key = least
+            last_key = r_least[rb]  # (kept as actions are filed: the list is walked once, not twice)
+            r_least[rb] = ~np.uint64(0)
             node = r_head[rb]
             r_head[rb] = -1
             r_tail[rb] = -1
             while node >= 0:
                 following = a_next[node]
-                append(r_head, r_tail, a_next, bucket(a_key[node], last_key), node)
+                node_key = a_key[node]
+                b = bucket(node_key, last_key)
+                append(r_head, r_tail, a_next, b, node)
+                if node_key < r_least[b]:
+                    r_least[b] = node_key
                 node = following
         node = r_head[0]  # the next action due now
         r_head[0] = a_next[node]
