@@ -9,9 +9,11 @@ page costs a fault), so these helpers also keep their temporaries few.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-__all__ = ["factorize", "in_sorted", "searchsorted_many", "stable_order"]
+__all__ = ["factorize", "in_sorted", "searchsorted_many", "signed_ints", "stable_order"]
 
 
 def stable_order(values: np.ndarray) -> np.ndarray:
@@ -132,3 +134,15 @@ def searchsorted_many(sorted_values: np.ndarray, queries: np.ndarray) -> np.ndar
     out = np.empty(n, np.int64)
     out[where] = np.searchsorted(sorted_values, packed)
     return out
+
+
+def signed_ints(values: Any) -> np.ndarray:
+    """An array of signed ints as it is (int32 or int64: a program's dependency lists are int32 while they fit), anything else as int64.
+
+    Examples
+    --------
+    >>> signed_ints(np.arange(3, dtype=np.int32)).dtype.name, signed_ints([1, 2]).dtype.name
+    ('int32', 'int64')
+    """
+    values = np.asarray(values)
+    return values if values.dtype.kind == "i" else values.astype(np.int64)

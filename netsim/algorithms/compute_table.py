@@ -17,6 +17,7 @@ from typing import Any, overload
 import numpy as np
 
 from netsim.algorithms.compute import Compute
+from netsim.columnar import signed_ints
 
 __all__ = ["ComputeTable"]
 
@@ -73,7 +74,7 @@ class ComputeTable(Sequence[Compute]):
         self.name = np.asarray(name, np.int64)
         self.names = tuple(names)
         self.dep_ptr = np.asarray(dep_ptr, np.int64)
-        self.dep_idx = np.asarray(dep_idx, np.int64)
+        self.dep_idx = signed_ints(dep_idx)  # (int32 from a program's builder while it fits)
         sizes = {len(c) for c in (self.seconds, self.flops, self.bytes, self.efficiency, self.join, self.unit, self.name)}
         if sizes != {n} or len(self.dep_ptr) != n + 1:
             raise ValueError(f"a compute table's columns must all give {n} steps (dep_ptr {n + 1} entries)")

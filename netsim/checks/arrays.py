@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from netsim.checks.errors import InvariantError
+from netsim.columnar import signed_ints as _integers
 from netsim.columnar import stable_order
-from netsim.engine import ArrayList, Playback, TransferLike, as_array, transfer_columns
+from netsim.engine import ArrayList, Playback, RouteList, TransferLike, as_array, transfer_columns
 from netsim.engine.columns import compute_columns
 from netsim.network.topology import Topology
 
@@ -73,8 +74,8 @@ class _Arrays:
         self.reduce = np.asarray(columns["reduce"], bool)
         self.key_index = _integers(columns["key_index"])
         self.keys: list[Hashable] = list(columns["keys"])
-        self.dep_ptr = np.asarray(columns["dep_ptr"], np.int64)
-        self.dep_idx = np.asarray(columns["dep_idx"], np.int64)
+        self.dep_ptr = _integers(columns["dep_ptr"])
+        self.dep_idx = _integers(columns["dep_idx"])
         self.bundles: dict[Hashable, tuple[Hashable, ...]] = columns.get("bundles") or {}
         self.sent = as_array(playback.sent_at, float)
         self.arrived = as_array(playback.arrived_at, float)
@@ -152,12 +153,6 @@ class _Arrays:
         return np.repeat(np.arange(len(self.src), dtype=np.int64), np.diff(self.dep_ptr))
 
 
-def _integers(values: Any) -> np.ndarray:
-    """An array of signed ints as it is (int32 or int64), anything else as int64."""
-    values = np.asarray(values)
-    return values if values.dtype.kind == "i" else values.astype(np.int64)
-
-
 def _route_arrays(routes: Sequence[Sequence[Any]], index: dict[Any, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Routes by identity: per transfer the number of its distinct route, each distinct route's length,
     and their links (as numbers in ``index``, -1 if absent) end to end.
@@ -168,7 +163,7 @@ def _route_arrays(routes: Sequence[Sequence[Any]], index: dict[Any, int]) -> tup
     n = len(routes)
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    kept = routes.columns() if isinstance(routes, ArrayList) else None
+    kept = routes.columns() if isinstance(routes, (ArrayList, RouteList)) else None
     if kept is not None:  # the engine's own numbering, the list unchanged since
         inverse, distinct = kept
         return inverse, *_distinct_arrays(distinct, index)

@@ -32,7 +32,7 @@ the process model first (or into your own ``link_class`` / ``compute_class``), t
 event for event, into the fast player, and tests/test_engines.py checks both.
 """
 
-from netsim.engine.columns import ArrayList, ColumnList, HopList, as_array, compute_columns, transfer_columns
+from netsim.engine.columns import ArrayList, ColumnList, HopList, RouteList, as_array, compute_columns, transfer_columns
 from netsim.engine.playback import ComputeLike, ComputeRecord, ComputeStats, EngineError, Hop, LinkStats, Playback, TransferLike
 from netsim.engine.playing import ENGINES, play
 from netsim.engine.processes import ComputeUnit, Link
@@ -51,6 +51,7 @@ __all__ = [
     "Link",
     "LinkStats",
     "Playback",
+    "RouteList",
     "TransferLike",
     "as_array",
     "compute_columns",

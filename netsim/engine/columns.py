@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from netsim.columnar import stable_order
+from netsim.columnar import signed_ints, stable_order
 from netsim.engine.playback import ComputeLike, Hop, LinkStats, TransferLike
 from netsim.network.topology import LinkId
 
@@ -22,6 +22,7 @@ __all__ = [
     "ArrayList",
     "ColumnList",
     "HopList",
+    "RouteList",
     "as_array",
     "compute_columns",
     "hop_arrays",
@@ -143,6 +144,59 @@ class ColumnList(Sequence):
 
     def __repr__(self) -> str:
         return f"ColumnList({self._values()!r})"
+
+
+class RouteList(ColumnList):
+    """Each transfer's route (a tuple of link ids), kept as its number among the distinct routes and those
+    routes: the list (one tuple object per distinct route, shared) is made only when someone reads an item.
+
+    ``columns()`` gives ``(inverse, distinct)`` (None once an item was changed), as an
+    :class:`ArrayList` of routes keeps them: the checks and statistics read those.
+
+    Examples
+    --------
+    >>> routes = RouteList(np.array([1, 0, 1], np.int32), [("a",), ("b", "c")])
+    >>> len(routes), routes[0], routes[0] is routes[2], routes.columns()[1]
+    (3, ('b', 'c'), True, (('a',), ('b', 'c')))
+    >>> routes[1] = ("d",)
+    >>> routes.columns() is None, list(routes)
+    (True, [('b', 'c'), ('d',), ('b', 'c')])
+    """
+
+    __slots__ = ("_distinct",)
+
+    def __init__(self, inverse: np.ndarray, distinct: Sequence[tuple]) -> None:
+        super().__init__(inverse)
+        self._distinct = tuple(distinct)
+
+    def _values(self) -> list:
+        if self._list is None:
+            self._list = shared_objects(self._distinct)[self._array].tolist()
+        return self._list
+
+    def columns(self) -> tuple[np.ndarray, tuple] | None:  # type: ignore[override]
+        """Each transfer's number among the distinct routes and those routes, or None once an item was changed."""
+        return None if self._array is None else (self._array, self._distinct)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return shared_objects(self._values())
+
+    def __repr__(self) -> str:
+        return f"RouteList({self._values()!r})"
+
+
+def shared_objects(values: Sequence[Any]) -> np.ndarray:
+    """The values as a NumPy object array (each value kept whole, tuples included).
+
+    Examples
+    --------
+    >>> shared_objects([(1, 2), (3,)]).tolist()
+    [(1, 2), (3,)]
+    """
+    out = np.empty(len(values), object)
+    for k, value in enumerate(values):
+        out[k] = value
+    return out
 
 
 def as_array(values: Sequence[Any], dtype: Any) -> np.ndarray:
@@ -373,7 +427,7 @@ def step_dependencies(transfers: dict[str, Any], computes: dict[str, Any]) -> tu
     >>> ptr.tolist(), idx.tolist()
     ([0, 1, 1], [1])
     """
-    ptr, idx = np.asarray(transfers["dep_ptr"], np.int64), np.asarray(transfers["dep_idx"], np.int64)
+    ptr, idx = np.asarray(transfers["dep_ptr"], np.int64), signed_ints(transfers["dep_idx"])
     if len(computes["dep_ptr"]) <= 1:
         return ptr, idx
     return np.concatenate([ptr, ptr[-1] + computes["dep_ptr"][1:]]), np.concatenate([idx, computes["dep_idx"]])

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from netsim.columnar import signed_ints
 from netsim.engine.columns import ColumnList, HopList, hops_and_links, step_dependencies
 from netsim.engine.link_model import LinkModel
 from netsim.engine.playback import LinkStats
@@ -52,7 +53,7 @@ class ComputeSteps(NamedTuple):
             none = np.zeros(0, np.int64)
             return cls(none, np.zeros(0, np.float64), np.zeros(0, np.bool_), np.zeros(1, np.int64), none)
         join = np.asarray(columns["join"], np.bool_)
-        ptr, idx = (np.asarray(columns[name], np.int64) for name in ("dep_ptr", "dep_idx"))
+        ptr, idx = np.asarray(columns["dep_ptr"], np.int64), signed_ints(columns["dep_idx"])
         lane = np.asarray(columns["unit"], np.int64) if "unit" in columns and np.any(columns["unit"]) else None
         return cls(np.asarray(columns["device"], np.int64), np.asarray(durations, np.float64), join, ptr, idx, lane)
 

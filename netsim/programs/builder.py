@@ -243,8 +243,9 @@ class ScheduleBuilder:
         n = self.n_transfers
         if self.ptrs:
             cols = {k: np.concatenate(v) for k, v in self.columns.items()}
-            ptr = np.concatenate([np.zeros(1, np.int64), *self.ptrs]).astype(np.int64, copy=False)
-            idx = np.concatenate(self.idxs).astype(np.int64, copy=False)  # (a fresh array: renumbered in place)
+            kind = index_dtype(n + self.n_computes, sum(len(i) for i in self.idxs))
+            ptr = np.concatenate([np.zeros(1, np.int64), *self.ptrs], dtype=kind)
+            idx = np.concatenate(self.idxs, dtype=kind)  # (a fresh array: renumbered in place)
             _renumber(idx, n)
         else:
             cols = {k: np.zeros(0, np.int8 if k == "phase" else bool if k == "reduce" else np.int32) for k in self.columns}
@@ -284,16 +285,31 @@ class ScheduleBuilder:
         def column(k: int, dtype: Any) -> np.ndarray:
             return np.repeat(np.array([s[k] for s in scalars], dtype), sizes)
 
-        dep_ptr = np.zeros(self.n_computes + 1, np.int64)
+        kind = index_dtype(n + self.n_computes, sum(len(i) for i in idxs))
+        dep_ptr = np.zeros(self.n_computes + 1, kind)
         if counts:
             np.cumsum(np.concatenate(counts), out=dep_ptr[1:])
-        dep_idx = np.concatenate(idxs).astype(np.int64, copy=False) if idxs else np.zeros(0, np.int64)  # (a fresh array)
+        dep_idx = np.concatenate(idxs, dtype=kind) if idxs else np.zeros(0, kind)  # (a fresh array)
         _renumber(dep_idx, n)
         return ComputeTable(
             np.concatenate(device) if device else np.zeros(0, np.int64),
             column(1, np.float64), column(2, np.float64), column(3, np.float64), column(4, np.float64),
             column(5, bool), column(6, np.int64), column(7, np.int64), tuple(names), dep_ptr, dep_idx,
         )  # fmt: skip
+
+
+def index_dtype(steps: int, entries: int) -> type:
+    """The integer type of a schedule's dependency lists: 4 bytes an entry while steps and entries fit, else 8.
+
+    A big program's lists hold tens of millions of entries, kept for the whole run (its checks
+    read them after the play).
+
+    Examples
+    --------
+    >>> index_dtype(10**6, 4 * 10**7).__name__, index_dtype(10**6, 2**31).__name__
+    ('int32', 'int64')
+    """
+    return np.int32 if max(steps, entries) < 2**31 else np.int64
 
 
 def _renumber(idx: np.ndarray, n: int) -> None:
