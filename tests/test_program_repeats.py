@@ -200,3 +200,25 @@ def test_a_million_trips_load_and_extend_in_seconds_and_unrolling_them_is_refuse
     refused = r"^p.yaml: ops: the repeat: blocks unroll into 2000000 ops, more than the 1048576 netsim plays; run it timing-only"
     with pytest.raises(ScenarioError, match=refused):
         run_program(program_from_data({**_ring(10**6), "unroll": True}, "p.yaml"))
+
+
+def test_a_repeat_whose_steady_run_cannot_fit_is_refused_before_any_run(monkeypatch):
+    """The run reported has at least MAX_PERIOD + 2 trips of each block: when its estimate does not fit, the file is
+    refused at once (naming that run), not after the runs of fewer trips."""
+    import netsim.checks.memory as memory
+    import netsim.programs.run as program_run
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("a run was played")
+
+    monkeypatch.setattr(memory, "available_memory", lambda: 2**17)  # 128 KiB
+    monkeypatch.setattr(program_run, "_run_model", no_run)
+    least = MAX_PERIOD + 2
+    refused = (
+        rf"^p.yaml: ops: repeat: extending its blocks plays a run of {least} trips at the least, and that run needs about .* "
+        r"but only 128 KiB is available; use fewer devices or ops, or an algorithm with fewer steps$"
+    )
+    with pytest.raises(ScenarioError, match=refused):
+        run_program(program_from_data(_fsdp(40), "p.yaml"))
+    with pytest.raises(ScenarioError, match=r"^p.yaml: ops: repeat: extending its blocks plays a run of 4 trips at the least, "):
+        run_program(program_from_data(_fsdp(4), "p.yaml"))  # (a block of 4 trips is played whole)

@@ -35,6 +35,7 @@ from netsim.engine.columns import compute_columns
 from netsim.network.device_mesh import Mesh
 from netsim.network.topology import Topology
 from netsim.network.units import format_bytes
+from netsim.programs import periods
 from netsim.programs.files import ProgramFile, load_program, program_from_data
 from netsim.programs.lowering import Lowered, lower
 from netsim.programs.model import CollectiveOp, Program, ProgramError
@@ -176,6 +177,14 @@ def run_program(
 
 def _extended(loaded: ProgramFile, mesh: Mesh, seed: int, engine: str) -> Result:
     """A timing-only program with ``repeat:`` blocks: a few trips of each played, the rest extended (:func:`~netsim.programs.repeats.extend_blocks`)."""
+    least = tuple(min(count, periods.MAX_PERIOD + 2) for count in loaded.repeats)  # (each block steady as soon as it can be seen)
+    try:  # before any run: the run reported has at least these trips
+        check_memory(planned_estimate(loaded.program_at(least), mesh, 0, engine), timing_only=True, fewer="fewer devices or ops")
+    except MemoryLimitError as error:
+        trips = " and ".join(map(str, least))
+        raise ScenarioError(
+            loaded.source, "ops", f"repeat: extending its blocks plays a run of {trips} trips at the least, and {str(error).replace('this run', 'that run', 1)}"
+        ) from None
     kept: dict[tuple[int, ...], Result] = {}  # the last run only (a run holds its schedule): the one reported is played again if it is not that
 
     def played(trips: tuple[int, ...]) -> Result:
