@@ -214,16 +214,20 @@ def link_sharing(hops: Any, op_of_transfer: np.ndarray, n_ops: int) -> list[set[
     shared: list[set[int]] = [set() for _ in range(n_ops)]
     if not len(transfer):
         return shared
-    op = op_of_transfer[transfer]
-    pair = op.astype(np.int64) * len(ids) + link
-    if n_ops * len(ids) <= min(4 * len(pair), 1 << 24):  # every (op, link) pair an entry (256 MiB at most): no sort of the hops (12.6 M: 2 s)
+    if n_ops * len(ids) <= min(4 * len(transfer), 1 << 24):  # every (op, link) pair an entry (256 MiB at most): no sort of the hops (12.6 M: 2 s)
         first = np.full(n_ops * len(ids), np.inf)
         last = np.full(n_ops * len(ids), -np.inf)
-        np.minimum.at(first, pair, start)
-        np.maximum.at(last, pair, end)
+        for lo in range(0, len(transfer), 1 << 22):  # (the hops a slice at a time: 32 MiB of pairs, not one a hop)
+            part = slice(lo, lo + (1 << 22))
+            pair = op_of_transfer[transfer[part]].astype(np.int64)
+            pair *= len(ids)
+            pair += link[part]
+            np.minimum.at(first, pair, start[part])
+            np.maximum.at(last, pair, end[part])
         keys = np.flatnonzero(last > -np.inf)  # the pairs used, in order, as np.unique gives them
         first, last = first[keys], last[keys]
     else:
+        pair = op_of_transfer[transfer].astype(np.int64) * len(ids) + link
         keys, inverse = np.unique(pair, return_inverse=True)
         first = np.full(len(keys), np.inf)
         last = np.full(len(keys), -np.inf)

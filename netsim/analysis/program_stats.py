@@ -31,6 +31,7 @@ from netsim.analysis.op_estimates import TOLERANCE, OpEstimate, link_sharing, op
 from netsim.analysis.program_times import program_times
 from netsim.analysis.why import _t
 from netsim.checks.program_memory import device_memory, module_fit
+from netsim.columnar import signed_ints
 from netsim.engine.columns import compute_columns
 from netsim.network.calibration import in_force
 
@@ -170,7 +171,7 @@ def _span_on_device(device: int | None, sends: tuple, arrivals: tuple, computes:
 
 def _sharing(playback: Any, lowered: Any) -> list[set[int]]:
     """Per op, the other ops on one of its links at the same time (:func:`netsim.analysis.op_estimates.link_sharing`)."""
-    op_of = np.zeros(len(playback.sent_at), np.int64)
+    op_of = np.zeros(len(playback.sent_at), np.int32 if len(lowered.ops) < 2**31 else np.int64)
     for k, record in enumerate(lowered.ops):
         op_of[record.transfers.start : record.transfers.stop] = k
     return link_sharing(playback.hops, op_of, len(lowered.ops))
@@ -198,7 +199,7 @@ def program_stats(result: Result) -> ProgramStats:
     facts = result.topology_obj.device(0)
     peak, hbm = facts["peak_flops"], facts["hbm_bandwidth_Bps"]
     ops = []
-    src, dst = (np.asarray(schedule.transfers.columns()[k] if hasattr(schedule.transfers, "columns") else [], np.int64) for k in ("src", "dst"))
+    src, dst = (signed_ints(schedule.transfers.columns()[k] if hasattr(schedule.transfers, "columns") else []) for k in ("src", "dst"))
     busy = {d: s.busy_s for d, s in playback.compute_units.items()}
     times = program_times(lowered, playback, result.time)
     critical = times.critical_device

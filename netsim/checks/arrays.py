@@ -91,8 +91,8 @@ class _Arrays:
         if isinstance(hop_columns, dict) and hasattr(hops, "link_ids"):
             link_ids = list(hops.link_ids)
             renumber = np.fromiter((index.get(link, -1) for link in link_ids), np.int64, len(link_ids))
-            raw_link = np.asarray(hop_columns["link"], np.int64)
-            self.hop_transfer = np.asarray(hop_columns["transfer"], np.int64)
+            raw_link = _integers(hop_columns["link"])
+            self.hop_transfer = _integers(hop_columns["transfer"])
             same_numbers = np.array_equal(renumber, np.arange(len(renumber)))  # the playback's links, in the hops' order
             self.hop_link = raw_link if same_numbers else renumber[raw_link] if len(raw_link) else np.zeros(0, np.int64)
             self.hop_start = np.asarray(hop_columns["start"], float)

@@ -359,13 +359,17 @@ def hops_and_links(record: Sequence[array], nbytes: array, link_ids: Sequence[Li
     transfer (int64). Both engines finish their runs here, so their statistics are
     computed by the same additions in the same order.
     """
-    transfer, link = (np.frombuffer(c, dtype=np.int32).astype(np.int64) for c in record[:2])
+    transfer, link = (np.frombuffer(c, dtype=np.int32) for c in record[:2])  # (int32 as recorded: a big run has millions)
     start, end = (np.frombuffer(c, dtype=np.float64) for c in record[2:])
     n_links = len(link_ids)
-    size = np.frombuffer(nbytes, np.int64)[transfer]
-    total_bytes = np.bincount(link, weights=size, minlength=n_links)
+    size = np.frombuffer(nbytes, np.int64)
+    total_bytes = np.zeros(n_links)
+    busy = np.zeros(n_links)
+    for lo in range(0, len(link), 1 << 22):  # a slice of hops at a time (no temporary as long as the run's records)
+        part = slice(lo, lo + (1 << 22))
+        total_bytes += np.bincount(link[part], weights=size[transfer[part]], minlength=n_links)  # (whole bytes: exact in any order)
+        np.add.at(busy, link[part], end[part] - start[part])  # (added one by one in hop order, as bincount adds them)
     messages = np.bincount(link, minlength=n_links)
-    busy = np.bincount(link, weights=end - start, minlength=n_links)
     links = {
         lk: LinkStats(int(b), int(m), float(s), int(q))
         for lk, b, m, s, q in zip(link_ids, total_bytes.tolist(), messages.tolist(), busy.tolist(), max_queue, strict=True)

@@ -95,11 +95,18 @@ class CompiledPlayer(CompiledRun):
         wait_ptr, waiter = waiting_lists(ptr, idx, n, steps.join)
         del ptr, idx
         # A program's transfers numbered in the order they will play (netsim.engine.play_order), numbered back after the loop.
-        order = rank = None
+        order = None
         if len(steps.device):
-            order, rank, wait_ptr, waiter = in_play_order(wait_ptr, waiter, missing, n)
+            order, _, wait_ptr, waiter = numbered = in_play_order(wait_ptr, waiter, missing, n)
+            del numbered, _  # (its old -> new numbering: made again when the results are numbered back)
             missing[:n] = missing[order]
-        played = _renumbered(order, columns["dst"], columns["key_index"], columns["reduce"], inverse, columns["src"])
+        played = _renumbered(order, columns["dst"], columns["key_index"], columns["reduce"], inverse)
+        # The loop reads a transfer's source only to put those that wait for nothing in their source's ready list: in
+        # play order they come first, so the sources up to the last of them are all it takes.
+        waits_for_nothing = missing[:n] == 0
+        ready_at_start = n if order is None or not waits_for_nothing.any() else n - int(np.argmax(waits_for_nothing[::-1]))
+        del waits_for_nothing
+        played = (*played, *_renumbered(None if order is None else order[:ready_at_start], columns["src"], kinds=(np.int32,)))
 
         # The chunks devices hold at the start, numbered (keys no transfer names are left out); the reductions' results come after them.
         rows = buffers.rows if isinstance(buffers, RowBuffers) else None  # (the chunks are its rows)
@@ -174,7 +181,7 @@ class CompiledPlayer(CompiledRun):
         )
         del played, wait_ptr, waiter
         if order is not None:
-            self._number_back(order, rank, missing)
+            self._number_back(order, missing)
         n_reduced = self._keep(counts, taken, expected + steps.taken_in(n_devices), missing, n_devices, units[3:6] if units else ())
         self.buffers: list[dict] = []
         if self.status:
@@ -211,9 +218,8 @@ class CompiledPlayer(CompiledRun):
         self.buffers = _buffers(buffers, entries, held, first_slots, kept_entries, np.concatenate((chunks, sums)), new)
 
 
-def _renumbered(order: np.ndarray | None, *columns: Any) -> tuple[np.ndarray, ...]:
-    """Per-transfer columns as the loop takes them (int32, ``reduce`` bool), in the new numbering (``order``: new -> old; None: as they are)."""
-    kinds = (np.int32, np.int32, np.bool_, np.int32, np.int32)
+def _renumbered(order: np.ndarray | None, *columns: Any, kinds: tuple = (np.int32, np.int32, np.bool_, np.int32)) -> tuple[np.ndarray, ...]:
+    """Per-transfer columns as the loop takes them (``kinds``: int32, ``reduce`` bool), in the new numbering (``order``: new -> old; None: as they are)."""
     as_taken = (np.asarray(column, kind) for column, kind in zip(columns, kinds, strict=True))
     return tuple(as_taken if order is None else (column[order] for column in as_taken))
 

@@ -104,16 +104,12 @@ class CompiledRun:
         links = LinkModel.of(topology, self.link_ids)
         return inverse, route_ptr, route_links, links.bandwidth_Bps, links.latency_s
 
-    def _number_back(self, order: np.ndarray, rank: np.ndarray, missing: np.ndarray) -> None:
-        """The loop's per-transfer results and hop records, and what each step still waits for (``missing``, in
-        place), numbered back from the play order (``order``: new number -> old, ``rank``: old -> new); a
-        status naming a transfer names it by its old number."""
-        n = len(order)
-        self.sent_at_array = self.sent_at_array[rank]
-        self.arrived_at_array = self.arrived_at_array[rank]
-        self.nbytes = self.nbytes[rank]
-        missing[:n] = missing[rank]
-        self.record[0][:] = order[self.record[0]]
+    def _number_back(self, order: np.ndarray, missing: np.ndarray) -> None:
+        """The loop's per-transfer results and hop records, and what each step still waits for (``missing``), numbered
+        back from the play order in place (``order``: new number -> old); a status naming a transfer names it by its old number."""
+        from netsim.engine.play_order import number_back
+
+        number_back(order, self.sent_at_array, self.arrived_at_array, self.nbytes, missing, self.record[0])
         if self.status < 0:
             self.status = -1 - int(order[-1 - self.status])
 
@@ -155,4 +151,5 @@ def waiting_lists(dep_ptr: np.ndarray, dep_idx: np.ndarray, n_transfers: int, jo
     steps = len(dep_ptr) - 1
     joined = len(joins) and joins.any()  # (if so, the argsort of waiter_keys, in one pass)
     order = waiting_order(dep_ptr, dep_idx, np.asarray(joins, np.bool_), n_transfers) if joined else np.arange(steps, dtype=np.int64)
-    return waiters(dep_ptr, dep_idx, steps, order)
+    wait_ptr, waiter = waiters(dep_ptr, dep_idx, steps, order)
+    return (wait_ptr.astype(np.int32) if len(waiter) < 2**31 else wait_ptr), waiter  # (the loop holds it: 4 bytes a step)

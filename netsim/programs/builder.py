@@ -197,13 +197,14 @@ class ScheduleBuilder:
 
     def _kept(self, table: TransferTable) -> dict[str, np.ndarray]:
         """A plan's columns as the lowering keeps them, converted once per plan (ops alike share a plan): int32
-        (half the memory of int64; a program's steps, devices, blocks and pieces stay far below 2**31), and the
-        int64 forms the lowering computes with."""
+        (half the memory of int64; a program's steps, devices, blocks and pieces stay far below 2**31), a
+        direction (the ways a route can go: a few) and a phase int8, and the int64 forms the lowering computes with."""
         found = self.kept.get(id(table))
         if found is None or found[0] is not table:
-            i32 = {name: getattr(table, name).astype(np.int32) for name in ("src", "dst", "piece", "direction")}
+            i32 = {name: getattr(table, name).astype(np.int32) for name in ("src", "dst", "piece")}
             i64 = {name: getattr(table, name).astype(np.int64) for name in ("step", "block", "dep_ptr", "dep_idx")}
-            more = {"reduce": np.asarray(table.reduce, bool), "phase": table.phase.astype(np.int8)}
+            small = table.direction.astype(np.int8) if table.direction.size == 0 or abs(table.direction).max() < 100 else table.direction
+            more = {"reduce": np.asarray(table.reduce, bool), "phase": table.phase.astype(np.int8), "direction": small}
             found = (table, {**i32, **i64, **more, "src64": table.src.astype(np.int64), "dst64": table.dst.astype(np.int64)})
             self.kept[id(table)] = found
         return found[1]
