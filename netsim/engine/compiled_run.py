@@ -106,10 +106,23 @@ class CompiledRun:
 
     def _number_back(self, order: np.ndarray, missing: np.ndarray) -> None:
         """The loop's per-transfer results and hop records, and what each step still waits for (``missing``), numbered
-        back from the play order in place (``order``: new number -> old); a status naming a transfer names it by its old number."""
-        from netsim.engine.play_order import number_back
+        back from the play order in place (``order``: new number -> old); a status naming a transfer names it by its old number.
 
-        number_back(order, self.sent_at_array, self.arrived_at_array, self.nbytes, missing, self.record[0])
+        Each column is gathered into one scratch array and copied back: a big run's columns are hundreds of
+        megabytes, and a fresh one each would be made while the loop's arrays still hold their pages.
+        """
+        n = len(order)
+        rank = np.empty(n, np.int32 if n < 2**31 else np.int64)  # old number -> new (made here: not held while the loop plays)
+        rank[order] = np.arange(n, dtype=rank.dtype)
+        scratch = np.empty(max(n, (len(self.record[0]) + 1) // 2), np.float64)
+        for column in (self.sent_at_array, self.arrived_at_array, self.nbytes, missing[:n]):
+            into = scratch.view(column.dtype)[:n]
+            np.take(column, rank, out=into)
+            column[:] = into
+        hops = self.record[0]
+        into = scratch.view(hops.dtype)[: len(hops)]
+        np.take(order, hops, out=into)
+        hops[:] = into
         if self.status < 0:
             self.status = -1 - int(order[-1 - self.status])
 

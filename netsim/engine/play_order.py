@@ -41,7 +41,7 @@ import numpy as np
 
 from netsim.engine.compiled_cache import njit
 
-__all__ = ["in_play_order", "number_back"]
+__all__ = ["in_play_order"]
 
 
 @njit(cache=True)
@@ -104,42 +104,4 @@ def in_play_order(wait_ptr, waiter, missing, n):
         if j < n:
             idx[k] = rank[j]
     return order, rank, ptr, idx
-
-
-@njit(cache=True)
-def number_back(order, sent_at, arrived_at, nbytes, missing, hop_transfer):
-    """The loop's per-transfer results numbered back from the play order, in place (``order``: new number -> old).
-
-    ``sent_at``, ``arrived_at``, ``nbytes`` and the transfers' part of ``missing`` (its first ``len(order)``
-    entries) are permuted along the cycles of ``order``, so no copy of them is made (a big run's are
-    hundreds of megabytes, made while the loop's own arrays are still held); ``hop_transfer``'s entries
-    are renamed.
-
-    Examples
-    --------
-    >>> order = np.array([0, 2, 3, 1])
-    >>> sent = np.array([0.0, 1.0, 2.0, 3.0]); hops = np.array([3, 1], np.int32)
-    >>> number_back(order, sent, sent.copy(), np.arange(4), np.arange(5, dtype=np.int32), hops)
-    >>> sent.tolist(), hops.tolist()  # new 1 was old 2, new 2 old 3, new 3 old 1
-    ([0.0, 3.0, 1.0, 2.0], [1, 2])
-    """
-    n = len(order)
-    done = np.zeros(n, np.bool_)
-    for first in range(n):
-        if done[first]:
-            continue
-        a, b, c, m = sent_at[first], arrived_at[first], nbytes[first], missing[first]
-        t = first
-        while True:  # the value at new number t goes to old number order[t], whose own goes on
-            d = order[t]
-            done[d] = True
-            a, sent_at[d] = sent_at[d], a
-            b, arrived_at[d] = arrived_at[d], b
-            c, nbytes[d] = nbytes[d], c
-            m, missing[d] = missing[d], m
-            t = d
-            if t == first:
-                break
-    for k in range(len(hop_transfer)):
-        hop_transfer[k] = order[hop_transfer[k]]
 
