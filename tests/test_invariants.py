@@ -550,3 +550,19 @@ def test_two_steps_at_once_on_one_unit_and_a_transfer_before_its_compute_step():
     early = dataclasses.replace(run, sent_at=[1e-6], arrived_at=[3e-6], time=4e-6)
     with pytest.raises(InvariantError, match=re.escape("transfer #0 left at 1e-06 s, before compute step #1 it waits for ended at 4e-06 s")):
         check_playback(topo, moves, start, early, computes=steps)
+
+
+def test_each_steps_last_dependency_is_found_a_slice_of_entries_at_a_time():
+    """The compute check's last dependency per step, taken about ``entries`` entries at a time, is the maximum
+    over each step's own list (against an independent loop), whatever the slice and however the lists fall."""
+    from netsim.checks.computes import _last_dependency
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        m = int(rng.integers(1, 40))
+        counts = np.where(rng.random(m) < 0.3, 0, rng.integers(1, 9, m))
+        ptr = np.concatenate([[0], np.cumsum(counts)])
+        idx, done = rng.integers(0, 12, int(ptr[-1])), rng.random(12)
+        expected = [max((done[d] for d in idx[ptr[j] : ptr[j + 1]]), default=-np.inf) for j in range(m)]
+        for entries in (1, 2, 5, 1 << 22):
+            assert _last_dependency(ptr, idx, done, entries).tolist() == expected

@@ -28,11 +28,7 @@ def _check_computes(a: _Arrays) -> None:
     ptr, idx = columns["dep_ptr"], columns["dep_idx"]
     if len(idx) and (int(idx.min()) < 0 or int(idx.max()) >= len(a.done)):
         raise InvariantError("compute", "a compute step waits for a step that does not exist")
-    # each step's last dependency, by segment (no per-entry owner array: a matmul may wait for a million arrivals)
-    last = np.full(m, -np.inf)
-    waits = np.diff(ptr) > 0
-    if waits.any():
-        last[waits] = np.maximum.reduceat(a.done[idx], ptr[:-1][waits])
+    last = _last_dependency(ptr, idx, a.done)
     early = _later(last, started)  # (later than the start beyond rounding: the last one is, if any is)
     if early.any():
         j = _first(early)
@@ -61,3 +57,25 @@ def _check_computes(a: _Arrays) -> None:
             f"device {same[k] // 2}'s {('compute unit', 'DMA engine')[same[k] % 2]} ran step #{i} from {started[i]:.9g} s"
             f" while step #{j} ran until {ended[j]:.9g} s (one step at a time)",
         )
+
+
+
+def _last_dependency(ptr: np.ndarray, idx: np.ndarray, done: np.ndarray, entries: int = 1 << 22) -> np.ndarray:
+    """When each step's last dependency was done (``-inf`` for a step that waits for nothing): by segment, about
+    ``entries`` dependencies at a time (no array of one time per dependency: a big program's steps wait for tens of millions).
+
+    Examples
+    --------
+    >>> _last_dependency(np.array([0, 2, 2, 5]), np.array([0, 1, 1, 2, 0]), np.array([3.0, 1.0, 2.0]), entries=2).tolist()
+    [3.0, -inf, 3.0]
+    """
+    m = len(ptr) - 1
+    last = np.full(m, -np.inf)
+    cuts = np.unique(np.concatenate([[0], np.searchsorted(ptr, np.arange(entries, int(ptr[-1]), entries), "right") - 1, [m]]))
+    for first, end in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):  # steps first .. end - 1, whole
+        lo, hi = int(ptr[first]), int(ptr[end])
+        waits = np.flatnonzero(np.diff(ptr[first : end + 1]) > 0) + first
+        if len(waits):
+            last[waits] = np.maximum.reduceat(done[idx[lo:hi]], ptr[waits] - lo)
+    return last
+

@@ -31,6 +31,7 @@ import numpy as np
 from netsim.engine.compiled_bundles import bundled_player
 from netsim.engine.compiled_run import CompiledRun, ComputeSteps, waiting_lists
 from netsim.engine.final_buffers import FinalBuffers
+from netsim.engine.routes import id_list
 from netsim.engine.row_buffers import Chunks, RowBuffers
 from netsim.engine.table_buffers import TableBuffers
 from netsim.network.topology import Topology
@@ -88,7 +89,7 @@ class CompiledPlayer(CompiledRun):
         self.bundles: dict = {}
         keys = columns["keys"]
         n_keys = len(keys)
-        inverse, route_ptr, route_links, bandwidth, latency = self._routes(topology, columns)
+        inverse, route_ptr, route_links, bandwidth, latency = self._routes(topology, columns, keep=False)
 
         ptr, idx = steps.dependencies(columns)
         missing = np.diff(ptr).astype(np.int32)
@@ -101,6 +102,8 @@ class CompiledPlayer(CompiledRun):
             del numbered, _  # (its old -> new numbering: made again when the results are numbered back)
             missing[:n] = missing[order]
         played = _renumbered(order, columns["dst"], columns["key_index"], columns["reduce"], inverse)
+        route_of = played[3]  # (the routes as link ids are made from it once the run is numbered back: one copy held while it plays)
+        del inverse
         # The loop reads a transfer's source only to put those that wait for nothing in their source's ready list: in
         # play order they come first, so the sources up to the last of them are all it takes.
         waits_for_nothing = missing[:n] == 0
@@ -129,7 +132,7 @@ class CompiledPlayer(CompiledRun):
             size[: len(chunks)] = rows[0].nbytes
         else:
             size[: len(chunks)] = np.fromiter(map(operator.attrgetter("nbytes"), chunks), np.int64, len(chunks))
-        n_hops = int(np.diff(route_ptr)[inverse].sum()) if n else 0
+        n_hops = int(np.bincount(route_of, minlength=len(route_ptr) - 1) @ np.diff(route_ptr)) if n else 0  # (no array a transfer)
 
         self.sent_at_array = np.full(n, np.nan)
         self.arrived_at_array = np.full(n, np.nan)
@@ -179,9 +182,11 @@ class CompiledPlayer(CompiledRun):
             units,
             None,
         )
-        del played, wait_ptr, waiter
-        if order is not None:
-            self._number_back(order, missing)
+        del played
+        if order is not None:  # (the loop's wait lists, done with, as its scratch)
+            self._number_back(order, missing, route_of, spare=(wait_ptr, waiter))
+        del wait_ptr, waiter
+        self.routes = id_list(route_of, self.route_ids)
         n_reduced = self._keep(counts, taken, expected + steps.taken_in(n_devices), missing, n_devices, units[3:6] if units else ())
         self.buffers: list[dict] = []
         if self.status:

@@ -90,38 +90,46 @@ class CompiledRun:
     max_queue_array: np.ndarray
     link_ids: list[LinkId]
 
-    def _routes(self, topology: Topology, columns: dict[str, Any]) -> tuple[np.ndarray, ...]:
+    def _routes(self, topology: Topology, columns: dict[str, Any], keep: bool = True) -> tuple[np.ndarray, ...]:
         """Each transfer's route number, the distinct routes as link numbers (``route_ptr``,
         ``route_links``) and the links' bandwidths and latencies, as the loop takes them;
-        keeps ``link_ids`` and each transfer's route as link ids (``routes``)."""
+        keeps ``link_ids`` and each transfer's route as link ids (``routes``; with ``keep`` False,
+        the distinct routes only, ``route_ids``: the caller makes ``routes`` once the run is played)."""
         routes = Routes.of_topology(topology)
         self.link_ids = routes.link_ids
-        inverse, numbers, ids = routes.distinct(topology, columns) if len(columns["src"]) else (np.zeros(0, np.int64), [], [])
-        self.routes = id_list(inverse, ids)
+        inverse, numbers, ids = routes.distinct(topology, columns) if len(columns["src"]) else (np.zeros(0, np.int32), [], [])
+        self.route_ids = ids
+        if keep:
+            self.routes = id_list(inverse, ids)
         route_ptr = np.zeros(len(numbers) + 1, np.int64)
         np.cumsum([len(r) for r in numbers], out=route_ptr[1:])
         route_links = np.fromiter((k for r in numbers for k in r), np.int64, int(route_ptr[-1]))
         links = LinkModel.of(topology, self.link_ids)
         return inverse, route_ptr, route_links, links.bandwidth_Bps, links.latency_s
 
-    def _number_back(self, order: np.ndarray, missing: np.ndarray) -> None:
+    def _number_back(self, order: np.ndarray, missing: np.ndarray, route_of: np.ndarray, spare: tuple[np.ndarray, ...] = ()) -> None:
         """The loop's per-transfer results and hop records, and what each step still waits for (``missing``), numbered
-        back from the play order in place (``order``: new number -> old); a status naming a transfer names it by its old number.
+        back from the play order in place (``order``: new number -> old), with each transfer's route number
+        (``route_of``); a status naming a transfer names it by its old number.
 
         Each column is gathered into one scratch array and copied back: a big run's columns are hundreds of
-        megabytes, and a fresh one each would be made while the loop's arrays still hold their pages.
+        megabytes, and a fresh one each would be made while the loop's arrays still hold their pages. The
+        scratch and the old -> new numbering are made in ``spare`` arrays (the loop's own, done with) where they fit.
         """
+        from netsim.engine.play_order import gather, inverse_of
+
         n = len(order)
-        rank = np.empty(n, np.int32 if n < 2**31 else np.int64)  # old number -> new (made here: not held while the loop plays)
-        rank[order] = np.arange(n, dtype=rank.dtype)
-        scratch = np.empty(max(n, (len(self.record[0]) + 1) // 2), np.float64)
-        for column in (self.sent_at_array, self.arrived_at_array, self.nbytes, missing[:n]):
+        spare = sorted(spare, key=lambda a: a.nbytes, reverse=True)
+        scratch = _room(spare, np.float64, max(n, (len(self.record[0]) + 1) // 2))
+        rank = _room(spare, np.int32 if n < 2**31 else np.int64, n)  # old number -> new
+        inverse_of(order, rank)
+        for column in (self.sent_at_array, self.arrived_at_array, self.nbytes, missing[:n], route_of):
             into = scratch.view(column.dtype)[:n]
-            np.take(column, rank, out=into)
+            gather(column, rank, into)
             column[:] = into
         hops = self.record[0]
         into = scratch.view(hops.dtype)[: len(hops)]
-        np.take(order, hops, out=into)
+        gather(order, hops, into)
         hops[:] = into
         if self.status < 0:
             self.status = -1 - int(order[-1 - self.status])
@@ -151,6 +159,24 @@ class CompiledRun:
     def stats(self) -> tuple[HopList, dict[LinkId, LinkStats]]:
         """Hops in start order and per-link statistics, from the recorded columns."""
         return hops_and_links(self.record, self.nbytes, self.link_ids, self.max_queue)
+
+
+def _room(spare: list[np.ndarray], dtype: Any, count: int) -> np.ndarray:
+    """``count`` entries of ``dtype`` in the first of ``spare`` (contiguous arrays no longer needed) big enough, taken
+    out of the list; a fresh array when none is.
+
+    Examples
+    --------
+    >>> spare = [np.zeros(10, np.int32)]
+    >>> _room(spare, np.float64, 5).shape, spare, _room(spare, np.float64, 5).shape
+    ((5,), [], (5,))
+    """
+    size = count * np.dtype(dtype).itemsize
+    for k, array in enumerate(spare):
+        if array.nbytes >= size and array.flags.c_contiguous and array.ctypes.data % np.dtype(dtype).alignment == 0:
+            del spare[k]
+            return array.reshape(-1).view(np.uint8)[:size].view(dtype)
+    return np.empty(count, dtype)
 
 
 def waiting_lists(dep_ptr: np.ndarray, dep_idx: np.ndarray, n_transfers: int, joins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -41,7 +41,7 @@ import numpy as np
 
 from netsim.engine.compiled_cache import njit
 
-__all__ = ["in_play_order"]
+__all__ = ["gather", "in_play_order", "inverse_of"]
 
 
 @njit(cache=True)
@@ -104,4 +104,18 @@ def in_play_order(wait_ptr, waiter, missing, n):
         if j < n:
             idx[k] = rank[j]
     return order, rank, ptr, idx
+
+
+@njit(cache=True)
+def inverse_of(order, rank):
+    """``rank[order[t]] = t`` for every t (the inverse permutation), written into ``rank``."""
+    for t in range(len(order)):
+        rank[order[t]] = t
+
+
+@njit(cache=True)
+def gather(values, index, out):
+    """``out[i] = values[index[i]]`` for every i (NumPy's ``take`` widens an int32 index to a copy first)."""
+    for i in range(len(index)):
+        out[i] = values[index[i]]
 
