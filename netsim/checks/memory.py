@@ -304,8 +304,9 @@ PLANNED_FIXED_BYTES = 128 * 2**20
 """What a big timing-only program's process grows by besides its transfers (the compiled player, its first arrays):
 RSS growth fitted at 140 MB over FSDP programs of 0.2 to 3.1 M transfers (bench/README.md), rounded down."""
 
-PLANNED_BYTES_PER_ENTRY = 336
-"""Per transfer or compute step of a planned program: twice the 168 B per transfer its RSS grew by (same fit), a margin."""
+PLANNED_BYTES_PER_ENTRY = 314
+"""Per transfer or compute step of a planned program: twice the 157 B per transfer its peak RSS grows by (2-layer FSDP
+programs on tpu-v4 4x8x8, 8x8x8 and 8x8x16, 0.8 to 12.6 M transfers: 157 B between each two; bench/README.md), a margin."""
 
 
 BYTES_PER_START_CHUNK = 400
@@ -319,9 +320,10 @@ def estimate_planned_memory(
 ) -> MemoryEstimate:
     """The memory a program will need, from the counts of its plans before it is lowered (:func:`netsim.programs.run.planned_estimate`).
 
-    Measured against the RSS growth of fresh processes playing FSDP programs on the compiled
-    player: 1.3x the peak over the run at 0.2 M transfers, 1.6x at 0.8 M and 1.8x at 3.1 M (tests/test_program_plans.py
-    checks two sizes), whose transfers cross one link each; every further link crossed
+    Measured against fresh processes playing 2-layer FSDP programs on the compiled player, whose transfers
+    cross one link each: 1.34x the RSS growth over the run at 0.2 M transfers and 1.58x at 0.8 M
+    (tests/test_program_plans.py checks both), and 0.77x to 1.89x the whole process's peak from 0.05 M to
+    12.6 M transfers on 64 to 4096 chips (bench/README.md); every further link crossed
     (``link_crossings`` beyond one per transfer) is counted at :data:`BYTES_PER_HOP`, every
     chunk the devices start with (``start_chunks``) at :data:`BYTES_PER_START_CHUNK`. The
     estimate for the Python player (:func:`estimate_program_memory`) keeps its margin.
@@ -329,7 +331,7 @@ def estimate_planned_memory(
     Examples
     --------
     >>> format_bytes(estimate_planned_memory(3_139_584, 3_072).total)
-    '1.108 GiB'
+    '1.044 GiB'
     """
     beyond = max(0.0, (link_crossings or transfers) - transfers)
     schedule = PLANNED_FIXED_BYTES + (transfers + compute_steps) * PLANNED_BYTES_PER_ENTRY + int(beyond * BYTES_PER_HOP) + start_chunks * BYTES_PER_START_CHUNK
