@@ -74,6 +74,7 @@ def test_the_compiled_loop_plays_the_same_events_in_the_schedule_numbering(torus
     assert (again.time, again.actions, again.events) == (run.time, run.actions, run.events)
     assert list(again.sent_at) == list(run.sent_at) and list(again.arrived_at) == list(run.arrived_at)
     assert [(h.transfer, h.link, h.start, h.end) for h in again.hops] == [(h.transfer, h.link, h.start, h.end) for h in run.hops]
+    assert list(again.nbytes) == list(run.nbytes) and list(again.routes) == list(run.routes)  # (numbered back, routes made after)
     np.testing.assert_array_equal(again.computes.started_at, run.computes.started_at)
     assert [list(b) for b in again.buffers] == [list(b) for b in run.buffers]
 
