@@ -20,7 +20,7 @@ import numpy as np
 from netsim.algorithms.bundles import BundleTable, made_of_arrays, open_once
 from netsim.algorithms.registry import ALGORITHMS, Move, MoveFn
 from netsim.algorithms.transfers import PHASES, Key, Transfer, TransferTable
-from netsim.columnar import searchsorted_many, stable_order
+from netsim.columnar import index_dtype, searchsorted_many, stable_order
 
 
 def _planned_with_rows(phases: list[tuple[str, MoveFn]], groups: tuple[tuple[int, ...], ...]) -> tuple[Transfer, ...]:
@@ -383,7 +383,7 @@ def _with_one_arrival_each(
     size = (max(int(src.max()), int(dst.max())) + 1) * chunks
     dense = size <= 4 * n + 1024
     # (int32 codes and table when they fit: half the memory to fill and read)
-    small = np.int32 if dense and size < 2**31 else np.int64
+    small = index_dtype(size) if dense else np.int64
     chunk = block.astype(small)
     chunk *= pieces
     chunk += piece

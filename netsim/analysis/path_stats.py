@@ -22,7 +22,7 @@ import numpy as np
 from netsim.analysis.critical_path import critical_path
 from netsim.analysis.memory_over_time import _running
 from netsim.columnar import stable_order
-from netsim.engine import ArrayList, RouteList, as_array
+from netsim.engine import RouteList, as_array
 from netsim.engine.columns import hop_arrays
 from netsim.engine.critical_path import CriticalPath as WalkedPath
 from netsim.engine.link_model import head_ready
@@ -286,7 +286,7 @@ def _route_facts(result: Result) -> tuple[int, int, int, tuple[int, int]]:
 
 def _route_lengths(routes: Any) -> np.ndarray:
     """Links crossed by each transfer: from the distinct routes the engine kept, or from the routes themselves."""
-    kept = routes.columns() if isinstance(routes, (ArrayList, RouteList)) else None
+    kept = routes.columns() if isinstance(routes, RouteList) else None
     if kept is not None and len(kept[0]) == len(routes):
         inverse, distinct = kept
         return np.array([len(r) for r in distinct], np.int64)[inverse]

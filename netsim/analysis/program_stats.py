@@ -31,7 +31,7 @@ from netsim.analysis.op_estimates import TOLERANCE, OpEstimate, link_sharing, op
 from netsim.analysis.program_times import program_times
 from netsim.analysis.why import _t
 from netsim.checks.program_memory import device_memory, module_fit
-from netsim.columnar import signed_ints
+from netsim.columnar import index_dtype, signed_ints
 from netsim.engine.columns import compute_columns
 from netsim.network.calibration import in_force
 
@@ -171,7 +171,7 @@ def _span_on_device(device: int | None, sends: tuple, arrivals: tuple, computes:
 
 def _sharing(playback: Any, lowered: Any) -> list[set[int]]:
     """Per op, the other ops on one of its links at the same time (:func:`netsim.analysis.op_estimates.link_sharing`)."""
-    op_of = np.zeros(len(playback.sent_at), np.int32 if len(lowered.ops) < 2**31 else np.int64)
+    op_of = np.zeros(len(playback.sent_at), index_dtype(len(lowered.ops)))
     for k, record in enumerate(lowered.ops):
         op_of[record.transfers.start : record.transfers.stop] = k
     return link_sharing(playback.hops, op_of, len(lowered.ops))

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from netsim.algorithms.transfers import PHASES
+from netsim.columnar import index_dtype
 from netsim.engine import as_array, transfer_columns
 
 __all__ = ["StepSummary", "StepTiming"]
@@ -119,7 +120,7 @@ def _steps(leaf: int, schedule: Any, playback: Any, offset: float, detail: bool,
         return [StepSummary(leaf, *v) for v in values], []
     distinct, first = np.unique(step, return_index=True)
     code = np.searchsorted(distinct, step)
-    small = np.int32 if len(distinct) * n_devices < 2**31 else np.int64  # (step, device) numbers in half the memory
+    small = index_dtype(len(distinct) * n_devices)  # (step, device) numbers in half the memory
     span = len(distinct) * n_devices
     start_key, start = _by_key((code * n_devices + src).astype(small), offset + as_array(playback.sent_at, float), np.minimum, span)
     end_key, end = _by_key((code * n_devices + dst).astype(small), offset + as_array(playback.arrived_at, float), np.maximum, span)

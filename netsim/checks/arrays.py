@@ -17,7 +17,7 @@ import numpy as np
 from netsim.checks.errors import InvariantError
 from netsim.columnar import signed_ints as _integers
 from netsim.columnar import stable_order
-from netsim.engine import ArrayList, Playback, RouteList, TransferLike, as_array, transfer_columns
+from netsim.engine import Playback, RouteList, TransferLike, as_array, transfer_columns
 from netsim.engine.columns import compute_columns
 from netsim.network.topology import Topology
 
@@ -163,7 +163,7 @@ def _route_arrays(routes: Sequence[Sequence[Any]], index: dict[Any, int]) -> tup
     n = len(routes)
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    kept = routes.columns() if isinstance(routes, (ArrayList, RouteList)) else None
+    kept = routes.columns() if isinstance(routes, RouteList) else None
     if kept is not None:  # the engine's own numbering, the list unchanged since
         inverse, distinct = kept
         return inverse, *_distinct_arrays(distinct, index)

@@ -10,7 +10,7 @@ import numpy as np
 
 from netsim.checks.arrays import _Arrays, _compiled_first, _feeding, _first
 from netsim.checks.errors import InvariantError
-from netsim.columnar import factorize
+from netsim.columnar import factorize, index_dtype
 from netsim.semantics.patterns import PATTERNS
 
 
@@ -109,7 +109,7 @@ def _replayed(a: _Arrays, order: Iterable[int], starting: _Starts, key_id: np.nd
     initial = starting(a.src, key_id)
     has_feed = feed_ptr[1:] != feed_ptr[:-1]
     one_each = len(fed) == int(np.count_nonzero(has_feed))  # one feed each: every feed is its transfer's first (and last)
-    last_feed = np.full(n, -1, np.int32 if n < 2**31 else np.int64)
+    last_feed = np.full(n, -1, index_dtype(n))
     last_feed[has_feed] = fed if one_each else fed[feed_ptr[1:][has_feed] - 1]
     carried = _carried_along(last_feed, initial)
     # A feed that brings its transfer's source the data it already holds delivers it a second time.

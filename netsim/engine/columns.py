@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from netsim.columnar import signed_ints, stable_order
+from netsim.columnar import index_dtype, signed_ints, stable_order
 from netsim.engine.playback import ComputeLike, Hop, LinkStats, TransferLike
 from netsim.network.topology import LinkId
 
@@ -150,8 +150,8 @@ class RouteList(ColumnList):
     """Each transfer's route (a tuple of link ids), kept as its number among the distinct routes and those
     routes: the list (one tuple object per distinct route, shared) is made only when someone reads an item.
 
-    ``columns()`` gives ``(inverse, distinct)`` (None once an item was changed), as an
-    :class:`ArrayList` of routes keeps them: the checks and statistics read those.
+    ``columns()`` gives ``(inverse, distinct)`` (None once an item was changed): the checks and
+    statistics read those, not a tuple a transfer.
 
     Examples
     --------
@@ -249,8 +249,7 @@ class HopList(Sequence):
         order = self._orders.get(column)
         if order is None:
             order = stable_order(self._columns[column])
-            if len(order) < 2**31:  # kept with the playback: half the memory
-                order = order.astype(np.int32)
+            order = order.astype(index_dtype(len(order)), copy=False)  # kept with the playback: half the memory
             order.flags.writeable = False
             self._orders[column] = order
         return order

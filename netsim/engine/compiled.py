@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from netsim.engine.columns import RouteList
 from netsim.engine.compiled_bundles import bundled_player
-from netsim.engine.compiled_run import CompiledRun, ComputeSteps, waiting_lists
+from netsim.engine.compiled_run import CompiledRun, ComputeSteps, hop_count, waiting_lists
 from netsim.engine.final_buffers import FinalBuffers
-from netsim.engine.routes import id_list
 from netsim.engine.row_buffers import Chunks, RowBuffers
 from netsim.engine.table_buffers import TableBuffers
 from netsim.network.topology import Topology
@@ -89,7 +89,7 @@ class CompiledPlayer(CompiledRun):
         self.bundles: dict = {}
         keys = columns["keys"]
         n_keys = len(keys)
-        inverse, route_ptr, route_links, bandwidth, latency = self._routes(topology, columns, keep=False)
+        inverse, route_ptr, route_links, bandwidth, latency = self._routes(topology, columns)
 
         ptr, idx = steps.dependencies(columns)
         missing = np.diff(ptr).astype(np.int32)
@@ -98,8 +98,8 @@ class CompiledPlayer(CompiledRun):
         # A program's transfers numbered in the order they will play (netsim.engine.play_order), numbered back after the loop.
         order = None
         if len(steps.device):
-            order, _, wait_ptr, waiter = numbered = in_play_order(wait_ptr, waiter, missing, n)
-            del numbered, _  # (its old -> new numbering: made again when the results are numbered back)
+            order, rank, wait_ptr, waiter = in_play_order(wait_ptr, waiter, missing, n)
+            del rank  # (old -> new: made again when the results are numbered back, not held while the loop plays)
             missing[:n] = missing[order]
         played = _renumbered(order, columns["dst"], columns["key_index"], columns["reduce"], inverse)
         route_of = played[3]  # (the routes as link ids are made from it once the run is numbered back: one copy held while it plays)
@@ -132,7 +132,7 @@ class CompiledPlayer(CompiledRun):
             size[: len(chunks)] = rows[0].nbytes
         else:
             size[: len(chunks)] = np.fromiter(map(operator.attrgetter("nbytes"), chunks), np.int64, len(chunks))
-        n_hops = int(np.bincount(route_of, minlength=len(route_ptr) - 1) @ np.diff(route_ptr)) if n else 0  # (no array a transfer)
+        n_hops = hop_count(route_of, route_ptr)
 
         self.sent_at_array = np.full(n, np.nan)
         self.arrived_at_array = np.full(n, np.nan)
@@ -186,7 +186,7 @@ class CompiledPlayer(CompiledRun):
         if order is not None:  # (the loop's wait lists, done with, as its scratch)
             self._number_back(order, missing, route_of, spare=(wait_ptr, waiter))
         del wait_ptr, waiter
-        self.routes = id_list(route_of, self.route_ids)
+        self.routes = RouteList(route_of, self.route_ids)
         n_reduced = self._keep(counts, taken, expected + steps.taken_in(n_devices), missing, n_devices, units[3:6] if units else ())
         self.buffers: list[dict] = []
         if self.status:

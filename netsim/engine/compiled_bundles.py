@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 
 from netsim.algorithms.bundles import Bundle, BundleTable
-from netsim.engine.compiled_run import CompiledRun, ComputeSteps, waiting_lists
+from netsim.engine.columns import RouteList
+from netsim.engine.compiled_run import CompiledRun, ComputeSteps, hop_count, waiting_lists
 from netsim.engine.size_buffers import SizeBuffers
 from netsim.network.topology import Topology
 from netsim.semantics.chunks import SizeOnly
@@ -222,7 +223,8 @@ class BundledPlayer(CompiledRun):
         ptr, idx = steps.dependencies(columns)
         missing = np.diff(ptr).astype(np.int32)
         wait_ptr, waiter = waiting_lists(ptr, idx, n, steps.join)
-        n_hops = int(np.diff(route_ptr)[inverse].sum()) if n else 0
+        n_hops = hop_count(inverse, route_ptr)
+        self.routes = RouteList(inverse, self.route_ids)
 
         self.sent_at_array = np.full(n, np.nan)
         self.arrived_at_array = np.full(n, np.nan)

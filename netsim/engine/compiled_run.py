@@ -13,11 +13,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from netsim.columnar import signed_ints
+from netsim.columnar import index_dtype, signed_ints
 from netsim.engine.columns import ColumnList, HopList, hops_and_links, step_dependencies
 from netsim.engine.link_model import LinkModel
 from netsim.engine.playback import LinkStats
-from netsim.engine.routes import Routes, id_list
+from netsim.engine.routes import Routes
 from netsim.network.topology import LinkId, Topology
 
 __all__ = ["CompiledRun", "ComputeSteps"]
@@ -90,17 +90,15 @@ class CompiledRun:
     max_queue_array: np.ndarray
     link_ids: list[LinkId]
 
-    def _routes(self, topology: Topology, columns: dict[str, Any], keep: bool = True) -> tuple[np.ndarray, ...]:
+    def _routes(self, topology: Topology, columns: dict[str, Any]) -> tuple[np.ndarray, ...]:
         """Each transfer's route number, the distinct routes as link numbers (``route_ptr``,
-        ``route_links``) and the links' bandwidths and latencies, as the loop takes them;
-        keeps ``link_ids`` and each transfer's route as link ids (``routes``; with ``keep`` False,
-        the distinct routes only, ``route_ids``: the caller makes ``routes`` once the run is played)."""
+        ``route_links``) and the links' bandwidths and latencies, as the loop takes them; keeps
+        ``link_ids`` and the distinct routes as link ids (``route_ids``: the player makes each
+        transfer's, ``routes``, from the route numbers once the run is played)."""
         routes = Routes.of_topology(topology)
         self.link_ids = routes.link_ids
         inverse, numbers, ids = routes.distinct(topology, columns) if len(columns["src"]) else (np.zeros(0, np.int32), [], [])
         self.route_ids = ids
-        if keep:
-            self.routes = id_list(inverse, ids)
         route_ptr = np.zeros(len(numbers) + 1, np.int64)
         np.cumsum([len(r) for r in numbers], out=route_ptr[1:])
         route_links = np.fromiter((k for r in numbers for k in r), np.int64, int(route_ptr[-1]))
@@ -121,7 +119,7 @@ class CompiledRun:
         n = len(order)
         spare = sorted(spare, key=lambda a: a.nbytes, reverse=True)
         scratch = _room(spare, np.float64, max(n, (len(self.record[0]) + 1) // 2))
-        rank = _room(spare, np.int32 if n < 2**31 else np.int64, n)  # old number -> new
+        rank = _room(spare, index_dtype(n), n)  # old number -> new
         inverse_of(order, rank)
         for column in (self.sent_at_array, self.arrived_at_array, self.nbytes, missing[:n], route_of):
             into = scratch.view(column.dtype)[:n]
@@ -161,6 +159,17 @@ class CompiledRun:
         return hops_and_links(self.record, self.nbytes, self.link_ids, self.max_queue)
 
 
+def hop_count(route_of: np.ndarray, route_ptr: np.ndarray) -> int:
+    """The link crossings of transfers taking routes ``route_of`` (of the routes ``route_ptr`` delimits), without an array a transfer.
+
+    Examples
+    --------
+    >>> hop_count(np.array([1, 1, 0]), np.array([0, 1, 3]))
+    5
+    """
+    return int(np.bincount(route_of, minlength=len(route_ptr) - 1) @ np.diff(route_ptr)) if len(route_of) else 0
+
+
 def _room(spare: list[np.ndarray], dtype: Any, count: int) -> np.ndarray:
     """``count`` entries of ``dtype`` in the first of ``spare`` (contiguous arrays no longer needed) big enough, taken
     out of the list; a fresh array when none is.
@@ -190,5 +199,5 @@ def waiting_lists(dep_ptr: np.ndarray, dep_idx: np.ndarray, n_transfers: int, jo
     steps = len(dep_ptr) - 1
     joined = len(joins) and joins.any()  # (if so, the argsort of waiter_keys, in one pass)
     order = waiting_order(dep_ptr, dep_idx, np.asarray(joins, np.bool_), n_transfers) if joined else np.arange(steps, dtype=np.int64)
-    wait_ptr, waiter = waiters(dep_ptr, dep_idx, steps, order)
-    return (wait_ptr.astype(np.int32) if len(waiter) < 2**31 else wait_ptr), waiter  # (the loop holds it: 4 bytes a step)
+    wait_ptr = np.zeros(steps + 1, index_dtype(len(dep_idx)))  # (the loop holds it: 4 bytes a step while it fits)
+    return wait_ptr, waiters(dep_ptr, dep_idx, order, wait_ptr)

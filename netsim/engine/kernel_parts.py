@@ -5,7 +5,7 @@
 by slot (bundles); what it does in more than one place, or rarely, is here, as
 small numba functions it calls:
 
-* the radix heap's bucket of an action (:func:`bucket`);
+* the radix heap's bucket of an action, and filing it there (:func:`bucket`, :func:`file_action`);
 * a server's FIFO queue, a link's or a compute unit's, kept as a linked list
   through one ``after`` array (:func:`wait`, :func:`occupy`, :func:`served`);
 * who waits for each step (:func:`waiters`, before the loop), and the steps
@@ -35,15 +35,16 @@ import numpy as np
 from netsim.engine.compiled_cache import njit
 from netsim.engine.jit import leading_zeros
 
-__all__ = ["append", "bucket", "compute_ready", "count_off", "occupy", "served", "unit_acts", "wait", "waiters"]
+__all__ = ["append", "bucket", "compute_ready", "count_off", "file_action", "occupy", "served", "unit_acts", "wait", "waiters"]
 
 
 @njit(cache=True)
-def waiters(dep_ptr, dep_idx, n, order):
-    """Who waits for each of the ``n`` steps, in ``order`` (a counting sort): step t's are ``waiter[wait_ptr[t]:wait_ptr[t + 1]]``
+def waiters(dep_ptr, dep_idx, order, wait_ptr):
+    """Who waits for each step, in ``order`` (a counting sort): step t's are ``waiter[wait_ptr[t]:wait_ptr[t + 1]]``
     (step i waits for ``dep_idx[dep_ptr[i]:dep_ptr[i + 1]]``; ``order`` lists the steps in the order their
-    waits are counted off, each once)."""
-    wait_ptr = np.zeros(n + 1, np.int64)
+    waits are counted off, each once). ``wait_ptr`` (zeros, one more than the steps) is filled in, in the
+    width the caller chose; ``waiter`` is returned."""
+    n = len(wait_ptr) - 1
     for j in dep_idx:
         wait_ptr[j + 1] += 1
     for t in range(n):
@@ -55,7 +56,7 @@ def waiters(dep_ptr, dep_idx, n, order):
             j = dep_idx[k]
             waiter[filled[j]] = i
             filled[j] += 1
-    return wait_ptr, waiter
+    return waiter
 
 
 @njit(cache=True)
@@ -115,6 +116,16 @@ def bucket(key, last):
     equal, else one more than the highest bit in which they differ."""
     differ = key ^ last
     return 0 if differ == 0 else 64 - leading_zeros(differ)
+
+
+@njit(inline="always")
+def file_action(r_head, r_tail, r_least, after, node, key, last):
+    """Action node ``node``, keyed ``key``, joins the end of its radix-heap bucket's list (``last``: the key of the
+    instant being played), and the bucket's least key takes it if it is less (the bucket is emptied from it)."""
+    b = bucket(key, last)
+    append(r_head, r_tail, after, b, node)
+    if key < r_least[b]:
+        r_least[b] = key
 
 
 @njit(cache=True)

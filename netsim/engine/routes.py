@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from netsim.columnar import factorize
+from netsim.columnar import factorize, index_dtype
 from netsim.engine.columns import RouteList, shared_objects
 from netsim.network.hops import one_hop
 from netsim.network.topology import LinkId, Topology
@@ -192,8 +192,7 @@ class Routes:
         code += np.where(direction >= 2, direction + 1, direction > 0)  # 0, 1: the ties; 3 + a: axis a first
         numbered, inverse = factorize(code)  # (pair number) 16 + way, in the order of (src n + dst) 16 + way
         del code
-        if len(numbered) < 2**31:  # (4 bytes a transfer: the run keeps it, as its routes' columns)
-            inverse = inverse.astype(np.int32, copy=False)
+        inverse = inverse.astype(index_dtype(len(numbered)), copy=False)  # (4 bytes a transfer: the run keeps it, as its routes' columns)
         unique = pairs[numbered // _WAYS] * _WAYS + numbered % _WAYS
         self._one_hops(topology, unique)
         as_numbers, as_ids = [], []
@@ -247,9 +246,4 @@ class Routes:
         """Per transfer: its route as link numbers, and as link ids (a :class:`RouteList` that keeps,
         as its columns, each transfer's number among the distinct routes and those routes)."""
         inverse, numbers, ids = self.distinct(topology, columns)
-        return shared_objects(numbers)[inverse].tolist(), id_list(inverse, ids)
-
-
-def id_list(inverse: np.ndarray, ids: list[tuple[LinkId, ...]]) -> RouteList:
-    """Per transfer its route as link ids, as a :class:`RouteList` keeping ``(inverse, ids)`` (the list made when read)."""
-    return RouteList(inverse, ids)
+        return shared_objects(numbers)[inverse].tolist(), RouteList(inverse, ids)

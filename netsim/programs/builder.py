@@ -26,6 +26,7 @@ from netsim.algorithms.bundles import BundleTable, as_table
 from netsim.algorithms.compute_table import ComputeTable
 from netsim.algorithms.schedule import Schedule
 from netsim.algorithms.transfers import PHASES, TransferTable
+from netsim.columnar import index_dtype
 
 __all__ = ["Ragged", "ScheduleBuilder", "Waits"]
 
@@ -297,20 +298,6 @@ class ScheduleBuilder:
             column(1, np.float64), column(2, np.float64), column(3, np.float64), column(4, np.float64),
             column(5, bool), column(6, np.int64), column(7, np.int64), tuple(names), dep_ptr, dep_idx,
         )  # fmt: skip
-
-
-def index_dtype(steps: int, entries: int) -> type:
-    """The integer type of a schedule's dependency lists: 4 bytes an entry while steps and entries fit, else 8.
-
-    A big program's lists hold tens of millions of entries, kept for the whole run (its checks
-    read them after the play).
-
-    Examples
-    --------
-    >>> index_dtype(10**6, 4 * 10**7).__name__, index_dtype(10**6, 2**31).__name__
-    ('int32', 'int64')
-    """
-    return np.int32 if max(steps, entries) < 2**31 else np.int64
 
 
 def _renumber(idx: np.ndarray, n: int) -> None:

@@ -25,7 +25,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["MAX_PERIOD", "MAX_PLAYED", "STEADY_RTOL", "DriftError", "Repetition", "extend_trips", "period_of"]
+__all__ = ["MAX_PERIOD", "MAX_PLAYED", "STEADY_RTOL", "DriftError", "Repetition", "extend_trips", "fewest_played", "period_of"]
 
 MAX_PERIOD = 8
 """The longest period (in trips) looked for; the last ``MAX_PERIOD + p`` per-trip times must repeat with period ``p``."""
@@ -145,6 +145,20 @@ def period_of(times: list[float], rtol: float = STEADY_RTOL) -> int | None:
     return None
 
 
+def fewest_played(trips: int) -> int:
+    """The fewest trips the run :func:`extend_trips` reports for a loop of ``trips`` can have.
+
+    Every trip, when they are too few to see a period in; else at least ``MAX_PERIOD + 2``: a period
+    ``p`` is seen after ``MAX_PERIOD + p + 1`` trips, and the run reported drops fewer than ``p`` of them.
+
+    Examples
+    --------
+    >>> fewest_played(6), fewest_played(80)
+    (6, 10)
+    """
+    return min(trips, MAX_PERIOD + 2)
+
+
 def extend_trips(trips: int, time_at: Callable[[int], float], can_play: Callable[[int], bool] = lambda t: True) -> Repetition:
     """The time of a loop of ``trips`` trips, from runs of fewer trips (``time_at(t)``: the run of ``t`` trips).
 
@@ -172,7 +186,7 @@ def extend_trips(trips: int, time_at: Callable[[int], float], can_play: Callable
             cache[t] = time_at(t)
         return cache[t]
 
-    if trips <= MAX_PERIOD + 2:  # too few trips to see a period of any length: play them all
+    if trips <= MAX_PERIOD + 2:  # too few trips to see a period of any length: play them all (fewest_played is every trip)
         return Repetition(trips, trips, 0, 0.0, run(trips), run(trips), len(cache), "played")
     played = 0
     while played < min(trips, MAX_PLAYED) and can_play(played + 1):

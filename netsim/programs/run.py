@@ -35,11 +35,10 @@ from netsim.engine.columns import compute_columns
 from netsim.network.device_mesh import Mesh
 from netsim.network.topology import Topology
 from netsim.network.units import format_bytes
-from netsim.programs import periods
 from netsim.programs.files import ProgramFile, load_program, program_from_data
 from netsim.programs.lowering import Lowered, lower
 from netsim.programs.model import CollectiveOp, Program, ProgramError
-from netsim.programs.periods import DriftError
+from netsim.programs.periods import DriftError, fewest_played
 from netsim.programs.plans import planned_counts
 from netsim.programs.repeats import extend_blocks
 from netsim.programs.starts import start_chunk_count
@@ -177,7 +176,7 @@ def run_program(
 
 def _extended(loaded: ProgramFile, mesh: Mesh, seed: int, engine: str) -> Result:
     """A timing-only program with ``repeat:`` blocks: a few trips of each played, the rest extended (:func:`~netsim.programs.repeats.extend_blocks`)."""
-    least = tuple(min(count, periods.MAX_PERIOD + 2) for count in loaded.repeats)  # (each block steady as soon as it can be seen)
+    least = tuple(map(fewest_played, loaded.repeats))
     try:  # before any run: the run reported has at least these trips
         check_memory(planned_estimate(loaded.program_at(least), mesh, 0, engine), timing_only=True, fewer="fewer devices or ops")
     except MemoryLimitError as error:
