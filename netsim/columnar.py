@@ -13,7 +13,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["factorize", "in_sorted", "index_dtype", "searchsorted_many", "signed_ints", "stable_order"]
+__all__ = ["AT_ONCE", "factorize", "in_sorted", "index_dtype", "searchsorted_many", "signed_ints", "stable_order"]
+
+
+AT_ONCE = 1 << 22
+"""Entries a pass over a big run's columns takes at a time where a whole-column temporary is not needed
+(32 MiB of int64: a 12.6 M-transfer run's temporaries would otherwise be made beside its columns)."""
 
 
 def stable_order(values: np.ndarray) -> np.ndarray:
@@ -157,4 +162,3 @@ def index_dtype(*bounds: int) -> type:
     ('int32', 'int64')
     """
     return np.int32 if max(bounds, default=0) < 2**31 else np.int64
-

@@ -158,4 +158,25 @@ def test_link_sharing_names_the_ops_whose_intervals_on_a_link_overlap(n_ops):
             if l1 == l2 and o1 != o2 and a1 < b2 and a2 < b1:
                 expected[o1].add(o2)
     assert link_sharing(hops, op_of_transfer, n_ops) == expected
+    assert link_sharing(hops, op_of_transfer, n_ops, at_once=7) == expected  # (the hops a few at a time, as a big run's)
     assert any(expected)
+
+
+def test_link_totals_taken_a_slice_of_hops_at_a_time_are_bincounts_own_sums():
+    """Bytes, messages and busy time per link, the hops read 5 at a time, equal NumPy's bincount over them all,
+    every float bit for bit (the busy times are added in hop order either way)."""
+    from netsim.engine.columns import hops_and_links
+
+    rng = np.random.default_rng(11)
+    n_hops, n_links = 103, 4
+    transfer, link = rng.integers(0, 40, n_hops).astype(np.int32), rng.integers(0, n_links, n_hops).astype(np.int32)
+    start = np.zeros(n_hops)
+    end = rng.random(n_hops) * 10.0 ** rng.integers(-17, 1, n_hops)  # (durations of every size: another order of additions rounds otherwise)
+    nbytes = rng.integers(1, 2**20, 40).astype(np.int64)
+    link_ids = [(k, k + 1, (0, 1)) for k in range(n_links)]
+    _, links = hops_and_links((transfer, link, start, end), nbytes, link_ids, [0] * n_links, at_once=5)
+    busy = np.bincount(link, weights=end - start, minlength=n_links)
+    total = np.bincount(link, weights=nbytes[transfer], minlength=n_links)
+    assert [links[lk].busy_s for lk in link_ids] == busy.tolist()
+    assert [links[lk].bytes for lk in link_ids] == total.astype(np.int64).tolist()
+    assert [links[lk].messages for lk in link_ids] == np.bincount(link, minlength=n_links).tolist()

@@ -27,6 +27,7 @@ from netsim.analysis.closed_forms.geometry import permutation_loads, ports
 from netsim.analysis.closed_forms.registry import estimate_collective
 from netsim.analysis.closed_forms.terms import canonical_collective
 from netsim.analysis.why import TOLERANCE, nominal_link
+from netsim.columnar import AT_ONCE
 from netsim.engine.columns import hop_arrays
 from netsim.network.calibration import in_force
 from netsim.network.slices import SlicedTopology
@@ -195,12 +196,12 @@ def op_why(time_s: float, e: OpEstimate, beside: list[str]) -> str:
     return f"{ratio:.3f}x {what}: " + "; ".join(parts)
 
 
-def link_sharing(hops: Any, op_of_transfer: np.ndarray, n_ops: int) -> list[set[int]]:
+def link_sharing(hops: Any, op_of_transfer: np.ndarray, n_ops: int, at_once: int = AT_ONCE) -> list[set[int]]:
     """Per op, the other ops that used one of its links while it was on that link.
 
     ``hops`` is a playback's hops; ``op_of_transfer[i]`` the op transfer ``i`` belongs to.
     Each (op, link) pair is taken as one interval, from its first hop's start to its last
-    hop's end there.
+    hop's end there. The hops are read ``at_once`` at a time where the pairs are few.
 
     Examples
     --------
@@ -217,8 +218,8 @@ def link_sharing(hops: Any, op_of_transfer: np.ndarray, n_ops: int) -> list[set[
     if n_ops * len(ids) <= min(4 * len(transfer), 1 << 24):  # every (op, link) pair an entry (256 MiB at most): no sort of the hops (12.6 M: 2 s)
         first = np.full(n_ops * len(ids), np.inf)
         last = np.full(n_ops * len(ids), -np.inf)
-        for lo in range(0, len(transfer), 1 << 22):  # (the hops a slice at a time: 32 MiB of pairs, not one a hop)
-            part = slice(lo, lo + (1 << 22))
+        for lo in range(0, len(transfer), at_once):  # (``at_once`` hops at a time: no array of pairs a hop)
+            part = slice(lo, lo + at_once)
             pair = op_of_transfer[transfer[part]].astype(np.int64)
             pair *= len(ids)
             pair += link[part]

@@ -13,6 +13,7 @@ import numpy as np
 
 from netsim.checks.arrays import _Arrays, _first, _later, _slack
 from netsim.checks.errors import InvariantError
+from netsim.columnar import AT_ONCE
 
 
 def _check_computes(a: _Arrays) -> None:
@@ -59,8 +60,7 @@ def _check_computes(a: _Arrays) -> None:
         )
 
 
-
-def _last_dependency(ptr: np.ndarray, idx: np.ndarray, done: np.ndarray, entries: int = 1 << 22) -> np.ndarray:
+def _last_dependency(ptr: np.ndarray, idx: np.ndarray, done: np.ndarray, entries: int = AT_ONCE) -> np.ndarray:
     """When each step's last dependency was done (``-inf`` for a step that waits for nothing): by segment, about
     ``entries`` dependencies at a time (no array of one time per dependency: a big program's steps wait for tens of millions).
 
@@ -78,4 +78,3 @@ def _last_dependency(ptr: np.ndarray, idx: np.ndarray, done: np.ndarray, entries
         if len(waits):
             last[waits] = np.maximum.reduceat(done[idx[lo:hi]], ptr[waits] - lo)
     return last
-

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from netsim.columnar import index_dtype, signed_ints, stable_order
+from netsim.columnar import AT_ONCE, index_dtype, signed_ints, stable_order
 from netsim.engine.playback import ComputeLike, Hop, LinkStats, TransferLike
 from netsim.network.topology import LinkId
 
@@ -350,7 +350,9 @@ def compute_columns(computes: Sequence[ComputeLike]) -> dict[str, Any]:
     }
 
 
-def hops_and_links(record: Sequence[array], nbytes: array, link_ids: Sequence[LinkId], max_queue: Sequence[int]) -> tuple[HopList, dict[LinkId, LinkStats]]:
+def hops_and_links(
+    record: Sequence[array], nbytes: array, link_ids: Sequence[LinkId], max_queue: Sequence[int], at_once: int = AT_ONCE
+) -> tuple[HopList, dict[LinkId, LinkStats]]:
     """Hops in start order and per-link statistics, from an engine's records.
 
     ``record`` is the transfer (int32), link number (int32), start and end
@@ -364,8 +366,8 @@ def hops_and_links(record: Sequence[array], nbytes: array, link_ids: Sequence[Li
     size = np.frombuffer(nbytes, np.int64)
     total_bytes = np.zeros(n_links)
     busy = np.zeros(n_links)
-    for lo in range(0, len(link), 1 << 22):  # a slice of hops at a time (no temporary as long as the run's records)
-        part = slice(lo, lo + (1 << 22))
+    for lo in range(0, len(link), at_once):  # ``at_once`` hops at a time (no temporary as long as the run's records)
+        part = slice(lo, lo + at_once)
         total_bytes += np.bincount(link[part], weights=size[transfer[part]], minlength=n_links)  # (whole bytes: exact in any order)
         np.add.at(busy, link[part], end[part] - start[part])  # (added one by one in hop order, as bincount adds them)
     messages = np.bincount(link, minlength=n_links)
