@@ -11,6 +11,7 @@ plans it, a program's ops are lowered into one); from there they run the same wa
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from netsim.engine import ComputeUnit, Link, Playback, play
 from netsim.network.presets import is_slice_name, tpu_slice
 from netsim.network.topology import Topology, ring
 
-__all__ = ["AUTO_PROCESSES_MAX_TRANSFERS", "ENGINE_MODES", "TopologyLike", "check_engine", "choose_engine", "play_checked", "resolve_topology"]
+__all__ = ["AUTO_PROCESSES_MAX_TRANSFERS", "ENGINE_MODES", "TopologyLike", "check_engine", "choose_engine", "play_checked", "resolve_topology", "stood_for"]
 
 TopologyLike = Topology | str | Path | None
 
@@ -168,4 +169,18 @@ def play_checked(
         compute_class=compute_class,
     )
     check_playback(topology, schedule.transfers, buffers, playback, groups=schedule.groups, pattern=pattern, wanted=wanted, computes=schedule.computes)
-    return playback
+    aliases = getattr(schedule.transfers, "aliases", None)
+    return playback if aliases is None else stood_for(playback, aliases)
+
+
+def stood_for(playback: Playback, aliases: Any) -> Playback:
+    """A run played on representatives (``aliases.device``, ``aliases.link``) with every link's and device's statistics
+    those of the one that stands for it: what the whole run would count there."""
+    ids = list(playback.links)
+    links = {link: playback.links[ids[j]] for link, j in zip(ids, aliases.link.tolist(), strict=True)}
+    device = aliases.device.tolist()
+
+    def units(stats: dict[int, Any]) -> dict[int, Any]:
+        return {d: stats[rep] for d, rep in enumerate(device) if rep in stats}
+
+    return dataclasses.replace(playback, links=links, compute_units=units(playback.compute_units), dma_units=units(playback.dma_units))

@@ -85,8 +85,13 @@ class TransferTable(Sequence):
         dep_ptr: np.ndarray,
         dep_idx: np.ndarray,
         bundles: Mapping[Key, Sequence[Key]] | None = None,
+        aliases: Any = None,
+        route_dst: np.ndarray | None = None,
     ) -> None:
         self.step, self.src, self.dst, self.block, self.piece = step, src, dst, block, piece
+        # Played on representatives (netsim.programs.symmetry): the device and link each stands for, and where each
+        # transfer's route goes (``dst`` is the representative it is delivered to; the route's links are aliased).
+        self.aliases, self.route_dst = aliases, route_dst
         self.reduce, self.direction, self.phase = reduce, direction, phase
         self.dep_ptr, self.dep_idx = dep_ptr, dep_idx
         self.bundles: Mapping[Key, Sequence[Key]] = bundles if bundles is not None and len(bundles) else {}
@@ -109,6 +114,8 @@ class TransferTable(Sequence):
                 "dep_ptr": self.dep_ptr,
                 "dep_idx": self.dep_idx,
                 "bundles": self.bundles,
+                "aliases": self.aliases,
+                "route_dst": self.route_dst,
             }
         return self._columns
 

@@ -83,6 +83,9 @@ class ProgramStats:
     repeats: dict[str, Any] | None = None
     """How ``repeat:`` blocks were extended past the trips played (None: every trip played)."""
     launches_s: float = 0.0  # a calibrated run's fixed cost per collective, on the device that paid most of it (not in compute_s)
+    symmetry: dict[str, Any] | None = None
+    """Played on representatives (:mod:`netsim.programs.symmetry`): the shifts' axes, the devices played and how many
+    each stands for (None: every device played)."""
 
     def to_dict(self) -> dict[str, Any]:
         """As plain data, for JSON: the program's name under ``scenario``, as ``netsim run --json`` names a scenario's."""
@@ -258,7 +261,18 @@ def program_stats(result: Result) -> ProgramStats:
         _memory(run, lowered, facts["hbm_capacity_bytes"]),
         repeats.to_dict() if (repeats := getattr(result.program, "repeats", None)) is not None else None,
         times.launches_s,
+        _symmetry(lowered),
     )
+
+
+def _symmetry(lowered: Any) -> dict[str, Any] | None:
+    """What a run played on representatives played (None: every device)."""
+    quotient = getattr(lowered, "quotient", None)
+    if quotient is None:
+        return None
+    aliases = quotient.aliases
+    played = int(aliases.kept.sum())
+    return {"axes": list(aliases.axes), "devices_played": played, "devices": len(aliases.device), "each_stands_for": aliases.order, "transfers_played": len(lowered.schedule.transfers)}
 
 
 def _memory(run: Any, lowered: Any, capacity: int | None) -> dict[str, Any]:

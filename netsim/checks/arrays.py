@@ -84,6 +84,9 @@ class _Arrays:
         index = {link: k for k, link in enumerate(self.links)}
         self.link_u = np.fromiter((u for u, _, _ in self.links), np.int64, len(self.links))
         self.link_v = np.fromiter((v for _, v, _ in self.links), np.int64, len(self.links))
+        aliases = columns.get("aliases")
+        if aliases is not None:  # played on representatives: devices counted as the ones they stand for
+            self.link_u, self.link_v = aliases.device[self.link_u], aliases.device[self.link_v]
         hops = playback.hops
         hop_columns = getattr(hops, "columns", None)
         self._orders: dict[str, np.ndarray] = {}

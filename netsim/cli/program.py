@@ -170,6 +170,15 @@ def _at(facts: dict) -> str:
     return "" if efficiency == 1 else f"; the roofline counts {efficiency:.3g} of peak (calibrated)"
 
 
+def _played_on(symmetry: dict) -> str:
+    """What a run played on representatives played, in words."""
+    axes = ", ".join(map(str, symmetry["axes"]))
+    return (
+        f"{symmetry['devices_played']:,} of {symmetry['devices']:,} devices ({symmetry['transfers_played']:,} transfers): the slice's "
+        f"shifts along axes {axes} map each onto {symmetry['each_stands_for'] - 1:,} others doing the same (symmetry: false plays them all)"
+    )
+
+
 def _repeat_lines(repeats: dict | None) -> list[str]:
     """A line per ``repeat:`` block extended (the rows below are of the trips played)."""
     from netsim.programs.periods import Repetition
@@ -206,6 +215,7 @@ def _print(stats: ProgramStats, topology: Any = None) -> None:
         *calibration_rows(topology),
         *([("HBM per device", peak_line(stats.memory))] if stats.memory else []),
         *(("repeat extended", line) for line in _repeat_lines(stats.repeats)),
+        *([("played on", _played_on(stats.symmetry))] if stats.symmetry else []),
         ("verified", f"{stats.verified}: {stats.verification}"),
     ]
     for label, value in rows:

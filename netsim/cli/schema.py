@@ -452,6 +452,21 @@ PROGRAM = {
                 description="the before-run estimate (of the last run played, for an HLO module with long loops)",
             ),
             "repeats": {"anyOf": [{"type": "null"}, _REPEATS], "description": "repeat: blocks extended past the trips played (null: every trip played)"},
+            "symmetry": {
+                "anyOf": [
+                    {"type": "null"},
+                    _obj(
+                        {
+                            "axes": _list(_INT),
+                            "devices_played": _INT,
+                            "devices": _INT,
+                            "each_stands_for": _INT,
+                            "transfers_played": _INT,
+                        }
+                    ),
+                ],
+                "description": "played on one device of each set the slice's shifts map onto one another (null: every device played)",
+            },
         },
         required=[
             "scenario",

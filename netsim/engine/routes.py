@@ -184,7 +184,7 @@ class Routes:
         n = topology.n_devices
         direction = np.asarray(columns["direction"])
         pair = np.multiply(columns["src"], n, dtype=np.int64)  # src n + dst
-        pair += columns["dst"]
+        pair += columns["dst"] if columns.get("route_dst") is None else columns["route_dst"]
         pairs, code = factorize(pair)  # (numbered first: their range, n^2, is narrower than the codes')
         del pair
         code = code.astype(np.int64, copy=False)
@@ -208,6 +208,11 @@ class Routes:
                 known = self.known[c] = (tuple(self.number[link] for link in route), route)
             as_numbers.append(known[0])
             as_ids.append(known[1])
+        aliases = columns.get("aliases")
+        if aliases is not None:  # (a link stands for the links a shift moves onto it: each hop taken on the one it stands for)
+            link = aliases.link.tolist()
+            as_numbers = [tuple(link[k] for k in route) for route in as_numbers]
+            as_ids = [tuple(self.link_ids[k] for k in route) for route in as_numbers]
         inverse.flags.writeable = False
         return inverse, as_numbers, as_ids
 

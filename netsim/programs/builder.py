@@ -136,8 +136,11 @@ class ScheduleBuilder:
     (4, [0], 'add')
     """
 
-    def __init__(self, n_devices: int) -> None:
+    def __init__(self, n_devices: int, alias: np.ndarray | None = None) -> None:
         self.n_devices = n_devices
+        self.alias = alias  # (played on representatives: the device each stands for; only theirs get compute steps)
+        self.sizes: list[np.ndarray] = []  # (then each transfer's bytes, op after op: its chunk stands for one of that size)
+        self.size_classes = np.zeros(0, np.int64)  # (the sizes, as the schedule numbers its chunks)
         self.columns: dict[str, list[np.ndarray]] = {k: [] for k in ("step", "src", "dst", "block", "piece", "reduce", "direction", "phase")}
         self.ptrs: list[np.ndarray] = []
         self.idxs: list[np.ndarray] = []
@@ -151,7 +154,7 @@ class ScheduleBuilder:
         self.plans: dict[Any, Schedule] = {}  # a collective's schedule, by what plans it: ops alike are planned once
         self.kept: dict[int, tuple[TransferTable, dict[str, np.ndarray]]] = {}  # its columns, converted once (see _kept)
 
-    def add_schedule(self, schedule: Schedule, extra: Waits, blocks: int = 0) -> tuple[range, int, np.ndarray, np.ndarray]:
+    def add_schedule(self, schedule: Schedule, extra: Waits, blocks: int = 0, nbytes: np.ndarray | None = None) -> tuple[range, int, np.ndarray, np.ndarray]:
         """Append a collective's transfers, each also waiting for ``extra[src]``; (range, block offset, dst, block) of them.
 
         ``blocks`` block numbers are reserved for the op at least (its layout's, some of which may never travel:
@@ -159,8 +162,11 @@ class ScheduleBuilder:
 
         Where a device waits for several steps, its transfers wait for one join of them
         (:class:`~netsim.algorithms.compute.Compute` ``join=True``): one dependency each,
-        however many arrivals the op waits for.
+        however many arrivals the op waits for. ``nbytes``: each transfer's size, when the
+        schedule is played on representatives.
         """
+        if nbytes is not None:
+            self.sizes.append(nbytes)
         waits, step = self.joined(extra)
         table = schedule.transfers
         if not isinstance(table, TransferTable):
@@ -215,7 +221,19 @@ class ScheduleBuilder:
     ) -> np.ndarray:
         """One compute step on each of ``devices``, the i-th waiting for ``deps[i]``: their codes (an int64 array)."""
         m = len(devices)
-        self.batches.append(_Batch(np.asarray(devices, np.int64), seconds, flops, nbytes, deps, name, join, eff, unit))
+        devices = np.asarray(devices, np.int64)
+        keep = None if self.alias is None else np.flatnonzero(self.alias[devices] == devices)
+        if keep is not None and len(keep) < m:  # only the representatives' steps; another device's code is its representative's
+            self.batches.append(_Batch(devices[keep], seconds, flops, nbytes, _rows(deps, keep), name, join, eff, unit))
+            codes = np.full(m, -1, np.int64)
+            codes[keep] = -np.arange(self.n_computes + 1, self.n_computes + len(keep) + 1, dtype=np.int64)
+            self.n_computes += len(keep)
+            where = np.full(self.n_devices, -1, np.int64)
+            where[devices] = np.arange(m)
+            rep = where[self.alias[devices]]
+            codes = np.where(rep >= 0, codes[np.maximum(rep, 0)], codes)
+            return codes
+        self.batches.append(_Batch(devices, seconds, flops, nbytes, deps, name, join, eff, unit))
         codes = -np.arange(self.n_computes + 1, self.n_computes + m + 1, dtype=np.int64)
         self.n_computes += m
         return codes
@@ -240,8 +258,12 @@ class ScheduleBuilder:
                 step[several] = self.add_computes(several, 0.0, 0.0, 0.0, waits.rows(several), "join", join=True)
             return (counts > 0).astype(np.int64), step
 
-    def schedule(self) -> Schedule:
-        """The schedule built: every transfer, then every compute step, dependencies numbered as the players take them."""
+    def schedule(self, aliases: Any = None) -> Schedule:
+        """The schedule built: every transfer, then every compute step, dependencies numbered as the players take them.
+
+        ``aliases`` (:class:`~netsim.network.translations.Translations`): the schedule is played on representatives,
+        each transfer carrying a chunk keyed ``(k, 0)`` by its size, the k-th of :attr:`size_classes`.
+        """
         n = self.n_transfers
         if self.ptrs:
             cols = {k: np.concatenate(v) for k, v in self.columns.items()}
@@ -261,8 +283,13 @@ class ScheduleBuilder:
                 np.concatenate([[0]] + [b.ptr[1:] + s for b, s in zip(self.bundles, starts, strict=True)]),
                 np.concatenate([b.part_array for b in self.bundles]),
             )
+        if aliases is not None:  # (a chunk per size: the kept transfers' chunks are not the ones their sources hold)
+            self.size_classes, which = np.unique(np.concatenate(self.sizes) if self.sizes else np.zeros(0, np.int64), return_inverse=True)
+            cols["block"], cols["piece"] = which.astype(np.int32).reshape(-1), np.zeros(n, np.int32)
+            cols["reduce"], bundles = np.zeros(n, bool), None
+            route_dst, cols["dst"] = cols["dst"], aliases.device[cols["dst"]].astype(np.int32)
         columns = (cols["step"], cols["src"], cols["dst"], cols["block"], cols["piece"], cols["reduce"], cols["direction"], cols["phase"])
-        table = TransferTable(*columns, ptr, idx, bundles=bundles)
+        table = TransferTable(*columns, ptr, idx, bundles=bundles, aliases=aliases, route_dst=None if aliases is None else route_dst)
         return Schedule("program", "program", ((*range(self.n_devices),),), 1, table, None, self._computes(n))
 
     def _computes(self, n: int) -> ComputeTable:
@@ -298,6 +325,15 @@ class ScheduleBuilder:
             column(1, np.float64), column(2, np.float64), column(3, np.float64), column(4, np.float64),
             column(5, bool), column(6, np.int64), column(7, np.int64), tuple(names), dep_ptr, dep_idx,
         )  # fmt: skip
+
+
+def _rows(deps: Waits, rows: np.ndarray) -> Waits:
+    """The waits of ``rows`` of a batch, as they were given."""
+    if isinstance(deps, np.ndarray):
+        return deps[rows]
+    if isinstance(deps, Ragged):
+        return deps.rows(rows)
+    return [deps[i] for i in rows.tolist()]
 
 
 def _renumber(idx: np.ndarray, n: int) -> None:

@@ -187,6 +187,10 @@ class ProgramFile(Strict):
     ops: list[OpOrBlock] = Field(min_length=1, max_length=1 << 16)
     unroll: bool = False
     """Play every trip of ``repeat:`` blocks (default: a few trips, the rest extended from their steady or periodic state)."""
+    symmetry: Literal["auto"] | bool = "auto"
+    """Timing only, on a torus: play one device of each set the slice's shifts map onto one another, where every
+    collective's plan does the same on them (``true``); every device (``false``); ``true`` when a run of one trip of
+    each block, times the most trips, streams more than 2**24 transfers (``auto``). See docs/programs_limits.md."""
     data: Literal["values", "none"] = "values"
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
     engine: Literal["auto", "processes", "fast"] = "auto"

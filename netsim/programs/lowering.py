@@ -54,7 +54,7 @@ from netsim.network.calibration import in_force
 from netsim.network.device_mesh import Mesh
 from netsim.programs.builder import Ragged, ScheduleBuilder, Waits
 from netsim.programs.model import CollectiveOp, Compute, Einsum, Matmul, Op, Program, ProgramError, Sharded, einsum_subscripts
-from netsim.programs.plans import bundled_defaults, collective_plan
+from netsim.programs.plans import bundled_defaults, collective_plan, plan_schedule
 from netsim.semantics.patterns import PATTERNS
 from netsim.semantics.program_values import itemsize
 
@@ -132,9 +132,11 @@ class Lowered:
     mesh: Mesh
     schedule: Schedule
     ops: tuple[LoweredOp, ...]
+    quotient: Any = None
+    size_classes: np.ndarray | None = None
 
 
-def lower(program: Program, mesh: Mesh) -> Lowered:
+def lower(program: Program, mesh: Mesh, quotient: Any = None) -> Lowered:
     """Lower a program onto a mesh (laid on its topology): one schedule, transfers and compute steps.
 
     Parameters
@@ -142,6 +144,9 @@ def lower(program: Program, mesh: Mesh) -> Lowered:
     program : Program
     mesh : Mesh
         The program's mesh axes on a topology (:class:`netsim.network.device_mesh.Mesh`).
+    quotient : Quotient, optional
+        Play the representatives only (:func:`netsim.programs.symmetry.quotient_of`): the schedule holds the
+        transfers from them and their compute steps, each chunk standing for one of its size (``Lowered.size_classes``).
 
     Returns
     -------
@@ -168,7 +173,7 @@ def lower(program: Program, mesh: Mesh) -> Lowered:
         raise ProgramError(program.name, "mesh", f"the program's mesh {program.mesh} is not the mesh given ({mesh.shape})")
     arrays = program.arrays_after()
     n = mesh.topology.n_devices
-    build = ScheduleBuilder(n)
+    build = ScheduleBuilder(n, None if quotient is None else quotient.aliases.device)
     devices = np.arange(n)
     ready: dict[str, Waits] = {name: np.zeros((n, 0), np.int64) for name in program.arrays}
     done: dict[str, Waits] = {}
@@ -180,11 +185,13 @@ def lower(program: Program, mesh: Mesh) -> Lowered:
         before = _waits(ready, done, op, n)
         match op:
             case CollectiveOp():
-                record, after = _lower_collective(op, arrays[op.inputs[0]], mesh, build, before, bundled)
+                record, after = _lower_collective(op, arrays[op.inputs[0]], mesh, build, before, bundled, quotient)
             case Compute():
                 unit = 1 if op.unit == "dma" else 0
                 steps = build.add_computes(devices, op.flops, op.bytes, op.seconds, before, op.name, eff=efficiency, unit=unit)
                 record, after = LoweredOp(op, range(0), _span(steps), flops=op.flops, bytes=op.bytes, efficiency=efficiency), steps[:, None]
+            case Matmul(overlap="collective") if quotient is not None:
+                raise ValueError(f"{op.name}: a collective matmul is not played on representatives")
             case Matmul(overlap="collective"):
                 record, after = _lower_collective_matmul(op, [arrays[name] for name in op.inputs], arrays[op.output], mesh, build, before, efficiency)
             case Matmul() | Einsum():
@@ -196,7 +203,10 @@ def lower(program: Program, mesh: Mesh) -> Lowered:
         if op.output is not None:
             ready[op.output] = after
     _check_rates(lowered, mesh)
-    return Lowered(program, arrays, mesh, build.schedule(), tuple(lowered))
+    if quotient is None:
+        return Lowered(program, arrays, mesh, build.schedule(), tuple(lowered))
+    schedule = build.schedule(quotient.aliases)
+    return Lowered(program, arrays, mesh, schedule, tuple(lowered), quotient, build.size_classes)
 
 
 def _waits(ready: dict[str, Waits], done: dict[str, Waits], op: Op, n: int) -> Waits:
@@ -256,21 +266,22 @@ def _check_rates(lowered: list[LoweredOp], mesh: Mesh) -> None:
 
 def _span(steps: Sequence[int] | np.ndarray) -> range:
     """Compute steps made one after another (encoded ``-(j + 1)``): their numbers within the schedule's compute steps."""
-    return range(-int(steps[0]) - 1, -int(steps[0]) - 1 + len(steps)) if len(steps) else range(0)
+    if not len(steps):
+        return range(0)
+    steps = np.asarray(steps)  # (played on representatives, the others' codes are their representatives': the same run)
+    return range(-int(steps.max()) - 1, -int(steps.min()))
 
 
 def _lower_collective(
-    op: CollectiveOp, x: Sharded, mesh: Mesh, build: ScheduleBuilder, before: Waits, bundled: frozenset[str] = frozenset()
+    op: CollectiveOp, x: Sharded, mesh: Mesh, build: ScheduleBuilder, before: Waits, bundled: frozenset[str] = frozenset(), quotient: Any = None
 ) -> tuple[LoweredOp, Waits]:
     plan = collective_plan(op, x, mesh, bundled)
     layout, algorithm = plan.layout, plan.algorithm
+    if quotient is not None:
+        return _lower_quotient(op, x, mesh, build, before, plan, quotient.plans[plan.key])
     schedule = build.plans.get(plan.key)  # (ops alike are planned once)
     if schedule is None:
-        if PATTERNS[layout.pattern].pairs:  # pairs, each sent straight along its route (as columns)
-            schedule = build.as_columns(permutation(layout.groups))
-        else:
-            schedule = build_schedule(layout.pattern, layout.groups, algorithm, **plan.shaped)
-        build.plans[plan.key] = schedule
+        schedule = build.plans[plan.key] = plan_schedule(plan)
     overhead = in_force(mesh.topology).collective_overhead_s if len(schedule.transfers) else 0.0  # (moving nothing costs nothing)
     if overhead:  # calibrated: the fixed cost per collective, a launch step on each device before its first byte leaves
         codes = build.add_computes(np.arange(len(before)), 0.0, 0.0, overhead, before, f"{op.name} launch")
@@ -281,6 +292,26 @@ def _lower_collective(
     return LoweredOp(op, span, launches, layout, schedule.pieces, offset, algorithm, planned=schedule.group_wraparound), after
 
 
+def _lower_quotient(op: CollectiveOp, x: Sharded, mesh: Mesh, build: ScheduleBuilder, before: Waits, plan: Any, part: Any) -> tuple[LoweredOp, Waits]:
+    """A collective's kept transfers (:class:`~netsim.programs.symmetry.PlanQuotient` ``part``), each carrying its size."""
+    schedule, layout = part.schedule, plan.layout
+    n = mesh.topology.n_devices
+    elements = {e for held in layout.block_sizes(n) for e in held.values()}
+    if len(elements) > 1:
+        raise ValueError(f"{op.name}: blocks of {len(elements)} sizes are not played on representatives")
+    small, big = divmod(elements.pop() if elements else 0, schedule.pieces)
+    piece_bytes = (small + (np.arange(schedule.pieces) < big)) * itemsize(x.dtype)
+    overhead = in_force(mesh.topology).collective_overhead_s if len(schedule.transfers) else 0.0
+    if overhead:
+        codes = build.add_computes(np.arange(len(before)), 0.0, 0.0, overhead, before, f"{op.name} launch")
+        before = codes[:, None]
+    blocks = max(layout.block_count(), part.blocks)
+    span, offset, _, _ = build.add_schedule(schedule, before, blocks, nbytes=part.counts @ piece_bytes)
+    after = _arrived(part.arrivals(span.start), before)
+    launches = _span(codes) if overhead else range(0)
+    return LoweredOp(op, span, launches, layout, schedule.pieces, offset, plan.algorithm, planned=schedule.group_wraparound), after
+
+
 def _arrivals(dst: np.ndarray, base: int, before: Waits) -> Waits:
     """Per device, the transfers arriving there (or, where none do, what the op waited for there)."""
     n = len(before)
@@ -288,7 +319,13 @@ def _arrivals(dst: np.ndarray, base: int, before: Waits) -> Waits:
     counts = np.bincount(dst, minlength=n)
     ptr = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=ptr[1:])
-    arrived = Ragged(ptr, order + base)
+    return _arrived(Ragged(ptr, order + base), before)
+
+
+def _arrived(arrived: Ragged, before: Waits) -> Waits:
+    """``arrived`` per device, and where none arrive, what the op waited for there."""
+    n = len(before)
+    counts = arrived.counts
     none = counts == 0
     if not none.any():
         return arrived

@@ -35,15 +35,17 @@ from typing import Any
 import numpy as np
 
 from netsim.algorithms.registry import ALGORITHMS, AxesAlgorithm, check_algorithm, default_algorithm
-from netsim.algorithms.schedule import build_schedule
+from netsim.algorithms.direct import permutation
+from netsim.algorithms.schedule import Schedule, build_schedule
 from netsim.checks.memory import mean_hops
 from netsim.network.calibration import in_force
 from netsim.network.device_mesh import AxisGroups, Mesh
+from netsim.programs.builder import ScheduleBuilder
 from netsim.programs.model import CollectiveOp, Matmul, Program, ProgramError, Sharded
 from netsim.programs.repeats import written_name
 from netsim.semantics.patterns import PATTERNS
 
-__all__ = ["AUTO_BUNDLED_ABOVE", "CollectivePlan", "bundled_defaults", "collective_plan", "planned_counts", "planned_transfers"]
+__all__ = ["AUTO_BUNDLED_ABOVE", "CollectivePlan", "bundled_defaults", "collective_plan", "plan_schedule", "planned_counts", "planned_transfers"]
 
 AUTO_BUNDLED_ABOVE = 2**24
 """A collective over mesh axes with no algorithm named whose streaming ``multiaxis`` plan would make more than
@@ -109,6 +111,24 @@ def collective_plan(op: CollectiveOp, x: Sharded, mesh: Mesh, bundled: frozenset
     if op.algorithm is None and algorithm == "multiaxis" and (written_name(op.name) in bundled or planned_transfers(plan) > AUTO_BUNDLED_ABOVE):
         plan = CollectivePlan(layout, check_algorithm(layout.pattern, len(layout.groups[0]), "multiaxis_bundled"), shaped)
     return plan
+
+
+def plan_schedule(plan: CollectivePlan) -> Schedule:
+    """The schedule of a plan over all its groups, its transfers as columns (pairs sent straight along their routes).
+
+    Examples
+    --------
+    >>> from netsim.network.presets import tpu_slice
+    >>> from netsim.programs.model import Op
+    >>> op = Op.of("g", "all_gather", ("A",), "B", axes=("X",), axis=0, tiled=True)
+    >>> plan = collective_plan(op, Sharded((8, 8), "float32", (("X",), ())), Mesh({"X": 4}, tpu_slice("tpu-v5e:2x2")))
+    >>> len(plan_schedule(plan).transfers)
+    12
+    """
+    layout = plan.layout
+    if PATTERNS[layout.pattern].pairs:
+        return ScheduleBuilder.as_columns(permutation(layout.groups))
+    return build_schedule(layout.pattern, layout.groups, plan.algorithm, **plan.shaped)
 
 
 def bundled_defaults(program: Program, mesh: Mesh) -> frozenset[str]:

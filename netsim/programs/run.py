@@ -39,9 +39,10 @@ from netsim.programs.files import ProgramFile, load_program, program_from_data
 from netsim.programs.lowering import Lowered, lower
 from netsim.programs.model import CollectiveOp, Program, ProgramError
 from netsim.programs.periods import DriftError, fewest_played
-from netsim.programs.plans import planned_counts
+from netsim.programs.plans import AUTO_BUNDLED_ABOVE, planned_counts
 from netsim.programs.repeats import extend_blocks
 from netsim.programs.starts import start_chunk_count
+from netsim.programs.symmetry import quotient_of
 from netsim.programs.values import check_values, evaluate, inputs_of, start_buffers
 from netsim.result import LeafRun, ProgramRun, Result
 from netsim.run import TopologyLike, check_engine, choose_engine, play_checked, resolve_topology
@@ -74,7 +75,7 @@ def _held(arrays: Mapping[str, Any], mesh: Mesh) -> int:
     return sum(4 * n * int(np.prod(array.local_shape(mesh.shape))) + 8 * int(np.prod(array.shape)) for array in arrays.values())
 
 
-def planned_estimate(program: Program, mesh: Mesh, values: int = 0, engine: str = "auto") -> MemoryEstimate:
+def planned_estimate(program: Program, mesh: Mesh, values: int = 0, engine: str = "auto", order: int = 1) -> MemoryEstimate:
     """What playing ``program`` will hold, estimated before it is lowered, from the counts its plans will make
     (:func:`netsim.programs.plans.planned_counts`), in the form :func:`memory_needed` gives the lowered schedule.
 
@@ -86,6 +87,8 @@ def planned_estimate(program: Program, mesh: Mesh, values: int = 0, engine: str 
     128
     """
     counts = planned_counts(program, mesh)
+    if order > 1:  # played on one device of each ``order`` (netsim.programs.symmetry)
+        counts = {name: count / order for name, count in counts.items()}
     if values or choose_engine(engine, counts["transfers"]) != "fast":  # the Python player (or values): the lowered schedule's form, on the counts
         transfers, steps = counts["transfers"], counts["compute_steps"]
         return estimate_program_memory(transfers, counts["link_crossings"] / max(transfers, 1), steps, 2 * (transfers + steps), values)
@@ -169,16 +172,35 @@ def run_program(
     if data not in ("values", "none"):
         raise ValueError(f"data must be 'values' or 'none', got {data!r}")
     check_engine(engine)
+    symmetric = data == "none" and _symmetric(loaded, mesh)
     if loaded is not None and loaded.repeats and data == "none" and not loaded.unroll:
-        return _extended(loaded, mesh, seed, engine)
-    return _run_model(model or loaded.program, mesh, loaded, data, seed, engine)
+        return _extended(loaded, mesh, seed, engine, symmetric)
+    return _run_model(model or loaded.program, mesh, loaded, data, seed, engine, symmetric)
 
 
-def _extended(loaded: ProgramFile, mesh: Mesh, seed: int, engine: str) -> Result:
+SYMMETRIC_ABOVE = AUTO_BUNDLED_ABOVE
+"""With ``symmetry: auto``, a timing-only program is played on representatives (:mod:`netsim.programs.symmetry`) when
+a run of one trip of each ``repeat:`` block, times the most trips of any, would stream more than this many transfers."""
+
+
+def _symmetric(loaded: ProgramFile | None, mesh: Mesh) -> bool:
+    """Whether to play a program file on representatives where its plans allow (a Program built in Python: never)."""
+    if loaded is None or loaded.symmetry is False:
+        return False
+    if loaded.symmetry is True:
+        return True
+    least = loaded.program_at(tuple(1 for _ in loaded.repeats))
+    return planned_counts(least, mesh)["transfers"] * max(loaded.repeats, default=1) > SYMMETRIC_ABOVE
+
+
+def _extended(loaded: ProgramFile, mesh: Mesh, seed: int, engine: str, symmetric: bool = False) -> Result:
     """A timing-only program with ``repeat:`` blocks: a few trips of each played, the rest extended (:func:`~netsim.programs.repeats.extend_blocks`)."""
     least = tuple(map(fewest_played, loaded.repeats))
+    model = loaded.program_at(least)
+    quotient = quotient_of(model, mesh) if symmetric else None
+    order = quotient.aliases.order if quotient is not None else 1
     try:  # before any run: the run reported has at least these trips
-        check_memory(planned_estimate(loaded.program_at(least), mesh, 0, engine), timing_only=True, fewer="fewer devices or ops")
+        check_memory(planned_estimate(model, mesh, 0, engine, order), timing_only=True, fewer="fewer devices or ops")
     except MemoryLimitError as error:
         trips = " and ".join(map(str, least))
         raise ScenarioError(
@@ -189,7 +211,7 @@ def _extended(loaded: ProgramFile, mesh: Mesh, seed: int, engine: str) -> Result
     def played(trips: tuple[int, ...]) -> Result:
         if trips not in kept:
             kept.clear()
-            kept[trips] = _run_model(loaded.program_at(trips), mesh, loaded, "none", seed, engine)
+            kept[trips] = _run_model(loaded.program_at(trips), mesh, loaded, "none", seed, engine, symmetric)
         return kept[trips]
 
     try:
@@ -200,8 +222,11 @@ def _extended(loaded: ProgramFile, mesh: Mesh, seed: int, engine: str) -> Result
     return dataclasses.replace(result, time=extension.time_s, program=dataclasses.replace(result.program, repeats=extension))
 
 
-def _run_model(model: Program, mesh: Mesh, loaded: ProgramFile | None, data: str, seed: int, engine: str) -> Result:
-    """One run of ``model`` on ``mesh``: lowered, checked against memory, played (with values when ``data`` is ``values``)."""
+def _run_model(model: Program, mesh: Mesh, loaded: ProgramFile | None, data: str, seed: int, engine: str, symmetric: bool = False) -> Result:
+    """One run of ``model`` on ``mesh``: lowered, checked against memory, played (with values when ``data`` is ``values``;
+    timing only on representatives where ``symmetric`` and the plans allow: :mod:`netsim.programs.symmetry`)."""
+    quotient = quotient_of(model, mesh) if symmetric and data == "none" else None
+    order = quotient.aliases.order if quotient is not None else 1
     grouped = next((op for op in model.ops if isinstance(op, CollectiveOp) and op.over_devices), None)
     if grouped is not None and data == "values":
         raise ProgramError(grouped.name, "groups", "a collective over explicit groups runs timing-only: use data none")
@@ -224,8 +249,8 @@ def _run_model(model: Program, mesh: Mesh, loaded: ProgramFile | None, data: str
         raise refused(f"real values would hold about {need} of arrays (more than {limit}); run it timing-only with data: none", ValueError)
     topo = mesh.topology
     try:
-        check_memory(planned_estimate(model, mesh, held, engine), timing_only=data == "none", fewer="fewer devices or ops")  # before anything is built
-        lowered = lower(model, mesh)
+        check_memory(planned_estimate(model, mesh, held, engine, order), timing_only=data == "none", fewer="fewer devices or ops")  # before anything is built
+        lowered = lower(model, mesh, quotient)
         check_memory(memory_needed(lowered, held, engine), timing_only=data == "none", fewer="fewer devices or ops")
     except MemoryLimitError as error:
         raise refused(str(error), MemoryLimitError) from None
@@ -281,7 +306,8 @@ def memory_needed(lowered: Lowered, values: int = 0, engine: str = "auto") -> Me
     transfers = len(schedule.transfers)
     crossings = sum(len(r.transfers) * mean_hops(r.algorithm, tuple(topology.dims), tuple(topology.wraparound)) for r in lowered.ops)
     if not values and choose_engine(engine, transfers) == "fast":  # the compiled player, timing only: as measured for it
-        return estimate_planned_memory(transfers, len(schedule.computes), 0, crossings, start_chunk_count(lowered))
+        chunks = start_chunk_count(lowered) if lowered.quotient is None else int(lowered.quotient.aliases.kept.sum()) * len(lowered.size_classes)
+        return estimate_planned_memory(transfers, len(schedule.computes), 0, crossings, chunks)
     return estimate_program_memory(transfers, crossings / max(transfers, 1), len(schedule.computes), _dependencies(schedule), values)
 
 
