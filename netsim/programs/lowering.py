@@ -296,7 +296,8 @@ def _lower_quotient(op: CollectiveOp, x: Sharded, mesh: Mesh, build: ScheduleBui
     """A collective's kept transfers (:class:`~netsim.programs.symmetry.PlanQuotient` ``part``), each carrying its size."""
     schedule, layout = part.schedule, plan.layout
     n = mesh.topology.n_devices
-    elements = {e for held in layout.block_sizes(n) for e in held.values()}
+    shape = getattr(layout, "block_shape", None)  # (equal blocks: a gather's, a reduction's, an all-to-all's)
+    elements = {math.prod(shape)} if shape is not None else {e for held in layout.block_sizes(n) for e in held.values()}
     if len(elements) > 1:
         raise ValueError(f"{op.name}: blocks of {len(elements)} sizes are not played on representatives")
     small, big = divmod(elements.pop() if elements else 0, schedule.pieces)

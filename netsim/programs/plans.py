@@ -30,6 +30,7 @@ cannot fit is refused before it is built.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -79,7 +80,26 @@ def _layout(op: CollectiveOp, x: Sharded, mesh: Mesh, groups: Any) -> Any:
     return collective.check(proxy, groups if op.axes or collective.grouped else None, **arguments)
 
 
+_PLANNED: OrderedDict[Any, tuple[Mesh, CollectivePlan]] = OrderedDict()
+"""Recent plans by what makes them (ops alike, in a run and in the runs a ``repeat:`` extension plays, plan once)."""
+_PLANNED_KEPT = 128
+
+
 def collective_plan(op: CollectiveOp, x: Sharded, mesh: Mesh, bundled: frozenset[str] = frozenset()) -> CollectivePlan:
+    """The plan a collective op of a program runs as: :func:`plan_of`, kept for the ops alike that follow."""
+    key = (id(mesh), op.op, op.axes, repr(op.groups), repr(sorted(op.params.items())), op.algorithm, x, written_name(op.name) in bundled)
+    found = _PLANNED.get(key)
+    if found is not None and found[0] is mesh:
+        _PLANNED.move_to_end(key)
+        return found[1]
+    plan = plan_of(op, x, mesh, bundled)
+    _PLANNED[key] = (mesh, plan)
+    while len(_PLANNED) > _PLANNED_KEPT:
+        _PLANNED.popitem(last=False)
+    return plan
+
+
+def plan_of(op: CollectiveOp, x: Sharded, mesh: Mesh, bundled: frozenset[str] = frozenset()) -> CollectivePlan:
     """The plan a collective op of a program runs as (``x`` its input; ``bundled`` the names, as written,
     of the program's collectives whose default plan is bundled: :func:`bundled_defaults`).
 
