@@ -49,6 +49,7 @@ def _list(items: dict[str, Any], description: str = "") -> dict[str, Any]:
 _INT, _NUM, _STR = _t("integer"), _t("number"), _t("string")
 _COLLECTIVE = {"enum": list(COLLECTIVE_NAMES), "description": "the collective, as the op registry names it (netsim.semantics.ops)"}
 _NNUM, _NSTR = _t(["number", "null"]), _t(["string", "null"])
+_SYMMETRY = _obj({"axes": _list(_INT), "devices_played": _INT, "devices": _INT, "each_stands_for": _INT, "transfers_played": _INT})
 _ESTIMATE_KIND = {
     "enum": ["exact", "lower_bound", "upper_bound", "none"],
     "description": "what the closed form is to the simulated time: exact, a lower or an upper bound, or none",
@@ -452,21 +453,7 @@ PROGRAM = {
                 description="the before-run estimate (of the last run played, for an HLO module with long loops)",
             ),
             "repeats": {"anyOf": [{"type": "null"}, _REPEATS], "description": "repeat: blocks extended past the trips played (null: every trip played)"},
-            "symmetry": {
-                "anyOf": [
-                    {"type": "null"},
-                    _obj(
-                        {
-                            "axes": _list(_INT),
-                            "devices_played": _INT,
-                            "devices": _INT,
-                            "each_stands_for": _INT,
-                            "transfers_played": _INT,
-                        }
-                    ),
-                ],
-                "description": "played on one device of each set the slice's shifts map onto one another (null: every device played)",
-            },
+            "symmetry": {"anyOf": [{"type": "null"}, _SYMMETRY], "description": "played on representatives (null: every device played)"},
         },
         required=[
             "scenario",

@@ -37,7 +37,7 @@ from netsim.network.device_mesh import Mesh
 from netsim.network.translations import Translations, shift, translatable_axes
 from netsim.programs.builder import Ragged
 from netsim.programs.model import CollectiveOp, Matmul, Program
-from netsim.programs.plans import bundled_defaults, collective_plan, plan_schedule
+from netsim.programs.plans import AUTO_BUNDLED_ABOVE, bundled_defaults, collective_plan, plan_schedule, planned_transfers
 
 __all__ = ["PlanQuotient", "Quotient", "leaf_counts", "plan_images", "plan_quotient", "quotient_of", "transfer_colours"]
 
@@ -84,6 +84,9 @@ def leaf_counts(table: TransferTable, pieces: int) -> np.ndarray | None:
         left &= ~ready
     return known[code]
 
+
+LARGEST_PLAN = AUTO_BUNDLED_ABOVE
+"""A program with a plan of more transfers than this is played whole: checking a plan's shifts makes it whole first."""
 
 _ROUNDS = 64
 """At most this many rounds of telling transfers apart by what they wait for (:func:`transfer_colours`)."""
@@ -309,6 +312,8 @@ def quotient_of(program: Program, mesh: Mesh) -> Quotient | None:
         if isinstance(op, CollectiveOp):
             plan = collective_plan(op, arrays[op.inputs[0]], mesh, bundled)
             plans.setdefault(plan.key, plan)
+    if any(planned_transfers(plan) > LARGEST_PLAN for plan in plans.values()):  # (each plan is made whole to be checked)
+        return None
     shifts = {axis: shift(topology, axis) for axis in axes}
     coords = np.array([topology.coord(d) for d in range(topology.n_devices)], np.int64).reshape(topology.n_devices, -1)
     dims = tuple(topology.dims)
