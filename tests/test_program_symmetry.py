@@ -182,7 +182,7 @@ def test_the_shifts_of_a_v5p_cube():
     # a link stands for one leaving a representative, along the same axis and way
     links = t.links
     for j in range(0, len(links), 37):
-        u, v, key = links[j]
-        ru, rv, rkey = links[shifts.link[j]]
+        u, _, key = links[j]
+        ru, _, rkey = links[shifts.link[j]]
         assert rkey == key and shifts.device[u] == ru and t.coord(ru)[2] == 0
     assert shift(t, 0)[0] == 16

@@ -272,7 +272,13 @@ def _symmetry(lowered: Any) -> dict[str, Any] | None:
         return None
     aliases = quotient.aliases
     played = int(aliases.kept.sum())
-    return {"axes": list(aliases.axes), "devices_played": played, "devices": len(aliases.device), "each_stands_for": aliases.order, "transfers_played": len(lowered.schedule.transfers)}
+    return {
+        "axes": list(aliases.axes),
+        "devices_played": played,
+        "devices": len(aliases.device),
+        "each_stands_for": aliases.order,
+        "transfers_played": len(lowered.schedule.transfers),
+    }
 
 
 def _memory(run: Any, lowered: Any, capacity: int | None) -> dict[str, Any]:

@@ -48,14 +48,13 @@ from typing import Any
 
 import numpy as np
 
-from netsim.algorithms.direct import permutation
-from netsim.algorithms.schedule import Schedule, build_schedule
+from netsim.algorithms.schedule import Schedule
 from netsim.network.calibration import in_force
 from netsim.network.device_mesh import Mesh
 from netsim.programs.builder import Ragged, ScheduleBuilder, Waits
 from netsim.programs.model import CollectiveOp, Compute, Einsum, Matmul, Op, Program, ProgramError, Sharded, einsum_subscripts
 from netsim.programs.plans import bundled_defaults, collective_plan, plan_schedule
-from netsim.semantics.patterns import PATTERNS
+from netsim.programs.symmetry import piece_bytes
 from netsim.semantics.program_values import itemsize
 
 __all__ = ["Lowered", "LoweredOp", "lower"]
@@ -277,40 +276,23 @@ def _lower_collective(
 ) -> tuple[LoweredOp, Waits]:
     plan = collective_plan(op, x, mesh, bundled)
     layout, algorithm = plan.layout, plan.algorithm
-    if quotient is not None:
-        return _lower_quotient(op, x, mesh, build, before, plan, quotient.plans[plan.key])
-    schedule = build.plans.get(plan.key)  # (ops alike are planned once)
+    part = None if quotient is None else quotient.plans[plan.key]  # (played on representatives: the plan's kept transfers)
+    schedule = build.plans.get(plan.key) if part is None else part.schedule  # (ops alike are planned once)
     if schedule is None:
         schedule = build.plans[plan.key] = plan_schedule(plan)
     overhead = in_force(mesh.topology).collective_overhead_s if len(schedule.transfers) else 0.0  # (moving nothing costs nothing)
     if overhead:  # calibrated: the fixed cost per collective, a launch step on each device before its first byte leaves
         codes = build.add_computes(np.arange(len(before)), 0.0, 0.0, overhead, before, f"{op.name} launch")
         before = codes[:, None]
-    span, offset, dst, _ = build.add_schedule(schedule, before, layout.block_count())
-    after = _arrivals(dst, span.start, before)
+    if part is None:
+        span, offset, dst, _ = build.add_schedule(schedule, before, layout.block_count())
+        after = _arrivals(dst, span.start, before)
+    else:  # each kept transfer carries its size, and stands for the arrivals of those it stands for
+        nbytes = part.counts @ piece_bytes(layout, schedule.pieces, itemsize(x.dtype))
+        span, offset, _, _ = build.add_schedule(schedule, before, max(layout.block_count(), part.blocks), nbytes=nbytes)
+        after = _arrived(part.arrivals(span.start), before)
     launches = _span(codes) if overhead else range(0)
     return LoweredOp(op, span, launches, layout, schedule.pieces, offset, algorithm, planned=schedule.group_wraparound), after
-
-
-def _lower_quotient(op: CollectiveOp, x: Sharded, mesh: Mesh, build: ScheduleBuilder, before: Waits, plan: Any, part: Any) -> tuple[LoweredOp, Waits]:
-    """A collective's kept transfers (:class:`~netsim.programs.symmetry.PlanQuotient` ``part``), each carrying its size."""
-    schedule, layout = part.schedule, plan.layout
-    n = mesh.topology.n_devices
-    shape = getattr(layout, "block_shape", None)  # (equal blocks: a gather's, a reduction's, an all-to-all's)
-    elements = {math.prod(shape)} if shape is not None else {e for held in layout.block_sizes(n) for e in held.values()}
-    if len(elements) > 1:
-        raise ValueError(f"{op.name}: blocks of {len(elements)} sizes are not played on representatives")
-    small, big = divmod(elements.pop() if elements else 0, schedule.pieces)
-    piece_bytes = (small + (np.arange(schedule.pieces) < big)) * itemsize(x.dtype)
-    overhead = in_force(mesh.topology).collective_overhead_s if len(schedule.transfers) else 0.0
-    if overhead:
-        codes = build.add_computes(np.arange(len(before)), 0.0, 0.0, overhead, before, f"{op.name} launch")
-        before = codes[:, None]
-    blocks = max(layout.block_count(), part.blocks)
-    span, offset, _, _ = build.add_schedule(schedule, before, blocks, nbytes=part.counts @ piece_bytes)
-    after = _arrived(part.arrivals(span.start), before)
-    launches = _span(codes) if overhead else range(0)
-    return LoweredOp(op, span, launches, layout, schedule.pieces, offset, plan.algorithm, planned=schedule.group_wraparound), after
 
 
 def _arrivals(dst: np.ndarray, base: int, before: Waits) -> Waits:

@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from netsim.algorithms.registry import ALGORITHMS, AxesAlgorithm, check_algorithm, default_algorithm
 from netsim.algorithms.direct import permutation
+from netsim.algorithms.registry import ALGORITHMS, AxesAlgorithm, check_algorithm, default_algorithm
 from netsim.algorithms.schedule import Schedule, build_schedule
 from netsim.checks.memory import mean_hops
 from netsim.network.calibration import in_force
@@ -142,8 +142,9 @@ def plan_schedule(plan: CollectivePlan) -> Schedule:
     >>> from netsim.programs.model import Op
     >>> op = Op.of("g", "all_gather", ("A",), "B", axes=("X",), axis=0, tiled=True)
     >>> plan = collective_plan(op, Sharded((8, 8), "float32", (("X",), ())), Mesh({"X": 4}, tpu_slice("tpu-v5e:2x2")))
-    >>> len(plan_schedule(plan).transfers)
-    12
+    >>> schedule = plan_schedule(plan)
+    >>> len(schedule.transfers), schedule.pieces  # each of 4 members' pieces to the 3 others
+    (48, 4)
     """
     layout = plan.layout
     if PATTERNS[layout.pattern].pairs:

@@ -24,6 +24,7 @@ the programs the tests play both ways (``tests/test_program_symmetry.py``).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +40,30 @@ from netsim.programs.builder import Ragged
 from netsim.programs.model import CollectiveOp, Matmul, Program
 from netsim.programs.plans import AUTO_BUNDLED_ABOVE, bundled_defaults, collective_plan, plan_schedule, planned_transfers
 
-__all__ = ["PlanQuotient", "Quotient", "leaf_counts", "plan_images", "plan_quotient", "quotient_of", "transfer_colours"]
+__all__ = ["PlanQuotient", "Quotient", "leaf_counts", "piece_bytes", "plan_images", "plan_quotient", "quotient_of", "transfer_colours"]
+
+
+def piece_bytes(layout: Any, pieces: int, width: int) -> np.ndarray | None:
+    """The bytes of a block's pieces, where a layout's blocks are all alike (a gather's, a reduce-scatter's, an
+    all-to-all's: ``block_shape``; an all-reduce's when its input splits evenly); None for others.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> piece_bytes(SimpleNamespace(block_shape=(5, 2)), 3, 2).tolist()
+    [8, 6, 6]
+    """
+    shape = getattr(layout, "block_shape", None)
+    if shape is not None:
+        elements = {math.prod(shape)}
+    elif getattr(layout, "pattern", None) == "all_reduce":  # (the same blocks on every device: one device's say)
+        elements = set(layout.block_sizes(1)[0].values())
+    else:
+        return None
+    if len(elements) != 1:
+        return None
+    small, big = divmod(elements.pop(), pieces)
+    return (small + (np.arange(pieces) < big)) * width
 
 
 def leaf_counts(table: TransferTable, pieces: int) -> np.ndarray | None:
@@ -111,7 +135,7 @@ def transfer_colours(table: TransferTable, counts: np.ndarray, coords: np.ndarra
     >>> from netsim.algorithms.schedule import build_schedule
     >>> table = build_schedule("gather", [[0, 1, 2]], "ring").transfers
     >>> c = transfer_colours(table, leaf_counts(table, 1), np.arange(3)[:, None], (3,))
-    >>> len(set(c.tolist())), c[0] == c[1] == c[2]
+    >>> len(set(c.tolist())), bool(c[0] == c[1] == c[2])
     (2, True)
     """
     src, dst = table.src.astype(np.int64), table.dst.astype(np.int64)
@@ -216,7 +240,9 @@ class PlanQuotient:
         return Ragged(self.arrived_ptr, self.arrived_idx + base)
 
 
-def plan_quotient(schedule: Schedule, counts: np.ndarray, images: dict[int, np.ndarray], coords: np.ndarray, dims: tuple[int, ...], kept: np.ndarray) -> PlanQuotient:
+def plan_quotient(
+    schedule: Schedule, counts: np.ndarray, images: dict[int, np.ndarray], coords: np.ndarray, dims: tuple[int, ...], kept: np.ndarray
+) -> PlanQuotient:
     """The plan on the representatives: ``images`` the transfers' images under a shift along each axis (one place
     up), ``coords`` the devices' coordinates, ``kept`` whether each device is a representative."""
     table = schedule.transfers
@@ -274,7 +300,9 @@ def _cached(key: Any, make: Any) -> Any:
     return value
 
 
-def _images(plan: Any, shifts: dict[int, np.ndarray], axes: tuple[int, ...], coords: np.ndarray, dims: tuple[int, ...]) -> tuple[Schedule, np.ndarray, dict[int, np.ndarray]]:
+def _images(
+    plan: Any, shifts: dict[int, np.ndarray], axes: tuple[int, ...], coords: np.ndarray, dims: tuple[int, ...]
+) -> tuple[Schedule, np.ndarray, dict[int, np.ndarray]]:
     """A plan's schedule, its transfers' chunks (:func:`leaf_counts`) and their images under the shifts along ``axes``
     that map it onto itself."""
     schedule = plan_schedule(plan)
@@ -292,11 +320,12 @@ def quotient_of(program: Program, mesh: Mesh) -> Quotient | None:
 
     Examples
     --------
-    >>> from netsim.programs.files import load_program
-    >>> p = load_program("scenarios/programs/fsdp_two_layers.yaml")
-    >>> q = quotient_of(p.program, p.mesh_obj)
-    >>> q.aliases.axes, q.aliases.order
-    ((0, 1), 16)
+    >>> from netsim.network.topology import ring
+    >>> from netsim.programs.model import Op, Sharded
+    >>> program = Program("p", {"X": 4}, {"A": Sharded((4, 8), "float32", ((), ("X",)))}, (Op.of("g", "all_gather", ("A",), "B", axes=("X",), axis=1, tiled=True),))
+    >>> q = quotient_of(program, Mesh({"X": 4}, ring(4)))
+    >>> q.aliases.axes, q.aliases.order, len(q.plans)
+    ((0,), 4, 1)
     """
     topology = mesh.topology
     if any(isinstance(op, Matmul) and op.overlap is not None for op in program.ops):
@@ -311,6 +340,8 @@ def quotient_of(program: Program, mesh: Mesh) -> Quotient | None:
     for op in program.ops:
         if isinstance(op, CollectiveOp):
             plan = collective_plan(op, arrays[op.inputs[0]], mesh, bundled)
+            if piece_bytes(plan.layout, 1, 1) is None:  # (blocks of several sizes: a chunk's size is not its piece's)
+                return None
             plans.setdefault(plan.key, plan)
     if any(planned_transfers(plan) > LARGEST_PLAN for plan in plans.values()):  # (each plan is made whole to be checked)
         return None
