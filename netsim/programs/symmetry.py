@@ -322,7 +322,8 @@ def quotient_of(program: Program, mesh: Mesh) -> Quotient | None:
     --------
     >>> from netsim.network.topology import ring
     >>> from netsim.programs.model import Op, Sharded
-    >>> program = Program("p", {"X": 4}, {"A": Sharded((4, 8), "float32", ((), ("X",)))}, (Op.of("g", "all_gather", ("A",), "B", axes=("X",), axis=1, tiled=True),))
+    >>> gather = Op.of("g", "all_gather", ("A",), "B", axes=("X",), axis=1, tiled=True)
+    >>> program = Program("p", {"X": 4}, {"A": Sharded((4, 8), "float32", ((), ("X",)))}, (gather,))
     >>> q = quotient_of(program, Mesh({"X": 4}, ring(4)))
     >>> q.aliases.axes, q.aliases.order, len(q.plans)
     ((0,), 4, 1)
