@@ -75,7 +75,7 @@ def _held(arrays: Mapping[str, Any], mesh: Mesh) -> int:
     return sum(4 * n * int(np.prod(array.local_shape(mesh.shape))) + 8 * int(np.prod(array.shape)) for array in arrays.values())
 
 
-def planned_estimate(program: Program, mesh: Mesh, values: int = 0, engine: str = "auto", order: int = 1) -> MemoryEstimate:
+def planned_estimate(program: Program, mesh: Mesh, values: int = 0, engine: str = "auto", quotient: Any = None) -> MemoryEstimate:
     """What playing ``program`` will hold, estimated before it is lowered, from the counts its plans will make
     (:func:`netsim.programs.plans.planned_counts`), in the form :func:`memory_needed` gives the lowered schedule.
 
@@ -87,8 +87,11 @@ def planned_estimate(program: Program, mesh: Mesh, values: int = 0, engine: str 
     128
     """
     counts = planned_counts(program, mesh)
-    if order > 1:  # played on one device of each ``order`` (netsim.programs.symmetry)
-        counts = {name: count / order for name, count in counts.items()}
+    if quotient is not None:  # played on one device of each ``order``, after the plans were checked (netsim.programs.symmetry)
+        counts = {name: count / quotient.aliases.order for name, count in counts.items()}
+        if not values and choose_engine(engine, counts["transfers"]) == "fast":
+            planned = estimate_planned_memory(counts["transfers"], counts["compute_steps"], 0, counts["link_crossings"])
+            return dataclasses.replace(planned, schedule=planned.schedule + quotient.checking)
     if values or choose_engine(engine, counts["transfers"]) != "fast":  # the Python player (or values): the lowered schedule's form, on the counts
         transfers, steps = counts["transfers"], counts["compute_steps"]
         return estimate_program_memory(transfers, counts["link_crossings"] / max(transfers, 1), steps, 2 * (transfers + steps), values)
@@ -198,9 +201,8 @@ def _extended(loaded: ProgramFile, mesh: Mesh, seed: int, engine: str, symmetric
     least = tuple(map(fewest_played, loaded.repeats))
     model = loaded.program_at(least)
     quotient = quotient_of(model, mesh) if symmetric else None
-    order = quotient.aliases.order if quotient is not None else 1
     try:  # before any run: the run reported has at least these trips
-        check_memory(planned_estimate(model, mesh, 0, engine, order), timing_only=True, fewer="fewer devices or ops")
+        check_memory(planned_estimate(model, mesh, 0, engine, quotient), timing_only=True, fewer="fewer devices or ops")
     except MemoryLimitError as error:
         trips = " and ".join(map(str, least))
         raise ScenarioError(
@@ -226,7 +228,6 @@ def _run_model(model: Program, mesh: Mesh, loaded: ProgramFile | None, data: str
     """One run of ``model`` on ``mesh``: lowered, checked against memory, played (with values when ``data`` is ``values``;
     timing only on representatives where ``symmetric`` and the plans allow: :mod:`netsim.programs.symmetry`)."""
     quotient = quotient_of(model, mesh) if symmetric and data == "none" else None
-    order = quotient.aliases.order if quotient is not None else 1
     grouped = next((op for op in model.ops if isinstance(op, CollectiveOp) and op.over_devices), None)
     if grouped is not None and data == "values":
         raise ProgramError(grouped.name, "groups", "a collective over explicit groups runs timing-only: use data none")
@@ -249,7 +250,8 @@ def _run_model(model: Program, mesh: Mesh, loaded: ProgramFile | None, data: str
         raise refused(f"real values would hold about {need} of arrays (more than {limit}); run it timing-only with data: none", ValueError)
     topo = mesh.topology
     try:
-        check_memory(planned_estimate(model, mesh, held, engine, order), timing_only=data == "none", fewer="fewer devices or ops")  # before anything is built
+        # before anything is built
+        check_memory(planned_estimate(model, mesh, held, engine, quotient), timing_only=data == "none", fewer="fewer devices or ops")
         lowered = lower(model, mesh, quotient)
         check_memory(memory_needed(lowered, held, engine), timing_only=data == "none", fewer="fewer devices or ops")
     except MemoryLimitError as error:
@@ -306,8 +308,11 @@ def memory_needed(lowered: Lowered, values: int = 0, engine: str = "auto") -> Me
     transfers = len(schedule.transfers)
     crossings = sum(len(r.transfers) * mean_hops(r.algorithm, tuple(topology.dims), tuple(topology.wraparound)) for r in lowered.ops)
     if not values and choose_engine(engine, transfers) == "fast":  # the compiled player, timing only: as measured for it
-        chunks = start_chunk_count(lowered) if lowered.quotient is None else int(lowered.quotient.aliases.kept.sum()) * len(lowered.size_classes)
-        return estimate_planned_memory(transfers, len(schedule.computes), 0, crossings, chunks)
+        if lowered.quotient is None:
+            return estimate_planned_memory(transfers, len(schedule.computes), 0, crossings, start_chunk_count(lowered))
+        chunks = int(lowered.quotient.aliases.kept.sum()) * len(lowered.size_classes)
+        planned = estimate_planned_memory(transfers, len(schedule.computes), 0, crossings, chunks)
+        return dataclasses.replace(planned, schedule=planned.schedule + lowered.quotient.checking)  # (the plans checked for it)
     return estimate_program_memory(transfers, crossings / max(transfers, 1), len(schedule.computes), _dependencies(schedule), values)
 
 

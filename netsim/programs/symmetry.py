@@ -34,13 +34,25 @@ import numpy as np
 from netsim.algorithms.bundles import as_table
 from netsim.algorithms.schedule import Schedule
 from netsim.algorithms.transfers import TransferTable
+from netsim.checks.memory import available_memory
 from netsim.network.device_mesh import Mesh
 from netsim.network.translations import Translations, shift, translatable_axes
 from netsim.programs.builder import Ragged
 from netsim.programs.model import CollectiveOp, Matmul, Program
 from netsim.programs.plans import AUTO_BUNDLED_ABOVE, bundled_defaults, collective_plan, plan_schedule, planned_transfers
 
-__all__ = ["PlanQuotient", "Quotient", "leaf_counts", "piece_bytes", "plan_images", "plan_quotient", "quotient_of", "transfer_colours"]
+__all__ = [
+    "CHECK_BYTES_PER_TRANSFER",
+    "PlanQuotient",
+    "Quotient",
+    "check_bytes",
+    "leaf_counts",
+    "piece_bytes",
+    "plan_images",
+    "plan_quotient",
+    "quotient_of",
+    "transfer_colours",
+]
 
 
 def piece_bytes(layout: Any, pieces: int, width: int) -> np.ndarray | None:
@@ -279,10 +291,32 @@ def plan_quotient(
 
 @dataclass(frozen=True)
 class Quotient:
-    """A program played on representatives: the shifts (``aliases``) and each plan's kept transfers, by plan key."""
+    """A program played on representatives: the shifts (``aliases``), each plan's kept transfers by plan key, and the
+    memory estimated for checking the plans it had to make whole (``checking``, bytes: :func:`check_bytes`)."""
 
     aliases: Translations
     plans: dict[Any, PlanQuotient]
+    checking: int = 0
+
+
+CHECK_BYTES_PER_TRANSFER = 400
+"""Bytes a plan's transfer is estimated to hold while the plan is made whole and checked (measured: 224 to 335 B a
+transfer of the largest plan on FSDP over 512 and 4096 chips and the Llama-2-70B-shaped step; bench/README.md)."""
+IMAGE_BYTES_PER_TRANSFER = 32
+"""And a transfer of the other plans checked, whose images are held meanwhile."""
+
+
+def check_bytes(sizes: list[int]) -> int:
+    """The memory checking plans of ``sizes`` transfers is estimated to take.
+
+    Examples
+    --------
+    >>> round(check_bytes([4_177_920, 491_520, 491_520, 245_760]) / 2**30, 2)
+    1.59
+    """
+    if not sizes:
+        return 0
+    return CHECK_BYTES_PER_TRANSFER * max(sizes) + IMAGE_BYTES_PER_TRANSFER * (sum(sizes) - max(sizes))
 
 
 _CACHE: OrderedDict[Any, Any] = OrderedDict()
@@ -344,7 +378,10 @@ def quotient_of(program: Program, mesh: Mesh) -> Quotient | None:
             if piece_bytes(plan.layout, 1, 1) is None:  # (blocks of several sizes: a chunk's size is not its piece's)
                 return None
             plans.setdefault(plan.key, plan)
-    if any(planned_transfers(plan) > LARGEST_PLAN for plan in plans.values()):  # (each plan is made whole to be checked)
+    sizes = [planned_transfers(plan) for key, plan in plans.items() if ("plan axes", grid, key) not in _CACHE]
+    checking = check_bytes(sizes)
+    available = available_memory()
+    if max(sizes, default=0) > LARGEST_PLAN or (available is not None and checking > available):  # (each plan is made whole to be checked)
         return None
     shifts = {axis: shift(topology, axis) for axis in axes}
     coords = np.array([topology.coord(d) for d in range(topology.n_devices)], np.int64).reshape(topology.n_devices, -1)
@@ -369,4 +406,4 @@ def quotient_of(program: Program, mesh: Mesh) -> Quotient | None:
             return plan_quotient(schedule, counts, {a: images[a] for a in along}, coords, dims, aliases.kept)
 
         quotients[key] = _cached(("quotient", grid, key, along), make)
-    return Quotient(aliases, quotients)
+    return Quotient(aliases, quotients, checking)
