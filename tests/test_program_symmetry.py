@@ -79,7 +79,7 @@ def _both(data: dict) -> tuple:
 )
 def test_the_time_of_every_device_played(data, order, apart):
     """The same time to the bit where the whole run breaks ties alike on every device; else a little apart (measured:
-    0.067 %, 0.34 % and 0.29 %, the representatives' run the sooner each time), never further than 0.5 %."""
+    0.067 %, 0.34 % and 0.29 %, the representatives' run the sooner here), never further than 0.5 %."""
     played, whole = _both(data)
     assert whole.time - played.time == pytest.approx(apart * whole.time, rel=0.05, abs=0.0)
     assert abs(played.time - whole.time) <= 0.005 * whole.time
