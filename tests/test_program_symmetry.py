@@ -186,3 +186,14 @@ def test_the_shifts_of_a_v5p_cube():
         ru, _, rkey = links[shifts.link[j]]
         assert rkey == key and shifts.device[u] == ru and t.coord(ru)[2] == 0
     assert shift(t, 0)[0] == 16
+
+
+def test_the_timeline_counts_every_link_a_link_stands_for():
+    """The per-axis timeline of the run on representatives: each row's messages and busy time are the whole run's."""
+    from netsim.teaching.timeline_axes import axis_rows
+
+    played, whole = _both(_llama(bundled=True))
+    for mine, theirs in zip(axis_rows(played), axis_rows(whole), strict=True):
+        assert (mine.label, mine.links, mine.messages) == (theirs.label, theirs.links, theirs.messages)
+        assert mine.busy_s == pytest.approx(theirs.busy_s, rel=1e-12)
+        assert mine.busy_share == pytest.approx(theirs.busy_share, rel=1e-9, abs=1e-12)

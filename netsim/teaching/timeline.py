@@ -76,6 +76,10 @@ def timeline_rows(result: Result, leaf: int = 0, idle: bool = True) -> list[tupl
         t = run.schedule.transfers[hop.transfer]
         bar = Bar(hop.transfer, hop.start, hop.end, topology.link(hop.link)["latency_s"], t.key[0], t.key[1], owners[hop.transfer], t.step)
         rows[hop.link].append(bar)
+    aliases = getattr(run.schedule.transfers, "aliases", None)
+    if aliases is not None:  # played on representatives: each link's bars are those of the link that stands for it
+        links = topology.links
+        rows = {link: rows[links[j]] for link, j in zip(links, aliases.link.tolist(), strict=True)}
     return [(link, bars) for link, bars in rows.items() if idle or bars]
 
 

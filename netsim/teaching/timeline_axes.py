@@ -100,13 +100,15 @@ def axis_rows(result: Result, leaf: int = 0, bins: int = BINS) -> list[AxisRow]:
     group_of_link = np.array([order[_row_key(topology, lk)] for lk in link_ids], np.int64)
     group = group_of_link[link] if len(link) else np.zeros(0, np.int64)
     edges = np.linspace(0.0, playback.time if playback.time > 0 else 1.0, bins + 1)
+    aliases = getattr(result.leaves[leaf].schedule.transfers, "aliases", None)
+    each = 1 if aliases is None else aliases.order  # (played on representatives: a link's messages stand for those of as many links)
     rows = []
     for g, key in enumerate(sorted(groups)):
         axis, direction, lane = key
         mine = group == g
         s, e = start[mine], end[mine]
-        share = _busy_integral(s, e, edges) / np.diff(edges) / groups[key]
-        rows.append(AxisRow(axis, direction, groups[key], int(mine.sum()), float((e - s).sum()), share, lane))
+        share = _busy_integral(s, e, edges) * each / np.diff(edges) / groups[key]
+        rows.append(AxisRow(axis, direction, groups[key], int(mine.sum()) * each, float((e - s).sum()) * each, share, lane))
     return rows
 
 
