@@ -222,3 +222,18 @@ def test_a_repeat_whose_steady_run_cannot_fit_is_refused_before_any_run(monkeypa
         run_program(program_from_data(_fsdp(40), "p.yaml"))
     with pytest.raises(ScenarioError, match=r"^p.yaml: ops: repeat: extending its blocks plays a run of 4 trips at the least, "):
         run_program(program_from_data(_fsdp(4), "p.yaml"))  # (a block of 4 trips is played whole)
+
+
+def test_a_change_within_eight_trips_of_those_played_plays_every_trip():
+    """Trips of 1 us, then 1.5 us from the 15th: the runs up to 10 trips look steady, the check 8 trips further on
+    does not add up, and every trip is played (extended, it would be 13 us short at 40 trips)."""
+    from netsim.programs.repeats import extend_blocks
+
+    def time_at(trips: tuple[int, ...]) -> float:
+        (k,) = trips
+        return 1e-6 * k + (0.5e-6 * (k - 14) if k > 14 else 0.0)
+
+    extension = extend_blocks((40,), time_at)
+    assert extension.blocks[0].pattern == "played" and extension.time_s == time_at((40,))
+    steady = extend_blocks((40,), lambda trips: 1e-6 * trips[0])  # (the same check passes where trips stay steady)
+    assert steady.blocks[0].pattern == "steady" and steady.played == (10,) and steady.time_s == pytest.approx(40e-6, rel=1e-12)

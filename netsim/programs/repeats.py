@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from netsim.programs.ops import Op
-from netsim.programs.periods import STEADY_RTOL, DriftError, Repetition, extend_trips
+from netsim.programs.periods import MAX_PERIOD, STEADY_RTOL, DriftError, Repetition, extend_trips
 
 __all__ = ["Block", "BlockExtension", "extend_blocks", "unrolled", "written_name"]
 
@@ -173,8 +173,21 @@ def extend_blocks(
     added = run(ones) + sum(run(at(i, block.played)) - run(ones) for i, block in enumerate(blocks))
     if abs(top - added) > STEADY_RTOL * max(abs(t) for t in runs.values()):
         return _whole(counts, run, can_play, "the blocks do not add (one block's trips change another's)")
+    further = tuple(block.played + _further(block) for block in blocks)
+    if further != played and can_play(further):  # checked once more, whole periods further on: later trips may slow earlier ones
+        expected = top + sum((t - block.played) // block.period * block.period_s for t, block in zip(further, blocks, strict=True) if block.period)
+        if abs(run(further) - expected) > STEADY_RTOL * max(abs(t) for t in runs.values()):
+            return _whole(counts, run, can_play, f"the trips played further on ({', '.join(map(str, further))}) do not add what the first ones did")
     time = top + sum((block.trips - block.played) // block.period * block.period_s for block in blocks if block.period)
     return BlockExtension(tuple(blocks), top, time, len(runs))
+
+
+def _further(block: Repetition) -> int:
+    """How many more trips the extension's check plays of a block: whole periods, at least :data:`MAX_PERIOD`, at most what is left."""
+    if not block.period:
+        return 0
+    left = (block.trips - block.played) // block.period * block.period
+    return min(left, -(-MAX_PERIOD // block.period) * block.period)
 
 
 def _whole(counts: Sequence[int], run: Callable[[tuple[int, ...]], float], can_play: Callable[[tuple[int, ...]], bool], why: str) -> BlockExtension:
