@@ -197,3 +197,12 @@ def test_the_timeline_counts_every_link_a_link_stands_for():
         assert (mine.label, mine.links, mine.messages) == (theirs.label, theirs.links, theirs.messages)
         assert mine.busy_s == pytest.approx(theirs.busy_s, rel=1e-12)
         assert mine.busy_share == pytest.approx(theirs.busy_share, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("name", ["fsdp_across_slices", "collective_matmul", "megatron_mlp"])
+def test_programs_the_shifts_do_not_fit_play_every_chip(name):
+    """Slices joined by a data-center network, a collective matmul, a 4x4 slice without wraparound: asked for, the
+    symmetry is not used, and the time is every chip's."""
+    data = {**yaml.safe_load((ROOT / "scenarios" / "programs" / f"{name}.yaml").read_text()), "data": "none"}
+    played, whole = _both(data)
+    assert played.program.lowered.quotient is None and played.time == whole.time

@@ -41,6 +41,9 @@ def translatable_axes(topology: Topology) -> tuple[int, ...]:
     >>> from netsim.network.topology import mesh, torus
     >>> translatable_axes(torus((4, 2))), translatable_axes(mesh((4, 4)))
     ((0, 1), ())
+    >>> from netsim.network.presets import tpu_slice
+    >>> translatable_axes(tpu_slice("tpu-v5e:16x16x2slices"))  # (joined by a data-center network: not one torus)
+    ()
     >>> translatable_axes(torus((4, 4)).degrade_link(0, 1, bandwidth_factor=0.5))  # (no shift maps the slow link onto itself)
     ()
     """
@@ -51,6 +54,8 @@ def translatable_axes(topology: Topology) -> tuple[int, ...]:
     if any(f != facts[0] for f in facts) or any(topology.index(topology.coord(d)) != d for d in range(n)):
         return ()
     edges = {(u, v, key): (data["bandwidth_Bps"], data["latency_s"]) for u, v, key, data in topology.graph.edges(keys=True, data=True)}
+    if n != int(np.prod(topology.dims)) or any(not (0 <= u < n and 0 <= v < n and isinstance(key, tuple) and len(key) == 2) for u, v, key in edges):
+        return ()  # (a data-center network's NICs and switch are no chips of the grid)
     axes = []
     for axis, (size, wraps) in enumerate(zip(topology.dims, topology.wraparound, strict=True)):
         if not wraps or size < 2:
