@@ -187,10 +187,11 @@ def transfer_colours(table: TransferTable, counts: np.ndarray, coords: np.ndarra
     return colour
 
 
-def plan_images(table: TransferTable, colours: np.ndarray, to: np.ndarray) -> np.ndarray | None:
+def plan_images(table: TransferTable, colours: np.ndarray, to: np.ndarray, known: dict | None = None) -> np.ndarray | None:
     """Where a shift of the devices (``to[d]``) moves each transfer of a plan: the transfer of the same colour
     (:func:`transfer_colours`) from ``to[src]`` to ``to[dst]``, whose dependencies are the images of its own. None
-    when the plan does not map onto itself (or two transfers look alike).
+    when the plan does not map onto itself (or two transfers look alike). ``known``: a dict kept between the shifts
+    of one plan (what does not depend on the shift is found once).
 
     Examples
     --------
@@ -205,23 +206,36 @@ def plan_images(table: TransferTable, colours: np.ndarray, to: np.ndarray) -> np
     n = len(table.src)
     if n == 0:
         return np.zeros(0, np.int64)
-    src, dst = table.src.astype(np.int64), table.dst.astype(np.int64)
-    mine = np.lexsort((dst, src, colours))
-    theirs = np.lexsort((to[dst], to[src], colours))
-    if not (np.array_equal(colours[mine], colours[theirs]) and np.array_equal(src[mine], to[src][theirs]) and np.array_equal(dst[mine], to[dst][theirs])):
+    known = {} if known is None else known  # (what does not depend on the shift: kept for the next one)
+    if not known:
+        src, dst = table.src.astype(np.int64), table.dst.astype(np.int64)
+        devices = int(max(src.max(), dst.max())) + 1
+        key = _mixed(colours ^ _mixed((src * devices + dst).astype(np.uint64)))  # (one sort key; equal ones checked below)
+        mine = np.argsort(key, kind="stable")
+        alike = (colours[mine][1:] == colours[mine][:-1]) & (src[mine][1:] == src[mine][:-1]) & (dst[mine][1:] == dst[mine][:-1])
+        ptr, idx = table.dep_ptr.astype(np.int64), table.dep_idx.astype(np.int64)
+        owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+        known.update(src=src, dst=dst, devices=devices, key=key[mine], mine=mine, alike=bool(alike.any()), ptr=ptr, idx=idx, owner=owner)
+        known["edges"] = np.sort(owner * n + idx)
+    if known["alike"]:
         return None
-    alike = (colours[mine][1:] == colours[mine][:-1]) & (src[mine][1:] == src[mine][:-1]) & (dst[mine][1:] == dst[mine][:-1])
-    if alike.any():
+    src, dst, mine = known["src"], known["dst"], known["mine"]
+    there_src, there_dst = to[src], to[dst]
+    if int(max(there_src.max(), there_dst.max())) >= known["devices"]:
+        return None
+    theirs = np.argsort(_mixed(colours ^ _mixed((there_src * known["devices"] + there_dst).astype(np.uint64))), kind="stable")
+    if not (np.array_equal(colours[mine], colours[theirs]) and np.array_equal(src[mine], there_src[theirs]) and np.array_equal(dst[mine], there_dst[theirs])):
         return None
     image = np.empty(n, np.int64)
     image[theirs] = mine
-    ptr, idx = table.dep_ptr.astype(np.int64), table.dep_idx.astype(np.int64)
+    same = (table.step, table.piece, table.direction, table.phase, table.reduce)  # (the colours hash these: checked as they are)
+    if not all(np.array_equal(np.asarray(column)[image], np.asarray(column)) for column in same):
+        return None
+    ptr, idx, owner = known["ptr"], known["idx"], known["owner"]
     if not np.array_equal(np.diff(ptr)[image], np.diff(ptr)):
         return None
-    owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
-    edges = np.sort(owner * n + idx)
     moved = np.sort(image[owner] * n + image[idx])
-    return image if np.array_equal(edges, moved) else None
+    return image if np.array_equal(known["edges"], moved) else None
 
 
 @dataclass(frozen=True)
@@ -344,8 +358,9 @@ def _images(
     if counts is None:
         return schedule, counts, {}
     colours = transfer_colours(schedule.transfers, counts, coords, dims)
-    images = {a: plan_images(schedule.transfers, colours, shifts[a]) for a in axes}
-    return schedule, counts, {a: image for a, image in images.items() if image is not None}
+    known: dict = {}
+    images = {a: plan_images(schedule.transfers, colours, shifts[a], known) for a in axes}
+    return schedule, counts, {a: image for a, image in images.items() if image is not None and np.array_equal(counts[image], counts)}
 
 
 def quotient_of(program: Program, mesh: Mesh) -> Quotient | None:
