@@ -206,3 +206,29 @@ def test_programs_the_shifts_do_not_fit_play_every_chip(name):
     data = {**yaml.safe_load((ROOT / "scenarios" / "programs" / f"{name}.yaml").read_text()), "data": "none"}
     played, whole = _both(data)
     assert played.program.lowered.quotient is None and played.time == whole.time
+
+
+def test_checking_the_plans_is_estimated_before_it_is_done(monkeypatch):
+    """Each plan is made whole to be checked: its memory (check_bytes of the plans' counts) is estimated first, a check
+    that would not fit plays every chip, and a run on representatives counts it in its estimate (none once checked)."""
+    from netsim.checks.memory import PLANNED_FIXED_BYTES
+    from netsim.programs import symmetry
+    from netsim.programs.model import CollectiveOp
+    from netsim.programs.plans import bundled_defaults, collective_plan, planned_transfers
+    from netsim.programs.run import planned_estimate
+
+    loaded = program_from_data(_llama(symmetry=True))
+    model, mesh = loaded.program_at((1, 1)), loaded.mesh_obj
+    arrays, bundled = model.arrays_after(), bundled_defaults(model, mesh)
+    plans = {(p := collective_plan(op, arrays[op.inputs[0]], mesh, bundled)).key: p for op in model.ops if isinstance(op, CollectiveOp)}
+    need = symmetry.check_bytes([planned_transfers(p) for p in plans.values()])
+    symmetry._CACHE.clear()
+    monkeypatch.setattr(symmetry, "available_memory", lambda: need - 1)
+    assert quotient_of(model, mesh) is None
+    monkeypatch.setattr(symmetry, "available_memory", lambda: need)
+    q = quotient_of(model, mesh)
+    assert q.checking == need and quotient_of(model, mesh).checking == 0
+    fixed = PLANNED_FIXED_BYTES  # (what any run holds; the rest grows with the transfers: a 64th of them played)
+    whole = planned_estimate(model, mesh, 0, "fast").total - fixed
+    played = planned_estimate(model, mesh, 0, "fast", q).total - fixed - need
+    assert 0 < played < whole / 32

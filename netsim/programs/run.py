@@ -89,13 +89,17 @@ def planned_estimate(program: Program, mesh: Mesh, values: int = 0, engine: str 
     counts = planned_counts(program, mesh)
     if quotient is not None:  # played on one device of each ``order``, after the plans were checked (netsim.programs.symmetry)
         counts = {name: count / quotient.aliases.order for name, count in counts.items()}
-        if not values and choose_engine(engine, counts["transfers"]) == "fast":
-            planned = estimate_planned_memory(counts["transfers"], counts["compute_steps"], 0, counts["link_crossings"])
-            return dataclasses.replace(planned, schedule=planned.schedule + quotient.checking)
     if values or choose_engine(engine, counts["transfers"]) != "fast":  # the Python player (or values): the lowered schedule's form, on the counts
         transfers, steps = counts["transfers"], counts["compute_steps"]
-        return estimate_program_memory(transfers, counts["link_crossings"] / max(transfers, 1), steps, 2 * (transfers + steps), values)
-    return estimate_planned_memory(counts["transfers"], counts["compute_steps"], values, counts["link_crossings"])
+        estimate = estimate_program_memory(transfers, counts["link_crossings"] / max(transfers, 1), steps, 2 * (transfers + steps), values)
+    else:
+        estimate = estimate_planned_memory(counts["transfers"], counts["compute_steps"], values, counts["link_crossings"])
+    return _with_checking(estimate, quotient)
+
+
+def _with_checking(estimate: MemoryEstimate, quotient: Any) -> MemoryEstimate:
+    """``estimate`` and what checking the plans of a run on representatives holds (:func:`netsim.programs.symmetry.check_bytes`)."""
+    return estimate if quotient is None else dataclasses.replace(estimate, schedule=estimate.schedule + quotient.checking)
 
 
 def run_program(
@@ -308,12 +312,11 @@ def memory_needed(lowered: Lowered, values: int = 0, engine: str = "auto") -> Me
     transfers = len(schedule.transfers)
     crossings = sum(len(r.transfers) * mean_hops(r.algorithm, tuple(topology.dims), tuple(topology.wraparound)) for r in lowered.ops)
     if not values and choose_engine(engine, transfers) == "fast":  # the compiled player, timing only: as measured for it
-        if lowered.quotient is None:
-            return estimate_planned_memory(transfers, len(schedule.computes), 0, crossings, start_chunk_count(lowered))
-        chunks = int(lowered.quotient.aliases.kept.sum()) * len(lowered.size_classes)
-        planned = estimate_planned_memory(transfers, len(schedule.computes), 0, crossings, chunks)
-        return dataclasses.replace(planned, schedule=planned.schedule + lowered.quotient.checking)  # (the plans checked for it)
-    return estimate_program_memory(transfers, crossings / max(transfers, 1), len(schedule.computes), _dependencies(schedule), values)
+        quotient = lowered.quotient  # (on representatives: each holds a chunk of each size)
+        chunks = start_chunk_count(lowered) if quotient is None else int(quotient.aliases.kept.sum()) * len(lowered.size_classes)
+        return _with_checking(estimate_planned_memory(transfers, len(schedule.computes), 0, crossings, chunks), quotient)
+    estimate = estimate_program_memory(transfers, crossings / max(transfers, 1), len(schedule.computes), _dependencies(schedule), values)
+    return _with_checking(estimate, lowered.quotient)
 
 
 def _dependencies(schedule: Any) -> int:
