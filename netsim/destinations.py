@@ -262,11 +262,51 @@ class StagedFile:
 
     def commit(self) -> None:
         """Move the file onto its destination, atomically: a regular file is replaced; a symbolic link stays, the file it points to is replaced."""
+        _stopped()
         os.replace(self.path, self.target)
 
     def discard(self) -> None:
         """Remove the staged file, if still there."""
         self.path.unlink(missing_ok=True)
+
+
+_STOP: list[BaseException] = []
+"""A stop a signal asked for (:func:`stop_before_commit`), honoured by every commit that follows."""
+
+
+def stop_before_commit(stop: BaseException | None) -> None:
+    """Make every commit from now on raise ``stop`` (None: none does).
+
+    A signal handler raises where the program is; where that is a finaliser or a weak
+    reference's callback, Python prints the exception and goes on. What the command staged
+    is then still never put in place: its commit raises the stop instead.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> staged = StagedFile(pathlib.Path(tempfile.mkdtemp()) / "a.txt")
+    >>> stop_before_commit(KeyboardInterrupt())
+    >>> try:
+    ...     staged.commit()
+    ... except KeyboardInterrupt:
+    ...     print("stopped")
+    ... finally:
+    ...     stop_before_commit(None)
+    stopped
+    """
+    _STOP.clear()
+    if stop is not None:
+        _STOP.append(stop)
+
+
+def stop_requested() -> BaseException | None:
+    """The stop a signal asked for, if any (:func:`stop_before_commit`)."""
+    return _STOP[0] if _STOP else None
+
+
+def _stopped() -> None:
+    if _STOP:
+        raise _STOP[0]
 
 
 _RENAME_EXCHANGE = 2
@@ -328,6 +368,7 @@ class StagedFolder:
             If the destination has become a symbolic link, or holds what netsim did not
             write (checked again here, the instant before the swap); nothing is changed.
         """
+        _stopped()
         record_written(self.path, [entry.name for entry in self.path.iterdir()])
         if self.destination.is_symlink():
             raise ValueError(f"{self.option} {self.destination}: a symbolic link; name the folder itself")

@@ -234,3 +234,30 @@ def test_hlo_topology_errors_name_the_option():
     unknown = CliRunner().invoke(app, ["program", "--hlo", hlo, "--topology", "tpu_v5e"])
     assert unknown.exit_code == 2 and unknown.output.startswith("error: --topology tpu_v5e: no topology file 'tpu_v5e'; bundled ones are: ring16, ")
     assert unknown.output.endswith("; or a TPU slice such as tpu-v5e:4x4\n")
+
+
+def test_a_sigterm_a_finaliser_swallowed_still_stops_the_file_from_being_put_in_place(tmp_path):
+    """A signal handler raises where the program is; in a finaliser, Python prints the exception and goes on (the
+    animation above ended 0 now and then, its GIF written). The stop is kept: the commit raises it instead."""
+    import gc
+
+    from netsim.cli import console
+    from netsim.destinations import StagedFile, stop_before_commit, stop_requested
+
+    class Finalised:
+        def __del__(self) -> None:
+            console._raise_terminated(signal.SIGTERM, None)
+
+    staged = StagedFile(tmp_path / "movie.gif")
+    staged.path.write_text("frames")
+    try:
+        Finalised()  # (collected at once: the Terminated it raises is printed and ignored)
+        gc.collect()
+        assert isinstance(stop_requested(), console.Terminated)
+        with pytest.raises(console.Terminated):
+            staged.commit()
+        assert not (tmp_path / "movie.gif").exists()
+    finally:
+        stop_before_commit(None)
+        staged.discard()
+    assert stop_requested() is None and list(tmp_path.iterdir()) == []

@@ -17,6 +17,8 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from netsim.destinations import stop_before_commit
+
 __all__ = [
     "CHECK_FAILED",
     "INTERNAL_ERROR",
@@ -55,6 +57,7 @@ class Terminated(BaseException):
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
+    stop_before_commit(Terminated())  # (should a finaliser swallow the raise, nothing staged is put in place after it)
     raise Terminated
 
 

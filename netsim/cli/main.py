@@ -37,6 +37,7 @@ from netsim.cli.program import CALIBRATION_HELP
 from netsim.cli.program import program as _program_command
 from netsim.cli.sweep_command import sweep as _sweep_command
 from netsim.cli.teach_command import teach as _teach_command
+from netsim.destinations import stop_requested
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -471,6 +472,8 @@ def main() -> None:
     atexit.register(gc.freeze)  # the objects left at exit need no collection: the interpreter's last ones took ~0.15 s of a small run
     try:
         app()
+        if stop_requested() is not None:  # a SIGTERM a finaliser swallowed: nothing staged was put in place after it
+            raise stop_requested()
     except (KeyboardInterrupt, _Terminated) as interrupt:  # Ctrl-C, or SIGTERM: files staged on the way were removed
         print("terminated" if isinstance(interrupt, _Terminated) else "interrupted", file=sys.stderr)
         sys.exit(_interrupted_code(interrupt))
