@@ -17,8 +17,6 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from netsim.destinations import stop_before_commit
-
 __all__ = [
     "CHECK_FAILED",
     "INTERNAL_ERROR",
@@ -36,6 +34,7 @@ __all__ = [
     "plain_text_where_needed",
     "progress_lines",
     "quiet_exit",
+    "stop_pending",
     "terminate_cleanly",
     "warnings_in_one_line",
     "wrap_prose",
@@ -57,8 +56,16 @@ class Terminated(BaseException):
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
-    stop_before_commit(Terminated())  # (should a finaliser swallow the raise, nothing staged is put in place after it)
+    staging = sys.modules.get("netsim.destinations")  # (loaded by every command that stages a file; none staged without it)
+    if staging is not None:  # should a finaliser swallow the raise, nothing staged is put in place after it
+        staging.stop_before_commit(Terminated())
     raise Terminated
+
+
+def stop_pending() -> BaseException | None:
+    """A SIGTERM whose raise a finaliser swallowed (:func:`netsim.destinations.stop_requested`), if any."""
+    staging = sys.modules.get("netsim.destinations")
+    return None if staging is None else staging.stop_requested()
 
 
 def terminate_cleanly() -> None:

@@ -31,13 +31,13 @@ from netsim.cli.console import interrupted_code as _interrupted_code
 from netsim.cli.console import output_lost as _output_lost
 from netsim.cli.console import plain_text_where_needed as _plain_text_where_needed
 from netsim.cli.console import quiet_exit as _quiet_exit
+from netsim.cli.console import stop_pending as _stop_pending
 from netsim.cli.console import terminate_cleanly as _terminate_cleanly
 from netsim.cli.console import warnings_in_one_line as _warnings_in_one_line
 from netsim.cli.program import CALIBRATION_HELP
 from netsim.cli.program import program as _program_command
 from netsim.cli.sweep_command import sweep as _sweep_command
 from netsim.cli.teach_command import teach as _teach_command
-from netsim.destinations import stop_requested
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -472,8 +472,9 @@ def main() -> None:
     atexit.register(gc.freeze)  # the objects left at exit need no collection: the interpreter's last ones took ~0.15 s of a small run
     try:
         app()
-        if stop_requested() is not None:  # a SIGTERM a finaliser swallowed: nothing staged was put in place after it
-            raise stop_requested()
+        pending = _stop_pending()
+        if pending is not None:  # a SIGTERM a finaliser swallowed: nothing staged was put in place after it
+            raise pending
     except (KeyboardInterrupt, _Terminated) as interrupt:  # Ctrl-C, or SIGTERM: files staged on the way were removed
         print("terminated" if isinstance(interrupt, _Terminated) else "interrupted", file=sys.stderr)
         sys.exit(_interrupted_code(interrupt))
