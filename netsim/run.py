@@ -176,11 +176,7 @@ def play_checked(
 def stood_for(playback: Playback, aliases: Any) -> Playback:
     """A run played on representatives (``aliases.device``, ``aliases.link``) with every link's and device's statistics
     those of the one that stands for it: what the whole run would count there."""
-    ids = list(playback.links)
-    links = {link: playback.links[ids[j]] for link, j in zip(ids, aliases.link.tolist(), strict=True)}
-    device = aliases.device.tolist()
-
-    def units(stats: dict[int, Any]) -> dict[int, Any]:
-        return {d: stats[rep] for d, rep in enumerate(device) if rep in stats}
-
-    return dataclasses.replace(playback, links=links, compute_units=units(playback.compute_units), dma_units=units(playback.dma_units))
+    links = aliases.every_link(playback.links, list(playback.links))
+    return dataclasses.replace(
+        playback, links=links, compute_units=aliases.every_device(playback.compute_units), dma_units=aliases.every_device(playback.dma_units)
+    )

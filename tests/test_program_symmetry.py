@@ -232,3 +232,21 @@ def test_checking_the_plans_is_estimated_before_it_is_done(monkeypatch):
     whole = planned_estimate(model, mesh, 0, "fast").total - fixed
     played = planned_estimate(model, mesh, 0, "fast", q).total - fixed - need
     assert 0 < played < whole / 32
+
+
+def test_the_link_timeline_gives_each_link_the_bars_of_the_link_that_stands_for_it():
+    """A gather on a 4x4 torus (64 links: a row per link): every link carries messages, as many in all as every chip
+    played sends; each link's bars are its representative's."""
+    from netsim.teaching.timeline import timeline_rows
+
+    data = _fsdp("tpu-v5e:16x16", {"X": 16, "Y": 16})
+    data.update(topology={"kind": "torus", "dims": [4, 4]}, mesh={"X": 4, "Y": 4})
+    data["arrays"] = {"A": {"shape": [16, 65536], "dtype": "float32", "sharding": [["X", "Y"], None]}}
+    data["ops"] = [{"name": "g", "op": "all_gather", "in": "A", "axes": ["X", "Y"], "axis": 0, "tiled": True, "out": "B"}]
+    played, whole = _both(data)
+    assert played.program.lowered.quotient.aliases.order == 16 and played.time == whole.time
+    mine, theirs = timeline_rows(played), timeline_rows(whole)
+    assert [link for link, _ in mine] == [link for link, _ in theirs] and all(bars for _, bars in mine)
+    assert sum(len(bars) for _, bars in mine) == sum(len(bars) for _, bars in theirs)
+    stands = played.program.lowered.quotient.aliases.link.tolist()
+    assert all(mine[j][1] is mine[stands[j]][1] for j in range(len(mine)))

@@ -15,7 +15,20 @@ import numpy as np
 
 from netsim.network.topology import Topology
 
-__all__ = ["Translations", "shift", "translatable_axes"]
+__all__ = ["Translations", "coordinates", "shift", "translatable_axes"]
+
+
+def coordinates(topology: Topology) -> np.ndarray:
+    """Every device's coordinates on the grid, one row each (``(devices, axes)``).
+
+    Examples
+    --------
+    >>> from netsim.network.topology import torus
+    >>> coordinates(torus((2, 3)))[4].tolist()
+    [1, 1]
+    """
+    n = topology.n_devices
+    return np.array([topology.coord(d) for d in range(n)], np.int64).reshape(n, -1)
 
 
 def shift(topology: Topology, axis: int) -> np.ndarray:
@@ -27,7 +40,7 @@ def shift(topology: Topology, axis: int) -> np.ndarray:
     >>> shift(torus((2, 3)), 1).tolist()
     [1, 2, 0, 4, 5, 3]
     """
-    coords = np.array([topology.coord(d) for d in range(topology.n_devices)], np.int64).reshape(topology.n_devices, -1)
+    coords = coordinates(topology)
     coords[:, axis] = (coords[:, axis] + 1) % topology.dims[axis]
     return np.ravel_multi_index(tuple(coords.T), topology.dims).astype(np.int64)
 
@@ -102,8 +115,7 @@ class Translations:
     @classmethod
     def of(cls, topology: Topology, axes: tuple[int, ...]) -> Translations:
         """The shifts along ``axes`` (from :func:`translatable_axes`) of ``topology``."""
-        n = topology.n_devices
-        coords = np.array([topology.coord(d) for d in range(n)], np.int64).reshape(n, -1)
+        coords = coordinates(topology)
         home = coords.copy()
         home[:, list(axes)] = 0
         device = np.ravel_multi_index(tuple(home.T), topology.dims).astype(np.int64)
@@ -115,3 +127,27 @@ class Translations:
             link[j] = number[(int(device[u]), int(np.ravel_multi_index(tuple(there), topology.dims)), key)]
         order = int(np.prod([topology.dims[a] for a in axes], dtype=np.int64)) if axes else 1
         return cls(tuple(axes), order, device, link)
+
+    def every_link(self, stats: dict, links: list) -> dict:
+        """``stats`` (by link id, ``links`` numbered as the topology's) given to every link: each has the one's that stands for it.
+
+        Examples
+        --------
+        >>> from netsim.network.topology import ring
+        >>> t = ring(3)
+        >>> shifts = Translations.of(t, (0,))
+        >>> sorted(shifts.every_link({link: link[0] for link in t.links}, t.links).values())
+        [0, 0, 0, 0, 0, 0]
+        """
+        return {link: stats[links[j]] for link, j in zip(links, self.link.tolist(), strict=True)}
+
+    def every_device(self, stats: dict) -> dict:
+        """``stats`` (by device) given to every device whose representative has some.
+
+        Examples
+        --------
+        >>> from netsim.network.topology import ring
+        >>> Translations.of(ring(3), (0,)).every_device({0: "busy"})
+        {0: 'busy', 1: 'busy', 2: 'busy'}
+        """
+        return {d: stats[rep] for d, rep in enumerate(self.device.tolist()) if rep in stats}

@@ -28,7 +28,7 @@ from netsim.algorithms.schedule import Schedule
 from netsim.algorithms.transfers import PHASES, TransferTable
 from netsim.columnar import index_dtype
 
-__all__ = ["Ragged", "ScheduleBuilder", "Waits"]
+__all__ = ["Ragged", "ScheduleBuilder", "Waits", "blocks_taken"]
 
 
 class Ragged:
@@ -183,15 +183,13 @@ class ScheduleBuilder:
         self.n_dependencies += len(idx)
         self.n_transfers += n
         self.steps += schedule.n_steps
-        last = int(table.block.max()) if n else -1
         if table.bundles:  # bundle keys and their parts move with the collective's blocks
             bundles = as_table(table.bundles)
             keys, parts = bundles.key_array.copy(), bundles.part_array.copy()
             keys[:, 0] += offset
             parts[:, 0] += offset
             self.bundles.append(BundleTable(keys, bundles.ptr, parts))
-            last = max(last, int(bundles.key_array[:, 0].max(initial=-1)))
-        self.blocks += max(last + 1, blocks)
+        self.blocks += max(blocks_taken(table), blocks)
         return range(base, base + n), offset, kept["dst64"], kept["block"]
 
     @staticmethod
@@ -325,6 +323,21 @@ class ScheduleBuilder:
             column(1, np.float64), column(2, np.float64), column(3, np.float64), column(4, np.float64),
             column(5, bool), column(6, np.int64), column(7, np.int64), tuple(names), dep_ptr, dep_idx,
         )  # fmt: skip
+
+
+def blocks_taken(table: TransferTable) -> int:
+    """The block numbers a plan's transfers and bundles use (one past the highest).
+
+    Examples
+    --------
+    >>> from netsim.algorithms.schedule import build_schedule
+    >>> blocks_taken(build_schedule("gather", [[0, 1, 2]], "ring").transfers)
+    3
+    """
+    last = int(table.block.max()) if len(table) else -1
+    if table.bundles:
+        last = max(last, int(as_table(table.bundles).key_array[:, 0].max(initial=-1)))
+    return last + 1
 
 
 def _rows(deps: Waits, rows: np.ndarray) -> Waits:

@@ -312,9 +312,7 @@ def memory_needed(lowered: Lowered, values: int = 0, engine: str = "auto") -> Me
     transfers = len(schedule.transfers)
     crossings = sum(len(r.transfers) * mean_hops(r.algorithm, tuple(topology.dims), tuple(topology.wraparound)) for r in lowered.ops)
     if not values and choose_engine(engine, transfers) == "fast":  # the compiled player, timing only: as measured for it
-        quotient = lowered.quotient  # (on representatives: each holds a chunk of each size)
-        chunks = start_chunk_count(lowered) if quotient is None else int(quotient.aliases.kept.sum()) * len(lowered.size_classes)
-        return _with_checking(estimate_planned_memory(transfers, len(schedule.computes), 0, crossings, chunks), quotient)
+        return _with_checking(estimate_planned_memory(transfers, len(schedule.computes), 0, crossings, start_chunk_count(lowered)), lowered.quotient)
     estimate = estimate_program_memory(transfers, crossings / max(transfers, 1), len(schedule.computes), _dependencies(schedule), values)
     return _with_checking(estimate, lowered.quotient)
 

@@ -48,8 +48,11 @@ def start_chunks(lowered: Lowered) -> list[dict[tuple[int, int], tuple[int, int,
 
 
 def start_chunk_count(lowered: Lowered) -> int:
-    """How many chunks the devices start with, all told, counted without making them."""
+    """How many chunks the devices start with, all told, counted without making them (played on representatives: a
+    chunk of each size sent, on each of them)."""
     n = lowered.mesh.topology.n_devices
+    if lowered.quotient is not None:
+        return int(lowered.quotient.aliases.kept.sum()) * len(lowered.size_classes)
     return sum(op.pieces * sum(map(len, op.layout.block_sizes(n))) for op in lowered.ops if op.layout is not None)
 
 
@@ -87,6 +90,10 @@ def start_sizes(lowered: Lowered, widths: Sequence[int]) -> SizeBuffers:
     True
     """
     n = lowered.mesh.topology.n_devices
+    if lowered.quotient is not None:  # played on representatives: each holds a chunk of each size sent, keyed (k, 0)
+        holders, sizes = np.flatnonzero(lowered.quotient.aliases.kept), lowered.size_classes
+        keys = np.stack([np.tile(np.arange(len(sizes)), len(holders)), np.zeros(len(holders) * len(sizes), np.int64)], axis=1)
+        return SizeBuffers(n, np.repeat(holders, len(sizes)), keys, np.tile(sizes, len(holders)))
     parts: list[tuple[np.ndarray, ...]] = []
     for index, op in enumerate(lowered.ops):
         if op.layout is None:  # a compute op (a collective matmul has its gather's layout)

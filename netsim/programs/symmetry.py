@@ -16,9 +16,12 @@ those axes only (:class:`Quotient`):
   timing-only run reads only their sizes).
 
 The lowering (:func:`netsim.programs.lowering.lower`) builds this schedule instead of
-the whole one, and the engine plays it with the links and devices aliased
-(:class:`netsim.engine.Aliases`). The times are those of the whole run, to the bit, on
-the programs the tests play both ways (``tests/test_program_symmetry.py``).
+the whole one, and the engine plays it with the links and devices aliased (the transfer
+table's ``aliases``, a :class:`~netsim.network.translations.Translations`). Every chip
+then breaks ties between messages that reach a link at one instant alike; played whole,
+they go in transfer order, which differs from chip to chip. The times are the same to the
+bit where the whole run treats every chip alike, else a few tenths of a percent apart
+(``tests/test_program_symmetry.py``, docs/programs_limits.md).
 """
 
 from __future__ import annotations
@@ -36,8 +39,8 @@ from netsim.algorithms.schedule import Schedule
 from netsim.algorithms.transfers import TransferTable
 from netsim.checks.memory import available_memory
 from netsim.network.device_mesh import Mesh
-from netsim.network.translations import Translations, shift, translatable_axes
-from netsim.programs.builder import Ragged
+from netsim.network.translations import Translations, coordinates, shift, translatable_axes
+from netsim.programs.builder import Ragged, blocks_taken
 from netsim.programs.model import CollectiveOp, Matmul, Program
 from netsim.programs.plans import AUTO_BUNDLED_ABOVE, bundled_defaults, collective_plan, plan_schedule, planned_transfers
 
@@ -215,7 +218,7 @@ def plan_images(table: TransferTable, colours: np.ndarray, to: np.ndarray, known
         alike = (colours[mine][1:] == colours[mine][:-1]) & (src[mine][1:] == src[mine][:-1]) & (dst[mine][1:] == dst[mine][:-1])
         ptr, idx = table.dep_ptr.astype(np.int64), table.dep_idx.astype(np.int64)
         owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
-        known.update(src=src, dst=dst, devices=devices, key=key[mine], mine=mine, alike=bool(alike.any()), ptr=ptr, idx=idx, owner=owner)
+        known.update(src=src, dst=dst, devices=devices, mine=mine, alike=bool(alike.any()), ptr=ptr, idx=idx, owner=owner)
         known["edges"] = np.sort(owner * n + idx)
     if known["alike"]:
         return None
@@ -297,10 +300,7 @@ def plan_quotient(
     order = np.flatnonzero(here)[np.argsort(dst[here], kind="stable")]
     arrived_ptr = np.zeros(len(kept) + 1, np.int64)
     np.cumsum(np.bincount(dst[here], minlength=len(kept)), out=arrived_ptr[1:])
-    last = int(table.block.max()) if n else -1
-    if table.bundles:
-        last = max(last, int(as_table(table.bundles).key_array[:, 0].max(initial=-1)))
-    return PlanQuotient(dataclasses.replace(schedule, transfers=sub), counts[keep], arrived_ptr, rep[order], last + 1)
+    return PlanQuotient(dataclasses.replace(schedule, transfers=sub), counts[keep], arrived_ptr, rep[order], blocks_taken(table))
 
 
 @dataclass(frozen=True)
@@ -399,7 +399,7 @@ def quotient_of(program: Program, mesh: Mesh) -> Quotient | None:
     if max(sizes, default=0) > LARGEST_PLAN or (available is not None and checking > available):  # (each plan is made whole to be checked)
         return None
     shifts = {axis: shift(topology, axis) for axis in axes}
-    coords = np.array([topology.coord(d) for d in range(topology.n_devices)], np.int64).reshape(topology.n_devices, -1)
+    coords = coordinates(topology)
     dims = tuple(topology.dims)
     built: dict[Any, tuple[Schedule, np.ndarray, dict[int, np.ndarray]]] = {}
     chosen = set(axes)

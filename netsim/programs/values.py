@@ -21,7 +21,6 @@ import numpy as np
 
 from netsim.algorithms.bundles import unbundled
 from netsim.engine import Playback
-from netsim.engine.size_buffers import SizeBuffers
 from netsim.outputs import output_row
 from netsim.programs.lowering import Lowered
 from netsim.programs.model import CollectiveOp, Einsum, Matmul, Sharded, einsum_subscripts
@@ -68,12 +67,6 @@ class Sum(Pending):
 def start_buffers(lowered: Lowered, values: bool) -> tuple[list[dict], list[dict]]:
     """Each device's starting chunks (``Pending`` with values, ``SizeOnly`` without: one stand-in per size, shared), and the pending ones by op."""
     widths = [itemsize(lowered.arrays[record.op.inputs[0]].dtype) if record.op.inputs else 0 for record in lowered.ops]
-    if not values and lowered.quotient is not None:  # (played on representatives: each holds a chunk of every size sent)
-        n, sizes = lowered.mesh.topology.n_devices, lowered.size_classes
-        holder = np.repeat(np.flatnonzero(lowered.quotient.aliases.kept), len(sizes))
-        keys = np.stack([np.tile(np.arange(len(sizes)), len(holder) // max(len(sizes), 1)), np.zeros(len(holder), np.int64)], axis=1)
-        buffers = SizeBuffers(n, holder, keys, np.tile(sizes, len(holder) // max(len(sizes), 1)))
-        return buffers, [{} for _ in range(n)]
     if not values:  # (a whole step holds millions of chunks of a few sizes: held as columns, a device's dict made when read)
         buffers = start_sizes(lowered, widths)
         return buffers, [{} for _ in range(len(buffers))]

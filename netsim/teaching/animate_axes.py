@@ -25,6 +25,7 @@ import numpy as np
 
 from netsim.engine import as_array, transfer_columns
 from netsim.engine.columns import hop_arrays
+from netsim.network.translations import coordinates
 from netsim.result import Result
 from netsim.teaching.animate import Animation, _clock, _matplotlib
 from netsim.teaching.frames import frame_times
@@ -84,7 +85,7 @@ def axis_frames(result: Result, n_frames: int = 40, leaf: int = 0) -> list[AxisF
     playback = run.playback
     times = frame_times(playback.time, n_frames)
     edges = np.array(times)
-    coords = np.array([topology.coord(d) for d in range(topology.n_devices)], np.int64).reshape(topology.n_devices, -1)
+    coords = coordinates(topology)
     _, link, start, end, link_ids = hop_arrays(playback.hops)
     link_axis = np.array([lk[2][0] for lk in link_ids], np.int64)
     link_plus = np.array([lk[2][1] > 0 for lk in link_ids], bool)

@@ -78,8 +78,7 @@ def timeline_rows(result: Result, leaf: int = 0, idle: bool = True) -> list[tupl
         rows[hop.link].append(bar)
     aliases = getattr(run.schedule.transfers, "aliases", None)
     if aliases is not None:  # played on representatives: each link's bars are those of the link that stands for it
-        links = topology.links
-        rows = {link: rows[links[j]] for link, j in zip(links, aliases.link.tolist(), strict=True)}
+        rows = aliases.every_link(rows, topology.links)
     return [(link, bars) for link, bars in rows.items() if idle or bars]
 
 
