@@ -171,15 +171,21 @@ def extend_blocks(
     played = tuple(block.played for block in blocks)
     top = run(played)
     added = run(ones) + sum(run(at(i, block.played)) - run(ones) for i, block in enumerate(blocks))
-    if abs(top - added) > STEADY_RTOL * max(abs(t) for t in runs.values()):
+
+    def off(time: float, expected: float) -> bool:  # further apart than rounding, on the scale of the runs played
+        return abs(time - expected) > STEADY_RTOL * max(abs(t) for t in runs.values())
+
+    if off(top, added):
         return _whole(counts, run, can_play, "the blocks do not add (one block's trips change another's)")
-    further = tuple(block.played + _further(block) for block in blocks)
-    if further != played and can_play(further):  # checked once more, whole periods further on: later trips may slow earlier ones
-        expected = top + sum((t - block.played) // block.period * block.period_s for t, block in zip(further, blocks, strict=True) if block.period)
-        if abs(run(further) - expected) > STEADY_RTOL * max(abs(t) for t in runs.values()):
-            return _whole(counts, run, can_play, f"the trips played further on ({', '.join(map(str, further))}) do not add what the first ones did")
-    time = top + sum((block.trips - block.played) // block.period * block.period_s for block in blocks if block.period)
-    return BlockExtension(tuple(blocks), top, time, len(runs))
+    further = tuple(block.played + _further(block) for block in blocks)  # checked once more, whole periods further on
+    if further != played and can_play(further) and off(run(further), _extended_to(top, blocks, further)):  # (later trips may slow earlier ones)
+        return _whole(counts, run, can_play, f"the trips played further on ({', '.join(map(str, further))}) do not add what the first ones did")
+    return BlockExtension(tuple(blocks), top, _extended_to(top, blocks, counts), len(runs))
+
+
+def _extended_to(top: float, blocks: Sequence[Repetition], trips: Sequence[int]) -> float:
+    """The time at ``trips`` of each block: the run played (``top``) and, per block, the whole periods beyond its trips played."""
+    return top + sum((t - block.played) // block.period * block.period_s for t, block in zip(trips, blocks, strict=True) if block.period)
 
 
 def _further(block: Repetition) -> int:
